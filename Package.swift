@@ -1,0 +1,60 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "ChunkCache",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "ChunkCache", targets: ["ChunkCache"]),
+        .executable(name: "chunkcache", targets: ["chunkcache"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        // C libraries, linked from the system (no vendored copies).
+        .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]),
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"]), .brew(["zstd"])]),
+        .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"]), .brew(["xxhash"])]),
+        .target(name: "CLinuxShims", cSettings: [.define("_GNU_SOURCE")]),
+
+        // One job each.
+        .target(name: "LMDBKit", dependencies: ["CLMDB"]),
+        .target(name: "ZstdKit", dependencies: ["CZstd"]),
+        .target(name: "FileIO", dependencies: ["CLinuxShims"]),
+
+        // The engine: the only product API.
+        .target(
+            name: "ChunkCache",
+            dependencies: [
+                "LMDBKit", "ZstdKit", "FileIO", "CXXHash",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .target(
+            name: "ChunkCacheCommands",
+            dependencies: ["ChunkCache", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .executableTarget(name: "chunkcache", dependencies: ["ChunkCacheCommands"]),
+
+        .testTarget(name: "LMDBKitTests", dependencies: ["LMDBKit"]),
+        .testTarget(name: "ZstdKitTests", dependencies: ["ZstdKit"]),
+        .testTarget(name: "FileIOTests", dependencies: ["FileIO"]),
+        .testTarget(name: "ChunkCacheTests", dependencies: ["ChunkCache"]),
+        .testTarget(name: "ChunkCacheIntegrationTests", dependencies: ["ChunkCache", "FileIO", "LMDBKit"]),
+        .testTarget(name: "ChunkCacheCommandsTests", dependencies: ["ChunkCacheCommands", "ChunkCache"]),
+
+        .executableTarget(
+            name: "ChunkCacheBenchmarks",
+            dependencies: [
+                "ChunkCache", "ZstdKit", "FileIO",
+                .product(name: "Benchmark", package: "package-benchmark"),
+            ],
+            path: "Benchmarks/ChunkCacheBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

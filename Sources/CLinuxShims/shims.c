@@ -1,0 +1,54 @@
+#include "CLinuxShims.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+const unsigned long CLinuxShims_FICLONE = FICLONE;
+const int CLinuxShims_SEEK_DATA = SEEK_DATA;
+const int CLinuxShims_SEEK_HOLE = SEEK_HOLE;
+
+int CLinuxShims_ficlone(int dst_fd, int src_fd) { return ioctl(dst_fd, FICLONE, src_fd); }
+
+ssize_t CLinuxShims_copy_file_range(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out, size_t len,
+                                    unsigned int flags) {
+    loff_t in = off_in ? *off_in : 0, out = off_out ? *off_out : 0;
+    ssize_t n = copy_file_range(fd_in, off_in ? &in : NULL, fd_out, off_out ? &out : NULL, len, flags);
+    if (off_in) *off_in = in;
+    if (off_out) *off_out = out;
+    return n;
+}
+
+int CLinuxShims_count_shared_extents(int fd, int *total) {
+    enum { batch = 256 };
+    size_t size = sizeof(struct fiemap) + batch * sizeof(struct fiemap_extent);
+    struct fiemap *map = calloc(1, size);
+    if (!map) { errno = ENOMEM; return -1; }
+    int shared = 0, all = 0;
+    uint64_t start = 0;
+    for (;;) {
+        memset(map, 0, size);
+        map->fm_start = start;
+        map->fm_length = ~0ULL - start;
+        map->fm_flags = FIEMAP_FLAG_SYNC;
+        map->fm_extent_count = batch;
+        if (ioctl(fd, FS_IOC_FIEMAP, map) < 0) { int e = errno; free(map); errno = e; return -1; }
+        if (map->fm_mapped_extents == 0) break;
+        int last = 0;
+        for (unsigned i = 0; i < map->fm_mapped_extents; i++) {
+            struct fiemap_extent *x = &map->fm_extents[i];
+            all++;
+            if (x->fe_flags & FIEMAP_EXTENT_SHARED) shared++;
+            if (x->fe_flags & FIEMAP_EXTENT_LAST) last = 1;
+            start = x->fe_logical + x->fe_length;
+        }
+        if (last) break;
+    }
+    free(map);
+    if (total) *total = all;
+    return shared;
+}

@@ -1,0 +1,151 @@
+import CLMDB
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An LMDB environment: one memory-mapped `data.mdb` with its `lock.mdb`, opened once per path per process.
+///
+/// `lmdb.h`: "A process should only open an environment once (…) Do not have open an LMDB database twice in
+/// the same process at the same time. Not even from a plain open() call - close()ing it breaks flock()
+/// advisory locking." Hence the registry in ``open(directory:maxDatabases:mapSize:)``.
+///
+/// `@unchecked Sendable`: `MDB_env` is thread-safe; transactions are not, and the transaction types here
+/// are neither `Sendable` nor copyable.
+public final class Environment: @unchecked Sendable {
+    let handle: OpaquePointer
+    /// The canonical directory the environment lives in.
+    public let directory: String
+
+    private static let registry = Mutex<[String: WeakEnvironment]>([:])
+
+    private init(handle: OpaquePointer, directory: String) {
+        self.handle = handle
+        self.directory = directory
+    }
+
+    deinit {
+        mdb_env_close(handle)
+    }
+
+    /// Opens the environment in `directory`, creating its files when missing, or returns the one this process
+    /// already has open there.
+    ///
+    /// Transactions are `MDB_NOTLS`: a read transaction may be used on any thread, and one thread may hold
+    /// several. A new environment is created with the given map size; an existing one keeps the size
+    /// recorded in its file unless `mapSize` is larger.
+    ///
+    /// - Parameters:
+    ///   - directory: An existing directory, canonical (the registry is keyed by it).
+    ///   - maxDatabases: The number of named databases.
+    ///   - mapSize: The map size for a new environment, in bytes; `nil` keeps the file's.
+    /// - Throws: ``LMDBError``. The corresponding C functions are `mdb_env_create` and `mdb_env_open`.
+    public static func open(directory: String, maxDatabases: Int, mapSize: Int?) throws(LMDBError) -> Environment {
+        try registry.withLock { (envs) throws(LMDBError) -> Environment in
+            if let env = envs[directory]?.value { return env }
+            var raw: OpaquePointer?
+            try check(mdb_env_create(&raw))
+            guard let env = raw else { throw LMDBError(rawValue: 12) }
+            do throws(LMDBError) {
+                try check(mdb_env_set_maxdbs(env, MDB_dbi(maxDatabases)))
+                try check(mdb_env_set_maxreaders(env, 1022))
+                if let mapSize { try check(mdb_env_set_mapsize(env, mapSize)) }
+                try check(mdb_env_open(env, directory, UInt32(MDB_NOTLS | MDB_NORDAHEAD), 0o600))
+            } catch {
+                mdb_env_close(env)
+                throw error
+            }
+            let environment = Environment(handle: env, directory: directory)
+            envs[directory] = WeakEnvironment(value: environment)
+            return environment
+        }
+    }
+
+    /// The current map size in bytes: the most the data file can grow to.
+    public var mapSize: Int {
+        var info = MDB_envinfo()
+        mdb_env_info(handle, &info)
+        return info.me_mapsize
+    }
+
+    /// The bytes used by the pages in use, the last page number times the page size.
+    public var usedBytes: Int {
+        var info = MDB_envinfo()
+        mdb_env_info(handle, &info)
+        var stat = MDB_stat()
+        mdb_env_stat(handle, &stat)
+        return (info.me_last_pgno + 1) * Int(stat.ms_psize)
+    }
+
+    /// Sets a new map size. No transaction of this process may be active.
+    /// The corresponding C function is `mdb_env_set_mapsize`.
+    public func setMapSize(_ bytes: Int) throws(LMDBError) {
+        try check(mdb_env_set_mapsize(handle, bytes))
+    }
+
+    /// Removes reader slots left by dead processes, returning how many. The C function is `mdb_reader_check`.
+    @discardableResult
+    public func clearStaleReaders() -> Int {
+        var dead: Int32 = 0
+        mdb_reader_check(handle, &dead)
+        return Int(dead)
+    }
+
+    /// The number of reader slots in use, for leak checks in tests.
+    public var activeReaders: Int {
+        var info = MDB_envinfo()
+        mdb_env_info(handle, &info)
+        return Int(info.me_numreaders)
+    }
+
+    /// Opens (creating when asked) the named database. Names are opened once, in a write transaction.
+    public func openDatabase(_ name: String, create: Bool = true) throws -> Database {
+        try write { txn in try txn.openDatabase(name, create: create) }
+    }
+
+    /// Runs `body` in a read-only snapshot. The snapshot and every buffer it lends end with `body`.
+    ///
+    /// Never `await` inside: `body` is synchronous and the transaction is not `Sendable`.
+    /// The corresponding C functions are `mdb_txn_begin` (`MDB_RDONLY`) and `mdb_txn_abort`.
+    public func read<R>(_ body: (borrowing ReadTransaction) throws -> R) throws -> R {
+        var raw: OpaquePointer?
+        try check(mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &raw))
+        let txn = ReadTransaction(handle: raw!)
+        defer { mdb_txn_abort(raw) }
+        return try body(txn)
+    }
+
+    /// Runs `body` in a write transaction that commits when `body` returns and aborts when it throws.
+    ///
+    /// LMDB binds a write transaction to the thread that began it, so `body` is synchronous and this
+    /// function is unavailable from async code: call it from the one writer thread.
+    /// The corresponding C functions are `mdb_txn_begin`, `mdb_txn_commit` and `mdb_txn_abort`.
+    @available(*, noasync, message: "a write transaction must begin and commit on one thread")
+    public func write<R>(_ body: (inout WriteTransaction) throws -> R) throws -> R {
+        var raw: OpaquePointer?
+        try check(mdb_txn_begin(handle, nil, 0, &raw))
+        var txn = WriteTransaction(handle: raw!)
+        let result: R
+        do {
+            result = try body(&txn)
+        } catch {
+            mdb_txn_abort(raw)
+            throw error
+        }
+        try check(mdb_txn_commit(raw))
+        return result
+    }
+
+    /// Flushes the data file to disk. The corresponding C function is `mdb_env_sync`.
+    public func sync() throws(LMDBError) { try check(mdb_env_sync(handle, 1)) }
+}
+
+private struct WeakEnvironment {
+    weak var value: Environment?
+}
+
+/// A named database inside an environment.
+public struct Database: Sendable, Hashable {
+    let dbi: MDB_dbi
+}

@@ -1,0 +1,124 @@
+import CLMDB
+
+/// What read and write transactions share: lookups and ordered scans.
+///
+/// Buffers handed out are borrowed from LMDB's map: they are valid only until the transaction ends,
+/// or, in a write transaction, until the next write to the same database.
+public protocol TransactionReading: ~Copyable {
+    var handle: OpaquePointer { get }
+}
+
+extension TransactionReading where Self: ~Copyable {
+    /// The value stored under `key`, borrowed from the map, or `nil` when there is none.
+    /// The corresponding C function is `mdb_get`.
+    public func get(_ db: Database, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val()
+        let rc = mdb_get(handle, db.dbi, &k, &v)
+        if rc == MDB_NOTFOUND { return nil }
+        try check(rc)
+        return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
+    }
+
+    /// The value stored under `key`, borrowed, when the key is given as bytes.
+    public func get(_ db: Database, key: [UInt8]) throws -> UnsafeRawBufferPointer? {
+        try key.withUnsafeBytes { try get(db, key: $0) }
+    }
+
+    /// Calls `body` for each pair whose key starts with `prefix`, in key order, from `start` (or the prefix).
+    /// `body` returns `false` to stop. The corresponding C functions are `mdb_cursor_get` with
+    /// `MDB_SET_RANGE` and `MDB_NEXT`.
+    public func scan(
+        _ db: Database, prefix: [UInt8], from start: [UInt8]? = nil,
+        _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) throws {
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(handle, db.dbi, &cursor))
+        defer { mdb_cursor_close(cursor) }
+        var begin = start ?? prefix
+        var k = MDB_val()
+        var v = MDB_val()
+        let op = begin.isEmpty ? MDB_FIRST : MDB_SET_RANGE
+        var rc: Int32 = begin.withUnsafeMutableBytes { raw in
+            k = MDB_val(mv_size: raw.count, mv_data: raw.baseAddress)
+            return mdb_cursor_get(cursor, &k, &v, op)
+        }
+        while rc == 0 {
+            let key = UnsafeRawBufferPointer(start: k.mv_data, count: k.mv_size)
+            guard key.starts(with: prefix) else { return }
+            guard try body(key, UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)) else { return }
+            rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
+        }
+        if rc != MDB_NOTFOUND { try check(rc) }
+    }
+
+    /// The number of entries in `db`. The corresponding C function is `mdb_stat`.
+    public func count(_ db: Database) throws -> Int {
+        var stat = MDB_stat()
+        try check(mdb_stat(handle, db.dbi, &stat))
+        return stat.ms_entries
+    }
+}
+
+/// A read-only snapshot. Only lives inside ``Environment/read(_:)``.
+public struct ReadTransaction: ~Copyable, TransactionReading {
+    public let handle: OpaquePointer
+}
+
+/// A write transaction. Only lives inside ``Environment/write(_:)``, on the thread that began it.
+public struct WriteTransaction: ~Copyable, TransactionReading {
+    public let handle: OpaquePointer
+
+    /// Opens or creates a named database. The corresponding C function is `mdb_dbi_open`.
+    @available(*, noasync)
+    public mutating func openDatabase(_ name: String, create: Bool) throws -> Database {
+        var dbi: MDB_dbi = 0
+        try check(mdb_dbi_open(handle, name, create ? UInt32(MDB_CREATE) : 0, &dbi))
+        return Database(dbi: dbi)
+    }
+
+    /// Stores `value` under `key`, replacing any value. The corresponding C function is `mdb_put`.
+    @available(*, noasync)
+    public mutating func put(_ db: Database, key: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val(mv_size: value.count, mv_data: UnsafeMutableRawPointer(mutating: value.baseAddress))
+        try check(mdb_put(handle, db.dbi, &k, &v, 0))
+    }
+
+    /// Stores `value` under `key` when both are byte arrays.
+    @available(*, noasync)
+    public mutating func put(_ db: Database, key: [UInt8], value: [UInt8]) throws {
+        try key.withUnsafeBytes { k in try value.withUnsafeBytes { v in try put(db, key: k, value: v) } }
+    }
+
+    /// Reserves `count` bytes under `key` and lets `fill` write them in place, straight into the map.
+    /// The corresponding C function is `mdb_put` with `MDB_RESERVE`.
+    @available(*, noasync)
+    public mutating func reserve<R>(
+        _ db: Database, key: UnsafeRawBufferPointer, count: Int,
+        _ fill: (UnsafeMutableRawBufferPointer) throws -> R
+    ) throws -> R {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        var v = MDB_val(mv_size: count, mv_data: nil)
+        try check(mdb_put(handle, db.dbi, &k, &v, UInt32(MDB_RESERVE)))
+        return try fill(UnsafeMutableRawBufferPointer(start: v.mv_data, count: count))
+    }
+
+    /// Deletes the pair under `key`, returning whether there was one. The corresponding C function is `mdb_del`.
+    @available(*, noasync)
+    @discardableResult
+    public mutating func delete(_ db: Database, key: UnsafeRawBufferPointer) throws -> Bool {
+        var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
+        let rc = mdb_del(handle, db.dbi, &k, nil)
+        if rc == MDB_NOTFOUND { return false }
+        try check(rc)
+        return true
+    }
+
+    /// Deletes the pair under `key` given as bytes.
+    @available(*, noasync)
+    @discardableResult
+    public mutating func delete(_ db: Database, key: [UInt8]) throws -> Bool {
+        try key.withUnsafeBytes { try delete(db, key: $0) }
+    }
+}
