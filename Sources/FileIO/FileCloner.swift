@@ -29,8 +29,14 @@ public enum FileCloner {
         allowed: Set<CloneStrategy> = Set(CloneStrategy.allCases)
     ) throws(Errno) -> CloneStrategy {
         if allowed.contains(.reflink) {
-            if CLinuxShims_ficlone(destination.rawValue, source.rawValue) == 0 { return .reflink }
-            guard isUnsupported(Errno.current) else { throw Errno.current }
+            if CLinuxShims_ficlone(destination.rawValue, source.rawValue) == 0 {
+                // FICLONE shares the whole source: cut or extend it to `length` like the other strategies.
+                if try destination.status().st_size != length { try destination.resize(to: length) }
+                return .reflink
+            }
+            // Read errno once, before anything else can overwrite it.
+            let error = Errno.current
+            guard isUnsupported(error), !allowed.isDisjoint(with: [.copyRange, .readWrite]) else { throw error }
         }
         let ranges = try source.dataRanges(length: length)
         try destination.resize(to: length)

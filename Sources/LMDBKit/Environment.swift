@@ -92,11 +92,24 @@ public final class Environment: @unchecked Sendable {
         return Int(dead)
     }
 
-    /// The number of reader slots in use, for leak checks in tests.
+    /// The number of reader slots held by live read transactions, of any process, for leak checks in tests.
+    ///
+    /// Not `MDB_envinfo.me_numreaders`: `lmdb.h` calls that the "max number of readers slots used in the
+    /// environment", a high-water mark that never goes down when a read transaction ends.
+    /// The corresponding C function is `mdb_reader_list`.
     public var activeReaders: Int {
-        var info = MDB_envinfo()
-        mdb_env_info(handle, &info)
-        return Int(info.me_numreaders)
+        var count = 0
+        _ = withUnsafeMutablePointer(to: &count) { counter in
+            mdb_reader_list(handle, { line, context in
+                // `mdb_reader_list` sends a header ("    pid     thread     txnid") or "(no active readers)",
+                // then one line per slot in use, which starts with the holder's pid.
+                guard let line, let context else { return 0 }
+                let isReader = String(cString: line).drop(while: { $0 == " " }).first?.isNumber ?? false
+                if isReader { context.assumingMemoryBound(to: Int.self).pointee += 1 }
+                return 0
+            }, counter)
+        }
+        return count
     }
 
     /// Opens (creating when asked) the named database. Names are opened once, in a write transaction.

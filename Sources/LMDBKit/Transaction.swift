@@ -35,7 +35,8 @@ extension TransactionReading where Self: ~Copyable {
         var cursor: OpaquePointer?
         try check(mdb_cursor_open(handle, db.dbi, &cursor))
         defer { mdb_cursor_close(cursor) }
-        var begin = start ?? prefix
+        // A start before the prefix would land on a key outside it and end the scan at once.
+        var begin = start.map { $0.lexicographicallyPrecedes(prefix) ? prefix : $0 } ?? prefix
         var k = MDB_val()
         var v = MDB_val()
         let op = begin.isEmpty ? MDB_FIRST : MDB_SET_RANGE

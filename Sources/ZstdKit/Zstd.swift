@@ -73,12 +73,13 @@ public final class Decompressor {
 
     deinit { ZSTD_freeDCtx(context) }
 
-    /// The content size a frame declares, or `nil` when unknown or not a frame.
+    /// The content size a frame declares, or `nil` when unknown, not a frame, or too large for an `Int`.
     /// The C function is `ZSTD_getFrameContentSize`.
     public static func contentSize(of frame: UnsafeRawBufferPointer) -> Int? {
         let n = ZSTD_getFrameContentSize(frame.baseAddress, frame.count)
         if n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN { return nil }
-        return Int(n)
+        // A damaged header can declare up to 2^64 - 3 bytes: no buffer has that size, and `Int(n)` would trap.
+        return Int(exactly: n)
     }
 
     /// Decompresses one frame into `destination`, which must be exactly the frame's content size: a frame

@@ -1,1 +1,4 @@
-print("x")
+import ChunkCacheCommands
+import Foundation
+
+exit(await ChunkCacheCommand.main(arguments: Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,108 @@
+import Foundation
+
+/// The one error the engine throws.
+///
+/// Each ``Code`` carries the error domain and raw value the File Provider framework uses, so a macOS
+/// extension passes the error straight through (`CustomNSError`), and the CLI prints them.
+/// Lower layers' errors (`LMDBError`, `ZstdError`, `Errno`) are kept as ``underlying``.
+public struct CacheError: Error, Sendable, CustomStringConvertible, CustomNSError {
+    /// What went wrong, as a stable code with its File Provider domain and raw value.
+    public enum Code: Sendable, Hashable, CaseIterable {
+        case noSuchItem
+        case versionNoLongerAvailable
+        case notAuthenticated
+        case serverUnreachable
+        case syncAnchorExpired
+        case pageExpired
+        case insufficientQuota
+        case noPermission
+        case fileExists
+        case userCancelled
+        case featureUnsupported
+        case invalidArgument
+        case corruptData
+        case transient
+
+        /// The stable code string, e.g. `noSuchItem`.
+        public var name: String { String(describing: self) }
+
+        /// The error domain the File Provider framework (or Cocoa) uses for this code.
+        public var domain: String {
+            switch self {
+            case .noSuchItem, .versionNoLongerAvailable, .notAuthenticated, .serverUnreachable,
+                .syncAnchorExpired, .pageExpired, .insufficientQuota:
+                return CacheError.fileProviderDomain
+            case .noPermission, .fileExists, .userCancelled, .featureUnsupported:
+                return CacheError.cocoaDomain
+            case .invalidArgument, .corruptData, .transient:
+                return CacheError.chunkCacheDomain
+            }
+        }
+
+        /// The raw value in ``domain``: Apple's values for the File Provider and Cocoa codes.
+        public var rawValue: Int {
+            switch self {
+            case .noSuchItem: return -1005
+            case .versionNoLongerAvailable: return -2009
+            case .notAuthenticated: return -1000
+            case .serverUnreachable: return -1004
+            case .syncAnchorExpired, .pageExpired: return -1002
+            case .insufficientQuota: return -1003
+            case .noPermission: return 257
+            case .fileExists: return 516
+            case .userCancelled: return 3072
+            case .featureUnsupported: return 3328
+            case .invalidArgument: return 1
+            case .corruptData: return 2
+            case .transient: return 3
+            }
+        }
+    }
+
+    /// `NSFileProviderErrorDomain`.
+    public static let fileProviderDomain = "NSFileProviderErrorDomain"
+    /// `NSCocoaErrorDomain`.
+    public static let cocoaDomain = "NSCocoaErrorDomain"
+    /// The domain of the engine's own faults.
+    public static let chunkCacheDomain = "ChunkCacheErrorDomain"
+
+    /// The error's code.
+    public var code: Code
+    /// What is at fault (the item, version, range or path) and what to do about it.
+    public var message: String
+    /// The lower-level error behind this one, if any.
+    public var underlying: (any Error & Sendable)?
+    /// Where in the engine the error was raised.
+    public var location: String
+
+    /// Creates an error. `location` defaults to the caller's file and line.
+    public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil,
+                file: String = #fileID, line: Int = #line) {
+        self.code = code
+        self.message = message
+        self.underlying = underlying
+        self.location = "\(file):\(line)"
+    }
+
+    public var description: String { "\(code.name): \(message)" }
+
+    /// The description with the underlying error and location, for logs.
+    public func detailedDescription() -> String {
+        var text = "\(code.name) (\(code.domain) \(code.rawValue)): \(message)"
+        if let underlying { text += " [underlying: \(underlying)]" }
+        return text + " [at \(location)]"
+    }
+
+    // MARK: - CustomNSError
+
+    public static var errorDomain: String { chunkCacheDomain }
+    /// The domain of this error's code, so `error as NSError` has the File Provider domain and code.
+    public var errorDomain: String { code.domain }
+    public var errorCode: Int { code.rawValue }
+    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: message] }
+}
+
+extension CacheError.Code {
+    /// Lets callers write `catch CacheError.Code.noSuchItem`.
+    public static func ~= (pattern: CacheError.Code, value: any Error) -> Bool { (value as? CacheError)?.code == pattern }
+}

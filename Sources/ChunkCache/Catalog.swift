@@ -1,0 +1,139 @@
+import Foundation
+import LMDBKit
+
+/// Reads and writes domains, items and versions: the store's catalog.
+enum Catalog {
+    /// The domain's record, or `noSuchItem` naming it.
+    static func domain<T: TransactionReading & ~Copyable>(_ name: String, in txn: borrowing T, _ dbs: Databases) throws -> DomainRecord {
+        guard let raw = try txn.get(dbs.domains, key: Keys.domain(name)) else {
+            throw CacheError(.noSuchItem, "there is no domain \"\(name)\" in this store; `chunkcache put --domain \(name) …` or `import` creates it")
+        }
+        return try DomainRecord(decoding: raw)
+    }
+
+    /// The item's record, or `noSuchItem` naming it.
+    static func item<T: TransactionReading & ~Copyable>(_ id: String, domain: String, in txn: borrowing T, _ dbs: Databases) throws -> ItemRecord {
+        guard let raw = try txn.get(dbs.items, key: Keys.item(domain: domain, id: id)) else {
+            throw CacheError(.noSuchItem, "there is no item \"\(id)\" in domain \"\(domain)\"; check the identifier")
+        }
+        return try ItemRecord(decoding: raw)
+    }
+
+    /// The item's versions, newest first.
+    static func versions<T: TransactionReading & ~Copyable>(ofItem id: String, domain: String, in txn: borrowing T, _ dbs: Databases) throws -> [VersionRecord] {
+        var versions: [VersionRecord] = []
+        try txn.scan(dbs.versions, prefix: Keys.item(domain: domain, id: id)) { _, value in
+            versions.append(try VersionRecord(decoding: value))
+            return true
+        }
+        return versions.sorted { $0.sequence > $1.sequence }
+    }
+
+    /// The public form of an item at one version.
+    static func publicItem(_ record: ItemRecord, domain: String, version: VersionRecord?) -> Item {
+        Item(
+            domain: domain, identifier: record.identifier, parentIdentifier: record.parent, filename: record.filename,
+            kind: record.kind,
+            itemVersion: ItemVersion(contentVersion: version?.contentVersion ?? [], metadataVersion: record.metadataVersion),
+            documentSize: version?.size ?? 0,
+            symlinkTarget: record.kind == .symlink ? record.symlinkTarget : nil)
+    }
+
+    /// Checks an identifier given by a user.
+    static func validate(domain: String, item: String?) throws(CacheError) {
+        guard !domain.isEmpty, domain.utf8.count <= 255, !domain.utf8.contains(0) else {
+            throw CacheError(.invalidArgument, "domain name \"\(domain)\" must be 1 to 255 bytes without NUL; pick another name")
+        }
+        if let item {
+            guard !item.isEmpty, item.utf8.count <= 4096, !item.utf8.contains(0) else {
+                throw CacheError(.invalidArgument, "item identifier \"\(item.prefix(64))\" must be 1 to 4096 bytes without NUL; pick another identifier")
+            }
+        }
+    }
+
+    /// Checks a content version given by a user (D1: at most 128 bytes).
+    static func validate(contentVersion: [UInt8]) throws(CacheError) {
+        guard !contentVersion.isEmpty, contentVersion.count <= ItemVersion.maxComponentLength else {
+            throw CacheError(.invalidArgument, "a content version must be 1 to 128 bytes, not \(contentVersion.count); give a shorter --version")
+        }
+    }
+}
+
+/// The outcome of publishing a content version.
+struct PublishedVersion: Sendable {
+    let item: Item
+    let domainVersion: DomainVersion
+    /// False when the same bytes were already stored under that version: nothing changed.
+    let created: Bool
+}
+
+extension WriteTransaction {
+    /// Loads a domain for a change, creating it (version 0, bumped to 1 by the change) when `create`.
+    @available(*, noasync)
+    mutating func domainForChange(_ name: String, create: Bool, _ dbs: Databases) throws -> DomainRecord {
+        if let raw = try get(dbs.domains, key: Keys.domain(name)) { return try DomainRecord(decoding: raw) }
+        guard create else { return try Catalog.domain(name, in: self, dbs) }
+        return DomainRecord(version: 0, createdAt: Date().timeIntervalSince1970)
+    }
+
+    /// Bumps the domain's version and saves it: every change to a domain goes through here.
+    @available(*, noasync)
+    mutating func bump(_ domain: inout DomainRecord, named name: String, _ dbs: Databases) throws -> DomainVersion {
+        domain.version += 1
+        try put(dbs.domains, key: Keys.domain(name), value: domain.encoded())
+        return DomainVersion(rawValue: domain.version)
+    }
+
+    /// Publishes an ingested manifest as a content version of a file item, creating the domain and item
+    /// when missing. Re-publishing the same bytes under an existing version changes nothing; other bytes
+    /// under an existing version are `invalidArgument` (content versions are immutable). Either way the
+    /// pending manifest is consumed.
+    @available(*, noasync)
+    mutating func publish(
+        _ content: IngestedContent, domain name: String, item id: String, contentVersion requested: [UInt8]?,
+        layout: ChunkLayout, parent: String? = nil, bumpDomain: Bool = true, _ dbs: Databases
+    ) throws -> PublishedVersion {
+        let contentVersion = requested ?? Array(content.root.description.utf8)
+        var domain = try domainForChange(name, create: true, dbs)
+        let itemKey = Keys.item(domain: name, id: id)
+        var itemRecord: ItemRecord?
+        if let raw = try get(dbs.items, key: itemKey) {
+            let existing = try ItemRecord(decoding: raw)
+            guard existing.kind == .file else {
+                try dropManifest(content.manifestID, dbs)
+                throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(name)\" is a \(existing.kind), not a file; pick another identifier")
+            }
+            itemRecord = existing
+        }
+        let versionKey = Keys.version(itemKey: itemKey, contentVersion: contentVersion)
+        if let raw = try get(dbs.versions, key: versionKey) {
+            let existing = try VersionRecord(decoding: raw)
+            try dropManifest(content.manifestID, dbs)
+            guard existing.root == content.root else {
+                throw CacheError(.invalidArgument,
+                    "version \"\(String(decoding: contentVersion, as: UTF8.self))\" of item \"\(id)\" already holds other bytes; content versions are immutable: give a new --version or none")
+            }
+            let record = itemRecord ?? ItemRecord(identifier: id, parent: Item.rootContainer, filename: id, kind: .file, metadataVersion: [], createdAt: 0)
+            return PublishedVersion(item: Catalog.publicItem(record, domain: name, version: existing),
+                                    domainVersion: DomainVersion(rawValue: domain.version), created: false)
+        }
+        if !content.tailPage.isEmpty {
+            let lastPage = ManifestPage.page(ofChunk: layout.chunkCount(forLength: content.length) - 1)
+            try put(dbs.manifests, key: Keys.manifestPage(content.manifestID, page: lastPage), value: content.tailPage)
+        }
+        try delete(dbs.pending, key: Keys.manifest(content.manifestID))
+        let domainVersion = bumpDomain ? try bump(&domain, named: name, dbs) : DomainVersion(rawValue: domain.version)
+        let now = Date().timeIntervalSince1970
+        var record = itemRecord ?? ItemRecord(
+            identifier: id, parent: parent ?? Item.rootContainer,
+            filename: String(id.split(separator: "/").last ?? Substring(id)), kind: .file, metadataVersion: [], createdAt: now)
+        record.metadataVersion = contentVersion
+        try put(dbs.items, key: itemKey, value: record.encoded())
+        let version = VersionRecord(
+            contentVersion: contentVersion, manifestID: content.manifestID, size: content.length, chunkShift: layout.shift,
+            sequence: domainVersion.rawValue, createdAt: now, root: content.root)
+        try put(dbs.versions, key: versionKey, value: version.encoded())
+        try addToCounter(dbs, MetaKey.logicalBytes, content.length)
+        return PublishedVersion(item: Catalog.publicItem(record, domain: name, version: version), domainVersion: domainVersion, created: true)
+    }
+}

@@ -1,0 +1,72 @@
+import LMDBKit
+
+/// Reference counting of chunks and whole manifests, inside one write transaction.
+extension WriteTransaction {
+    /// Counts one more reference to `digest` when the store has it, returning false when it does not.
+    @available(*, noasync)
+    mutating func retainChunk(_ digest: ChunkDigest, _ dbs: Databases) throws -> Bool {
+        try digest.withUnsafeBytes { key in
+            guard let raw = try get(dbs.refs, key: key) else { return false }
+            var ref = try ChunkRef(decoding: raw)
+            ref.count += 1
+            try ref.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
+            return true
+        }
+    }
+
+    /// Stores a new chunk with one reference. `encoded` is the header and payload from ``ChunkCodec``.
+    @available(*, noasync)
+    mutating func insertChunk(_ digest: ChunkDigest, encoded: UnsafeRawBufferPointer, rawLength: Int, _ dbs: Databases) throws {
+        try digest.withUnsafeBytes { key in
+            try put(dbs.chunks, key: key, value: encoded)
+            let ref = ChunkRef(count: 1, rawLength: UInt32(rawLength), storedLength: UInt32(encoded.count - ChunkCodec.headerSize))
+            try ref.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
+        }
+        try addToCounter(dbs, MetaKey.uniqueBytes, Int64(rawLength))
+        try addToCounter(dbs, MetaKey.storedBytes, Int64(encoded.count - ChunkCodec.headerSize))
+    }
+
+    /// Drops one reference to `digest`, deleting the chunk with its last reference.
+    @available(*, noasync)
+    mutating func releaseChunk(_ digest: ChunkDigest, _ dbs: Databases) throws {
+        try digest.withUnsafeBytes { key in
+            guard let raw = try get(dbs.refs, key: key) else { return }  // already dropped by a repair
+            var ref = try ChunkRef(decoding: raw)
+            if ref.count > 1 {
+                ref.count -= 1
+                try ref.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
+                return
+            }
+            try delete(dbs.refs, key: key)
+            try delete(dbs.chunks, key: key)
+            try addToCounter(dbs, MetaKey.uniqueBytes, -Int64(ref.rawLength))
+            try addToCounter(dbs, MetaKey.storedBytes, -Int64(ref.storedLength))
+        }
+    }
+
+    /// Deletes a manifest's pages and releases every chunk it references.
+    @available(*, noasync)
+    mutating func dropManifest(_ manifestID: UInt64, _ dbs: Databases) throws {
+        var pageKeys: [[UInt8]] = []
+        var digests: [ChunkDigest] = []
+        try scan(dbs.manifests, prefix: Keys.manifest(manifestID)) { key, page in
+            pageKeys.append(Array(key))
+            for slot in 0..<(page.count / ManifestPage.entrySize) {
+                if case .stored(let digest) = try ManifestPage.entry(in: page, at: slot) { digests.append(digest) }
+            }
+            return true
+        }
+        for digest in digests { try releaseChunk(digest, dbs) }
+        for key in pageKeys { try delete(dbs.manifests, key: key) }
+        try delete(dbs.pending, key: Keys.manifest(manifestID))
+    }
+
+    /// Takes a fresh manifest id and records it as pending for this process.
+    @available(*, noasync)
+    mutating func beginManifest(_ dbs: Databases, processID: Int32, now: Double) throws -> UInt64 {
+        let id = max(1, try counter(dbs, MetaKey.nextManifestID))
+        try setCounter(dbs, MetaKey.nextManifestID, id + 1)
+        try put(dbs.pending, key: Keys.manifest(id), value: PendingRecord(processID: processID, startedAt: now).encoded())
+        return id
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import Synchronization
+
+/// The File Provider–shaped layer: the seeds' completion-handler signatures, returning a `Progress` whose
+/// `cancel()` stops the work. The completion runs exactly once on every path (A17): success, error, cancel.
+extension ChunkCache {
+    /// `fetchPartialContents(for:version:request:minimalRange:aligningTo:options:completionHandler:)`.
+    ///
+    /// The completion receives the file URL, the item, the retrieved range and flags, or an error; on
+    /// `Progress.cancel()` it receives `(nil, nil, minimalRange, [], userCancelled)` (A16) and in-flight chunk
+    /// work stops.
+    @discardableResult
+    public func fetchPartialContents(
+        for item: ItemIdentifier, version: ItemVersion?, request: FetchRequest, minimalRange: ByteRange,
+        aligningTo alignment: Int, options: FetchOptions,
+        completionHandler: @escaping @Sendable (URL?, Item?, ByteRange, MaterializationFlags, (any Error)?) -> Void
+    ) -> Progress {
+        let once = CompleteOnce(completionHandler)
+        return Self.runWithProgress(
+            work: {
+                let result = try await self.fetchPartialContents(
+                    for: item, version: version, request: request, minimalRange: minimalRange, aligningTo: alignment,
+                    options: options)
+                if !once.call(result.url, result.item, result.retrievedRange, result.flags, nil) {
+                    // Cancelled after the file was made: nobody will own it, so remove it.
+                    try? FileManager.default.removeItem(at: result.url)
+                }
+            },
+            fail: { error in _ = once.call(nil, nil, minimalRange, [], error) })
+    }
+
+    /// `fetchContents(for:version:request:completionHandler:)`: the whole file, or an error.
+    @discardableResult
+    public func fetchContents(
+        for item: ItemIdentifier, version: ItemVersion?, request: FetchRequest,
+        completionHandler: @escaping @Sendable (URL?, Item?, (any Error)?) -> Void
+    ) -> Progress {
+        let once = CompleteOnce { (url: URL?, item: Item?, _: ByteRange, _: MaterializationFlags, error: (any Error)?) in
+            completionHandler(url, item, error)
+        }
+        return Self.runWithProgress(
+            work: {
+                let result = try await self.fetchContents(for: item, version: version, request: request)
+                if !once.call(result.url, result.item, result.retrievedRange, result.flags, nil) {
+                    try? FileManager.default.removeItem(at: result.url)
+                }
+            },
+            fail: { error in _ = once.call(nil, nil, ByteRange(location: 0, length: 0), [], error) })
+    }
+
+    /// `import(_:fromDirectoryAt:completionHandler:)`.
+    @discardableResult
+    public func `import`(
+        _ domain: String, fromDirectoryAt url: URL, completionHandler: @escaping @Sendable ((any Error)?) -> Void
+    ) -> Progress {
+        let once = CompleteOnce { (_: URL?, _: Item?, _: ByteRange, _: MaterializationFlags, error: (any Error)?) in
+            completionHandler(error)
+        }
+        return Self.runWithProgress(
+            work: {
+                _ = try await self.import(domain, fromDirectoryAt: url)
+                _ = once.call(nil, nil, ByteRange(location: 0, length: 0), [], nil)
+            },
+            fail: { error in _ = once.call(nil, nil, ByteRange(location: 0, length: 0), [], error) })
+    }
+
+    /// Starts `work` in a task tied to a new `Progress`: cancelling the progress cancels the task and
+    /// reports `userCancelled` through `fail` at once.
+    private static func runWithProgress(
+        work: @escaping @Sendable () async throws -> Void, fail: @escaping @Sendable (any Error) -> Void
+    ) -> Progress {
+        let progress = Progress(totalUnitCount: 1)
+        let task = Task {
+            do {
+                try await work()
+                progress.completedUnitCount = 1
+            } catch {
+                fail(error)
+            }
+        }
+        progress.cancellationHandler = {
+            task.cancel()
+            fail(CacheError(.userCancelled, "the fetch was cancelled"))
+        }
+        return progress
+    }
+}
+
+/// Calls a completion handler at most once, whichever path gets there first.
+final class CompleteOnce: Sendable {
+    typealias Handler = @Sendable (URL?, Item?, ByteRange, MaterializationFlags, (any Error)?) -> Void
+    private let handler: Mutex<Handler?>
+
+    init(_ handler: @escaping Handler) { self.handler = Mutex(handler) }
+
+    /// Calls the handler if nobody has; returns whether this call did.
+    func call(_ url: URL?, _ item: Item?, _ range: ByteRange, _ flags: MaterializationFlags, _ error: (any Error)?) -> Bool {
+        guard let handler = self.handler.withLock({ h -> Handler? in defer { h = nil }; return h }) else { return false }
+        handler(url, item, range, flags, error)
+        return true
+    }
+}

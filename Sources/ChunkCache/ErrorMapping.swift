@@ -1,0 +1,67 @@
+import FileIO
+import LMDBKit
+import ZstdKit
+
+/// One factory per lower layer: how its faults become a ``CacheError``.
+extension CacheError {
+    /// An LMDB failure on the store at `path`. A full map or disk is `insufficientQuota`, a damaged file
+    /// `corruptData`, contention `transient`.
+    static func lmdb(_ error: LMDBError, store path: String, doing what: String) -> CacheError {
+        if error.isOutOfSpace {
+            return CacheError(.insufficientQuota,
+                "the store at \(path) is full while \(what) (\(error)); nothing was changed: raise its size with `chunkcache init --max-size`, free disk space, or remove versions",
+                underlying: error)
+        }
+        if error.isCorruption {
+            return CacheError(.corruptData,
+                "the store at \(path) is damaged (\(error)) while \(what); move its data.mdb aside and re-create the store",
+                underlying: error)
+        }
+        if error == .accessDenied || error == .readOnlyFilesystem {
+            return CacheError(.noPermission,
+                "the store at \(path) is not writable (\(error)) while \(what); fix its permissions or pick another --store",
+                underlying: error)
+        }
+        if error == .readersFull || error == .mapResized {
+            return CacheError(.transient, "the store at \(path) is busy (\(error)) while \(what); retry", underlying: error)
+        }
+        return CacheError(.transient, "LMDB failed while \(what) in the store at \(path): \(error); retry", underlying: error)
+    }
+
+    /// A system call on `path` failed.
+    // See: man 2 open, man 2 pread, man 2 pwrite, man 2 ftruncate
+    static func file(_ error: Errno, path: String, doing what: String) -> CacheError {
+        if error == .noSuchFile {
+            return CacheError(.invalidArgument, "\(path) does not exist (\(what)); check the path", underlying: error)
+        }
+        if error == .isDirectory {
+            return CacheError(.invalidArgument, "\(path) is a directory, not a regular file (\(what)); give a file", underlying: error)
+        }
+        if error == .notDirectory {
+            return CacheError(.invalidArgument, "a component of \(path) is not a directory (\(what)); check the path", underlying: error)
+        }
+        if [Errno.permissionDenied, .notPermitted, .readOnlyFilesystem].contains(error) {
+            return CacheError(.noPermission, "no permission for \(path) (\(what)): \(error); fix its permissions", underlying: error)
+        }
+        if error == .noSpace || error == .quotaExceeded {
+            return CacheError(.insufficientQuota, "no space left for \(path) (\(what)); free disk space", underlying: error)
+        }
+        if error == .fileExists {
+            return CacheError(.fileExists, "\(path) already exists (\(what)); remove it or pass --force to replace it", underlying: error)
+        }
+        return CacheError(.transient, "\(what) failed on \(path): \(error); retry", underlying: error)
+    }
+
+    /// Anything thrown inside the engine becomes a `CacheError`, keeping one that already is.
+    static func wrap(_ error: any Error, store path: String, doing what: String) -> CacheError {
+        switch error {
+        case let error as CacheError: return error
+        case let error as LMDBError: return .lmdb(error, store: path, doing: what)
+        case let error as Errno: return .file(error, path: path, doing: what)
+        case let error as ZstdError:
+            return CacheError(.corruptData, "a chunk in the store at \(path) fails its check (\(error)) while \(what); run `chunkcache verify --repair`", underlying: error)
+        default:
+            return CacheError(.transient, "\(what) failed: \(error)")
+        }
+    }
+}

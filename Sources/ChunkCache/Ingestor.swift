@@ -1,0 +1,328 @@
+import Crypto
+import Dispatch
+import FileIO
+import Foundation
+import LMDBKit
+import Synchronization
+
+/// What one ingest wrote.
+struct IngestCounts: Sendable {
+    var chunks = 0
+    var newChunks = 0
+    var zeroChunks = 0
+    var storedBytes: Int64 = 0
+
+    mutating func add(_ other: IngestCounts) {
+        chunks += other.chunks
+        newChunks += other.newChunks
+        zeroChunks += other.zeroChunks
+        storedBytes += other.storedBytes
+    }
+}
+
+/// A file's chunks written as a pending manifest: what ``Ingestor`` returns and publishing consumes.
+struct IngestedContent: Sendable {
+    let manifestID: UInt64
+    let length: Int64
+    /// Equal for equal bytes: names the content when the caller gives no version.
+    let root: ChunkDigest
+    let counts: IngestCounts
+    /// The entries of the last, partial manifest page, written by the publishing transaction.
+    let tailPage: [UInt8]
+}
+
+/// Streams a file into the store: reads it in batches (skipping holes), hashes and compresses each batch on
+/// every core, and commits batch after batch on the writer while the next is prepared.
+///
+/// Memory is two batches of raw and encoded bytes whatever the file's size. Chunks go into a pending manifest,
+/// invisible until published; ``Store/rollBackAbandonedManifests()`` or the caller's rollback undoes it.
+final class Ingestor: Sendable {
+    let store: Store
+    let cancellation: CancellationFlag
+
+    /// Bytes per batch: big enough to keep both cores busy and commits few.
+    static let batchBytes = 16 << 20
+
+    init(store: Store, cancellation: CancellationFlag = CancellationFlag()) {
+        self.store = store
+        self.cancellation = cancellation
+    }
+
+    /// Ingests `length` bytes of `file` (named `path` in errors) into a new pending manifest.
+    /// On any error the manifest is rolled back before this throws.
+    @available(*, noasync)
+    func ingest(_ file: FileDescriptor, length: Int64, path: String) throws -> IngestedContent {
+        let dbs = store.dbs
+        let manifestID = try store.writer.writeAndWait { txn in
+            try txn.beginManifest(dbs, processID: getpid(), now: Date().timeIntervalSince1970)
+        }
+        do {
+            return try fill(manifestID, from: file, length: length, path: path)
+        } catch {
+            try? store.writer.writeAndWait { txn in try txn.dropManifest(manifestID, dbs) }
+            throw CacheError.wrap(error, store: store.path, doing: "storing \(path)")
+        }
+    }
+
+    @available(*, noasync)
+    private func fill(_ manifestID: UInt64, from file: FileDescriptor, length: Int64, path: String) throws -> IngestedContent {
+        let layout = store.layout
+        let chunkCount = layout.chunkCount(forLength: length)
+        let perBatch = max(Self.batchBytes >> layout.shift, 2 * ProcessInfo.processInfo.activeProcessorCount)
+        let dataRanges = try file.dataRanges(length: length)
+        let state = CommitState(manifestID: manifestID)
+        let batches = [Batch(capacity: perBatch, layout: layout), Batch(capacity: perBatch, layout: layout)]
+        let free = [DispatchSemaphore(value: 1), DispatchSemaphore(value: 1)]
+        var rootHasher = SHA256()
+        withUnsafeBytes(of: length.littleEndian) { rootHasher.update(bufferPointer: $0) }
+
+        var first: Int64 = 0
+        var turn = 0
+        while first < chunkCount {
+            if let error = state.failure { throw error }
+            try cancellation.check()
+            let batch = batches[turn]
+            free[turn].wait()
+            let count = Int(min(Int64(perBatch), chunkCount - first))
+            do {
+                try batch.load(from: file, firstChunk: first, count: count, length: length, dataRanges: dataRanges, path: path)
+                batch.hashChunks()
+                try batch.markKnownChunks(in: store)
+                batch.compressNewChunks(with: store.codecs)
+            } catch {
+                free[turn].signal()
+                throw error
+            }
+            for digest in batch.digests[..<count] {
+                var tag: UInt8 = digest == nil ? 0 : 1
+                rootHasher.update(bufferPointer: UnsafeRawBufferPointer(start: &tag, count: 1))
+                digest?.withUnsafeBytes { rootHasher.update(bufferPointer: $0) }
+            }
+            let semaphore = free[turn]
+            store.writer.writeLater({ txn in try state.commit(batch, into: &txn, store: self.store) },
+                                    completion: { result in
+                                        if case .failure(let error) = result { state.fail(error) }
+                                        semaphore.signal()
+                                    })
+            first += Int64(count)
+            turn ^= 1
+        }
+        for semaphore in free { semaphore.wait(); semaphore.signal() }
+        if let error = state.failure { throw error }
+        let root = rootHasher.finalize().withUnsafeBytes { ChunkDigest(raw: $0) }
+        return IngestedContent(manifestID: manifestID, length: length, root: root, counts: state.counts, tailPage: state.page)
+    }
+}
+
+/// A batch of consecutive chunks: the raw bytes, their digests (nil for all-zero chunks) and encodings.
+/// Used by one thread at a time: the ingest thread fills it, then the writer commits it.
+final class Batch: @unchecked Sendable {
+    let layout: ChunkLayout
+    let capacity: Int
+    let raw: UnsafeMutableRawBufferPointer
+    let encoded: UnsafeMutableRawBufferPointer
+    let encodedStride: Int
+    var firstChunk: Int64 = 0
+    var count = 0
+    var rawLengths: [Int]
+    var digests: [ChunkDigest?]
+    var known: [Bool]
+    var encodedLengths: [Int]
+
+    init(capacity: Int, layout: ChunkLayout) {
+        self.layout = layout
+        self.capacity = capacity
+        raw = .allocate(byteCount: capacity << layout.shift, alignment: 4096)
+        encodedStride = ChunkCodec.encodedBound(rawCount: layout.chunkSize)
+        encoded = .allocate(byteCount: capacity * encodedStride, alignment: 64)
+        rawLengths = Array(repeating: 0, count: capacity)
+        digests = Array(repeating: nil, count: capacity)
+        known = Array(repeating: false, count: capacity)
+        encodedLengths = Array(repeating: 0, count: capacity)
+    }
+
+    deinit {
+        raw.deallocate()
+        encoded.deallocate()
+    }
+
+    func rawChunk(_ i: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: raw[(i << layout.shift)..<((i << layout.shift) + rawLengths[i])])
+    }
+
+    func encodedChunk(_ i: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: encoded[(i * encodedStride)..<(i * encodedStride + encodedLengths[i])])
+    }
+
+    /// Reads the batch's bytes: data ranges by `pread`, holes as zeros without reading.
+    func load(from file: FileDescriptor, firstChunk: Int64, count: Int, length: Int64, dataRanges: [Range<Int64>], path: String) throws {
+        self.firstChunk = firstChunk
+        self.count = count
+        let start = firstChunk << layout.shift
+        let end = min(length, start + (Int64(count) << layout.shift))
+        for i in 0..<count {
+            rawLengths[i] = Int(min(Int64(layout.chunkSize), length - ((firstChunk + Int64(i)) << layout.shift)))
+            encodedLengths[i] = 0
+            known[i] = false
+        }
+        var position = start
+        for range in dataRanges where range.upperBound > start && range.lowerBound < end {
+            let lower = max(range.lowerBound, start)
+            let upper = min(range.upperBound, end)
+            zero(from: position, to: lower, batchStart: start)
+            let target = UnsafeMutableRawBufferPointer(rebasing: raw[Int(lower - start)..<Int(upper - start)])
+            let n = try file.readAll(fromAbsoluteOffset: lower, into: target)
+            guard n == target.count else {
+                throw CacheError(.invalidArgument, "\(path) shrank while it was read; retry when it no longer changes")
+            }
+            position = upper
+        }
+        zero(from: position, to: end, batchStart: start)
+    }
+
+    private func zero(from lower: Int64, to upper: Int64, batchStart: Int64) {
+        guard upper > lower else { return }
+        UnsafeMutableRawBufferPointer(rebasing: raw[Int(lower - batchStart)..<Int(upper - batchStart)])
+            .initializeMemory(as: UInt8.self, repeating: 0)
+    }
+
+    /// SHA-256 of each chunk on every core; all-zero chunks get no digest and are never stored.
+    func hashChunks() {
+        let workers = min(count, ProcessInfo.processInfo.activeProcessorCount)
+        let results = ParallelSlots<ChunkDigest?>(count: count, initialValue: nil)
+        defer { results.deallocate() }
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            for i in stride(from: worker, to: count, by: workers) {
+                let bytes = rawChunk(i)
+                results[i] = isAllZero(bytes) ? nil : ChunkDigest(hashing: bytes)
+            }
+        }
+        for i in 0..<count { digests[i] = results[i] }
+    }
+
+    /// Marks the chunks the store already has, so they are not compressed again.
+    func markKnownChunks(in store: Store) throws {
+        try store.environment.read { txn in
+            for i in 0..<count {
+                guard let digest = digests[i] else { continue }
+                known[i] = try digest.withUnsafeBytes { try txn.get(store.dbs.refs, key: $0) } != nil
+            }
+        }
+    }
+
+    /// Compresses, on every core, the first occurrence of each chunk the store lacks.
+    func compressNewChunks(with codecs: CodecPool) {
+        var seen = Set<ChunkDigest>()
+        let work = (0..<count).filter { i in
+            guard let digest = digests[i], !known[i] else { return false }
+            return seen.insert(digest).inserted
+        }
+        let lengths = ParallelSlots<Int>(count: work.count, initialValue: 0)
+        defer { lengths.deallocate() }
+        let workers = min(work.count, ProcessInfo.processInfo.activeProcessorCount)
+        guard workers > 0 else { return }
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            codecs.withCompressor { compressor in
+                for w in stride(from: worker, to: work.count, by: workers) {
+                    let i = work[w]
+                    let output = UnsafeMutableRawBufferPointer(rebasing: encoded[(i * encodedStride)..<((i + 1) * encodedStride)])
+                    // Compression of a valid buffer only fails for lack of memory; then store raw.
+                    lengths[w] = (try? ChunkCodec.encode(rawChunk(i), compressor: compressor, into: output)) ?? 0
+                }
+            }
+        }
+        for (w, i) in work.enumerated() { encodedLengths[i] = lengths[w] }
+    }
+}
+
+/// Slots that `concurrentPerform` workers fill, each index by exactly one worker, so no two threads
+/// touch one slot and the buffer may cross into the workers (`@unchecked Sendable`).
+struct ParallelSlots<T>: @unchecked Sendable {
+    private let base: UnsafeMutableBufferPointer<T>
+
+    init(count: Int, initialValue: T) {
+        base = .allocate(capacity: max(1, count))
+        base.initialize(repeating: initialValue)
+    }
+
+    subscript(index: Int) -> T {
+        get { base[index] }
+        nonmutating set { base[index] = newValue }
+    }
+
+    func deallocate() {
+        base.deinitialize()
+        base.deallocate()
+    }
+}
+
+/// What the writer accumulates across a manifest's batches. Touched only on the writer queue, in order.
+final class CommitState: @unchecked Sendable {
+    let manifestID: UInt64
+    private(set) var counts = IngestCounts()
+    /// Entries of the manifest page being filled.
+    private(set) var page: [UInt8] = []
+    private var pageIndex: Int64 = 0
+    private let failureBox = Mutex<(any Error)?>(nil)
+
+    init(manifestID: UInt64) { self.manifestID = manifestID }
+
+    var failure: (any Error)? { failureBox.withLock { $0 } }
+
+    func fail(_ error: any Error) { failureBox.withLock { if $0 == nil { $0 = error } } }
+
+    /// Writes a batch: new chunks, references to known ones, and every manifest page it completes.
+    @available(*, noasync)
+    func commit(_ batch: Batch, into txn: inout WriteTransaction, store: Store) throws {
+        guard failure == nil else { return }
+        let dbs = store.dbs
+        var scratch: UnsafeMutableRawBufferPointer?
+        defer { scratch?.deallocate() }
+        for i in 0..<batch.count {
+            counts.chunks += 1
+            let entry: ManifestEntry
+            if let digest = batch.digests[i] {
+                entry = .stored(digest)
+                if try !txn.retainChunk(digest, dbs) {
+                    var encoded = batch.encodedChunk(i)
+                    if encoded.isEmpty {
+                        // Not compressed ahead: a duplicate within the batch whose first copy was known, or a
+                        // chunk deleted since the batch looked. Encode it here.
+                        let buffer = scratch ?? .allocate(byteCount: batch.encodedStride, alignment: 64)
+                        scratch = buffer
+                        let n = try store.codecs.withCompressor { try ChunkCodec.encode(batch.rawChunk(i), compressor: $0, into: buffer) }
+                        encoded = UnsafeRawBufferPointer(rebasing: buffer[..<n])
+                    }
+                    try txn.insertChunk(digest, encoded: encoded, rawLength: batch.rawLengths[i], dbs)
+                    counts.newChunks += 1
+                    counts.storedBytes += Int64(encoded.count - ChunkCodec.headerSize)
+                }
+            } else {
+                entry = .zero
+                counts.zeroChunks += 1
+            }
+            ManifestPage.append(entry, to: &page)
+            if page.count == Int(ManifestPage.entriesPerPage) * ManifestPage.entrySize {
+                try txn.put(dbs.manifests, key: Keys.manifestPage(manifestID, page: pageIndex), value: page)
+                page.removeAll(keepingCapacity: true)
+                pageIndex += 1
+            }
+        }
+    }
+}
+
+/// A flag that cancellation sets and long loops check between steps.
+final class CancellationFlag: Sendable {
+    private let flag = Atomic<Bool>(false)
+
+    init() {}
+
+    func cancel() { flag.store(true, ordering: .relaxed) }
+
+    var isCancelled: Bool { flag.load(ordering: .relaxed) }
+
+    /// Throws `userCancelled` once the flag is set.
+    func check() throws(CacheError) {
+        if isCancelled { throw CacheError(.userCancelled, "the operation was cancelled") }
+    }
+}

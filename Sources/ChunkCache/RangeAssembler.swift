@@ -1,0 +1,90 @@
+import Dispatch
+import FileIO
+import Foundation
+import LMDBKit
+import Synchronization
+
+/// Writes a planned range of chunks into a sparse file at their own offsets.
+///
+/// Small ranges run on the calling thread; large ones are split into one contiguous run per core, each
+/// with its own read snapshot (manifests and chunks of a published version never change, so the runs see
+/// the same bytes). Raw chunks are written straight from LMDB's map; zstd chunks are decoded into a
+/// reused, already-touched buffer. Every chunk is checked (XXH3 or the zstd frame checksum) before a byte
+/// of it is written.
+enum RangeAssembler {
+    /// Ranges at least this long are spread over the cores.
+    static let parallelThreshold: Int64 = 256 << 10
+
+    /// Writes `plan`'s range into `file`, which already has the item's full length.
+    static func assemble(_ plan: FetchPlan, store: Store, into file: FileDescriptor, cancellation: CancellationFlag) throws {
+        guard plan.retrieved.length > 0 else { return }
+        let layout = plan.version.layout
+        let first = plan.retrieved.location >> layout.shift
+        let end = (plan.retrieved.end - 1) >> layout.shift + 1
+        let count = end - first
+        let workers = plan.retrieved.length >= parallelThreshold
+            ? Int(min(count, Int64(ProcessInfo.processInfo.activeProcessorCount))) : 1
+        if workers == 1 {
+            try writeChunks(first..<end, of: plan, store: store, into: file, cancellation: cancellation)
+            return
+        }
+        let failure = Mutex<(any Error)?>(nil)
+        let stop = CancellationFlag()
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            let lower = first + count * Int64(worker) / Int64(workers)
+            let upper = first + count * Int64(worker + 1) / Int64(workers)
+            do {
+                try writeChunks(lower..<upper, of: plan, store: store, into: file, cancellation: cancellation, peers: stop)
+            } catch {
+                stop.cancel()
+                failure.withLock { if $0 == nil { $0 = error } }
+            }
+        }
+        if let error = failure.withLock({ $0 }) { throw error }
+    }
+
+    private static func writeChunks(
+        _ indices: Range<Int64>, of plan: FetchPlan, store: Store, into file: FileDescriptor,
+        cancellation: CancellationFlag, peers: CancellationFlag? = nil
+    ) throws {
+        let layout = plan.version.layout
+        let size = plan.version.size
+        let dbs = store.dbs
+        try store.codecs.withDecoder { context in
+            try store.environment.read { txn in
+                var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
+                for index in indices {
+                    try cancellation.check()
+                    if peers?.isCancelled == true { return }
+                    let range = layout.range(ofChunk: index, length: size)
+                    switch try cursor.entry(index, in: txn) {
+                    case .zero:
+                        // Inside a partial range a hole would read as "not materialized" (A7): write zeros.
+                        if !plan.wholeFile {
+                            try file.writeAll(toAbsoluteOffset: range.location, ZeroBytes.prefix(Int(range.length)))
+                        }
+                    case .stored(let digest):
+                        guard let stored = try digest.withUnsafeBytes({ try txn.get(dbs.chunks, key: $0) }) else {
+                            throw CacheError(.corruptData, "chunk \(digest) of item \"\(plan.item.identifier)\" is missing from the store; run `chunkcache verify --repair`")
+                        }
+                        let bytes = try ChunkCodec.decode(
+                            stored, rawCount: Int(range.length), decompressor: context.decompressor,
+                            buffer: context.buffer, digest: digest)
+                        try file.writeAll(toAbsoluteOffset: range.location, bytes)
+                    case .absent:
+                        throw CacheError(.versionNoLongerAvailable, "chunk \(index) of item \"\(plan.item.identifier)\" left the cache during the fetch; retry")
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A read-only run of zero bytes as long as the largest chunk, for zero chunks inside partial ranges.
+enum ZeroBytes {
+    // calloc'd and never written: the kernel backs it with the shared zero page.
+    private nonisolated(unsafe) static let buffer = UnsafeRawBufferPointer(
+        start: calloc(1, 1 << ChunkLayout.shifts.upperBound), count: 1 << ChunkLayout.shifts.upperBound)
+
+    static func prefix(_ count: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[..<count]) }
+}

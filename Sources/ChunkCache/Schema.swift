@@ -1,0 +1,300 @@
+import Crypto
+import LMDBKit
+
+/// The named LMDB databases of a store and what each holds.
+///
+/// - `meta`: settings and counters (`chunkShift`, `maxSize`, `nextManifestID`, `logicalBytes`, …).
+/// - `domains`: domain name → ``DomainRecord``.
+/// - `items`: (domain, SHA-256 of the item identifier) → ``ItemRecord``. Hashing keeps keys short whatever
+///   the identifier's length; the record holds the identifier itself.
+/// - `versions`: item key + content version → ``VersionRecord``.
+/// - `manifests`: (manifest id, page) → up to ``ManifestPage/entriesPerPage`` entries, so no single value
+///   holds a huge file's list.
+/// - `chunks`: digest → 16-byte header + payload (zstd frame or raw bytes). Written once, never updated.
+/// - `refs`: digest → ``ChunkRef`` (reference count and sizes), kept apart from `chunks` so counting a
+///   reference does not copy the chunk's pages.
+/// - `pending`: manifest id → ``PendingRecord`` of a manifest written but not yet published (an ingest
+///   in progress, or one a crash interrupted), rolled back on the next open once its process is gone.
+struct Databases: Sendable {
+    let meta: Database
+    let domains: Database
+    let items: Database
+    let versions: Database
+    let manifests: Database
+    let chunks: Database
+    let refs: Database
+    let pending: Database
+
+    static let names = ["meta", "domains", "items", "versions", "manifests", "chunks", "refs", "pending"]
+
+    @available(*, noasync)
+    static func open(in txn: inout WriteTransaction) throws -> Databases {
+        var handles: [Database] = []
+        for name in names { handles.append(try txn.openDatabase(name, create: true)) }
+        return Databases(
+            meta: handles[0], domains: handles[1], items: handles[2], versions: handles[3],
+            manifests: handles[4], chunks: handles[5], refs: handles[6], pending: handles[7])
+    }
+}
+
+/// How the store's keys are spelled.
+enum Keys {
+    static func domain(_ name: String) -> [UInt8] {
+        var w = ByteWriter()
+        w.appendPrefixed(name)
+        return w.bytes
+    }
+
+    static func item(domain: String, id: String) -> [UInt8] {
+        var w = ByteWriter()
+        w.appendPrefixed(domain)
+        w.append(raw: SHA256.hash(data: Array(id.utf8)).prefix(16))
+        return w.bytes
+    }
+
+    static func version(itemKey: [UInt8], contentVersion: [UInt8]) -> [UInt8] {
+        var w = ByteWriter()
+        w.append(raw: itemKey)
+        w.appendPrefixed(contentVersion)
+        return w.bytes
+    }
+
+    static func manifestPage(_ manifest: UInt64, page: Int64) -> [UInt8] {
+        var w = ByteWriter()
+        w.appendBigEndian(manifest)
+        w.appendBigEndian(UInt64(page))
+        return w.bytes
+    }
+
+    static func manifest(_ manifest: UInt64) -> [UInt8] {
+        var w = ByteWriter()
+        w.appendBigEndian(manifest)
+        return w.bytes
+    }
+
+    static func meta(_ name: String) -> [UInt8] { Array(name.utf8) }
+}
+
+/// A domain: its version counter and who may not materialize its files.
+struct DomainRecord {
+    var version: UInt64
+    var createdAt: Double
+    /// Processes whose fetches get `noPermission` (exact, case-sensitive names).
+    var nonMaterializingProcesses: [String]
+
+    func encoded() -> [UInt8] {
+        var w = ByteWriter()
+        w.append(version)
+        w.append(createdAt)
+        w.append(UInt16(nonMaterializingProcesses.count))
+        for name in nonMaterializingProcesses { w.appendPrefixed(name) }
+        return w.bytes
+    }
+
+    init(version: UInt64, createdAt: Double, nonMaterializingProcesses: [String] = []) {
+        self.version = version
+        self.createdAt = createdAt
+        self.nonMaterializingProcesses = nonMaterializingProcesses
+    }
+
+    init(decoding raw: UnsafeRawBufferPointer) throws(CacheError) {
+        var r = ByteReader(raw, what: "domain")
+        version = try r.read()
+        createdAt = try r.readDouble()
+        var names: [String] = []
+        for _ in 0..<(try r.read(UInt16.self)) { names.append(try r.readPrefixedString()) }
+        nonMaterializingProcesses = names
+    }
+}
+
+/// An item's identity and metadata; its contents are in ``VersionRecord``s.
+struct ItemRecord {
+    var identifier: String
+    var parent: String
+    var filename: String
+    var kind: ItemKind
+    var metadataVersion: [UInt8]
+    var symlinkTarget: String
+    var createdAt: Double
+
+    func encoded() -> [UInt8] {
+        var w = ByteWriter(capacity: 128)
+        w.append(kind.rawValue)
+        w.append(createdAt)
+        w.appendPrefixed(identifier)
+        w.appendPrefixed(parent)
+        w.appendPrefixed(filename)
+        w.appendPrefixed(metadataVersion)
+        w.appendPrefixed(symlinkTarget)
+        return w.bytes
+    }
+
+    init(identifier: String, parent: String, filename: String, kind: ItemKind, metadataVersion: [UInt8],
+         symlinkTarget: String = "", createdAt: Double) {
+        self.identifier = identifier
+        self.parent = parent
+        self.filename = filename
+        self.kind = kind
+        self.metadataVersion = metadataVersion
+        self.symlinkTarget = symlinkTarget
+        self.createdAt = createdAt
+    }
+
+    init(decoding raw: UnsafeRawBufferPointer) throws(CacheError) {
+        var r = ByteReader(raw, what: "item")
+        guard let kind = ItemKind(rawValue: try r.read()) else {
+            throw CacheError(.corruptData, "an item record has an unknown type; run `chunkcache verify`")
+        }
+        self.kind = kind
+        createdAt = try r.readDouble()
+        identifier = try r.readPrefixedString()
+        parent = try r.readPrefixedString()
+        filename = try r.readPrefixedString()
+        metadataVersion = try r.readPrefixed()
+        symlinkTarget = try r.readPrefixedString()
+    }
+}
+
+/// One content version of an item: where its manifest is and what it holds.
+struct VersionRecord {
+    var contentVersion: [UInt8]
+    var manifestID: UInt64
+    var size: Int64
+    var chunkShift: Int
+    /// The domain version that published it: orders versions, newest first.
+    var sequence: UInt64
+    var createdAt: Double
+    /// Hash over the length and chunk digests: equal exactly when the bytes are equal.
+    var root: ChunkDigest
+
+    func encoded() -> [UInt8] {
+        var w = ByteWriter(capacity: 96)
+        w.append(manifestID)
+        w.append(size)
+        w.append(UInt8(chunkShift))
+        w.append(sequence)
+        w.append(createdAt)
+        w.append(raw: root.bytes)
+        w.appendPrefixed(contentVersion)
+        return w.bytes
+    }
+
+    init(contentVersion: [UInt8], manifestID: UInt64, size: Int64, chunkShift: Int, sequence: UInt64,
+         createdAt: Double, root: ChunkDigest) {
+        self.contentVersion = contentVersion
+        self.manifestID = manifestID
+        self.size = size
+        self.chunkShift = chunkShift
+        self.sequence = sequence
+        self.createdAt = createdAt
+        self.root = root
+    }
+
+    init(decoding raw: UnsafeRawBufferPointer) throws(CacheError) {
+        var r = ByteReader(raw, what: "version")
+        manifestID = try r.read()
+        size = try r.read()
+        chunkShift = Int(try r.read(UInt8.self))
+        sequence = try r.read()
+        createdAt = try r.readDouble()
+        guard let root = ChunkDigest(bytes: try r.readBytes(32)) else {
+            throw CacheError(.corruptData, "a version record is truncated; run `chunkcache verify`")
+        }
+        self.root = root
+        contentVersion = try r.readPrefixed()
+        guard ChunkLayout.shifts.contains(chunkShift), size >= 0 else {
+            throw CacheError(.corruptData, "a version record has an impossible size or chunk size; run `chunkcache verify`")
+        }
+    }
+
+    var layout: ChunkLayout { ChunkLayout(uncheckedShift: chunkShift) }
+}
+
+/// A chunk's reference count and sizes.
+struct ChunkRef {
+    /// Manifest entries (published or pending) that name the chunk.
+    var count: UInt64
+    var rawLength: UInt32
+    var storedLength: UInt32
+
+    func encoded() -> [UInt8] {
+        var w = ByteWriter(capacity: 16)
+        w.append(count)
+        w.append(rawLength)
+        w.append(storedLength)
+        return w.bytes
+    }
+
+    init(count: UInt64, rawLength: UInt32, storedLength: UInt32) {
+        self.count = count
+        self.rawLength = rawLength
+        self.storedLength = storedLength
+    }
+
+    init(decoding raw: UnsafeRawBufferPointer) throws(CacheError) {
+        var r = ByteReader(raw, what: "chunk reference")
+        count = try r.read()
+        rawLength = try r.read()
+        storedLength = try r.read()
+    }
+}
+
+/// A manifest written but not yet published, and the process writing it.
+struct PendingRecord {
+    var processID: Int32
+    var startedAt: Double
+
+    func encoded() -> [UInt8] {
+        var w = ByteWriter(capacity: 12)
+        w.append(processID)
+        w.append(startedAt)
+        return w.bytes
+    }
+
+    init(processID: Int32, startedAt: Double) {
+        self.processID = processID
+        self.startedAt = startedAt
+    }
+
+    init(decoding raw: UnsafeRawBufferPointer) throws(CacheError) {
+        var r = ByteReader(raw, what: "pending manifest")
+        processID = try r.read()
+        startedAt = try r.readDouble()
+    }
+}
+
+extension TransactionReading where Self: ~Copyable {
+    /// A counter or setting in `meta`, 0 when unset.
+    func counter(_ dbs: Databases, _ name: String) throws -> UInt64 {
+        guard let raw = try get(dbs.meta, key: Keys.meta(name)), raw.count == 8 else { return 0 }
+        return raw.loadUnaligned(as: UInt64.self).littleEndian
+    }
+}
+
+extension WriteTransaction {
+    @available(*, noasync)
+    mutating func setCounter(_ dbs: Databases, _ name: String, _ value: UInt64) throws {
+        var w = ByteWriter(capacity: 8)
+        w.append(value)
+        try put(dbs.meta, key: Keys.meta(name), value: w.bytes)
+    }
+
+    /// Adds `delta` (which may be negative) to a counter in `meta`.
+    @available(*, noasync)
+    mutating func addToCounter(_ dbs: Databases, _ name: String, _ delta: Int64) throws {
+        guard delta != 0 else { return }
+        let current = Int64(bitPattern: try counter(dbs, name))
+        try setCounter(dbs, name, UInt64(bitPattern: max(0, current + delta)))
+    }
+}
+
+/// Names of the counters and settings in `meta`.
+enum MetaKey {
+    static let format = "format"
+    static let chunkShift = "chunkShift"
+    static let maxSize = "maxSize"
+    static let nextManifestID = "nextManifestID"
+    static let logicalBytes = "logicalBytes"
+    static let uniqueBytes = "uniqueBytes"
+    static let storedBytes = "storedBytes"
+}

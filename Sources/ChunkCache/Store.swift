@@ -1,0 +1,195 @@
+import Foundation
+import FileIO
+import LMDBKit
+import Synchronization
+import ZstdKit
+
+/// Settings fixed when a store is created.
+public struct StoreSettings: Sendable, Hashable {
+    /// The chunk size.
+    public var layout: ChunkLayout
+    /// The most bytes the store's data file may take: LMDB's map size.
+    public var maxSize: Int64
+    /// The zstd level for new chunks (1…19).
+    public var compressionLevel: Int32
+
+    /// 64 KiB chunks, a 1 TiB bound (address space only: the file grows as needed), zstd level 3.
+    public static let standard = StoreSettings(layout: .standard, maxSize: 1 << 40, compressionLevel: 3)
+
+    public init(layout: ChunkLayout, maxSize: Int64, compressionLevel: Int32 = 3) {
+        self.layout = layout
+        self.maxSize = maxSize
+        self.compressionLevel = compressionLevel
+    }
+}
+
+/// An open store: its directory, LMDB environment, databases and writer. Shared by every part of the engine.
+final class Store: Sendable {
+    let path: String
+    let tmpPath: String
+    let environment: Environment
+    let dbs: Databases
+    let writer: Writer
+    let layout: ChunkLayout
+    let maxSize: Int64
+    let compressionLevel: Int32
+    let codecs: CodecPool
+
+    static let formatVersion: UInt64 = 1
+    static let smallestMaxSize: Int64 = 1 << 20
+
+    private init(path: String, environment: Environment, dbs: Databases, layout: ChunkLayout, maxSize: Int64, level: Int32) {
+        self.path = path
+        self.tmpPath = path + "/tmp"
+        self.environment = environment
+        self.dbs = dbs
+        self.writer = Writer(environment: environment)
+        self.layout = layout
+        self.maxSize = maxSize
+        self.compressionLevel = level
+        self.codecs = CodecPool(chunkSize: layout.chunkSize, level: level)
+    }
+
+    /// The store directory to use: `explicit`, else `$CHUNKCACHE_STORE`, else `$XDG_CACHE_HOME/chunkcache`,
+    /// else `~/.cache/chunkcache`.
+    static func resolvePath(_ explicit: String?) -> String {
+        let env = ProcessInfo.processInfo.environment
+        if let explicit, !explicit.isEmpty { return explicit }
+        if let store = env["CHUNKCACHE_STORE"], !store.isEmpty { return store }
+        if let xdg = env["XDG_CACHE_HOME"], !xdg.isEmpty { return xdg + "/chunkcache" }
+        return (env["HOME"] ?? NSHomeDirectory()) + "/.cache/chunkcache"
+    }
+
+    /// Opens the store at `path`, creating it (mode 0700) with `requested` settings when it does not exist.
+    ///
+    /// - Parameter requested: Settings to create with; when given for an existing store, a different chunk
+    ///   size is `invalidArgument` and a different maximum size is applied.
+    static func open(at rawPath: String, requested: StoreSettings?) throws -> Store {
+        let path = try prepareDirectory(rawPath)
+        let isNew = access(path + "/data.mdb", F_OK) != 0
+        let settings = requested ?? .standard
+        let environment: Environment
+        do {
+            environment = try Environment.open(
+                directory: path, maxDatabases: Databases.names.count + 2,
+                mapSize: isNew ? Int(settings.maxSize) : nil)
+        } catch {
+            throw CacheError.lmdb(error, store: path, doing: "opening")
+        }
+        if let requested, !isNew, Int64(environment.mapSize) != requested.maxSize {
+            guard requested.maxSize >= Int64(environment.usedBytes) else {
+                throw CacheError(.invalidArgument,
+                    "--max-size \(requested.maxSize) is smaller than the \(environment.usedBytes) bytes the store at \(path) already uses; give a larger size")
+            }
+            do { try environment.setMapSize(Int(requested.maxSize)) } catch {
+                throw CacheError.lmdb(error, store: path, doing: "resizing")
+            }
+        }
+        do {
+            return try environment.write { txn in
+                let dbs = try Databases.open(in: &txn)
+                let storedShift = try txn.counter(dbs, MetaKey.chunkShift)
+                if storedShift == 0 {
+                    try txn.setCounter(dbs, MetaKey.format, formatVersion)
+                    try txn.setCounter(dbs, MetaKey.chunkShift, UInt64(settings.layout.shift))
+                    try txn.setCounter(dbs, MetaKey.nextManifestID, 1)
+                } else if let requested, storedShift != UInt64(requested.layout.shift) {
+                    throw CacheError(.invalidArgument,
+                        "the store at \(path) has \(ChunkLayout(uncheckedShift: Int(storedShift))) chunks, not \(requested.layout); the chunk size is fixed when a store is created: use another --store")
+                }
+                let format = try txn.counter(dbs, MetaKey.format)
+                guard format == formatVersion else {
+                    throw CacheError(.featureUnsupported,
+                        "the store at \(path) has format \(format); this chunkcache reads format \(formatVersion): use a matching version")
+                }
+                let shift = Int(try txn.counter(dbs, MetaKey.chunkShift))
+                guard ChunkLayout.shifts.contains(shift) else {
+                    throw CacheError(.corruptData, "the store at \(path) records an impossible chunk size; re-create it")
+                }
+                let maxSize = Int64(environment.mapSize)
+                if try txn.counter(dbs, MetaKey.maxSize) != UInt64(maxSize) {
+                    try txn.setCounter(dbs, MetaKey.maxSize, UInt64(maxSize))
+                }
+                return Store(path: path, environment: environment, dbs: dbs, layout: ChunkLayout(uncheckedShift: shift),
+                             maxSize: maxSize, level: settings.compressionLevel)
+            }
+        } catch {
+            throw CacheError.wrap(error, store: path, doing: "opening")
+        }
+    }
+
+    /// Creates the store directory (0700) and its `tmp/`, returning the canonical path.
+    private static func prepareDirectory(_ rawPath: String) throws -> String {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: rawPath, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw CacheError(.invalidArgument, "the store path \(rawPath) is a file, not a directory; give a directory with --store")
+            }
+        } else {
+            do {
+                try FileManager.default.createDirectory(atPath: rawPath, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw CacheError(.noPermission, "cannot create the store directory \(rawPath) (\(error.localizedDescription)); pick a writable --store")
+            }
+        }
+        guard let resolved = realpath(rawPath, nil) else {
+            throw CacheError.file(Errno.current, path: rawPath, doing: "resolving the store path")
+        }
+        defer { free(resolved) }
+        let path = String(cString: resolved)
+        if mkdir(path + "/tmp", 0o700) != 0 && errno != EEXIST {
+            throw CacheError.file(Errno.current, path: path + "/tmp", doing: "creating the store's tmp directory")
+        }
+        guard access(path, W_OK) == 0 else {
+            throw CacheError(.noPermission, "the store directory \(path) is not writable; fix its permissions or pick another --store")
+        }
+        return path
+    }
+}
+
+/// Reusable zstd contexts and scratch buffers, one set per worker at a time.
+final class CodecPool: Sendable {
+    /// A decompression context with a chunk-sized buffer whose pages are already touched.
+    /// `@unchecked Sendable`: used by one thread at a time, passed between threads only through the pool's lock.
+    final class DecodeContext: @unchecked Sendable {
+        let decompressor = Decompressor()
+        let buffer: UnsafeMutableRawBufferPointer
+
+        init(chunkSize: Int) {
+            buffer = .allocate(byteCount: chunkSize, alignment: 4096)
+            buffer.initializeMemory(as: UInt8.self, repeating: 0)
+        }
+
+        deinit { buffer.deallocate() }
+    }
+
+    private let chunkSize: Int
+    private let level: Int32
+    // Only the lock's owner touches the pooled objects; each is used by one thread at a time.
+    private let decoders = Mutex<[DecodeContext]>([])
+    private let encoders = Mutex<[EncodeContext]>([])
+
+    /// `@unchecked Sendable` for the same reason as ``DecodeContext``.
+    final class EncodeContext: @unchecked Sendable {
+        let compressor: Compressor
+        init(level: Int32) { compressor = Compressor(level: level) }
+    }
+
+    init(chunkSize: Int, level: Int32) {
+        self.chunkSize = chunkSize
+        self.level = level
+    }
+
+    func withDecoder<R>(_ body: (DecodeContext) throws -> R) rethrows -> R {
+        let context = decoders.withLock { $0.popLast() } ?? DecodeContext(chunkSize: chunkSize)
+        defer { decoders.withLock { if $0.count < 16 { $0.append(context) } } }
+        return try body(context)
+    }
+
+    func withCompressor<R>(_ body: (Compressor) throws -> R) rethrows -> R {
+        let context = encoders.withLock { $0.popLast() } ?? EncodeContext(level: level)
+        defer { encoders.withLock { if $0.count < 16 { $0.append(context) } } }
+        return try body(context.compressor)
+    }
+}

@@ -1,0 +1,33 @@
+import Dispatch
+import LMDBKit
+
+/// The store's one writer in this process: a serial queue on which every write transaction begins and
+/// commits, so LMDB's rule that a write transaction stays on its thread holds and async callers never
+/// block the cooperative pool (GRDB's `DispatchQueueActor` pattern).
+final class Writer: Sendable {
+    private let queue = DispatchQueue(label: "chunkcache.writer", qos: .userInitiated)
+    let environment: Environment
+
+    init(environment: Environment) { self.environment = environment }
+
+    /// Runs `body` in one write transaction on the writer queue, committing when it returns.
+    func write<R: Sendable>(_ body: @escaping @Sendable (inout WriteTransaction) throws -> R) async throws -> R {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                continuation.resume(with: Result { try self.environment.write(body) })
+            }
+        }
+    }
+
+    /// Runs `body` in one write transaction from synchronous code, waiting for the writer queue.
+    @available(*, noasync)
+    func writeAndWait<R>(_ body: (inout WriteTransaction) throws -> R) throws -> R {
+        try queue.sync { try environment.write(body) }
+    }
+
+    /// Starts `body` in a write transaction and calls `completion` with its outcome on the writer queue.
+    func writeLater(_ body: @escaping @Sendable (inout WriteTransaction) throws -> Void,
+                    completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
+        queue.async { completion(Result { try self.environment.write(body) }) }
+    }
+}

@@ -1,0 +1,32 @@
+import ArgumentParser
+import ChunkCache
+
+struct Init: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Create the store (other commands create it with defaults).",
+        discussion: "On an existing store with the same settings this changes nothing; a different chunk size is an error.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(name: .customLong("chunk-size"), help: "Chunk size, a power of two from 4KiB to 4MiB (default 64KiB).")
+    var chunkSize: ByteSize?
+
+    @Option(name: .customLong("max-size"), help: "The most bytes the store may take (default 1TiB).")
+    var maxSize: ByteSize?
+
+    func validate() throws {
+        if let maxSize, maxSize.bytes < 1 << 20 {
+            throw ValidationError("--max-size must be at least 1MiB")
+        }
+    }
+
+    func run() async throws {
+        var settings = StoreSettings.standard
+        if let chunkSize { settings.layout = try ChunkLayout(chunkSize: Int(chunkSize.bytes)) }
+        if let maxSize { settings.maxSize = maxSize.bytes }
+        let cache = try await global.openCache(creatingWith: settings)
+        global.emit(
+            .object([("chunkSize", .int(Int64(cache.layout.chunkSize))), ("maxSize", .int(cache.maxSize)), ("path", .string(cache.path))]),
+            summary: "store \(cache.path): \(cache.layout) chunks, at most \(cache.maxSize) bytes")
+    }
+}

@@ -1,0 +1,33 @@
+import ArgumentParser
+import ChunkCache
+
+struct Put: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Store FILE as a version of ITEM (creates the domain and the item).")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(help: "The domain.")
+    var domain: String
+
+    @Argument(help: "The item identifier.")
+    var item: String
+
+    @Argument(help: "The file to store.")
+    var file: String
+
+    @Option(help: "The content version (≤ 128 bytes); default: derived from the bytes.")
+    var version: String?
+
+    func run() async throws {
+        let cache = try await global.openCache()
+        let result = try await cache.put(fileAt: file, as: ItemIdentifier(domain: domain, item), contentVersion: version)
+        global.emit(
+            .object([
+                ("item", result.item.json), ("chunks", .int(Int64(result.chunks))), ("newChunks", .int(Int64(result.newChunks))),
+                ("zeroChunks", .int(Int64(result.zeroChunks))), ("storedBytes", .int(result.storedBytes)),
+                ("domainVersion", result.domainVersion.json),
+            ]),
+            summary: "put \(domain)/\(item) version \(result.item.itemVersion.contentVersionString): \(result.item.documentSize) bytes, \(result.chunks) chunks, \(result.newChunks) new, \(result.zeroChunks) zero, \(result.storedBytes) bytes stored; domain version \(result.domainVersion)")
+    }
+}

@@ -1,0 +1,26 @@
+import ArgumentParser
+import ChunkCache
+
+struct Stat: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print the store's figures.")
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        let cache = try await global.openCache()
+        let s = try await cache.statistics()
+        global.emit(
+            .object([
+                ("chunkSize", .int(Int64(s.chunkSize))), ("domains", .int(Int64(s.domains))), ("items", .int(Int64(s.items))),
+                ("versions", .int(Int64(s.versions))), ("chunks", .int(Int64(s.chunks))), ("logicalBytes", .int(s.logicalBytes)),
+                ("uniqueBytes", .int(s.uniqueBytes)), ("storedBytes", .int(s.storedBytes)), ("dedupRatio", .double(s.dedupRatio)),
+                ("compressionRatio", .double(s.compressionRatio)), ("fileBytes", .int(s.fileBytes)),
+            ]),
+            summary: """
+                store \(cache.path) (\(cache.layout) chunks)
+                \(s.domains) domains, \(s.items) items, \(s.versions) versions, \(s.chunks) chunks
+                logical \(s.logicalBytes) bytes, unique \(s.uniqueBytes), stored \(s.storedBytes), on disk \(s.fileBytes)
+                dedup ×\(String(format: "%.2f", s.dedupRatio)), compression ×\(String(format: "%.2f", s.compressionRatio))
+                """)
+    }
+}

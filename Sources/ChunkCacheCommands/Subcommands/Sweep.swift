@@ -1,0 +1,18 @@
+import ArgumentParser
+import ChunkCache
+
+struct Sweep: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Delete leftover hand-off files older than --tmp-grace now.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(help: "Delete every hand-off file, whatever its age.")
+    var all = false
+
+    func run() async throws {
+        let cache = try await global.openCache()
+        let removed = await cache.sweep(all: all)
+        global.emit(.object([("removed", .int(Int64(removed)))]), summary: "removed \(removed) hand-off files")
+    }
+}

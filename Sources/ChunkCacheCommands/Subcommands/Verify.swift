@@ -1,0 +1,26 @@
+import ArgumentParser
+import ChunkCache
+
+struct Verify: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Re-hash every chunk and check every manifest.",
+        discussion: "Exits 0 with its report whether or not it finds corruption. --repair removes corrupt chunks and marks the manifest entries that used them absent.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(help: "Remove corrupt chunks.")
+    var repair = false
+
+    func run() async throws {
+        let cache = try await global.openCache()
+        let report = try await cache.verify(repair: repair)
+        global.emit(
+            .object([
+                ("chunksChecked", .int(Int64(report.chunksChecked))),
+                ("corrupt", .array(report.corrupt.map { .string($0.description) })),
+                ("repaired", .int(Int64(report.repaired))),
+            ]),
+            summary: (["\(report.chunksChecked) chunks checked, \(report.corrupt.count) corrupt, \(report.repaired) repaired"]
+                + report.corrupt.map { "corrupt: \($0)" }).joined(separator: "\n"))
+    }
+}
