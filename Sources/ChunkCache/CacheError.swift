@@ -3,9 +3,9 @@ import Foundation
 /// The one error the engine throws.
 ///
 /// Each ``Code`` carries the error domain and raw value the File Provider framework uses, so a macOS
-/// extension passes the error straight through (`CustomNSError`), and the CLI prints them.
+/// extension passes ``nsError`` straight through, and the CLI prints them.
 /// Lower layers' errors (`LMDBError`, `ZstdError`, `Errno`) are kept as ``underlying``.
-public struct CacheError: Error, Sendable, CustomStringConvertible, CustomNSError {
+public struct CacheError: Error, Sendable, CustomStringConvertible {
     /// What went wrong, as a stable code with its File Provider domain and raw value.
     public enum Code: Sendable, Hashable, CaseIterable {
         case noSuchItem
@@ -93,13 +93,15 @@ public struct CacheError: Error, Sendable, CustomStringConvertible, CustomNSErro
         return text + " [at \(location)]"
     }
 
-    // MARK: - CustomNSError
+    // MARK: - Bridging
 
-    public static var errorDomain: String { chunkCacheDomain }
-    /// The domain of this error's code, so `error as NSError` has the File Provider domain and code.
-    public var errorDomain: String { code.domain }
-    public var errorCode: Int { code.rawValue }
-    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: message] }
+    /// The error as the File Provider framework wants it: the code's domain and raw value, the message as
+    /// `NSLocalizedDescriptionKey`, and any error from another domain under `NSUnderlyingErrorKey` (C1).
+    public var nsError: NSError {
+        var info: [String: Any] = [NSLocalizedDescriptionKey: message]
+        if let underlying { info[NSUnderlyingErrorKey] = "\(underlying)" }
+        return NSError(domain: code.domain, code: code.rawValue, userInfo: info)
+    }
 }
 
 extension CacheError.Code {

@@ -3,6 +3,7 @@ import Synchronization
 
 /// The File Provider–shaped layer: the seeds' completion-handler signatures, returning a `Progress` whose
 /// `cancel()` stops the work. The completion runs exactly once on every path (A17): success, error, cancel.
+/// Errors reach the completion as `NSError`s in the File Provider or Cocoa domain (``CacheError/nsError``).
 extension ChunkCache {
     /// `fetchPartialContents(for:version:request:minimalRange:aligningTo:options:completionHandler:)`.
     ///
@@ -75,12 +76,12 @@ extension ChunkCache {
                 try await work()
                 progress.completedUnitCount = 1
             } catch {
-                fail(error)
+                fail(CacheError.wrap(error, store: "", doing: "the request").nsError)
             }
         }
         progress.cancellationHandler = {
             task.cancel()
-            fail(CacheError(.userCancelled, "the fetch was cancelled"))
+            fail(CacheError(.userCancelled, "the request was cancelled").nsError)
         }
         return progress
     }

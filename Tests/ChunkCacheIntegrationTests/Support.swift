@@ -1,0 +1,142 @@
+import Foundation
+import Testing
+@testable import ChunkCache
+
+/// Runs `body` with a fresh directory that is removed afterwards.
+func withTemporaryDirectory<R>(_ body: (String) async throws -> R) async throws -> R {
+    let path = NSTemporaryDirectory() + "chunkcache-it-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    return try await body(path)
+}
+
+/// A seeded generator so every drawn case repeats.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Kinds of content the tests draw.
+enum Content {
+    /// Bytes that do not compress (stored raw).
+    static func random(_ count: Int, seed: UInt64) -> [UInt8] {
+        var rng = SplitMix64(seed: seed)
+        var bytes = [UInt8](repeating: 0, count: count)
+        var i = 0
+        while i < count {
+            var word = rng.next()
+            for _ in 0..<8 where i < count {
+                bytes[i] = UInt8(truncatingIfNeeded: word)
+                word >>= 8
+                i += 1
+            }
+        }
+        return bytes
+    }
+
+    /// Text-like bytes that compress well.
+    static func text(_ count: Int, seed: UInt64) -> [UInt8] {
+        var rng = SplitMix64(seed: seed)
+        let words = ["chunk", "cache", "sparse", "file", "provider", "version", "domain", "zstd", "lmdb", "range", "\n"]
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count + 16)
+        while bytes.count < count {
+            bytes += Array(words[Int(rng.next() % UInt64(words.count))].utf8)
+            bytes.append(32)
+        }
+        return Array(bytes.prefix(count))
+    }
+
+    /// Mixed chunks: random, text, and all-zero, chunk by chunk, of `chunkSize` each.
+    static func mixed(_ count: Int, chunkSize: Int, seed: UInt64) -> [UInt8] {
+        var rng = SplitMix64(seed: seed)
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(count)
+        var part = 0
+        while bytes.count < count {
+            let n = min(chunkSize, count - bytes.count)
+            switch rng.next() % 3 {
+            case 0: bytes += [UInt8](repeating: 0, count: n)
+            case 1: bytes += text(n, seed: rng.next())
+            default: bytes += random(n, seed: rng.next())
+            }
+            part += 1
+        }
+        return bytes
+    }
+}
+
+/// Writes `bytes` to a new file at `path`.
+func writeFile(_ path: String, _ bytes: [UInt8]) throws {
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+}
+
+/// Reads `range` of the file at `path`.
+func readRange(_ path: String, _ range: ByteRange) throws -> [UInt8] {
+    let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+    defer { try? handle.close() }
+    try handle.seek(toOffset: UInt64(range.location))
+    return Array(try handle.read(upToCount: Int(range.length)) ?? Data())
+}
+
+/// The file's size and allocated bytes.
+func fileSizes(_ path: String) -> (size: Int64, allocated: Int64) {
+    var st = stat()
+    stat(path, &st)
+    return (Int64(st.st_size), Int64(st.st_blocks) * 512)
+}
+
+/// The first hole at or after `offset` (`SEEK_HOLE`): the file's size when there is none.
+func firstHole(_ path: String, from offset: Int64) -> Int64 {
+    let fd = open(path, O_RDONLY)
+    defer { close(fd) }
+    return Int64(lseek(fd, off_t(offset), 4 /* SEEK_HOLE */))
+}
+
+/// Opens a fresh store in `directory` with `chunkSize`.
+func makeCache(_ directory: String, chunkSize: Int = 65536, maxSize: Int64 = 1 << 34, grace: TimeInterval = 3600) async throws -> ChunkCache {
+    try await ChunkCache.open(
+        at: directory + "/store", creatingWith: StoreSettings(layout: try ChunkLayout(chunkSize: chunkSize), maxSize: maxSize),
+        handOffGracePeriod: grace)
+}
+
+/// Puts `bytes` as `item` through a file in `directory`.
+@discardableResult
+func put(_ cache: ChunkCache, _ bytes: [UInt8], as item: ItemIdentifier, version: String? = nil, in directory: String) async throws -> ChunkCache.PutResult {
+    let path = directory + "/input-" + UUID().uuidString
+    try writeFile(path, bytes)
+    defer { unlink(path) }
+    return try await cache.put(fileAt: path, as: item, contentVersion: version)
+}
+
+/// The error a throwing call raised, as a `CacheError` code.
+func errorCode(_ body: () async throws -> Void) async -> CacheError.Code? {
+    do {
+        try await body()
+        return nil
+    } catch let error as CacheError {
+        return error.code
+    } catch {
+        Issue.record("not a CacheError: \(error)")
+        return nil
+    }
+}
+
+/// The built `chunkcache` executable, beside the test bundle.
+func chunkcacheBinary() -> String? {
+    if let explicit = ProcessInfo.processInfo.environment["CHUNKCACHE_BIN"] { return explicit }
+    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for _ in 0..<4 {
+        let candidate = dir.appendingPathComponent("chunkcache").path
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        dir.deleteLastPathComponent()
+    }
+    return nil
+}
