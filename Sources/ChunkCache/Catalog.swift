@@ -117,10 +117,6 @@ extension WriteTransaction {
             return PublishedVersion(item: Catalog.publicItem(record, domain: name, version: existing),
                                     domainVersion: DomainVersion(rawValue: domain.version), created: false)
         }
-        if !content.tailPage.isEmpty {
-            let lastPage = ManifestPage.page(ofChunk: layout.chunkCount(forLength: content.length) - 1)
-            try put(dbs.manifests, key: Keys.manifestPage(content.manifestID, page: lastPage), value: content.tailPage)
-        }
         try delete(dbs.pending, key: Keys.manifest(content.manifestID))
         let domainVersion = bumpDomain ? try bump(&domain, named: name, dbs) : DomainVersion(rawValue: domain.version)
         let now = Date().timeIntervalSince1970

@@ -27,8 +27,6 @@ struct IngestedContent: Sendable {
     /// Equal for equal bytes: names the content when the caller gives no version.
     let root: ChunkDigest
     let counts: IngestCounts
-    /// The entries of the last, partial manifest page, written by the publishing transaction.
-    let tailPage: [UInt8]
 }
 
 /// Streams a file into the store: reads it in batches (skipping holes), hashes and compresses each batch on
@@ -110,7 +108,7 @@ final class Ingestor: Sendable {
         for semaphore in free { semaphore.wait(); semaphore.signal() }
         if let error = state.failure { throw error }
         let root = rootHasher.finalize().withUnsafeBytes { ChunkDigest(raw: $0) }
-        return IngestedContent(manifestID: manifestID, length: length, root: root, counts: state.counts, tailPage: state.page)
+        return IngestedContent(manifestID: manifestID, length: length, root: root, counts: state.counts)
     }
 }
 
@@ -261,7 +259,7 @@ final class CommitState: @unchecked Sendable {
     let manifestID: UInt64
     private(set) var counts = IngestCounts()
     /// Entries of the manifest page being filled.
-    private(set) var page: [UInt8] = []
+    private var page: [UInt8] = []
     private var pageIndex: Int64 = 0
     private let failureBox = Mutex<(any Error)?>(nil)
 
@@ -307,6 +305,11 @@ final class CommitState: @unchecked Sendable {
                 page.removeAll(keepingCapacity: true)
                 pageIndex += 1
             }
+        }
+        // The page being filled is written too, so the references this batch counted are always listed in
+        // the manifest: a rollback (or a crash's recovery) releases exactly what was retained.
+        if !page.isEmpty {
+            try txn.put(dbs.manifests, key: Keys.manifestPage(manifestID, page: pageIndex), value: page)
         }
     }
 }

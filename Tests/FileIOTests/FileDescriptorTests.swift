@@ -1,0 +1,188 @@
+import FileIO
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite struct FileDescriptorTests {
+    @Test func openingAMissingFileThrowsNoSuchFile() throws {
+        try withTemporaryDirectory { dir throws in
+            var caught = false
+            do {
+                _ = try FileDescriptor.open(dir + "/missing", O_RDONLY)
+            } catch Errno.noSuchFile {
+                caught = true
+            }
+            #expect(caught)
+        }
+    }
+
+    @Test func creatingAnExistingFileExclusivelyThrowsFileExists() throws {
+        try withTemporaryDirectory { dir throws in
+            try withNewFile(dir + "/file") { _ in }
+            #expect(throws: Errno.fileExists) { try FileDescriptor.open(dir + "/file", O_RDWR | O_CREAT | O_EXCL) }
+        }
+    }
+
+    @Test func newFilesGetTheRequestedMode() throws {
+        try withTemporaryDirectory { dir throws in
+            let fd = try FileDescriptor.open(dir + "/file", O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+            let mode = try fd.closeAfter { try fd.status().st_mode }
+            #expect(mode & 0o777 == 0o600)
+        }
+    }
+
+    @Test(arguments: [Int64(0), 1, 4095, 4096, 1 << 20, 5_000_000_001])
+    func bytesWrittenAtAnOffsetReadBackAtThatOffset(offset: Int64) throws {
+        try withTemporaryDirectory { dir throws in
+            try withNewFile(dir + "/file") { fd throws in
+                let bytes = pseudoRandomBytes(count: 10_000, seed: UInt64(offset))
+                try fd.write(bytes, at: offset)
+                #expect(try fd.length == offset + 10_000)
+                #expect(try fd.read(count: 10_000, at: offset) == bytes)
+                #expect(try fd.read(count: 100, at: offset + 9_950) == Array(bytes[9_950...]))  // short at EOF
+                #expect(try fd.read(count: 100, at: offset + 10_000) == [])
+                if offset > 0 {
+                    #expect(try fd.read(count: Int(min(offset, 4096)), at: 0).allSatisfy { $0 == 0 })
+                }
+            }
+        }
+    }
+
+    @Test func aLargeWriteArrivesWhole() throws {
+        try withTemporaryDirectory { dir throws in
+            try withNewFile(dir + "/file") { fd throws in
+                let bytes = pseudoRandomBytes(count: 3 << 20 | 123, seed: 7)
+                try fd.write(bytes, at: 17)
+                #expect(try fd.read(count: bytes.count, at: 17) == bytes)
+                let written = try fd.read(count: 17 + bytes.count, at: 0)
+                #expect(written.count == 17 + bytes.count)
+            }
+        }
+    }
+
+    @Test func readingDoesNotMoveAnythingTheNextReadSees() throws {
+        try withTemporaryDirectory { dir throws in
+            try withNewFile(dir + "/file") { fd throws in
+                try fd.write(Array("0123456789".utf8), at: 0)
+                #expect(try fd.read(count: 4, at: 3) == Array("3456".utf8))
+                #expect(try fd.read(count: 4, at: 3) == Array("3456".utf8))
+                #expect(try fd.read(count: 2, at: 0) == Array("01".utf8))
+            }
+        }
+    }
+
+    @Test(arguments: ScratchFilesystem.all)
+    func growingAFileLeavesAHoleAndShrinkingCutsIt(on filesystem: ScratchFilesystem) throws {
+        try withTemporaryDirectory(in: filesystem.parent) { dir throws in
+            try withNewFile(dir + "/file") { fd throws in
+                let block = try fd.blockSize
+                let head = pseudoRandomBytes(count: 4096, seed: 8)
+                try fd.write(head, at: 0)
+                try fd.resize(to: 64 << 20)
+                #expect(try fd.length == 64 << 20)
+                #expect(try fd.allocatedBytes < 1 << 20)  // 64 MiB long, almost nothing on disk
+                #expect(try fd.dataRanges(length: 64 << 20) == [0..<roundUp(4096, block)])
+                #expect(try fd.read(count: 1 << 20, at: 32 << 20).allSatisfy { $0 == 0 })
+                #expect(try fd.read(count: 4096, at: 0) == head)
+
+                try fd.resize(to: 100)
+                #expect(try fd.length == 100)
+                #expect(try fd.read(count: 4096, at: 0) == Array(head[..<100]))
+                try fd.resize(to: 0)
+                #expect(try fd.dataRanges(length: 1 << 20) == [])
+            }
+        }
+    }
+
+    @Test(arguments: ScratchFilesystem.all, [false, true])
+    func dataRangesAreTheWrittenBlocksAndSkipHoles(on filesystem: ScratchFilesystem, synced: Bool) throws {
+        try withTemporaryDirectory(in: filesystem.parent) { dir throws in
+            try withNewFile(dir + "/sparse") { fd throws in
+                let length: Int64 = 16 << 20
+                let block = try fd.blockSize
+                try fd.resize(to: length)
+                let first: Range<Int64> = (1 << 20) + 100..<(1 << 20) + 110
+                let second: Range<Int64> = (8 << 20) - 5..<(8 << 20) + 8192
+                try fd.write([UInt8](repeating: 1, count: first.count), at: first.lowerBound)
+                try fd.write(pseudoRandomBytes(count: second.count, seed: 9), at: second.lowerBound)
+                if synced { try fd.sync() }
+
+                let expected = [first, second].map { roundDown($0.lowerBound, block)..<roundUp($0.upperBound, block) }
+                #expect(try fd.dataRanges(length: length) == expected)
+                // Asking for less cuts the ranges at `length`.
+                #expect(try fd.dataRanges(length: 2 << 20) == [expected[0]])
+                #expect(try fd.dataRanges(length: first.lowerBound + 1) == [expected[0].lowerBound..<first.lowerBound + 1])
+                #expect(try fd.dataRanges(length: 1 << 20) == [])
+                // The holes read as zeros, the data as written.
+                #expect(try fd.read(count: 4096, at: 4 << 20).allSatisfy { $0 == 0 })
+                #expect(try fd.read(count: first.count, at: first.lowerBound) == [UInt8](repeating: 1, count: first.count))
+            }
+        }
+    }
+
+    @Test func aDenseFileIsOneDataRange() throws {
+        try withTemporaryDirectory { dir throws in
+            try withNewFile(dir + "/dense") { fd throws in
+                try fd.write(pseudoRandomBytes(count: 300_001, seed: 10), at: 0)
+                #expect(try fd.dataRanges(length: 300_001) == [0..<300_001])
+            }
+        }
+    }
+
+    @Test func aPlainCopyHasNoSharedExtents() throws {
+        try withTemporaryDirectory { dir throws in
+            let bytes = pseudoRandomBytes(count: 1 << 20, seed: 11)
+            try withNewFile(dir + "/original") { fd in try fd.write(bytes, at: 0) }
+            try withNewFile(dir + "/copy") { copy throws in
+                try withExistingFile(dir + "/original") { original throws in
+                    #expect(try FileCloner.clone(from: original, to: copy, length: 1 << 20, allowed: [.readWrite]) == .readWrite)
+                    try copy.sync()
+                    let extents = try copy.sharedExtents()
+                    #expect(extents.shared == 0)
+                    #expect(extents.total >= 1)
+                    #expect(try original.sharedExtents().shared == 0)
+                }
+            }
+            try withNewFile(dir + "/empty") { empty throws in
+                let extents = try empty.sharedExtents()
+                #expect(extents.shared == 0 && extents.total == 0)
+            }
+        }
+    }
+
+    @Test func closeAfterClosesTheDescriptorEvenWhenTheBodyThrows() throws {
+        struct Stop: Error {}
+        try withTemporaryDirectory { dir throws in
+            let path = dir + "/file"
+            let fd = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL)
+            #expect(openTarget(of: fd) == path)
+            #expect(throws: Stop.self) { try fd.closeAfter { throw Stop() } }
+            // Other tests run alongside and may reuse the number at once: only check it no longer names our file.
+            #expect(openTarget(of: fd) != path)
+        }
+    }
+
+    /// The path `/proc/self/fd` shows for `fd`, or `nil` when it is not open.
+    private func openTarget(of fd: FileDescriptor) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink("/proc/self/fd/\(fd.rawValue)", &buffer, buffer.count - 1)
+        guard n >= 0 else { return nil }
+        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+@Suite struct ErrnoTests {
+    @Test func patternsMatchTheirOwnNumberOnly() {
+        #expect(Errno.noSuchFile ~= Errno(rawValue: ENOENT) as any Error)
+        #expect(!(Errno.noSuchFile ~= Errno.fileExists as any Error))
+        struct Other: Error {}
+        #expect(!(Errno.noSuchFile ~= Other() as any Error))
+    }
+
+    @Test func descriptionIsTheSystemsText() {
+        #expect(Errno.noSuchFile.description == "No such file or directory")
+        #expect(Errno.crossDevice.description == "Invalid cross-device link")
+    }
+}
