@@ -1,0 +1,99 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import ChunkCache
+
+@Suite struct ConcurrencyTests {
+    @Test("A18: 64 fetches in parallel tasks while a writer puts new versions; every byte checked")
+    func parallelFetchesDuringWrites() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir, chunkSize: 16384)
+            let cold = Content.mixed(3 << 20, chunkSize: 16384, seed: 1)
+            let versions = (0..<8).map { Content.mixed(1 << 20, chunkSize: 16384, seed: 100 + UInt64($0)) }
+            try await put(cache, cold, as: ItemIdentifier(domain: "d", "cold"), in: dir)
+            try await put(cache, versions[0], as: ItemIdentifier(domain: "d", "hot"), version: "h0", in: dir)
+            let byVersion = Dictionary(uniqueKeysWithValues: versions.enumerated().map { ("h\($0.offset)", $0.element) })
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for i in 1..<versions.count {
+                        try await put(cache, versions[i], as: ItemIdentifier(domain: "d", "hot"), version: "h\(i)", in: dir)
+                    }
+                }
+                for task in 0..<64 {
+                    group.addTask {
+                        var rng = SplitMix64(seed: UInt64(task))
+                        for _ in 0..<8 {
+                            let hot = rng.next() % 2 == 0
+                            let id = ItemIdentifier(domain: "d", hot ? "hot" : "cold")
+                            let size = UInt64(hot ? 1 << 20 : 3 << 20)
+                            let minimal = ByteRange(location: Int64(rng.next() % size), length: Int64(rng.next() % 300_000))
+                            let result = try await cache.fetchPartialContents(
+                                for: id, version: nil, minimalRange: minimal, aligningTo: 4096)
+                            let original = hot ? try #require(byVersion[result.item.itemVersion.contentVersionString]) : cold
+                            let r = result.retrievedRange
+                            #expect(try readRange(result.url.path, r) == Array(original[Int(r.location)..<Int(r.end)]))
+                            unlink(result.url.path)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let (_, listed) = try await cache.versions(of: ItemIdentifier(domain: "d", "hot"))
+            #expect(listed.count == versions.count)
+        }
+    }
+
+    @Test("A16 A17: cancelling the Progress completes once with userCancelled (Cocoa 3072) and leaves no file")
+    func cancelledFetch() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            let id = ItemIdentifier(domain: "d", "big")
+            try await put(cache, Content.text(48 << 20, seed: 1), as: id, in: dir)
+            let calls = Mutex<[(URL?, (any Error)?)]>([])
+            let progress = cache.fetchPartialContents(
+                for: id, version: nil, request: FetchRequest(), minimalRange: ByteRange(location: 0, length: 48 << 20),
+                aligningTo: 4096, options: []
+            ) { url, item, _, flags, error in
+                calls.withLock { $0.append((url, error)) }
+                #expect(item == nil && flags.isEmpty || error == nil)
+            }
+            progress.cancel()
+            try await Task.sleep(for: .seconds(2))
+            let recorded = calls.withLock { $0 }
+            #expect(recorded.count == 1)
+            let error = try #require(recorded.first?.1) as NSError
+            #expect(error.domain == "NSCocoaErrorDomain")
+            #expect(error.code == 3072)
+            #expect(recorded.first?.0 == nil)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: cache.temporaryDirectoryURL.path).isEmpty)
+        }
+    }
+
+    @Test("A17: the completion runs exactly once on success and on error")
+    func completionOnce() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            let id = ItemIdentifier(domain: "d", "a")
+            let bytes = Content.text(100_000, seed: 2)
+            try await put(cache, bytes, as: id, in: dir)
+            let outcomes = Mutex<[String]>([])
+            let done = AsyncStream<Void>.makeStream()
+            cache.fetchPartialContents(for: id, version: nil, request: FetchRequest(), minimalRange: ByteRange(location: 10, length: 10),
+                                       aligningTo: 4096, options: []) { url, item, range, _, error in
+                outcomes.withLock { $0.append(error == nil && url != nil && item?.documentSize == 100_000 && range.length == 65536 ? "ok" : "bad") }
+                done.continuation.yield()
+            }
+            cache.fetchPartialContents(for: ItemIdentifier(domain: "d", "missing"), version: nil, request: FetchRequest(),
+                                       minimalRange: ByteRange(location: 0, length: 10), aligningTo: 4096, options: []) { url, _, _, _, error in
+                let code = (error as NSError?)?.code
+                outcomes.withLock { $0.append(url == nil && code == -1005 ? "noSuchItem" : "bad") }
+                done.continuation.yield()
+            }
+            var iterator = done.stream.makeAsyncIterator()
+            _ = await iterator.next()
+            _ = await iterator.next()
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(outcomes.withLock { $0.sorted() } == ["noSuchItem", "ok"])
+        }
+    }
+}
