@@ -181,7 +181,8 @@ public final class ChunkCache: Sendable {
 
     func fetch(
         _ item: ItemIdentifier, version: [UInt8]?, minimalRange: ByteRange?, alignment: Int, options: FetchOptions,
-        request: FetchRequest, destination: FetchDestination, strategies: Set<CloneStrategy> = cloneStrategies
+        request: FetchRequest, destination: FetchDestination, strategies: Set<CloneStrategy> = cloneStrategies,
+        inspectClone: (@Sendable (FileDescriptor) -> Void)? = nil
     ) async throws -> FetchResult {
         try Catalog.validate(domain: item.domain, item: item.rawValue)
         let store = self.store
@@ -212,7 +213,8 @@ public final class ChunkCache: Sendable {
                 keep = true
             case .clone(let target, let replaceExisting):
                 result.cloneStrategy = try HandOff.clone(
-                    file, length: plan.version.size, to: target, replaceExisting: replaceExisting, strategies: strategies)
+                    file, length: plan.version.size, to: target, replaceExisting: replaceExisting, strategies: strategies,
+                    inspect: inspectClone)
                 result.url = URL(fileURLWithPath: target)
                 result.owner = .destination
             }

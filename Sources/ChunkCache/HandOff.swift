@@ -22,7 +22,7 @@ enum HandOff {
     /// destination is `fileExists` and is left alone.
     static func clone(
         _ source: FileDescriptor, length: Int64, to destination: String, replaceExisting: Bool,
-        strategies: Set<CloneStrategy>
+        strategies: Set<CloneStrategy>, inspect: (@Sendable (FileDescriptor) -> Void)? = nil
     ) throws -> CloneStrategy {
         let url = URL(fileURLWithPath: destination)
         let directory = url.deletingLastPathComponent().path
@@ -42,6 +42,7 @@ enum HandOff {
         let strategy: CloneStrategy
         do {
             strategy = try FileCloner.clone(from: source, to: staging, length: length, allowed: strategies)
+            inspect?(staging)
         } catch {
             throw CacheError.file(error, path: destination, doing: "copying the fetched bytes")
         }
