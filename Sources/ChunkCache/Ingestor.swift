@@ -92,8 +92,8 @@ final class Ingestor: Sendable {
                 throw error
             }
             for digest in batch.digests[..<count] {
-                var tag: UInt8 = digest == nil ? 0 : 1
-                rootHasher.update(bufferPointer: UnsafeRawBufferPointer(start: &tag, count: 1))
+                let tag: UInt8 = digest == nil ? 0 : 1
+                withUnsafeBytes(of: tag) { rootHasher.update(bufferPointer: $0) }
                 digest?.withUnsafeBytes { rootHasher.update(bufferPointer: $0) }
             }
             let semaphore = free[turn]

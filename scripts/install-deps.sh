@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build and the tests need, only those missing.
+#   liblmdb-dev libzstd-dev libxxhash-dev pkg-config: the C libraries the package links (pkg-config names
+#   lmdb, libzstd, libxxhash); xfsprogs: mkfs.xfs for the reflink test; lmdb-utils: mdb_stat for looking
+#   inside a store; zstd: the CLI the benchmarks compare against.
+set -euo pipefail
+packages=(liblmdb-dev libzstd-dev libxxhash-dev pkg-config xfsprogs lmdb-utils zstd)
+missing=()
+for package in "${packages[@]}"; do
+    dpkg -s "$package" 2>/dev/null | grep -q '^Status: install ok installed' || missing+=("$package")
+done
+if ((${#missing[@]})); then
+    echo "installing: ${missing[*]}"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $sudo apt-get update -q
+    $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
