@@ -41,9 +41,13 @@ public final class ChunkCache: Sendable {
     /// How old a leftover hand-off file must be before a sweep deletes it.
     public let handOffGracePeriod: TimeInterval
 
-    init(store: Store, handOffGracePeriod: TimeInterval) {
+    /// Hand-off files that opening the store swept.
+    public let sweptAtOpen: Int
+
+    init(store: Store, handOffGracePeriod: TimeInterval, sweptAtOpen: Int) {
         self.store = store
         self.handOffGracePeriod = handOffGracePeriod
+        self.sweptAtOpen = sweptAtOpen
     }
 
     /// Opens the store at `path` (by default `$CHUNKCACHE_STORE`, `$XDG_CACHE_HOME/chunkcache` or
@@ -59,13 +63,23 @@ public final class ChunkCache: Sendable {
     public static func open(
         at path: String? = nil, creatingWith settings: StoreSettings? = nil, handOffGracePeriod: TimeInterval = 3600
     ) async throws -> ChunkCache {
+        try await open(at: path, chunkSize: settings?.layout, maxSize: settings?.maxSize,
+                       compressionLevel: settings?.compressionLevel ?? 3, handOffGracePeriod: handOffGracePeriod)
+    }
+
+    /// Opens the store at `path` as ``open(at:creatingWith:handOffGracePeriod:)`` does, with each setting
+    /// optional: a `nil` chunk size accepts the store's own, a `nil` maximum size keeps the store's.
+    public static func open(
+        at path: String?, chunkSize: ChunkLayout?, maxSize: Int64?, compressionLevel: Int32 = 3,
+        handOffGracePeriod: TimeInterval = 3600
+    ) async throws -> ChunkCache {
         try await runBlocking {
-            let store = try Store.open(at: Store.resolvePath(path), requested: settings)
+            let store = try Store.open(at: Store.resolvePath(path), layout: chunkSize, maxSize: maxSize, level: compressionLevel)
             do { _ = try store.rollBackAbandonedManifests() } catch {
                 throw CacheError.wrap(error, store: store.path, doing: "rolling back interrupted ingests")
             }
-            _ = store.sweepHandOffFiles(olderThan: handOffGracePeriod)
-            return ChunkCache(store: store, handOffGracePeriod: handOffGracePeriod)
+            let swept = store.sweepHandOffFiles(olderThan: handOffGracePeriod)
+            return ChunkCache(store: store, handOffGracePeriod: handOffGracePeriod, sweptAtOpen: swept)
         }
     }
 

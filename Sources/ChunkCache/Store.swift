@@ -60,14 +60,18 @@ final class Store: Sendable {
         return (env["HOME"] ?? NSHomeDirectory()) + "/.cache/chunkcache"
     }
 
-    /// Opens the store at `path`, creating it (mode 0700) with `requested` settings when it does not exist.
+    /// Opens the store at `path`, creating it (mode 0700) when it does not exist.
     ///
-    /// - Parameter requested: Settings to create with; when given for an existing store, a different chunk
-    ///   size is `invalidArgument` and a different maximum size is applied.
-    static func open(at rawPath: String, requested: StoreSettings?) throws -> Store {
+    /// - Parameters:
+    ///   - layout: The chunk size to create with (default 64 KiB); for an existing store, a different one
+    ///     is `invalidArgument`.
+    ///   - maxSize: The size bound to create with (default 1 TiB); for an existing store it is applied.
+    static func open(at rawPath: String, layout: ChunkLayout?, maxSize: Int64?, level: Int32 = 3) throws -> Store {
         let path = try prepareDirectory(rawPath)
         let isNew = access(path + "/data.mdb", F_OK) != 0
-        let settings = requested ?? .standard
+        let settings = StoreSettings(
+            layout: layout ?? StoreSettings.standard.layout, maxSize: maxSize ?? StoreSettings.standard.maxSize,
+            compressionLevel: level)
         let environment: Environment
         do {
             environment = try Environment.open(
@@ -76,12 +80,12 @@ final class Store: Sendable {
         } catch {
             throw CacheError.lmdb(error, store: path, doing: "opening")
         }
-        if let requested, !isNew, Int64(environment.mapSize) != requested.maxSize {
-            guard requested.maxSize >= Int64(environment.usedBytes) else {
+        if let maxSize, !isNew, Int64(environment.mapSize) != maxSize {
+            guard maxSize >= Int64(environment.usedBytes) else {
                 throw CacheError(.invalidArgument,
-                    "--max-size \(requested.maxSize) is smaller than the \(environment.usedBytes) bytes the store at \(path) already uses; give a larger size")
+                    "--max-size \(maxSize) is smaller than the \(environment.usedBytes) bytes the store at \(path) already uses; give a larger size")
             }
-            do { try environment.setMapSize(Int(requested.maxSize)) } catch {
+            do { try environment.setMapSize(Int(maxSize)) } catch {
                 throw CacheError.lmdb(error, store: path, doing: "resizing")
             }
         }
@@ -93,9 +97,9 @@ final class Store: Sendable {
                     try txn.setCounter(dbs, MetaKey.format, formatVersion)
                     try txn.setCounter(dbs, MetaKey.chunkShift, UInt64(settings.layout.shift))
                     try txn.setCounter(dbs, MetaKey.nextManifestID, 1)
-                } else if let requested, storedShift != UInt64(requested.layout.shift) {
+                } else if let layout, storedShift != UInt64(layout.shift) {
                     throw CacheError(.invalidArgument,
-                        "the store at \(path) has \(ChunkLayout(uncheckedShift: Int(storedShift))) chunks, not \(requested.layout); the chunk size is fixed when a store is created: use another --store")
+                        "the store at \(path) has \(ChunkLayout(uncheckedShift: Int(storedShift))) chunks, not \(layout); the chunk size is fixed when a store is created: use another --store")
                 }
                 let format = try txn.counter(dbs, MetaKey.format)
                 guard format == formatVersion else {
@@ -126,6 +130,14 @@ final class Store: Sendable {
                 throw CacheError(.invalidArgument, "the store path \(rawPath) is a file, not a directory; give a directory with --store")
             }
         } else {
+            // The nearest existing ancestor must be a directory, or no store can be made below it.
+            var ancestor = URL(fileURLWithPath: rawPath).deletingLastPathComponent()
+            while !FileManager.default.fileExists(atPath: ancestor.path, isDirectory: &isDirectory) && ancestor.path != "/" {
+                ancestor.deleteLastPathComponent()
+            }
+            guard isDirectory.boolValue else {
+                throw CacheError(.invalidArgument, "cannot create the store at \(rawPath): \(ancestor.path) is a file, not a directory; pick another --store")
+            }
             do {
                 try FileManager.default.createDirectory(atPath: rawPath, withIntermediateDirectories: true,
                                                         attributes: [.posixPermissions: 0o700])

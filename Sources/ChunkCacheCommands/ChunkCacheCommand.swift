@@ -17,7 +17,17 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
     public static func main(arguments: [String]) async -> Int32 {
         let json = arguments.contains("--json")
         do {
-            var command = try parseAsRoot(hoistingGlobalOptions(arguments))
+            guard let reordered = hoistingGlobalOptions(arguments) else {
+                report(code: .invalidArgument, message: "no command given; run `chunkcache --help` for the list", json: json)
+                return 64
+            }
+            if let name = reordered.first, !name.hasPrefix("-"), !commandNames.contains(name) {
+                report(code: .invalidArgument,
+                       message: "unknown command '\(name)'; the commands are \(commandNames.sorted().joined(separator: ", "))",
+                       json: json)
+                return 64
+            }
+            var command = try parseAsRoot(reordered)
             if var command = command as? AsyncParsableCommand {
                 try await command.run()
             } else {
@@ -40,32 +50,37 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
     }
 
     /// Moves global options written before the command name (`chunkcache --store DIR --json stat`) after
-    /// it, where ArgumentParser reads each subcommand's `GlobalOptions`.
-    static func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
-        let names = Set(configuration.subcommands.compactMap { $0.configuration.commandName ?? String(describing: $0).lowercased() })
-        guard let commandIndex = arguments.firstIndex(where: { names.contains($0) }) else { return arguments }
-        var leading: [String] = []
-        var rest: [String] = []
+    /// it, where ArgumentParser reads each subcommand's `GlobalOptions`. The command is the first argument
+    /// that is neither a global option nor its value, known or not, so a bad command is the one blamed.
+    /// Returns `nil` when there is no command at all.
+    static func hoistingGlobalOptions(_ arguments: [String]) -> [String]? {
+        var globals: [String] = []
         var index = 0
-        while index < commandIndex {
+        while index < arguments.count {
             let argument = arguments[index]
-            if (argument == "--store" || argument == "--tmp-grace") && index + 1 < commandIndex {
-                leading += [argument, arguments[index + 1]]
+            if argument == "--store" || argument == "--tmp-grace" {
+                globals += arguments[index..<min(index + 2, arguments.count)]
                 index += 2
-                continue
-            }
-            if argument == "--json" || argument.hasPrefix("--store=") || argument.hasPrefix("--tmp-grace=") {
-                leading.append(argument)
+            } else if argument == "--json" || argument.hasPrefix("--store=") || argument.hasPrefix("--tmp-grace=") {
+                globals.append(argument)
+                index += 1
             } else {
-                rest.append(argument)
+                break
             }
-            index += 1
         }
-        return rest + [arguments[commandIndex]] + leading + arguments[(commandIndex + 1)...]
+        guard index < arguments.count else { return globals.isEmpty ? [] : nil }
+        if arguments[index].hasPrefix("-") { return arguments }  // --help, --version, or a bad flag: let the parser say
+        return [arguments[index]] + globals + arguments[(index + 1)...]
     }
 
+    static let commandNames = Set(configuration.subcommands.map {
+        $0.configuration.commandName ?? String(describing: $0).lowercased()
+    })
+
     static func report(code: CacheError.Code, message: String, json: Bool) {
-        FileHandle.standardError.write(Data("chunkcache: \(code.name): \(message)\n".utf8))
+        // One line always: a newline inside a name at fault is shown escaped.
+        let line = message.replacingOccurrences(of: "\r", with: "\\r").replacingOccurrences(of: "\n", with: "\\n")
+        FileHandle.standardError.write(Data("chunkcache: \(code.name): \(line)\n".utf8))
         if json {
             let object = JSON.object([
                 ("error", .object([

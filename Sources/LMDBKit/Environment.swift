@@ -52,6 +52,7 @@ public final class Environment: @unchecked Sendable {
                 try check(mdb_env_set_maxreaders(env, 1022))
                 if let mapSize { try check(mdb_env_set_mapsize(env, mapSize)) }
                 try check(mdb_env_open(env, directory, UInt32(MDB_NOTLS | MDB_NORDAHEAD), 0o600))
+                try checkFileCoversPages(env, directory: directory)
             } catch {
                 mdb_env_close(env)
                 throw error
@@ -60,6 +61,18 @@ public final class Environment: @unchecked Sendable {
             envs[directory] = WeakEnvironment(value: environment)
             return environment
         }
+    }
+
+    /// LMDB trusts its file: reading a page past the end of a truncated `data.mdb` through the map is a
+    /// SIGBUS. Refuse a file shorter than the pages its meta page says are in use.
+    private static func checkFileCoversPages(_ env: OpaquePointer, directory: String) throws(LMDBError) {
+        var info = MDB_envinfo()
+        var pages = MDB_stat()
+        try check(mdb_env_info(env, &info))
+        try check(mdb_env_stat(env, &pages))
+        var file = stat()
+        guard lstat(directory + "/data.mdb", &file) == 0 else { return }
+        if Int(file.st_size) < (info.me_last_pgno + 1) * Int(pages.ms_psize) { throw LMDBError.corrupted }
     }
 
     /// The current map size in bytes: the most the data file can grow to.

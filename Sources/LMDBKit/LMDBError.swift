@@ -23,6 +23,8 @@ public struct LMDBError: Error, Equatable, Hashable, Sendable, CustomStringConve
     public static let mapResized = LMDBError(rawValue: MDB_MAP_RESIZED)
     /// `MDB_CORRUPTED`: a located page has the wrong type.
     public static let corrupted = LMDBError(rawValue: MDB_CORRUPTED)
+    /// `MDB_PAGE_NOTFOUND`: a requested page is not there, the file is damaged or truncated.
+    public static let pageNotFound = LMDBError(rawValue: MDB_PAGE_NOTFOUND)
     /// `MDB_INVALID`: the file is not an LMDB file.
     public static let invalid = LMDBError(rawValue: MDB_INVALID)
     /// `MDB_VERSION_MISMATCH`: the environment was written by another LMDB version.
@@ -42,7 +44,7 @@ public struct LMDBError: Error, Equatable, Hashable, Sendable, CustomStringConve
 
     /// True when the error says the file is not a sound LMDB environment.
     public var isCorruption: Bool {
-        self == .corrupted || self == .invalid || self == .versionMismatch || self == .panic
+        self == .corrupted || self == .invalid || self == .versionMismatch || self == .panic || self == .pageNotFound
     }
 
     /// True when the store ran out of room: the map or the disk is full.

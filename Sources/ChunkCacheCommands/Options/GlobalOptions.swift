@@ -16,8 +16,8 @@ public struct GlobalOptions: ParsableArguments, Sendable {
     public init() {}
 
     /// Opens the store these options name.
-    func openCache(creatingWith settings: StoreSettings? = nil) async throws -> ChunkCache {
-        try await ChunkCache.open(at: store, creatingWith: settings, handOffGracePeriod: tmpGrace.seconds)
+    func openCache() async throws -> ChunkCache {
+        try await ChunkCache.open(at: store, handOffGracePeriod: tmpGrace.seconds)
     }
 
     /// Prints a command's result: the JSON object with `--json`, else the human summary.

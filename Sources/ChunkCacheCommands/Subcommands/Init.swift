@@ -21,10 +21,9 @@ struct Init: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var settings = StoreSettings.standard
-        if let chunkSize { settings.layout = try ChunkLayout(chunkSize: Int(chunkSize.bytes)) }
-        if let maxSize { settings.maxSize = maxSize.bytes }
-        let cache = try await global.openCache(creatingWith: settings)
+        let layout = try chunkSize.map { try ChunkLayout(chunkSize: Int($0.bytes)) }
+        let cache = try await ChunkCache.open(
+            at: global.store, chunkSize: layout, maxSize: maxSize?.bytes, handOffGracePeriod: global.tmpGrace.seconds)
         global.emit(
             .object([("chunkSize", .int(Int64(cache.layout.chunkSize))), ("maxSize", .int(cache.maxSize)), ("path", .string(cache.path))]),
             summary: "store \(cache.path): \(cache.layout) chunks, at most \(cache.maxSize) bytes")

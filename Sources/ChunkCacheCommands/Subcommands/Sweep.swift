@@ -12,7 +12,8 @@ struct Sweep: AsyncParsableCommand {
 
     func run() async throws {
         let cache = try await global.openCache()
-        let removed = await cache.sweep(all: all)
+        // Opening already swept what is past the grace period: count that too.
+        let removed = cache.sweptAtOpen + (await cache.sweep(all: all))
         global.emit(.object([("removed", .int(Int64(removed)))]), summary: "removed \(removed) hand-off files")
     }
 }

@@ -1,0 +1,433 @@
+import Dispatch
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: - The binary under test
+
+/// The `chunkcache` executable the tests run as a subprocess.
+///
+/// `$CHUNKCACHE_BIN` when set; else the `chunkcache` beside the running test executable (built in the same
+/// scratch folder, so it matches these sources); else the newest `.build*/debug/chunkcache` under the package root.
+enum ChunkCacheBinary {
+    static let path: String = {
+        let environment = ProcessInfo.processInfo.environment
+        if let explicit = environment["CHUNKCACHE_BIN"], !explicit.isEmpty { return explicit }
+        var candidates: [String] = []
+        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            candidates.append(URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("chunkcache").path)
+        }
+        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("chunkcache").path)
+        for candidate in candidates where isExecutableFile(candidate) { return candidate }
+        // Walk up from this file to the package root (the folder with Package.swift).
+        var root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        while root.path != "/" && !FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path) {
+            root = root.deletingLastPathComponent()
+        }
+        let scratch = ((try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? [])
+            .filter { $0 == ".build" || $0.hasPrefix(".build-") }
+            .map { root.path + "/" + $0 + "/debug/chunkcache" }
+            .filter(isExecutableFile)
+        let newest = scratch.max { modificationTime($0) < modificationTime($1) }
+        return newest ?? candidates.first ?? "chunkcache"
+    }()
+
+    private static func isExecutableFile(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG && access(path, X_OK) == 0
+    }
+
+    private static func modificationTime(_ path: String) -> Double {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return 0 }
+        return Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
+    }
+}
+
+// MARK: - Running the CLI
+
+/// What one run of `chunkcache` printed and how it ended.
+struct CLIResult: Sendable, CustomStringConvertible {
+    var exitCode: Int32
+    /// True when the process died of a signal (a crash); `exitCode` is then the signal number.
+    var terminatedBySignal: Bool
+    var stdout: String
+    var stderr: String
+    var arguments: [String]
+
+    var description: String {
+        "chunkcache \(arguments.joined(separator: " ")) → \(terminatedBySignal ? "signal" : "exit") \(exitCode)\nstdout: \(stdout)\nstderr: \(stderr)"
+    }
+
+    /// stdout parsed as the one JSON object `--json` promises.
+    func json(sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+        try parseJSONObject(stdout, sourceLocation: sourceLocation)
+    }
+}
+
+/// A started `chunkcache` process whose output goes to files (so many can run at once without pipe stalls).
+final class CLIProcess: @unchecked Sendable {
+    // Only the thread that created it touches `process`; the semaphore is thread-safe.
+    private let process = Process()
+    private let exited = DispatchSemaphore(value: 0)
+    private let stdoutPath: String
+    private let stderrPath: String
+    let arguments: [String]
+
+    /// Starts `chunkcache arguments` with the test environment plus `environment` (a nil value removes a variable).
+    init(_ arguments: [String], environment: [String: String?] = [:], currentDirectory: String? = nil) throws {
+        self.arguments = arguments
+        let id = UUID().uuidString
+        stdoutPath = NSTemporaryDirectory() + "/chunkcache-cli-\(id).out"
+        stderrPath = NSTemporaryDirectory() + "/chunkcache-cli-\(id).err"
+        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        var env = ProcessInfo.processInfo.environment
+        // The tests always say which store they mean; nothing from the developer's shell leaks in.
+        env["CHUNKCACHE_STORE"] = nil
+        env["COLUMNS"] = nil
+        // A crash is reported by its signal; the backtracer would only slow it down and flood the log.
+        env["SWIFT_BACKTRACE"] = "enable=no"
+        for (key, value) in environment { env[key] = value }
+        process.executableURL = URL(fileURLWithPath: ChunkCacheBinary.path)
+        process.arguments = arguments
+        process.environment = env
+        if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        let exited = self.exited
+        process.terminationHandler = { _ in exited.signal() }
+        try process.run()
+    }
+
+    /// Waits for the process to end (killing it after `timeout` seconds) and collects its output.
+    func wait(timeout: Double = 60) -> CLIResult {
+        if exited.wait(timeout: .now() + timeout) == .timedOut {
+            Issue.record("chunkcache \(arguments.joined(separator: " ")) ran longer than \(timeout) s; killed")
+            process.terminate()
+            exited.wait()
+        }
+        process.waitUntilExit()
+        defer {
+            unlink(stdoutPath)
+            unlink(stderrPath)
+        }
+        let out = (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? ""
+        let err = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
+        return CLIResult(
+            exitCode: process.terminationStatus, terminatedBySignal: process.terminationReason == .uncaughtSignal,
+            stdout: out, stderr: err, arguments: arguments)
+    }
+}
+
+/// Runs `chunkcache arguments` to completion. Callers check `exitCode` and `terminatedBySignal`.
+@discardableResult
+func runCLI(_ arguments: [String], env: [String: String?] = [:], currentDirectory: String? = nil) throws -> CLIResult {
+    try CLIProcess(arguments, environment: env, currentDirectory: currentDirectory).wait()
+}
+
+/// Runs `chunkcache --store store --json arguments…`, expects exit 0, and returns the JSON object.
+@discardableResult
+func runJSON(_ store: String, _ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+    let result = try runCLI(["--store", store, "--json"] + arguments)
+    try #require(result.exitCode == 0 && !result.terminatedBySignal, "\(result)", sourceLocation: sourceLocation)
+    return try result.json(sourceLocation: sourceLocation)
+}
+
+// MARK: - JSON
+
+/// Parses `text` as exactly one JSON object (one line, as `--json` prints it).
+func parseJSONObject(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+    let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+    #expect(!trimmed.contains("\n"), "stdout holds more than one line: \(text)", sourceLocation: sourceLocation)
+    let value = try JSONSerialization.jsonObject(with: Data(trimmed.utf8), options: [])
+    return try #require(value as? [String: Any], "stdout is not one JSON object: \(text)", sourceLocation: sourceLocation)
+}
+
+extension Dictionary where Key == String, Value == Any {
+    func int(_ key: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> Int64 {
+        let number = try #require(self[key] as? NSNumber, "\(key) is not a number in \(self)", sourceLocation: sourceLocation)
+        #expect(number.doubleValue == number.doubleValue.rounded(), "\(key) is not an integer", sourceLocation: sourceLocation)
+        return number.int64Value
+    }
+
+    func double(_ key: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> Double {
+        try #require(self[key] as? NSNumber, "\(key) is not a number in \(self)", sourceLocation: sourceLocation).doubleValue
+    }
+
+    func string(_ key: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
+        try #require(self[key] as? String, "\(key) is not a string in \(self)", sourceLocation: sourceLocation)
+    }
+
+    func object(_ key: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+        try #require(self[key] as? [String: Any], "\(key) is not an object in \(self)", sourceLocation: sourceLocation)
+    }
+
+    func array(_ key: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [Any] {
+        try #require(self[key] as? [Any], "\(key) is not an array in \(self)", sourceLocation: sourceLocation)
+    }
+
+    /// The `retrievedRange` of a fetch result.
+    func retrievedRange(sourceLocation: SourceLocation = #_sourceLocation) throws -> Span {
+        let range = try object("retrievedRange", sourceLocation: sourceLocation)
+        return Span(try range.int("location", sourceLocation: sourceLocation), try range.int("length", sourceLocation: sourceLocation))
+    }
+
+    /// The `flags` of a fetch result.
+    func flags(sourceLocation: SourceLocation = #_sourceLocation) throws -> [String] {
+        try #require(self["flags"] as? [String], "flags is not an array of strings in \(self)", sourceLocation: sourceLocation)
+    }
+
+    /// The domain version, checked to be a JSON string of decimal digits (§7).
+    func domainVersion(sourceLocation: SourceLocation = #_sourceLocation) throws -> UInt64 {
+        let text = try string("domainVersion", sourceLocation: sourceLocation)
+        #expect(!text.isEmpty && text.allSatisfy { $0.isASCII && $0.isNumber }, "domainVersion \(text) is not decimal digits",
+                sourceLocation: sourceLocation)
+        return try #require(UInt64(text), sourceLocation: sourceLocation)
+    }
+}
+
+/// Checks the item object of §7: exactly-typed `domain`, `id`, `contentVersion`, `metadataVersion`, `size`.
+@discardableResult
+func expectItemObject(
+    _ value: Any?, domain: String, id: String, size: Int64? = nil, contentVersion: String? = nil,
+    sourceLocation: SourceLocation = #_sourceLocation
+) throws -> (contentVersion: String, size: Int64) {
+    let item = try #require(value as? [String: Any], "item is not an object: \(String(describing: value))", sourceLocation: sourceLocation)
+    #expect(Set(item.keys).isSuperset(of: ["domain", "id", "contentVersion", "metadataVersion", "size"]), "item keys: \(item.keys.sorted())",
+            sourceLocation: sourceLocation)
+    #expect(try item.string("domain", sourceLocation: sourceLocation) == domain, sourceLocation: sourceLocation)
+    #expect(try item.string("id", sourceLocation: sourceLocation) == id, sourceLocation: sourceLocation)
+    let version = try item.string("contentVersion", sourceLocation: sourceLocation)
+    let metadataVersion = try item.string("metadataVersion", sourceLocation: sourceLocation)
+    #expect(!version.isEmpty && version.utf8.count <= 128, "D1: content version \(version)", sourceLocation: sourceLocation)
+    #expect(metadataVersion.utf8.count <= 128, "D1: metadata version \(metadataVersion)", sourceLocation: sourceLocation)
+    let itemSize = try item.int("size", sourceLocation: sourceLocation)
+    if let size { #expect(itemSize == size, sourceLocation: sourceLocation) }
+    if let contentVersion { #expect(version == contentVersion, sourceLocation: sourceLocation) }
+    return (version, itemSize)
+}
+
+// MARK: - Errors (CONTRACT §6)
+
+/// The §6 table, written out here so the tests do not take the engine's word for it.
+let contractErrorTable: [String: (domain: String, rawValue: Int)] = [
+    "noSuchItem": ("NSFileProviderErrorDomain", -1005),
+    "versionNoLongerAvailable": ("NSFileProviderErrorDomain", -2009),
+    "notAuthenticated": ("NSFileProviderErrorDomain", -1000),
+    "serverUnreachable": ("NSFileProviderErrorDomain", -1004),
+    "syncAnchorExpired": ("NSFileProviderErrorDomain", -1002),
+    "pageExpired": ("NSFileProviderErrorDomain", -1002),
+    "insufficientQuota": ("NSFileProviderErrorDomain", -1003),
+    "noPermission": ("NSCocoaErrorDomain", 257),
+    "fileExists": ("NSCocoaErrorDomain", 516),
+    "userCancelled": ("NSCocoaErrorDomain", 3072),
+    "featureUnsupported": ("NSCocoaErrorDomain", 3328),
+    "invalidArgument": ("ChunkCacheErrorDomain", 1),
+    "corruptData": ("ChunkCacheErrorDomain", 2),
+    "transient": ("ChunkCacheErrorDomain", 3),
+]
+
+/// Checks a failed `--json` run against §6/§7: the exit code, one line on stderr naming `mentions`, and the
+/// error object on stdout with the code's domain and raw value.
+func expectError(
+    _ result: CLIResult, exit: Int32, code: String, mentions: [String] = [],
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    guard !result.terminatedBySignal else {
+        Issue.record("crashed instead of exiting \(exit) with \(code): \(result)", sourceLocation: sourceLocation)
+        return
+    }
+    #expect(result.exitCode == exit, "exit code: \(result)", sourceLocation: sourceLocation)
+    let lines = result.stderr.split(separator: "\n", omittingEmptySubsequences: false)
+    #expect(lines.count == 2 && lines[1].isEmpty, "stderr is not one line: \(result.stderr)", sourceLocation: sourceLocation)
+    for mention in mentions {
+        #expect(result.stderr.contains(mention), "stderr does not name \(mention): \(result.stderr)", sourceLocation: sourceLocation)
+    }
+    guard let object = try? parseJSONObject(result.stdout, sourceLocation: sourceLocation),
+          let error = object["error"] as? [String: Any]
+    else {
+        Issue.record("stdout has no error object: \(result)", sourceLocation: sourceLocation)
+        return
+    }
+    #expect(Set(object.keys) == ["error"], sourceLocation: sourceLocation)
+    #expect(error["code"] as? String == code, "code: \(result)", sourceLocation: sourceLocation)
+    if let expected = contractErrorTable[code] {
+        #expect(error["domain"] as? String == expected.domain, "domain: \(result)", sourceLocation: sourceLocation)
+        #expect((error["rawValue"] as? NSNumber)?.intValue == expected.rawValue, "rawValue: \(result)", sourceLocation: sourceLocation)
+    } else {
+        Issue.record("\(code) is not a §6 code", sourceLocation: sourceLocation)
+    }
+    let message = error["message"] as? String ?? ""
+    // stderr shows the same message on one line: newlines inside names are escaped there.
+    let oneLine = message.replacingOccurrences(of: "\r", with: "\\r").replacingOccurrences(of: "\n", with: "\\n")
+    #expect(!message.isEmpty && result.stderr.contains(oneLine), "message: \(result)", sourceLocation: sourceLocation)
+}
+
+// MARK: - Temporary directories and files
+
+/// Runs `body` with a new, empty, canonical directory and deletes it afterwards.
+@discardableResult
+func withTemporaryDirectory<R>(_ body: (String) throws -> R) throws -> R {
+    var template = Array((NSTemporaryDirectory() + "/ChunkCacheCommandsTests.XXXXXX").utf8CString)
+    let directory: String = try template.withUnsafeMutableBufferPointer { buffer in
+        guard let made = mkdtemp(buffer.baseAddress!), let canonical = realpath(made, nil) else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        defer { free(canonical) }
+        return String(cString: canonical)
+    }
+    defer {
+        do { try FileManager.default.removeItem(atPath: directory) } catch {
+            Issue.record("could not remove \(directory): \(error)")
+        }
+    }
+    return try body(directory)
+}
+
+/// Deterministic pseudo-random numbers (SplitMix64), so a failure can be replayed.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Test contents: random bytes, compressible text, files with zero chunks and holes.
+enum TestData {
+    /// `count` incompressible bytes.
+    static func random(count: Int, seed: UInt64) -> [UInt8] {
+        var generator = SplitMix64(seed: seed)
+        var bytes = [UInt8](repeating: 0, count: count)
+        bytes.withUnsafeMutableBytes { raw in
+            var offset = 0
+            while offset < count {
+                var word = generator.next()
+                let n = min(8, count - offset)
+                withUnsafeBytes(of: &word) { raw.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: n) }
+                offset += n
+            }
+        }
+        return bytes
+    }
+
+    /// `count` bytes of text-like words (compresses well, yet no two 4 KiB blocks are alike).
+    static func text(count: Int, seed: UInt64) -> [UInt8] {
+        let words = ["chunk", "cache", "domain", "item", "version", "range", "sparse", "hole", "fetch", "store",
+                     "the", "a", "of", "and", "to", "provider", "file", "zstd", "lmdb", "manifest"].map { Array($0.utf8) }
+        var generator = SplitMix64(seed: seed)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count + 32)
+        var line = 0
+        while bytes.count < count {
+            let r = generator.next()
+            bytes += words[Int(r % UInt64(words.count))]
+            line += 1
+            if r >> 60 == 0 {
+                bytes += Array(String(r >> 32).utf8)  // a number now and then keeps chunks distinct
+            }
+            bytes.append(line % 12 == 0 ? 0x0A : 0x20)
+        }
+        return Array(bytes[..<count])
+    }
+
+    /// Writes `bytes` to a new file at `path`.
+    static func write(_ bytes: [UInt8], to path: String) throws {
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+
+    /// Makes a sparse file of `length` bytes (ftruncate) with `pieces` written at their offsets (pwrite), and
+    /// returns its full contents: zeros everywhere else, with holes where nothing was written.
+    @discardableResult
+    static func writeSparse(to path: String, length: Int, pieces: [(offset: Int, bytes: [UInt8])]) throws -> [UInt8] {
+        let fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0o644)
+        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(fd) }
+        guard ftruncate(fd, off_t(length)) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        var model = [UInt8](repeating: 0, count: length)
+        for piece in pieces {
+            let written = piece.bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(piece.offset)) }
+            guard written == piece.bytes.count else { throw POSIXError(.EIO) }
+            model.replaceSubrange(piece.offset..<(piece.offset + piece.bytes.count), with: piece.bytes)
+        }
+        return model
+    }
+
+    /// Reads `count` bytes of `path` at `offset` with `pread`; fewer only at end of file.
+    static func read(_ path: String, offset: Int64 = 0, count: Int) throws -> [UInt8] {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0xAA, count: count)
+        var done = 0
+        while done < count {
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
+            guard n >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            if n == 0 { break }
+            done += n
+        }
+        return Array(buffer[..<done])
+    }
+
+    /// The file's status (`stat`).
+    static func status(_ path: String) throws -> stat {
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        return st
+    }
+
+    /// The first hole at or after `offset` (`lseek(SEEK_HOLE)`); the file size when there is none.
+    static func firstHole(in path: String, atOrAfter offset: Int64) throws -> Int64 {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(fd) }
+        let seekHole: Int32 = 4  // SEEK_HOLE, man 2 lseek
+        return Int64(lseek(fd, off_t(offset), seekHole))
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// The bytes of `[location, location + length)`, clamped to the array.
+    func slice(_ location: Int64, _ length: Int64) -> [UInt8] {
+        let lower = Int(Swift.min(Swift.max(location, 0), Int64(count)))
+        let upper = Int(Swift.min(Swift.max(location + length, Int64(lower)), Int64(count)))
+        return Array(self[lower..<upper])
+    }
+}
+
+/// A byte range `{location, length}` as the CLI prints it.
+struct Span: Hashable, Sendable, CustomStringConvertible {
+    var location: Int64
+    var length: Int64
+
+    init(_ location: Int64, _ length: Int64) {
+        self.location = location
+        self.length = length
+    }
+
+    var end: Int64 { location + length }
+    var description: String { "{\(location), \(length)}" }
+}
+
+/// The store's figures from `stat --json`, without `fileBytes`: LMDB never gives disk pages back, so the
+/// data file may stay larger after a rolled-back write even though every stored figure is as before.
+func storeFigures(_ store: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: String] {
+    let stat = try runJSON(store, ["stat"], sourceLocation: sourceLocation)
+    var figures: [String: String] = [:]
+    for (key, value) in stat where key != "fileBytes" { figures[key] = "\(value)" }
+    return figures
+}
+
+/// The chunk size of a default store.
+let defaultChunkSize: Int64 = 64 << 10

@@ -1,0 +1,81 @@
+import ChunkCache
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite("§2 §7 verify and damaged chunks")
+struct VerifyTests {
+    /// Flips one byte inside every copy of `chunk`'s raw bytes in the store's data file; returns how many copies.
+    /// Random chunks do not compress, so the store keeps them raw and their bytes can be found as they are.
+    func damage(_ chunk: [UInt8], inStore store: String) throws -> Int {
+        let path = store + "/data.mdb"
+        var data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let needle = Data(chunk.prefix(256))
+        var found = 0
+        var searchFrom = data.startIndex
+        while let hit = data.range(of: needle, in: searchFrom..<data.endIndex) {
+            data[hit.lowerBound + 1000] ^= 0x5A
+            found += 1
+            searchFrom = hit.upperBound
+        }
+        try data.write(to: URL(fileURLWithPath: path))
+        return found
+    }
+
+    @Test("§2 a damaged chunk is never served: fetch is corruptData, verify names its SHA-256, --repair makes it absent")
+    func damagedChunk() throws {
+        try withTemporaryDirectory { dir in
+            let store = dir + "/store"
+            let v1 = TestData.random(count: 1 << 20, seed: 141)
+            var v2 = v1
+            v2.replaceSubrange(3 * 65536..<4 * 65536, with: TestData.random(count: 65536, seed: 142))
+            try TestData.write(v1, to: dir + "/v1")
+            try TestData.write(v2, to: dir + "/v2")
+            try runJSON(store, ["put", "--domain", "d", "doc", dir + "/v1", "--version", "v1"])
+            try runJSON(store, ["put", "--domain", "d", "doc", dir + "/v2", "--version", "v2"])
+            let badChunk = Array(v1[3 * 65536..<4 * 65536])
+            let digest = badChunk.withUnsafeBytes { ChunkDigest(hashing: $0) }.description
+            try #require(try damage(badChunk, inStore: store) >= 1, "the raw chunk is in data.mdb")
+
+            let report = try runJSON(store, ["verify"])
+            #expect(try report.int("chunksChecked") == 17)
+            #expect(report["corrupt"] as? [String] == [digest], "§7: corrupt lists the bad chunk's lowercase hex hash")
+            #expect(try report.int("repaired") == 0)
+
+            // Never served: a read that needs the chunk fails its check.
+            for range in [[], ["--range", "\(3 * 65536 + 5):10"]] {
+                let result = try runCLI(["--store", store, "--json", "fetch", "--domain", "d", "doc", "--version", "v1", "--strict"] + range)
+                expectError(result, exit: 1, code: "corruptData", mentions: [])
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: store + "/tmp") == [], "a failed fetch leaves no temp file")
+            // Ranges that do not need it still work.
+            let clean = try runJSON(store, ["fetch", "--domain", "d", "doc", "--version", "v1", "--strict", "--range", "0:100"])
+            try expectFetchRules(clean, content: v1, start: 0, length: 100, alignment: 4096)
+
+            let repair = try runJSON(store, ["verify", "--repair"])
+            #expect(repair["corrupt"] as? [String] == [digest])
+            #expect(try repair.int("repaired") == 1)
+            let after = try runJSON(store, ["verify"])
+            #expect(try after.int("chunksChecked") == 16)
+            #expect(try after.array("corrupt").isEmpty)
+            #expect(try runJSON(store, ["stat"]).int("chunks") == 16)
+
+            // §7: strict → versionNoLongerAvailable; non-strict → the newest version that can serve the range.
+            let strict = try runCLI(["--store", store, "--json", "fetch", "--domain", "d", "doc", "--version", "v1", "--strict",
+                                     "--range", "\(3 * 65536):10"])
+            expectError(strict, exit: 1, code: "versionNoLongerAvailable", mentions: ["v1"])
+            let fallback = try runJSON(store, ["fetch", "--domain", "d", "doc", "--version", "v1", "--range", "\(3 * 65536):10"])
+            try expectItemObject(fallback["item"], domain: "d", id: "doc", size: 1 << 20, contentVersion: "v2")
+            try expectFetchRules(fallback, content: v2, start: 3 * 65536, length: 10, alignment: 4096)
+            let stillV1 = try runJSON(store, ["fetch", "--domain", "d", "doc", "--version", "v1", "--strict", "--range", "0:10"])
+            try expectItemObject(stillV1["item"], domain: "d", id: "doc", contentVersion: "v1")
+
+            let versions = try #require(try runJSON(store, ["versions", "--domain", "d", "doc"])["versions"] as? [[String: Any]])
+            #expect(try versions.map { try $0.string("contentVersion") } == ["v2", "v1"])
+            #expect(try versions.map { try $0.int("cachedBytes") } == [1 << 20, (1 << 20) - 65536])
+        }
+    }
+}
