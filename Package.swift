@@ -39,12 +39,13 @@ let package = Package(
         ),
         .executableTarget(name: "chunkcache", dependencies: ["ChunkCacheCommands"]),
 
-        .testTarget(name: "LMDBKitTests", dependencies: ["LMDBKit"]),
-        .testTarget(name: "ZstdKitTests", dependencies: ["ZstdKit"]),
-        .testTarget(name: "FileIOTests", dependencies: ["FileIO"]),
-        .testTarget(name: "ChunkCacheTests", dependencies: ["ChunkCache"]),
-        .testTarget(name: "ChunkCacheIntegrationTests", dependencies: ["ChunkCache", "FileIO", "LMDBKit"]),
-        .testTarget(name: "ChunkCacheCommandsTests", dependencies: ["ChunkCacheCommands", "ChunkCache"]),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "LMDBKitTests", dependencies: ["LMDBKit", "TestSupport"]),
+        .testTarget(name: "ZstdKitTests", dependencies: ["ZstdKit", "TestSupport"]),
+        .testTarget(name: "FileIOTests", dependencies: ["FileIO", "TestSupport"]),
+        .testTarget(name: "ChunkCacheTests", dependencies: ["ChunkCache", "TestSupport"]),
+        .testTarget(name: "ChunkCacheIntegrationTests", dependencies: ["ChunkCache", "FileIO", "LMDBKit", "TestSupport"]),
+        .testTarget(name: "ChunkCacheCommandsTests", dependencies: ["ChunkCacheCommands", "ChunkCache", "TestSupport"]),
 
         .executableTarget(
             name: "ChunkCacheBenchmarks",

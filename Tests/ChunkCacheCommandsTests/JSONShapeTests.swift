@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// Where the global options go: `chunkcache --store D --json stat` or `chunkcache stat --store D --json`.

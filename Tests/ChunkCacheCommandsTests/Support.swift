@@ -1,51 +1,11 @@
 import Dispatch
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-// MARK: - The binary under test
-
-/// The `chunkcache` executable the tests run as a subprocess.
-///
-/// `$CHUNKCACHE_BIN` when set; else the `chunkcache` beside the running test executable (built in the same
-/// scratch folder, so it matches these sources); else the newest `.build*/debug/chunkcache` under the package root.
-enum ChunkCacheBinary {
-    static let path: String = {
-        let environment = ProcessInfo.processInfo.environment
-        if let explicit = environment["CHUNKCACHE_BIN"], !explicit.isEmpty { return explicit }
-        var candidates: [String] = []
-        if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            candidates.append(URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("chunkcache").path)
-        }
-        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("chunkcache").path)
-        for candidate in candidates where isExecutableFile(candidate) { return candidate }
-        // Walk up from this file to the package root (the folder with Package.swift).
-        var root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        while root.path != "/" && !FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path) {
-            root = root.deletingLastPathComponent()
-        }
-        let scratch = ((try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? [])
-            .filter { $0 == ".build" || $0.hasPrefix(".build-") }
-            .map { root.path + "/" + $0 + "/debug/chunkcache" }
-            .filter(isExecutableFile)
-        let newest = scratch.max { modificationTime($0) < modificationTime($1) }
-        return newest ?? candidates.first ?? "chunkcache"
-    }()
-
-    private static func isExecutableFile(_ path: String) -> Bool {
-        var st = stat()
-        return stat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFREG && access(path, X_OK) == 0
-    }
-
-    private static func modificationTime(_ path: String) -> Double {
-        var st = stat()
-        guard stat(path, &st) == 0 else { return 0 }
-        return Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
-    }
-}
 
 // MARK: - Running the CLI
 
@@ -92,7 +52,7 @@ final class CLIProcess: @unchecked Sendable {
         // A crash is reported by its signal; the backtracer would only slow it down and flood the log.
         env["SWIFT_BACKTRACE"] = "enable=no"
         for (key, value) in environment { env[key] = value }
-        process.executableURL = URL(fileURLWithPath: ChunkCacheBinary.path)
+        process.executableURL = URL(fileURLWithPath: ChunkCacheBinary.path ?? "chunkcache")
         process.arguments = arguments
         process.environment = env
         if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
@@ -268,80 +228,10 @@ func expectError(
     #expect(!message.isEmpty && result.stderr.contains(oneLine), "message: \(result)", sourceLocation: sourceLocation)
 }
 
-// MARK: - Temporary directories and files
+// MARK: - Files
 
-/// Runs `body` with a new, empty, canonical directory and deletes it afterwards.
-@discardableResult
-func withTemporaryDirectory<R>(_ body: (String) throws -> R) throws -> R {
-    var template = Array((NSTemporaryDirectory() + "/ChunkCacheCommandsTests.XXXXXX").utf8CString)
-    let directory: String = try template.withUnsafeMutableBufferPointer { buffer in
-        guard let made = mkdtemp(buffer.baseAddress!), let canonical = realpath(made, nil) else {
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-        }
-        defer { free(canonical) }
-        return String(cString: canonical)
-    }
-    defer {
-        do { try FileManager.default.removeItem(atPath: directory) } catch {
-            Issue.record("could not remove \(directory): \(error)")
-        }
-    }
-    return try body(directory)
-}
-
-/// Deterministic pseudo-random numbers (SplitMix64), so a failure can be replayed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-/// Test contents: random bytes, compressible text, files with zero chunks and holes.
-enum TestData {
-    /// `count` incompressible bytes.
-    static func random(count: Int, seed: UInt64) -> [UInt8] {
-        var generator = SplitMix64(seed: seed)
-        var bytes = [UInt8](repeating: 0, count: count)
-        bytes.withUnsafeMutableBytes { raw in
-            var offset = 0
-            while offset < count {
-                var word = generator.next()
-                let n = min(8, count - offset)
-                withUnsafeBytes(of: &word) { raw.baseAddress!.advanced(by: offset).copyMemory(from: $0.baseAddress!, byteCount: n) }
-                offset += n
-            }
-        }
-        return bytes
-    }
-
-    /// `count` bytes of text-like words (compresses well, yet no two 4 KiB blocks are alike).
-    static func text(count: Int, seed: UInt64) -> [UInt8] {
-        let words = ["chunk", "cache", "domain", "item", "version", "range", "sparse", "hole", "fetch", "store",
-                     "the", "a", "of", "and", "to", "provider", "file", "zstd", "lmdb", "manifest"].map { Array($0.utf8) }
-        var generator = SplitMix64(seed: seed)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(count + 32)
-        var line = 0
-        while bytes.count < count {
-            let r = generator.next()
-            bytes += words[Int(r % UInt64(words.count))]
-            line += 1
-            if r >> 60 == 0 {
-                bytes += Array(String(r >> 32).utf8)  // a number now and then keeps chunks distinct
-            }
-            bytes.append(line % 12 == 0 ? 0x0A : 0x20)
-        }
-        return Array(bytes[..<count])
-    }
-
+/// Files of test contents: plain, sparse with holes, and read back with `pread`.
+extension TestData {
     /// Writes `bytes` to a new file at `path`.
     static func write(_ bytes: [UInt8], to path: String) throws {
         try Data(bytes).write(to: URL(fileURLWithPath: path))

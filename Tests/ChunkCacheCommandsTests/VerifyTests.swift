@@ -1,5 +1,6 @@
 import ChunkCache
 import Foundation
+import TestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 import FileIO
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 @testable import ChunkCache
 
@@ -9,7 +10,7 @@ import Testing
     static let chunk = 65536
 
     static func sparseContent() -> [UInt8] {
-        Content.random(chunk, seed: 1) + [UInt8](repeating: 0, count: 32 * chunk) + Content.text(chunk, seed: 2)
+        TestData.random(count: chunk, seed: 1) + [UInt8](repeating: 0, count: 32 * chunk) + TestData.text(count: chunk, seed: 2)
     }
 
     @Test("B3 §5: clone by copy_file_range and by read/write: same bytes, holes kept, store temp removed",
@@ -49,7 +50,7 @@ import Testing
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let id = ItemIdentifier(domain: "d", "a")
-            try await put(cache, Content.text(1000, seed: 1), as: id, in: dir)
+            try await put(cache, TestData.text(count: 1000, seed: 1), as: id, in: dir)
             do {
                 _ = try await cache.fetchContents(for: id, destination: .clone(to: dir + "/no/such/file", replaceExisting: false))
                 Issue.record("clone into a missing folder succeeded")
@@ -61,14 +62,14 @@ import Testing
     }
 
     @Test("§5 reflink: on an XFS loop mount the clone shares extents with the store's file and the bytes match",
-          .enabled(if: XFSMount.isPossible, "needs root, mkfs.xfs and a loop device"))
+          .enabled(if: Capabilities.canMountXFS, "needs root, mkfs.xfs and a loop device"))
     func reflinkOnXFS() async throws {
         try await withTemporaryDirectory { dir in
             let mount = try XFSMount(in: dir)
             defer { mount.unmount() }
             let cache = try await makeCache(mount.path)
             let id = ItemIdentifier(domain: "d", "blob")
-            let bytes = Content.random(4 << 20, seed: 5)
+            let bytes = TestData.random(count: 4 << 20, seed: 5)
             try await put(cache, bytes, as: id, in: mount.path)
             let target = mount.path + "/clone"
             // Extents are shared while both files exist: look before the engine removes its temp.
@@ -81,43 +82,6 @@ import Testing
             #expect(try readRange(target, ByteRange(location: 0, length: Int64(bytes.count))) == bytes)
             let extents = try #require(seen.withLock { $0 })
             #expect(extents.shared > 0 && extents.shared == extents.total, "FIEMAP reports shared extents: \(extents)")
-        }
-    }
-}
-
-/// A small XFS filesystem with reflink on a loop device, mounted for one test.
-struct XFSMount {
-    let path: String
-    let image: String
-
-    static var isPossible: Bool {
-        getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/sbin/mkfs.xfs")
-            && FileManager.default.fileExists(atPath: "/dev/loop-control")
-    }
-
-    init(in directory: String) throws {
-        image = directory + "/xfs.img"
-        path = directory + "/xfs"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        let fd = open(image, O_CREAT | O_WRONLY, 0o600)
-        ftruncate(fd, 512 << 20)
-        close(fd)
-        try Self.run("/sbin/mkfs.xfs", ["-q", "-m", "reflink=1", image])
-        try Self.run("/bin/mount", ["-o", "loop", image, path])
-    }
-
-    func unmount() {
-        try? Self.run("/bin/umount", [path])
-    }
-
-    static func run(_ tool: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw CacheError(.featureUnsupported, "\(tool) \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 @testable import ChunkCache
 
@@ -8,8 +9,8 @@ import Testing
     func parallelFetchesDuringWrites() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir, chunkSize: 16384)
-            let cold = Content.mixed(3 << 20, chunkSize: 16384, seed: 1)
-            let versions = (0..<8).map { Content.mixed(1 << 20, chunkSize: 16384, seed: 100 + UInt64($0)) }
+            let cold = TestData.mixed(count: 3 << 20, chunkSize: 16384, seed: 1)
+            let versions = (0..<8).map { TestData.mixed(count: 1 << 20, chunkSize: 16384, seed: 100 + UInt64($0)) }
             try await put(cache, cold, as: ItemIdentifier(domain: "d", "cold"), in: dir)
             try await put(cache, versions[0], as: ItemIdentifier(domain: "d", "hot"), version: "h0", in: dir)
             let byVersion = Dictionary(uniqueKeysWithValues: versions.enumerated().map { ("h\($0.offset)", $0.element) })
@@ -48,7 +49,7 @@ import Testing
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let id = ItemIdentifier(domain: "d", "big")
-            try await put(cache, Content.text(48 << 20, seed: 1), as: id, in: dir)
+            try await put(cache, TestData.text(count: 48 << 20, seed: 1), as: id, in: dir)
             let calls = Mutex<[(URL?, (any Error)?)]>([])
             let progress = cache.fetchPartialContents(
                 for: id, version: nil, request: FetchRequest(), minimalRange: ByteRange(location: 0, length: 48 << 20),
@@ -74,7 +75,7 @@ import Testing
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let id = ItemIdentifier(domain: "d", "a")
-            let bytes = Content.text(100_000, seed: 2)
+            let bytes = TestData.text(count: 100_000, seed: 2)
             try await put(cache, bytes, as: id, in: dir)
             let outcomes = Mutex<[String]>([])
             let done = AsyncStream<Void>.makeStream()

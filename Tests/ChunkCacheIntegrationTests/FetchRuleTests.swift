@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import ChunkCache
 
@@ -38,7 +39,7 @@ import Testing
             let sizes = [0, 1, chunkSize - 1, chunkSize, chunkSize + 1, 7 * chunkSize + 123, 33 * chunkSize]
             var files: [(ItemIdentifier, [UInt8])] = []
             for (i, size) in sizes.enumerated() {
-                let bytes = Content.mixed(size, chunkSize: chunkSize, seed: rng.next())
+                let bytes = TestData.mixed(count: size, chunkSize: chunkSize, seed: rng.next())
                 let id = ItemIdentifier(domain: "d", "file\(i)")
                 try await put(cache, bytes, as: id, in: dir)
                 files.append((id, bytes))
@@ -64,7 +65,7 @@ import Testing
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let chunk = 65536
-            let bytes = Content.random(chunk, seed: 1) + [UInt8](repeating: 0, count: 4 * chunk) + Content.random(chunk, seed: 2)
+            let bytes = TestData.random(count: chunk, seed: 1) + [UInt8](repeating: 0, count: 4 * chunk) + TestData.random(count: chunk, seed: 2)
             let id = ItemIdentifier(domain: "d", "sparse")
             let put = try await put(cache, bytes, as: id, in: dir)
             #expect(put.zeroChunks == 4)
@@ -86,7 +87,7 @@ import Testing
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let id = ItemIdentifier(domain: "d", "dense")
-            try await put(cache, Content.text(200_000, seed: 3), as: id, in: dir)
+            try await put(cache, TestData.text(count: 200_000, seed: 3), as: id, in: dir)
             #expect(try await cache.fetchContents(for: id).flags.isEmpty)
         }
     }
@@ -110,8 +111,8 @@ import Testing
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let id = ItemIdentifier(domain: "d", "doc")
-            let v1 = Content.text(300_000, seed: 1)
-            let v2 = Content.text(310_000, seed: 2)
+            let v1 = TestData.text(count: 300_000, seed: 1)
+            let v2 = TestData.text(count: 310_000, seed: 2)
             try await put(cache, v1, as: id, version: "v1", in: dir)
             try await put(cache, v2, as: id, version: "v2", in: dir)
             let range = ByteRange(location: 70_000, length: 1000)
@@ -138,7 +139,7 @@ import Testing
     func unknownThings() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
-            try await put(cache, Content.text(1000, seed: 1), as: ItemIdentifier(domain: "d", "a"), in: dir)
+            try await put(cache, TestData.text(count: 1000, seed: 1), as: ItemIdentifier(domain: "d", "a"), in: dir)
             #expect(await errorCode { _ = try await cache.fetchContents(for: ItemIdentifier(domain: "nope", "a")) } == .noSuchItem)
             #expect(await errorCode { _ = try await cache.fetchContents(for: ItemIdentifier(domain: "d", "nope")) } == .noSuchItem)
             #expect(await errorCode {
@@ -157,7 +158,7 @@ import Testing
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let id = ItemIdentifier(domain: "d", "a")
-            try await put(cache, Content.text(100_000, seed: 1), as: id, in: dir)
+            try await put(cache, TestData.text(count: 100_000, seed: 1), as: id, in: dir)
             let before = try await cache.domainVersion(of: "d")
             let after = try await cache.setNonMaterializingProcesses(["Spotlight"], forDomain: "d")
             #expect(after > before, "E3 a domain metadata change bumps its version")
@@ -176,7 +177,7 @@ import Testing
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let id = ItemIdentifier(domain: "d", "a")
-            try await put(cache, Content.text(100_000, seed: 1), as: id, in: dir)
+            try await put(cache, TestData.text(count: 100_000, seed: 1), as: id, in: dir)
             var paths = Set<String>()
             for _ in 0..<20 {
                 let result = try await cache.fetchContents(for: id)
@@ -197,7 +198,7 @@ import Testing
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let id = ItemIdentifier(domain: "d", "a")
-            let bytes = Content.text(100_000, seed: 1)
+            let bytes = TestData.text(count: 100_000, seed: 1)
             try await put(cache, bytes, as: id, in: dir)
             let fresh = try await cache.fetchContents(for: id)
             let old = try await cache.fetchContents(for: id)

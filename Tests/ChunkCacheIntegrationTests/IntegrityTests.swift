@@ -1,5 +1,6 @@
 import Foundation
 import LMDBKit
+import TestSupport
 import Testing
 @testable import ChunkCache
 
@@ -41,7 +42,7 @@ import Testing
             let cache = try await makeCache(dir)
             let id = ItemIdentifier(domain: "d", "doc")
             let chunk = 65536
-            let make = { (seed: UInt64) in compressible ? Content.text(chunk, seed: seed) : Content.random(chunk, seed: seed) }
+            let make = { (seed: UInt64) in compressible ? TestData.text(count: chunk, seed: seed) : TestData.random(count: chunk, seed: seed) }
             let v1 = make(1) + make(2) + make(3) + make(4)
             let v2 = make(1) + make(2) + make(99) + make(4)
             try await put(cache, v1, as: id, version: "v1", in: dir)
@@ -85,11 +86,11 @@ import Testing
 /// A writer killed mid-ingest leaves nothing behind once the store is opened again.
 @Suite struct CrashRecoveryTests {
     @Test("a put killed with SIGKILL mid-write is rolled back on the next open; the store verifies clean",
-          .enabled(if: chunkcacheBinary() != nil, "needs the built chunkcache executable"))
+          .enabled(if: ChunkCacheBinary.path != nil, "needs the built chunkcache executable"))
     func killedPut() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
-            let keep = Content.text(300_000, seed: 7)
+            let keep = TestData.text(count: 300_000, seed: 7)
             try await put(cache, keep, as: ItemIdentifier(domain: "d", "keep"), in: dir)
             let before = try await cache.statistics()
             let big = dir + "/big"
@@ -102,7 +103,7 @@ import Testing
             }
             close(fd)
             let process = Process()
-            process.executableURL = URL(fileURLWithPath: try #require(chunkcacheBinary()))
+            process.executableURL = URL(fileURLWithPath: try #require(ChunkCacheBinary.path))
             process.arguments = ["put", "--store", cache.path, "--domain", "d", "big", big]
             try process.run()
             // Wait until some batches are committed, then kill the writer.

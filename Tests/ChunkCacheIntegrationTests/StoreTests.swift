@@ -1,5 +1,6 @@
 import Foundation
 import LMDBKit
+import TestSupport
 import Testing
 @testable import ChunkCache
 
@@ -10,7 +11,7 @@ import Testing
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let id = ItemIdentifier(domain: "d", "big")
-            var bytes = Content.random(64 * 65536, seed: 9)
+            var bytes = TestData.random(count: 64 * 65536, seed: 9)
             let first = try await put(cache, bytes, as: id, in: dir)
             #expect(first.newChunks == 64)
             bytes[17 * 65536 + 100] ^= 0xFF
@@ -31,7 +32,7 @@ import Testing
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let id = ItemIdentifier(domain: "d", "a")
-            let bytes = Content.mixed(20 * 65536 + 5, chunkSize: 65536, seed: 4)
+            let bytes = TestData.mixed(count: 20 * 65536 + 5, chunkSize: 65536, seed: 4)
             let first = try await put(cache, bytes, as: id, in: dir)
             let statsBefore = try await cache.statistics()
             let again = try await put(cache, bytes, as: id, in: dir)  // a new file: another mtime, same bytes
@@ -51,9 +52,9 @@ import Testing
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let id = ItemIdentifier(domain: "d", "a")
-            try await put(cache, Content.text(100_000, seed: 1), as: id, version: "v1", in: dir)
+            try await put(cache, TestData.text(count: 100_000, seed: 1), as: id, version: "v1", in: dir)
             let before = try await cache.statistics()
-            let code = await errorCode { try await put(cache, Content.text(100_000, seed: 2), as: id, version: "v1", in: dir) }
+            let code = await errorCode { try await put(cache, TestData.text(count: 100_000, seed: 2), as: id, version: "v1", in: dir) }
             #expect(code == .invalidArgument)
             var after = try await cache.statistics()
             after.fileBytes = before.fileBytes
@@ -79,7 +80,7 @@ import Testing
             let cache = try await makeCache(dir)
             var last = DomainVersion(rawValue: 0)
             for i in 0..<5 {
-                let result = try await put(cache, Content.text(5000 + i, seed: UInt64(i)), as: ItemIdentifier(domain: "d", "a\(i % 2)"), in: dir)
+                let result = try await put(cache, TestData.text(count: 5000 + i, seed: UInt64(i)), as: ItemIdentifier(domain: "d", "a\(i % 2)"), in: dir)
                 #expect(result.domainVersion == last.next())
                 last = result.domainVersion
             }
@@ -94,7 +95,7 @@ import Testing
             let cache = try await makeCache(dir)
             let path = dir + "/sparse"
             let fd = open(path, O_CREAT | O_RDWR, 0o600)
-            let data = Content.random(65536, seed: 5)
+            let data = TestData.random(count: 65536, seed: 5)
             _ = data.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 512 << 20) }
             ftruncate(fd, 1 << 30)
             close(fd)
@@ -114,8 +115,8 @@ import Testing
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let id = ItemIdentifier(domain: "d", "a")
-            try await put(cache, Content.text(1000, seed: 1), as: id, version: "one", in: dir)
-            try await put(cache, Content.text(2000, seed: 2), as: id, version: "two", in: dir)
+            try await put(cache, TestData.text(count: 1000, seed: 1), as: id, version: "one", in: dir)
+            try await put(cache, TestData.text(count: 2000, seed: 2), as: id, version: "two", in: dir)
             let (item, versions) = try await cache.versions(of: id)
             #expect(versions.map(\.contentVersion) == ["two", "one"])
             #expect(versions.map(\.size) == [2000, 1000])
@@ -128,10 +129,10 @@ import Testing
     func fullStore() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir, maxSize: 4 << 20)
-            let keep = Content.text(200_000, seed: 1)
+            let keep = TestData.text(count: 200_000, seed: 1)
             try await put(cache, keep, as: ItemIdentifier(domain: "d", "keep"), in: dir)
             let before = try await cache.statistics()
-            let code = await errorCode { try await put(cache, Content.random(16 << 20, seed: 2), as: ItemIdentifier(domain: "d", "big"), in: dir) }
+            let code = await errorCode { try await put(cache, TestData.random(count: 16 << 20, seed: 2), as: ItemIdentifier(domain: "d", "big"), in: dir) }
             #expect(code == .insufficientQuota)
             var after = try await cache.statistics()
             after.fileBytes = before.fileBytes
@@ -159,7 +160,7 @@ import Testing
     func damagedDataFile() async throws {
         try await withTemporaryDirectory { dir in
             try FileManager.default.createDirectory(atPath: dir + "/bad", withIntermediateDirectories: true)
-            try writeFile(dir + "/bad/data.mdb", Content.random(1 << 16, seed: 3))
+            try writeFile(dir + "/bad/data.mdb", TestData.random(count: 1 << 16, seed: 3))
             #expect(await errorCode { _ = try await ChunkCache.open(at: dir + "/bad") } == .corruptData)
         }
     }

@@ -1,61 +1,11 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import ChunkCache
 
-/// Runs `body` with a fresh directory that is removed afterwards.
-func withTemporaryDirectory<R>(_ body: (String) async throws -> R) async throws -> R {
-    let path = NSTemporaryDirectory() + "chunkcache-it-" + UUID().uuidString
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: path) }
-    return try await body(path)
-}
-
-/// A seeded generator so every drawn case repeats.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-/// Kinds of content the tests draw.
-enum Content {
-    /// Bytes that do not compress (stored raw).
-    static func random(_ count: Int, seed: UInt64) -> [UInt8] {
-        var rng = SplitMix64(seed: seed)
-        var bytes = [UInt8](repeating: 0, count: count)
-        var i = 0
-        while i < count {
-            var word = rng.next()
-            for _ in 0..<8 where i < count {
-                bytes[i] = UInt8(truncatingIfNeeded: word)
-                word >>= 8
-                i += 1
-            }
-        }
-        return bytes
-    }
-
-    /// Text-like bytes that compress well.
-    static func text(_ count: Int, seed: UInt64) -> [UInt8] {
-        var rng = SplitMix64(seed: seed)
-        let words = ["chunk", "cache", "sparse", "file", "provider", "version", "domain", "zstd", "lmdb", "range", "\n"]
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(count + 16)
-        while bytes.count < count {
-            bytes += Array(words[Int(rng.next() % UInt64(words.count))].utf8)
-            bytes.append(32)
-        }
-        return Array(bytes.prefix(count))
-    }
-
+extension TestData {
     /// Mixed chunks: random, text, and all-zero, chunk by chunk, of `chunkSize` each.
-    static func mixed(_ count: Int, chunkSize: Int, seed: UInt64) -> [UInt8] {
+    static func mixed(count: Int, chunkSize: Int, seed: UInt64) -> [UInt8] {
         var rng = SplitMix64(seed: seed)
         var bytes = [UInt8]()
         bytes.reserveCapacity(count)
@@ -64,8 +14,8 @@ enum Content {
             let n = min(chunkSize, count - bytes.count)
             switch rng.next() % 3 {
             case 0: bytes += [UInt8](repeating: 0, count: n)
-            case 1: bytes += text(n, seed: rng.next())
-            default: bytes += random(n, seed: rng.next())
+            case 1: bytes += text(count: n, seed: rng.next())
+            default: bytes += random(count: n, seed: rng.next())
             }
             part += 1
         }
@@ -127,16 +77,4 @@ func errorCode(_ body: () async throws -> Void) async -> CacheError.Code? {
         Issue.record("not a CacheError: \(error)")
         return nil
     }
-}
-
-/// The built `chunkcache` executable, beside the test bundle.
-func chunkcacheBinary() -> String? {
-    if let explicit = ProcessInfo.processInfo.environment["CHUNKCACHE_BIN"] { return explicit }
-    var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    for _ in 0..<4 {
-        let candidate = dir.appendingPathComponent("chunkcache").path
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        dir.deleteLastPathComponent()
-    }
-    return nil
 }

@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 @testable import ChunkCache
 
@@ -67,18 +68,5 @@ import Testing
     @Test("every power of two from 1 to 2^30 is a valid alignment")
     func goodAlignments() throws {
         for shift in 0...30 { try FetchPlanner.validate(alignment: 1 << shift) }
-    }
-}
-
-/// A small, fast, seeded generator so drawn cases repeat exactly.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,4 +1,5 @@
 import FileIO
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -9,10 +10,10 @@ import Glibc
 /// a tail ending at a length that is not a multiple of any block size.
 private let sparseLength: Int64 = (24 << 20) + 123
 private let sparsePieces: [(offset: Int64, bytes: [UInt8])] = [
-    (0, pseudoRandomBytes(count: 100 << 10, seed: 20)),
+    (0, TestData.random(count: 100 << 10, seed: 20)),
     ((5 << 20) + 7, [1, 2, 3]),
-    (12 << 20, pseudoRandomBytes(count: 1 << 20, seed: 21)),
-    (sparseLength - 50, pseudoRandomBytes(count: 50, seed: 22)),
+    (12 << 20, TestData.random(count: 1 << 20, seed: 21)),
+    (sparseLength - 50, TestData.random(count: 50, seed: 22)),
 ]
 
 /// Makes the sparse source at `path`.
@@ -49,7 +50,7 @@ private func makeSparseSource(at path: String) throws {
     @Test(arguments: copyingStrategies)
     func aShorterLengthCopiesOnlyThePrefix(strategy: CloneStrategy) throws {
         try withTemporaryDirectory { dir throws in
-            let bytes = pseudoRandomBytes(count: 1 << 20, seed: 23)
+            let bytes = TestData.random(count: 1 << 20, seed: 23)
             try withNewFile(dir + "/source") { try $0.write(bytes, at: 0) }
             try withExistingFile(dir + "/source") { source throws in
                 try withNewFile(dir + "/destination") { destination throws in
@@ -64,7 +65,7 @@ private func makeSparseSource(at path: String) throws {
     @Test(arguments: copyingStrategies)
     func aLengthPastTheEndEndsInAHole(strategy: CloneStrategy) throws {
         try withTemporaryDirectory { dir throws in
-            let bytes = pseudoRandomBytes(count: 8192, seed: 24)
+            let bytes = TestData.random(count: 8192, seed: 24)
             try withNewFile(dir + "/source") { try $0.write(bytes, at: 0) }
             try withExistingFile(dir + "/source") { source throws in
                 try withNewFile(dir + "/destination") { destination throws in
@@ -156,7 +157,7 @@ private func makeSparseSource(at path: String) throws {
             try withReflinkXFS(in: dir) { mount throws in
                 let length: Int64 = 4 << 20
                 try withNewFile(mount + "/source") { source throws in
-                    try source.write(pseudoRandomBytes(count: Int(length), seed: 30), at: 0)
+                    try source.write(TestData.random(count: Int(length), seed: 30), at: 0)
                     try source.sync()
 
                     try withNewFile(mount + "/reflink") { clone throws in

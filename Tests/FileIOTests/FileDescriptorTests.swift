@@ -1,4 +1,5 @@
 import FileIO
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -37,7 +38,7 @@ import Glibc
     func bytesWrittenAtAnOffsetReadBackAtThatOffset(offset: Int64) throws {
         try withTemporaryDirectory { dir throws in
             try withNewFile(dir + "/file") { fd throws in
-                let bytes = pseudoRandomBytes(count: 10_000, seed: UInt64(offset))
+                let bytes = TestData.random(count: 10_000, seed: UInt64(offset))
                 try fd.write(bytes, at: offset)
                 #expect(try fd.length == offset + 10_000)
                 #expect(try fd.read(count: 10_000, at: offset) == bytes)
@@ -53,7 +54,7 @@ import Glibc
     @Test func aLargeWriteArrivesWhole() throws {
         try withTemporaryDirectory { dir throws in
             try withNewFile(dir + "/file") { fd throws in
-                let bytes = pseudoRandomBytes(count: 3 << 20 | 123, seed: 7)
+                let bytes = TestData.random(count: 3 << 20 | 123, seed: 7)
                 try fd.write(bytes, at: 17)
                 #expect(try fd.read(count: bytes.count, at: 17) == bytes)
                 let written = try fd.read(count: 17 + bytes.count, at: 0)
@@ -78,7 +79,7 @@ import Glibc
         try withTemporaryDirectory(in: filesystem.parent) { dir throws in
             try withNewFile(dir + "/file") { fd throws in
                 let block = try fd.blockSize
-                let head = pseudoRandomBytes(count: 4096, seed: 8)
+                let head = TestData.random(count: 4096, seed: 8)
                 try fd.write(head, at: 0)
                 try fd.resize(to: 64 << 20)
                 #expect(try fd.length == 64 << 20)
@@ -106,7 +107,7 @@ import Glibc
                 let first: Range<Int64> = (1 << 20) + 100..<(1 << 20) + 110
                 let second: Range<Int64> = (8 << 20) - 5..<(8 << 20) + 8192
                 try fd.write([UInt8](repeating: 1, count: first.count), at: first.lowerBound)
-                try fd.write(pseudoRandomBytes(count: second.count, seed: 9), at: second.lowerBound)
+                try fd.write(TestData.random(count: second.count, seed: 9), at: second.lowerBound)
                 if synced { try fd.sync() }
 
                 let expected = [first, second].map { roundDown($0.lowerBound, block)..<roundUp($0.upperBound, block) }
@@ -125,7 +126,7 @@ import Glibc
     @Test func aDenseFileIsOneDataRange() throws {
         try withTemporaryDirectory { dir throws in
             try withNewFile(dir + "/dense") { fd throws in
-                try fd.write(pseudoRandomBytes(count: 300_001, seed: 10), at: 0)
+                try fd.write(TestData.random(count: 300_001, seed: 10), at: 0)
                 #expect(try fd.dataRanges(length: 300_001) == [0..<300_001])
             }
         }
@@ -133,7 +134,7 @@ import Glibc
 
     @Test func aPlainCopyHasNoSharedExtents() throws {
         try withTemporaryDirectory { dir throws in
-            let bytes = pseudoRandomBytes(count: 1 << 20, seed: 11)
+            let bytes = TestData.random(count: 1 << 20, seed: 11)
             try withNewFile(dir + "/original") { fd in try fd.write(bytes, at: 0) }
             try withNewFile(dir + "/copy") { copy throws in
                 try withExistingFile(dir + "/original") { original throws in

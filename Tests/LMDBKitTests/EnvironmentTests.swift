@@ -1,5 +1,6 @@
 import Foundation
 import LMDBKit
+import TestSupport
 import Testing
 
 @Suite struct EnvironmentTests {
@@ -88,10 +89,10 @@ import Testing
         try withTemporaryDirectory { dir in
             let env = try Environment.open(directory: dir, maxDatabases: 2, mapSize: 256 << 10)
             let db = try env.openDatabase("main")
-            let committed = pseudoRandomBytes(count: 8 << 10, seed: 1)
+            let committed = TestData.random(count: 8 << 10, seed: 1)
             try env.write { txn in try txn.put(db, key: bytes("committed"), value: committed) }
 
-            let large = pseudoRandomBytes(count: 32 << 10, seed: 2)
+            let large = TestData.random(count: 32 << 10, seed: 2)
             var putsBeforeFull = 0
             var caughtMapFull = false
             do {
@@ -121,7 +122,7 @@ import Testing
 
     @Test func aGarbageDataFileIsReportedAsCorruptionNotACrash() throws {
         try withTemporaryDirectory { dir in
-            let garbage = Data(pseudoRandomBytes(count: 64 << 10, seed: 3))
+            let garbage = Data(TestData.random(count: 64 << 10, seed: 3))
             try garbage.write(to: URL(fileURLWithPath: dir + "/data.mdb"))
             let error = try #require(throws: LMDBError.self) {
                 try Environment.open(directory: dir, maxDatabases: 2, mapSize: 1 << 20)
@@ -169,7 +170,7 @@ import Testing
             let db = try env.openDatabase("main")
             let empty = env.usedBytes
             try env.write { txn throws in
-                try txn.put(db, key: bytes("big"), value: pseudoRandomBytes(count: 1 << 20, seed: 4))
+                try txn.put(db, key: bytes("big"), value: TestData.random(count: 1 << 20, seed: 4))
             }
             #expect(env.usedBytes >= empty + (1 << 20))
             #expect(env.usedBytes <= env.mapSize)
@@ -180,7 +181,7 @@ import Testing
         try withTemporaryDirectory { dir in
             let env = try Environment.open(directory: dir, maxDatabases: 2, mapSize: 256 << 10)
             let db = try env.openDatabase("main")
-            let value = pseudoRandomBytes(count: 512 << 10, seed: 5)
+            let value = TestData.random(count: 512 << 10, seed: 5)
             #expect(throws: LMDBError.mapFull) {
                 try env.write { txn in try txn.put(db, key: bytes("v"), value: value) }
             }

@@ -1,4 +1,5 @@
 import LMDBKit
+import TestSupport
 import Testing
 
 /// Opens a fresh environment with one database named "main" and runs `body` with both.
@@ -55,7 +56,7 @@ private func fill(_ env: Environment, _ db: Database, keys: [String]) throws {
 
     @Test(arguments: [1, 100, 4096, 100_000])
     func reserveLetsTheBodyWriteTheValueInPlace(count: Int) throws {
-        let expected = pseudoRandomBytes(count: count, seed: UInt64(count))
+        let expected = TestData.random(count: count, seed: UInt64(count))
         try withDatabase { env, db throws in
             let returned = try env.write { txn throws in
                 try bytes("reserved").withUnsafeBytes { key in

@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 import ZstdKit
 
@@ -14,30 +15,11 @@ enum Payload: String, CaseIterable, Sendable, CustomTestStringConvertible {
             let line = Array("chunk 0123 of a content-addressed cache; ".utf8)
             return (0..<count).map { line[($0 / 3 + $0 / 4096) % line.count] }
         case .random:
-            return pseudoRandomBytes(count: count, seed: UInt64(count) &+ 17)
+            return TestData.random(count: count, seed: UInt64(count) &+ 17)
         }
     }
 
     var testDescription: String { rawValue }
-}
-
-/// Deterministic pseudo-random bytes (SplitMix64), so a failure can be replayed.
-func pseudoRandomBytes(count: Int, seed: UInt64) -> [UInt8] {
-    var state = seed
-    var result: [UInt8] = []
-    result.reserveCapacity(count)
-    while result.count < count {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var word = state
-        word = (word ^ (word >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        word = (word ^ (word >> 27)) &* 0x94D0_49BB_1331_11EB
-        word ^= word >> 31
-        for _ in 0..<min(8, count - result.count) {
-            result.append(UInt8(truncatingIfNeeded: word))
-            word >>= 8
-        }
-    }
-    return result
 }
 
 extension Compressor {
