@@ -43,8 +43,8 @@ final class CLIProcess: @unchecked Sendable {
         let id = UUID().uuidString
         stdoutPath = NSTemporaryDirectory() + "/chunkcache-cli-\(id).out"
         stderrPath = NSTemporaryDirectory() + "/chunkcache-cli-\(id).err"
-        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        try TestData.write([], to: stdoutPath)
+        try TestData.write([], to: stderrPath)
         var env = ProcessInfo.processInfo.environment
         // The tests always say which store they mean; nothing from the developer's shell leaks in.
         env["CHUNKCACHE_STORE"] = nil
@@ -232,11 +232,6 @@ func expectError(
 
 /// Files of test contents: plain, sparse with holes, and read back with `pread`.
 extension TestData {
-    /// Writes `bytes` to a new file at `path`.
-    static func write(_ bytes: [UInt8], to path: String) throws {
-        try Data(bytes).write(to: URL(fileURLWithPath: path))
-    }
-
     /// Makes a sparse file of `length` bytes (ftruncate) with `pieces` written at their offsets (pwrite), and
     /// returns its full contents: zeros everywhere else, with holes where nothing was written.
     @discardableResult

@@ -22,7 +22,7 @@ struct VerifyTests {
             found += 1
             searchFrom = hit.upperBound
         }
-        try data.write(to: URL(fileURLWithPath: path))
+        try TestData.write(Array(data), to: path)
         return found
     }
 

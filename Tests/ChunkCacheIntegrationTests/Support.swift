@@ -25,7 +25,7 @@ extension TestData {
 
 /// Writes `bytes` to a new file at `path`.
 func writeFile(_ path: String, _ bytes: [UInt8]) throws {
-    try Data(bytes).write(to: URL(fileURLWithPath: path))
+    try TestData.write(bytes, to: path)
 }
 
 /// Reads `range` of the file at `path`.

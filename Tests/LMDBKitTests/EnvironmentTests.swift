@@ -122,8 +122,7 @@ import Testing
 
     @Test func aGarbageDataFileIsReportedAsCorruptionNotACrash() throws {
         try withTemporaryDirectory { dir in
-            let garbage = Data(TestData.random(count: 64 << 10, seed: 3))
-            try garbage.write(to: URL(fileURLWithPath: dir + "/data.mdb"))
+            try TestData.write(TestData.random(count: 64 << 10, seed: 3), to: dir + "/data.mdb")
             let error = try #require(throws: LMDBError.self) {
                 try Environment.open(directory: dir, maxDatabases: 2, mapSize: 1 << 20)
             }
