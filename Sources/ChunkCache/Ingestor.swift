@@ -97,9 +97,12 @@ final class Ingestor: Sendable {
                 digest?.withUnsafeBytes { rootHasher.update(bufferPointer: $0) }
             }
             let semaphore = free[turn]
+            let environment = store.environment
             store.writer.writeLater({ txn in try state.commit(batch, into: &txn, store: self.store) },
                                     completion: { result in
                                         if case .failure(let error) = result { state.fail(error) }
+                                        // Lookups fault in neighbouring pages of the map: keep the RSS flat.
+                                        environment.releaseMappedPages()
                                         semaphore.signal()
                                     })
             first += Int64(count)
@@ -130,9 +133,9 @@ final class Batch: @unchecked Sendable {
     init(capacity: Int, layout: ChunkLayout) {
         self.layout = layout
         self.capacity = capacity
-        raw = .allocate(byteCount: capacity << layout.shift, alignment: 4096)
+        raw = Self.mapAnonymous(capacity << layout.shift)
         encodedStride = ChunkCodec.encodedBound(rawCount: layout.chunkSize)
-        encoded = .allocate(byteCount: capacity * encodedStride, alignment: 64)
+        encoded = Self.mapAnonymous(capacity * encodedStride)
         rawLengths = Array(repeating: 0, count: capacity)
         digests = Array(repeating: nil, count: capacity)
         known = Array(repeating: false, count: capacity)
@@ -140,8 +143,17 @@ final class Batch: @unchecked Sendable {
     }
 
     deinit {
-        raw.deallocate()
-        encoded.deallocate()
+        munmap(raw.baseAddress, raw.count)
+        munmap(encoded.baseAddress, encoded.count)
+    }
+
+    /// Batch buffers come straight from `mmap` and go back with `munmap`: from malloc, glibc keeps tens of
+    /// megabytes per put in its heap once its mmap threshold has grown, and a long-lived process bloats.
+    private static func mapAnonymous(_ count: Int) -> UnsafeMutableRawBufferPointer {
+        let address = mmap(nil, count, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        // Only address-space exhaustion fails here; nothing sensible can continue.
+        guard let address, address != MAP_FAILED else { fatalError("mmap of \(count) bytes for an ingest batch failed") }
+        return UnsafeMutableRawBufferPointer(start: address, count: count)
     }
 
     func rawChunk(_ i: Int) -> UnsafeRawBufferPointer {

@@ -91,6 +91,24 @@ public final class Environment: @unchecked Sendable {
         return (info.me_last_pgno + 1) * Int(stat.ms_psize)
     }
 
+    /// Drops this process's mappings of the data file's pages in use (`madvise(MADV_DONTNEED)`), so a long
+    /// ingest or a large fetch does not keep the whole file resident. The pages stay in the page cache and
+    /// fault back in on the next access; pointers into the map stay valid (it is a shared file mapping).
+    public func releaseMappedPages() {
+        var info = MDB_envinfo()
+        guard mdb_env_info(handle, &info) == 0, let base = info.me_mapaddr else { return }
+        madvise(base, usedBytes, MADV_DONTNEED)
+    }
+
+    /// Drops this process's mappings of the pages under `buffer`, a value borrowed from the map.
+    public static func releaseMappedPages(covering buffer: UnsafeRawBufferPointer) {
+        guard let start = buffer.baseAddress, !buffer.isEmpty else { return }
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let lower = Int(bitPattern: start) & ~(page - 1)
+        let upper = (Int(bitPattern: start) + buffer.count + page - 1) & ~(page - 1)
+        madvise(UnsafeMutableRawPointer(bitPattern: lower), upper - lower, MADV_DONTNEED)
+    }
+
     /// Sets a new map size. No transaction of this process may be active.
     /// The corresponding C function is `mdb_env_set_mapsize`.
     public func setMapSize(_ bytes: Int) throws(LMDBError) {
