@@ -1,3 +1,4 @@
+import Foundation
 import FileIO
 import LMDBKit
 import ZstdKit
@@ -7,7 +8,9 @@ extension CacheError {
     /// An LMDB failure on the store at `path`. A full map or disk is `insufficientQuota`, a damaged file
     /// `corruptData`, contention `transient`.
     static func lmdb(_ error: LMDBError, store path: String, doing what: String) -> CacheError {
-        if error.isOutOfSpace {
+        // LMDB turns a short write into EIO ("TODO: Use which error code?" in mdb_page_flush): on a full
+        // disk that is what a commit returns. Tell the two apart by the room left.
+        if error.isOutOfSpace || (error == .ioError && freeBytes(at: path).map { $0 < Self.fullDiskMargin } == true) {
             return CacheError(.insufficientQuota,
                 "the store at \(path) is full while \(what) (\(error)); nothing was changed: raise its size with `chunkcache init --max-size`, free disk space, or remove versions",
                 underlying: error)
@@ -26,6 +29,16 @@ extension CacheError {
             return CacheError(.transient, "the store at \(path) is busy (\(error)) while \(what); retry", underlying: error)
         }
         return CacheError(.transient, "LMDB failed while \(what) in the store at \(path): \(error); retry", underlying: error)
+    }
+
+    /// Below this much free space, an I/O error from a write is taken for a full disk.
+    static let fullDiskMargin: Int64 = 64 << 20
+
+    /// The bytes an unprivileged writer may still use on the filesystem holding `path`. Uses `statvfs(3)`.
+    static func freeBytes(at path: String) -> Int64? {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return nil }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
     }
 
     /// A system call on `path` failed.

@@ -14,9 +14,9 @@ import Synchronization
 enum RangeAssembler {
     /// Ranges at least this long are spread over the cores.
     static let parallelThreshold: Int64 = 256 << 10
-    /// Ranges at least this long unmap each chunk's pages after use, so a large fetch does not keep the
-    /// store's file resident; smaller, hot ranges keep them mapped.
-    static let releaseThreshold: Int64 = 64 << 20
+    /// Every this many bytes a worker drops the process's mappings of the store's file, so a large fetch
+    /// does not keep it resident. In strides, not per chunk: each `madvise` flushes the TLB on every core.
+    static let releaseStride: Int64 = 64 << 20
 
     /// Writes `plan`'s range into `file`, which already has the item's full length.
     static func assemble(_ plan: FetchPlan, store: Store, into file: FileDescriptor, cancellation: CancellationFlag) throws {
@@ -53,7 +53,7 @@ enum RangeAssembler {
         let layout = plan.version.layout
         let size = plan.version.size
         let dbs = store.dbs
-        let release = plan.retrieved.length >= releaseThreshold
+        var sinceRelease: Int64 = 0
         try store.codecs.withDecoder { context in
             try store.environment.read { txn in
                 var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
@@ -75,7 +75,11 @@ enum RangeAssembler {
                             stored, rawCount: Int(range.length), decompressor: context.decompressor,
                             buffer: context.buffer, digest: digest)
                         try file.writeAll(toAbsoluteOffset: range.location, bytes)
-                        if release { Environment.releaseMappedPages(covering: stored) }
+                        sinceRelease += range.length
+                        if sinceRelease >= releaseStride {
+                            store.environment.releaseMappedPages()
+                            sinceRelease = 0
+                        }
                     case .absent:
                         throw CacheError(.versionNoLongerAvailable, "chunk \(index) of item \"\(plan.item.identifier)\" left the cache during the fetch; retry")
                     }

@@ -95,18 +95,24 @@ public final class Environment: @unchecked Sendable {
     /// ingest or a large fetch does not keep the whole file resident. The pages stay in the page cache and
     /// fault back in on the next access; pointers into the map stay valid (it is a shared file mapping).
     public func releaseMappedPages() {
-        var info = MDB_envinfo()
-        guard mdb_env_info(handle, &info) == 0, let base = info.me_mapaddr else { return }
-        madvise(base, usedBytes, MADV_DONTNEED)
+        guard let base = mapAddress() else { return }
+        madvise(base, min(usedBytes, mapSize), MADV_DONTNEED)
     }
 
-    /// Drops this process's mappings of the pages under `buffer`, a value borrowed from the map.
-    public static func releaseMappedPages(covering buffer: UnsafeRawBufferPointer) {
-        guard let start = buffer.baseAddress, !buffer.isEmpty else { return }
-        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
-        let lower = Int(bitPattern: start) & ~(page - 1)
-        let upper = (Int(bitPattern: start) + buffer.count + page - 1) & ~(page - 1)
-        madvise(UnsafeMutableRawPointer(bitPattern: lower), upper - lower, MADV_DONTNEED)
+    /// Where this process mapped `data.mdb`. `mdb_env_info` reports it only with `MDB_FIXEDMAP`, so it is
+    /// read from `/proc/self/maps` (the mapping whose file is this environment's `data.mdb`).
+    private func mapAddress() -> UnsafeMutableRawPointer? {
+        guard let maps = fopen("/proc/self/maps", "r") else { return nil }
+        defer { fclose(maps) }
+        let suffix = " " + directory + "/data.mdb"
+        var line = [CChar](repeating: 0, count: 4096 + 256)
+        while fgets(&line, Int32(line.count), maps) != nil {
+            let text = String(cString: line).trimmingSuffix("\n")
+            guard text.hasSuffix(suffix), let dash = text.firstIndex(of: "-"),
+                  let start = UInt(text[..<dash], radix: 16) else { continue }
+            return UnsafeMutableRawPointer(bitPattern: start)
+        }
+        return nil
     }
 
     /// Sets a new map size. No transaction of this process may be active.
@@ -192,4 +198,10 @@ private struct WeakEnvironment {
 /// A named database inside an environment.
 public struct Database: Sendable, Hashable {
     let dbi: MDB_dbi
+}
+
+extension String {
+    fileprivate func trimmingSuffix(_ suffix: String) -> String {
+        hasSuffix(suffix) ? String(dropLast(suffix.count)) : self
+    }
 }

@@ -35,6 +35,8 @@ public struct LMDBError: Error, Equatable, Hashable, Sendable, CustomStringConve
     public static let badTransaction = LMDBError(rawValue: MDB_BAD_TXN)
     /// `ENOSPC`: the disk is full.
     public static let noSpace = LMDBError(rawValue: 28)
+    /// `EIO`: an I/O error; LMDB also returns it for a short write, as on a full disk.
+    public static let ioError = LMDBError(rawValue: 5)
     /// `EACCES`: permission denied.
     public static let accessDenied = LMDBError(rawValue: 13)
     /// `ENOENT`: the directory does not exist.

@@ -34,7 +34,6 @@ public struct CommandFailed: Error, CustomStringConvertible {
     public let output: String
 
     /// The command line, its status, and its output, for the failure message.
-    /// The command line, its status, and its output, for the failure message.
     public var description: String { "\(command.joined(separator: " ")) exited with \(status): \(output)" }
 }
 
