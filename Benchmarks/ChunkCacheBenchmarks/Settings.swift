@@ -1,0 +1,229 @@
+import Benchmark
+import Foundation
+import Synchronization
+
+/// Sizes and places for one run, read once from the environment.
+///
+/// - `CHUNKCACHE_BENCH_SMOKE=1` shrinks every data set to a few MiB and every benchmark to one iteration, so
+///   CI can run the whole suite in a couple of minutes to keep it from rotting (no figures from it).
+/// - `CHUNKCACHE_BENCH_DIR` moves the data sets and stores (default `/tmp/chunkcache-bench`; smoke runs use
+///   its `smoke/` subdirectory so they never clobber the full-size data).
+struct BenchSettings: Sendable {
+    static let current = BenchSettings(environment: ProcessInfo.processInfo.environment)
+
+    let smoke: Bool
+    /// Holds `data/` (source files, built once and reused), `stores/` (ingested once per run) and `work/`.
+    let root: String
+    /// The compressible data set: real headers, Swift interfaces and documentation, concatenated.
+    let textSize: Int64
+    /// The incompressible data set: seeded pseudo-random bytes.
+    let randomSize: Int64
+    /// The large data set: real shared libraries and other toolchain files, concatenated.
+    let binariesSize: Int64
+
+    init(environment: [String: String]) {
+        smoke = ["1", "true", "yes"].contains(environment["CHUNKCACHE_BENCH_SMOKE"]?.lowercased() ?? "")
+        let base = environment["CHUNKCACHE_BENCH_DIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp/chunkcache-bench"
+        root = smoke ? base + "/smoke" : base
+        textSize = smoke ? 4 << 20 : 64 << 20
+        randomSize = smoke ? 4 << 20 : 64 << 20
+        binariesSize = smoke ? 16 << 20 : 1 << 30
+    }
+
+    var dataDirectory: String { root + "/data" }
+    var storesDirectory: String { root + "/stores" }
+    var workDirectory: String { root + "/work" }
+
+    // MARK: - Configurations
+
+    /// Warm partial fetches: many short iterations, so p50 and p99 mean something.
+    var partialFetch: Benchmark.Configuration {
+        Benchmark.Configuration(
+            metrics: [.wallClock, .throughput, .mallocCountTotal, .readSyscalls, .writeSyscalls, .writeBytesLogical],
+            timeUnits: .microseconds,
+            warmupIterations: smoke ? 0 : 50,
+            maxDuration: smoke ? .milliseconds(100) : .seconds(5),
+            maxIterations: smoke ? 1 : 5_000)
+    }
+
+    /// ``partialFetch`` plus the time until the completion handler ran.
+    var partialFetchCompletion: Benchmark.Configuration {
+        var configuration = partialFetch
+        configuration.metrics.append(.microsecondsToCompletion)
+        return configuration
+    }
+
+    /// Whole-file fetches and ingests of the large data set: a few long iterations.
+    func bulk(extraMetrics: [BenchmarkMetric] = []) -> Benchmark.Configuration {
+        Benchmark.Configuration(
+            metrics: [.wallClock, .megabytesPerSecond, .cpuTotal, .peakMemoryResident, .peakAnonymousMegabytes,
+                      .peakFileMegabytes, .mallocCountTotal, .readSyscalls, .writeSyscalls, .writeBytesLogical]
+                + extraMetrics,
+            timeUnits: .milliseconds,
+            units: [.peakMemoryResident: .mega],
+            warmupIterations: smoke ? 0 : 1,
+            maxDuration: smoke ? .milliseconds(100) : .seconds(30),
+            maxIterations: smoke ? 1 : 5)
+    }
+}
+
+extension BenchmarkMetric {
+    /// Bytes of the data set per second of the measured region, in MB (10^6 bytes) per second.
+    static let megabytesPerSecond = BenchmarkMetric.custom("MB/s", polarity: .prefersLarger, useScalingFactor: false)
+    /// From the call to the end of the completion handler, in µs (the benchmark thread's wake-up excluded).
+    static let microsecondsToCompletion = BenchmarkMetric.custom("to completion (µs)", polarity: .prefersSmaller, useScalingFactor: false)
+    /// The most anonymous memory resident during the measurement (`RssAnon`), in MB: heap and buffers.
+    static let peakAnonymousMegabytes = BenchmarkMetric.custom("peak RssAnon MB", polarity: .prefersSmaller, useScalingFactor: false)
+    /// The most file-backed memory resident during the measurement (`RssFile`), in MB: mapped binaries and
+    /// libraries, and the pages of LMDB's memory map the process has touched (clean page cache, shared).
+    static let peakFileMegabytes = BenchmarkMetric.custom("peak RssFile MB", polarity: .prefersSmaller, useScalingFactor: false)
+    /// Bytes the store (or the floor) keeps after compression, in MB.
+    static let storedMegabytes = BenchmarkMetric.custom("stored MB", polarity: .prefersSmaller, useScalingFactor: false)
+}
+
+extension Benchmark {
+    /// Measures one iteration of a bulk benchmark moving `bytes`: starts the measurement, times `body`, stops,
+    /// and records MB/s and the peak anonymous and file-backed resident memory (package-benchmark's
+    /// `peakMemoryResident` is their sum).
+    func measureBulk(bytes: Int64, _ body: () throws -> Void) rethrows {
+        let sampler = ResidentMemorySampler()
+        sampler.start()
+        startMeasurement()
+        let start = ContinuousClock.now
+        defer { sampler.stop() }
+        try body()
+        let elapsed = start.duration(to: .now)
+        stopMeasurement()
+        record(bytes: bytes, elapsed: elapsed, sampler: sampler)
+    }
+
+    /// ``measureBulk(bytes:_:)`` for the engine's async API.
+    func measureBulk(bytes: Int64, _ body: () async throws -> Void) async rethrows {
+        let sampler = ResidentMemorySampler()
+        sampler.start()
+        startMeasurement()
+        let start = ContinuousClock.now
+        defer { sampler.stop() }
+        try await body()
+        let elapsed = start.duration(to: .now)
+        stopMeasurement()
+        record(bytes: bytes, elapsed: elapsed, sampler: sampler)
+    }
+
+    private func record(bytes: Int64, elapsed: Duration, sampler: ResidentMemorySampler) {
+        sampler.stop()
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
+        if seconds > 0 { measurement(.megabytesPerSecond, Int((Double(bytes) / seconds / 1e6).rounded())) }
+        measurement(.peakAnonymousMegabytes, sampler.peakAnonymousKiB * 1024 / 1_000_000)
+        measurement(.peakFileMegabytes, sampler.peakFileKiB * 1024 / 1_000_000)
+    }
+}
+
+/// "4KiB", "64KiB", "1MiB", "1GiB".
+func sizeLabel(_ bytes: Int64) -> String {
+    for (shift, unit) in [(30, "GiB"), (20, "MiB"), (10, "KiB")] where bytes >= Int64(1) << shift {
+        let value = Double(bytes) / Double(Int64(1) << shift)
+        return value == value.rounded() ? "\(Int(value))\(unit)" : String(format: "%.1f%@", value, unit)
+    }
+    return "\(bytes)B"
+}
+
+/// SplitMix64 (Steele, Lea and Flood 2014): a tiny seeded generator, so the engine and its floors visit the
+/// same ranges in the same order, run after run.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Draws `length`-byte ranges starting on `alignment` boundaries inside a file of `size` bytes.
+struct RangeSequence {
+    let size: Int64
+    let length: Int64
+    let alignment: Int64
+    private var generator: SplitMix64
+
+    /// The seed depends only on the data set and the range length: every benchmark of a group draws the same
+    /// ranges.
+    init(size: Int64, length: Int64, alignment: Int64 = 4096, seed: UInt64) {
+        precondition(length <= size, "the range must fit in the data set")
+        self.size = size
+        self.length = length
+        self.alignment = alignment
+        generator = SplitMix64(seed: seed ^ UInt64(length))
+    }
+
+    mutating func next() -> Int64 {
+        let slots = UInt64((size - length) / alignment + 1)
+        return Int64(generator.next() % slots) * alignment
+    }
+}
+
+/// Samples `RssAnon` and `RssFile` of `/proc/self/status` every 5 ms on its own thread and keeps the peaks,
+/// so a resident-memory figure can be split into heap and buffers versus mapped files (LMDB's map among
+/// them). The sampling loop allocates nothing, so it does not disturb the malloc counts.
+final class ResidentMemorySampler: @unchecked Sendable {  // the peaks are read only after `stop()` joins the thread
+    private let running = Atomic<Bool>(false)
+    private let done = DispatchSemaphore(value: 0)
+    private var started = false
+    private(set) var peakAnonymousKiB = 0
+    private(set) var peakFileKiB = 0
+
+    func start() {
+        running.store(true, ordering: .sequentiallyConsistent)
+        started = true
+        let thread = Thread { [self] in
+            let fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 8192, alignment: 8)
+            repeat {
+                let n = fd >= 0 ? pread(fd, buffer.baseAddress, buffer.count, 0) : 0
+                if n > 0 {
+                    let text = UnsafeRawBufferPointer(rebasing: buffer[..<n])
+                    peakAnonymousKiB = max(peakAnonymousKiB, Self.value(of: "RssAnon:", in: text))
+                    peakFileKiB = max(peakFileKiB, Self.value(of: "RssFile:", in: text))
+                }
+                usleep(5_000)
+            } while running.load(ordering: .sequentiallyConsistent)
+            buffer.deallocate()
+            if fd >= 0 { close(fd) }
+            done.signal()
+        }
+        thread.start()
+    }
+
+    /// Stops sampling after one last sample and waits for the thread; safe to call more than once.
+    func stop() {
+        guard started else { return }
+        started = false
+        running.store(false, ordering: .sequentiallyConsistent)
+        done.wait()
+    }
+
+    /// The number after `key` (in kB), scanning bytes so nothing is allocated.
+    private static func value(of key: StaticString, in text: UnsafeRawBufferPointer) -> Int {
+        let keyBytes = UnsafeRawBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount)
+        var i = 0
+        while i + keyBytes.count <= text.count {
+            if text[i] == keyBytes[0], memcmp(text.baseAddress! + i, keyBytes.baseAddress!, keyBytes.count) == 0 {
+                var j = i + keyBytes.count
+                var value = 0
+                while j < text.count, text[j] == 0x20 || text[j] == 0x09 { j += 1 }
+                while j < text.count, text[j] >= 0x30, text[j] <= 0x39 {
+                    value = value * 10 + Int(text[j] - 0x30)
+                    j += 1
+                }
+                return value
+            }
+            i += 1
+        }
+        return 0
+    }
+}
