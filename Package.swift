@@ -33,9 +33,11 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // What `chunkcache bench` and the benchmark suite share: the floors and latency statistics.
+        .target(name: "ChunkCacheBench", dependencies: ["ChunkCache", "ZstdKit", "FileIO"]),
         .target(
             name: "ChunkCacheCommands",
-            dependencies: ["ChunkCache", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["ChunkCache", "ChunkCacheBench", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(name: "chunkcache", dependencies: ["ChunkCacheCommands"]),
 
@@ -50,7 +52,7 @@ let package = Package(
         .executableTarget(
             name: "ChunkCacheBenchmarks",
             dependencies: [
-                "ChunkCache", "ZstdKit", "FileIO",
+                "ChunkCache", "ChunkCacheBench", "ZstdKit", "FileIO",
                 .product(name: "Benchmark", package: "package-benchmark"),
             ],
             path: "Benchmarks/ChunkCacheBenchmarks",
