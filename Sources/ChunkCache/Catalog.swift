@@ -12,8 +12,10 @@ enum Catalog {
     }
 
     /// The item's record, or `noSuchItem` naming it.
-    static func item<T: TransactionReading & ~Copyable>(_ id: String, domain: String, in txn: borrowing T, _ dbs: Databases) throws -> ItemRecord {
-        guard let raw = try txn.get(dbs.items, key: Keys.item(domain: domain, id: id)) else {
+    static func item<T: TransactionReading & ~Copyable>(
+        _ id: String, domain: String, key: [UInt8]? = nil, in txn: borrowing T, _ dbs: Databases
+    ) throws -> ItemRecord {
+        guard let raw = try txn.get(dbs.items, key: key ?? Keys.item(domain: domain, id: id)) else {
             throw CacheError(.noSuchItem, "there is no item \"\(id)\" in domain \"\(domain)\"; check the identifier")
         }
         return try ItemRecord(decoding: raw)
@@ -21,8 +23,13 @@ enum Catalog {
 
     /// The item's versions, newest first.
     static func versions<T: TransactionReading & ~Copyable>(ofItem id: String, domain: String, in txn: borrowing T, _ dbs: Databases) throws -> [VersionRecord] {
+        try versions(ofItemKey: Keys.item(domain: domain, id: id), in: txn, dbs)
+    }
+
+    /// The versions of the item with key `itemKey` (``Keys/item(domain:id:)``), newest first.
+    static func versions<T: TransactionReading & ~Copyable>(ofItemKey itemKey: [UInt8], in txn: borrowing T, _ dbs: Databases) throws -> [VersionRecord] {
         var versions: [VersionRecord] = []
-        try txn.scan(dbs.versions, prefix: Keys.item(domain: domain, id: id)) { _, value in
+        try txn.scan(dbs.versions, prefix: itemKey) { _, value in
             versions.append(try VersionRecord(decoding: value))
             return true
         }

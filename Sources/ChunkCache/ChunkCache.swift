@@ -201,35 +201,46 @@ public final class ChunkCache: Sendable {
         try Catalog.validate(domain: item.domain, item: item.rawValue)
         if Task.isCancelled { throw CacheError(.userCancelled, "the fetch of \(item) was cancelled") }
         let store = self.store
-        let plan: FetchPlan
+        // Plan, and for hand-offs up to a few MiB assemble too, in one snapshot on this thread: a hop to a
+        // dispatch thread and back costs ~50 µs here (two wake-ups), as much as a warm 64 KiB fetch.
+        // Clones and large ranges go to the blocking pool, off the cooperative threads.
+        let outcome: InlineOutcome
         do {
-            plan = try FetchPlanner.plan(
-                store: store, domain: item.domain, item: item.rawValue, requested: version, minimal: minimalRange,
-                alignment: alignment, options: options, request: request)
-        } catch {
-            throw CacheError.wrap(error, store: store.path, doing: "looking up \(item)")
-        }
-        // A small hand-off is ~100 µs of work on one thread: hopping to a dispatch thread and back costs
-        // ~50 µs more on this kind of machine (two wake-ups), so it runs here. Larger ranges and clones go
-        // to the blocking pool, off the cooperative threads.
-        if destination == .handOff && plan.retrieved.length < RangeAssembler.parallelThreshold {
-            do {
-                return try Self.materialize(plan, of: item, store: store, destination: destination, cancellation: CancellationFlag(),
-                                            strategies: strategies, inspectClone: inspectClone)
-            } catch {
-                throw CacheError.wrap(error, store: store.path, doing: "fetching \(item)")
+            outcome = try store.environment.read { txn in
+                let plan = try FetchPlanner.plan(
+                    store: store, domain: item.domain, item: item.rawValue, requested: version, minimal: minimalRange,
+                    alignment: alignment, options: options, request: request, in: txn)
+                guard destination == .handOff && plan.retrieved.length <= RangeAssembler.inlineLimit else { return .handOver(plan) }
+                return .done(try Self.materialize(plan, of: item, store: store, destination: destination,
+                                                     cancellation: CancellationFlag(), strategies: strategies,
+                                                     inspectClone: inspectClone, in: txn))
             }
+        } catch {
+            throw CacheError.wrap(error, store: store.path, doing: "fetching \(item)")
         }
-        return try await runBlocking { cancellation in
-            try Self.materialize(plan, of: item, store: store, destination: destination, cancellation: cancellation,
-                                 strategies: strategies, inspectClone: inspectClone)
+        switch outcome {
+        case .done(let result):
+            return result
+        case .handOver(let plan):
+            return try await runBlocking { cancellation in
+                try store.environment.read { txn in
+                    try Self.materialize(plan, of: item, store: store, destination: destination, cancellation: cancellation,
+                                         strategies: strategies, inspectClone: inspectClone, in: txn)
+                }
+            }
         }
     }
 
+    /// What the caller's thread made of a fetch: the result, or a plan for the blocking pool.
+    private enum InlineOutcome {
+        case done(FetchResult)
+        case handOver(FetchPlan)
+    }
+
     /// Writes a planned fetch into a new temp file and hands it off or clones it to its destination.
-    private static func materialize(
+    private static func materialize<T: TransactionReading & ~Copyable>(
         _ plan: FetchPlan, of item: ItemIdentifier, store: Store, destination: FetchDestination, cancellation: CancellationFlag,
-        strategies: Set<CloneStrategy>, inspectClone: (@Sendable (FileDescriptor) -> Void)?
+        strategies: Set<CloneStrategy>, inspectClone: (@Sendable (FileDescriptor) -> Void)?, in txn: borrowing T
     ) throws -> FetchResult {
         let (file, path) = try HandOff.createUniqueFile(in: store.tmpPath, prefix: "fetch-")
         var keep = false
@@ -242,9 +253,9 @@ public final class ChunkCache: Sendable {
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "sizing the temp file \(path)")
         }
-        try RangeAssembler.assemble(plan, store: store, into: file, cancellation: cancellation)
+        try RangeAssembler.assemble(plan, store: store, into: file, cancellation: cancellation, in: txn)
         var result = FetchResult(
-            url: URL(fileURLWithPath: path), item: Catalog.publicItem(plan.item, domain: item.domain, version: plan.version),
+            url: URL(fileURLWithPath: path, isDirectory: false), item: Catalog.publicItem(plan.item, domain: item.domain, version: plan.version),
             retrievedRange: plan.retrieved,
             flags: plan.wholeFile && plan.hasZeroChunks ? .knownSparseRanges : [],
             owner: .caller, domainVersion: plan.domainVersion, cloneStrategy: nil)
@@ -255,7 +266,7 @@ public final class ChunkCache: Sendable {
             result.cloneStrategy = try HandOff.clone(
                 file, length: plan.version.size, to: target, replaceExisting: replaceExisting, strategies: strategies,
                 inspect: inspectClone)
-            result.url = URL(fileURLWithPath: target)
+            result.url = URL(fileURLWithPath: target, isDirectory: false)
             result.owner = .destination
         }
         return result

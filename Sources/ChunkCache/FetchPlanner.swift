@@ -43,21 +43,22 @@ enum FetchPlanner {
     ///   - requested: The content version asked for; `nil` for the newest.
     /// - Throws: `noSuchItem` for an unknown domain or item, `invalidArgument` for a folder or symlink,
     ///   `noPermission` for a non-materializing process, `versionNoLongerAvailable` when no version can serve.
-    static func plan(
+    static func plan<T: TransactionReading & ~Copyable>(
         store: Store, domain: String, item id: String, requested: [UInt8]?, minimal: ByteRange?, alignment: Int,
-        options: FetchOptions, request: FetchRequest
+        options: FetchOptions, request: FetchRequest, in txn: borrowing T
     ) throws -> FetchPlan {
         let dbs = store.dbs
-        return try store.environment.read { txn in
+        do {
             let domainRecord = try Catalog.domain(domain, in: txn, dbs)
             if let process = request.requestingProcess, domainRecord.nonMaterializingProcesses.contains(process) {
                 throw CacheError(.noPermission, "process \"\(process)\" may not materialize files of domain \"\(domain)\"; nothing was downloaded")
             }
-            let item = try Catalog.item(id, domain: domain, in: txn, dbs)
+            let itemKey = Keys.item(domain: domain, id: id)
+            let item = try Catalog.item(id, domain: domain, key: itemKey, in: txn, dbs)
             guard item.kind == .file else {
                 throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(domain)\" is a \(item.kind); only files have contents")
             }
-            let versions = try Catalog.versions(ofItem: id, domain: domain, in: txn, dbs)
+            let versions = try Catalog.versions(ofItemKey: itemKey, in: txn, dbs)
             let strict = options.contains(.strictVersioning)
             var candidates = versions
             if let requested {

@@ -18,8 +18,15 @@ enum RangeAssembler {
     /// does not keep it resident. In strides, not per chunk: each `madvise` flushes the TLB on every core.
     static let releaseStride: Int64 = 64 << 20
 
-    /// Writes `plan`'s range into `file`, which already has the item's full length.
-    static func assemble(_ plan: FetchPlan, store: Store, into file: FileDescriptor, cancellation: CancellationFlag) throws {
+    /// Ranges up to this long are assembled on the calling thread (with one more worker when parallel):
+    /// a few milliseconds at most, cheaper than two thread wake-ups of a hop to the blocking pool.
+    static let inlineLimit: Int64 = 4 << 20
+
+    /// Writes `plan`'s range into `file`, which already has the item's full length. A single worker reads
+    /// in `txn` (the snapshot the plan came from); parallel workers each open their own.
+    static func assemble<T: TransactionReading & ~Copyable>(
+        _ plan: FetchPlan, store: Store, into file: FileDescriptor, cancellation: CancellationFlag, in txn: borrowing T
+    ) throws {
         guard plan.retrieved.length > 0 else { return }
         let layout = plan.version.layout
         let first = plan.retrieved.location >> layout.shift
@@ -28,7 +35,9 @@ enum RangeAssembler {
         let workers = plan.retrieved.length >= parallelThreshold
             ? Int(min(count, Int64(ProcessInfo.processInfo.activeProcessorCount))) : 1
         if workers == 1 {
-            try writeChunks(first..<end, of: plan, store: store, into: file, cancellation: cancellation)
+            try store.codecs.withDecoder { context in
+                try writeChunks(first..<end, of: plan, store: store, into: file, cancellation: cancellation, context: context, in: txn)
+            }
             return
         }
         let failure = Mutex<(any Error)?>(nil)
@@ -37,7 +46,12 @@ enum RangeAssembler {
             let lower = first + count * Int64(worker) / Int64(workers)
             let upper = first + count * Int64(worker + 1) / Int64(workers)
             do {
-                try writeChunks(lower..<upper, of: plan, store: store, into: file, cancellation: cancellation, peers: stop)
+                try store.codecs.withDecoder { context in
+                    try store.environment.read { txn in
+                        try writeChunks(lower..<upper, of: plan, store: store, into: file, cancellation: cancellation,
+                                        peers: stop, context: context, in: txn)
+                    }
+                }
             } catch {
                 stop.cancel()
                 failure.withLock { if $0 == nil { $0 = error } }
@@ -46,44 +60,40 @@ enum RangeAssembler {
         if let error = failure.withLock({ $0 }) { throw error }
     }
 
-    private static func writeChunks(
+    private static func writeChunks<T: TransactionReading & ~Copyable>(
         _ indices: Range<Int64>, of plan: FetchPlan, store: Store, into file: FileDescriptor,
-        cancellation: CancellationFlag, peers: CancellationFlag? = nil
+        cancellation: CancellationFlag, peers: CancellationFlag? = nil, context: CodecPool.DecodeContext, in txn: borrowing T
     ) throws {
         let layout = plan.version.layout
         let size = plan.version.size
         let dbs = store.dbs
         var sinceRelease: Int64 = 0
-        try store.codecs.withDecoder { context in
-            try store.environment.read { txn in
-                var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
-                for index in indices {
-                    try cancellation.check()
-                    if peers?.isCancelled == true { return }
-                    let range = layout.range(ofChunk: index, length: size)
-                    switch try cursor.entry(index, in: txn) {
-                    case .zero:
-                        // Inside a partial range a hole would read as "not materialized" (A7): write zeros.
-                        if !plan.wholeFile {
-                            try file.writeAll(toAbsoluteOffset: range.location, ZeroBytes.prefix(Int(range.length)))
-                        }
-                    case .stored(let digest):
-                        guard let stored = try digest.withUnsafeBytes({ try txn.get(dbs.chunks, key: $0) }) else {
-                            throw CacheError(.corruptData, "chunk \(digest) of item \"\(plan.item.identifier)\" is missing from the store; run `chunkcache verify --repair`")
-                        }
-                        let bytes = try ChunkCodec.decode(
-                            stored, rawCount: Int(range.length), decompressor: context.decompressor,
-                            buffer: context.buffer, digest: digest)
-                        try file.writeAll(toAbsoluteOffset: range.location, bytes)
-                        sinceRelease += range.length
-                        if sinceRelease >= releaseStride {
-                            store.environment.releaseMappedPages()
-                            sinceRelease = 0
-                        }
-                    case .absent:
-                        throw CacheError(.versionNoLongerAvailable, "chunk \(index) of item \"\(plan.item.identifier)\" left the cache during the fetch; retry")
-                    }
+        var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
+        for index in indices {
+            try cancellation.check()
+            if peers?.isCancelled == true { return }
+            let range = layout.range(ofChunk: index, length: size)
+            switch try cursor.entry(index, in: txn) {
+            case .zero:
+                // Inside a partial range a hole would read as "not materialized" (A7): write zeros.
+                if !plan.wholeFile {
+                    try file.writeAll(toAbsoluteOffset: range.location, ZeroBytes.prefix(Int(range.length)))
                 }
+            case .stored(let digest):
+                guard let stored = try digest.withUnsafeBytes({ try txn.get(dbs.chunks, key: $0) }) else {
+                    throw CacheError(.corruptData, "chunk \(digest) of item \"\(plan.item.identifier)\" is missing from the store; run `chunkcache verify --repair`")
+                }
+                let bytes = try ChunkCodec.decode(
+                    stored, rawCount: Int(range.length), decompressor: context.decompressor,
+                    buffer: context.buffer, digest: digest)
+                try file.writeAll(toAbsoluteOffset: range.location, bytes)
+                sinceRelease += range.length
+                if sinceRelease >= releaseStride {
+                    store.environment.releaseMappedPages()
+                    sinceRelease = 0
+                }
+            case .absent:
+                throw CacheError(.versionNoLongerAvailable, "chunk \(index) of item \"\(plan.item.identifier)\" left the cache during the fetch; retry")
             }
         }
     }
