@@ -1,9 +1,26 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Percentiles of a set of latencies, in nanoseconds.
+///
+/// Percentiles are nearest-rank: `p50` is the smallest sample at or above half of the samples, so every
+/// reported figure is one that was measured, and `p50 ≤ p90 ≤ p99` always holds.
 public struct LatencySummary: Sendable, Hashable {
+    /// How many samples were summarized.
     public let count: Int
+    /// The median.
     public let p50: UInt64
+    /// The 90th percentile.
     public let p90: UInt64
+    /// The 99th percentile.
     public let p99: UInt64
+    /// The fastest sample.
+    public let min: UInt64
+    /// The slowest sample.
+    public let max: UInt64
+    /// The arithmetic mean, rounded down.
+    public let mean: UInt64
 
     /// Summarizes `samples` (any order); all zero when empty.
     public init(_ samples: [UInt64]) {
@@ -11,10 +28,47 @@ public struct LatencySummary: Sendable, Hashable {
         count = sorted.count
         func percentile(_ p: Double) -> UInt64 {
             guard !sorted.isEmpty else { return 0 }
-            return sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
+            return sorted[Swift.min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
         }
         p50 = percentile(0.50)
         p90 = percentile(0.90)
         p99 = percentile(0.99)
+        min = sorted.first ?? 0
+        max = sorted.last ?? 0
+        mean = sorted.isEmpty ? 0 : UInt64(sorted.reduce(0.0) { $0 + Double($1) } / Double(sorted.count))
+    }
+
+    /// `nanoseconds` in microseconds.
+    public static func micros(_ nanoseconds: UInt64) -> Double { Double(nanoseconds) / 1000 }
+
+    /// How many times slower this is than `floor`, percentile by percentile (`self / floor`); a floor of 0
+    /// gives infinity.
+    ///
+    /// - Parameter floor: The latencies of the reference work, measured in the same run on the same ranges.
+    /// - Returns: The ratios at p50, p90 and p99.
+    public func ratio(to floor: LatencySummary) -> LatencyRatio {
+        func divide(_ a: UInt64, _ b: UInt64) -> Double { b == 0 ? .infinity : Double(a) / Double(b) }
+        return LatencyRatio(p50: divide(p50, floor.p50), p90: divide(p90, floor.p90), p99: divide(p99, floor.p99))
+    }
+}
+
+/// One latency summary divided by another at each percentile (see ``LatencySummary/ratio(to:)``).
+public struct LatencyRatio: Sendable, Hashable {
+    /// The ratio of the medians.
+    public var p50: Double
+    /// The ratio of the 90th percentiles.
+    public var p90: Double
+    /// The ratio of the 99th percentiles.
+    public var p99: Double
+}
+
+/// Reads `CLOCK_MONOTONIC`, the clock every latency here is measured with.
+public enum MonotonicClock {
+    /// Nanoseconds since an arbitrary fixed point (boot). Uses the `clock_gettime(2)` system call (vDSO).
+    @inline(__always)
+    public static func nanoseconds() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
     }
 }

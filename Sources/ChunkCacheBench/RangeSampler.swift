@@ -1,0 +1,68 @@
+import ChunkCache
+
+/// SplitMix64 (Steele, Lea and Flood 2014): a tiny seeded generator, so the engine and its floors visit the
+/// same ranges in the same order, run after run.
+///
+/// The same algorithm and constants as the benchmark suite's and the tests' `SplitMix64`, so a seed draws
+/// the same numbers everywhere.
+public struct SplitMix64Generator: RandomNumberGenerator, Sendable {
+    /// The whole state: the seed, advanced by a fixed odd constant per draw.
+    public var state: UInt64
+
+    /// A generator that draws the same sequence for the same `seed`.
+    public init(seed: UInt64) { state = seed }
+
+    /// The next 64 pseudo-random bits.
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Draws `length`-byte ranges that start on `alignment` boundaries and lie inside a file of `size` bytes,
+/// uniformly over the possible starts, from a seeded generator.
+///
+/// Draws exactly what the benchmark suite's `RangeSequence(size:length:alignment:seed:)` draws for the same
+/// arguments (the generator is seeded with `seed ^ length`), so the suite and `chunkcache bench` can share
+/// ranges.
+public struct RangeSampler: Sendable {
+    /// The file's size.
+    public let size: Int64
+    /// Every range's length.
+    public let length: Int64
+    /// Every range's start is a multiple of this.
+    public let alignment: Int64
+    private var generator: SplitMix64Generator
+
+    /// A sampler of ranges in a file of `size` bytes.
+    ///
+    /// - Parameters:
+    ///   - size: The file's size, at least `length`.
+    ///   - length: The length of every range, at least 1.
+    ///   - alignment: The start alignment, at least 1 (a power of two for fetches, though any value works).
+    ///   - seed: The same seed (with the same length) draws the same ranges.
+    public init(size: Int64, length: Int64, alignment: Int64 = 4096, seed: UInt64) {
+        // Callers check these against the user's input first; here they are programming errors.
+        precondition(length >= 1 && length <= size, "the range must fit in the file")
+        precondition(alignment >= 1, "the alignment must be positive")
+        self.size = size
+        self.length = length
+        self.alignment = alignment
+        generator = SplitMix64Generator(seed: seed ^ UInt64(length))
+    }
+
+    /// The next range's start.
+    public mutating func nextLocation() -> Int64 {
+        let slots = UInt64((size - length) / alignment + 1)
+        return Int64(generator.next() % slots) * alignment
+    }
+
+    /// The next range.
+    public mutating func next() -> ByteRange { ByteRange(location: nextLocation(), length: length) }
+
+    /// The next `count` ranges, in order.
+    public mutating func next(_ count: Int) -> [ByteRange] { (0..<count).map { _ in next() } }
+}

@@ -1,0 +1,198 @@
+import ArgumentParser
+import ChunkCache
+import ChunkCacheBench
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `chunkcache bench read-latency FILE`: warm partial fetches beside the raw and decode floors.
+struct BenchReadLatency: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "read-latency",
+        abstract: "Time random warm partial fetches of FILE beside the raw and decode floors.",
+        discussion: """
+            Ingests FILE into a scratch store, warms the page cache, then runs --iterations random ranges of \
+            --range-size bytes starting on --align boundaries (after a warm-up). Each range is fetched three \
+            times in a row, in the same order every iteration so they share cache conditions: by the engine \
+            (fetchPartialContents, then unlinking the hand-off file); by the raw floor (create a temp file \
+            O_CREAT|O_EXCL beside the engine's, ftruncate it to FILE's size, pread the range from FILE, pwrite it at \
+            its offset, close, unlink); and by the decode floor (the same, but the bytes come from zstd frames \
+            of the chunks, compressed at --level with checksums and held in memory, decoded on one thread with a \
+            reused context; chunks zstd does not shrink by 1/32 stay raw, as in the engine). The floors write the \
+            requested bytes; the engine writes its retrieved range (widened to whole chunks). Prints p50/p90/p99 \
+            of each in microseconds and the engine's ratios to the floors.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The file to measure on (read, never changed).")
+    var file: String
+
+    @Option(name: .customLong("range-size"), help: "Bytes per fetch (default 64KiB).")
+    var rangeSize: ByteSize?
+
+    @Option(help: "Start alignment of each range and the fetch's alignment, a power of two (default 4096).")
+    var align: ByteSize?
+
+    @Option(name: .customLong("chunk-size"), help: "Chunk size of the scratch store, a power of two from 4KiB to 4MiB (default 64KiB).")
+    var chunkSize: ByteSize?
+
+    @Option(help: "Measured fetches of each kind.")
+    var iterations = 1000
+
+    @Option(help: "Unmeasured fetches of each kind first (default max(20, iterations/10)).")
+    var warmup: Int?
+
+    @Option(help: "zstd level of the scratch store and the decode floor (1…19).")
+    var level: Int32 = 3
+
+    @Option(help: "Seed of the random ranges (the same seed draws the same ranges).")
+    var seed: UInt64 = 0x5EED
+
+    @Option(help: ArgumentHelp("Where to make the scratch store (default: the temp directory).", valueName: "dir"))
+    var scratch: String?
+
+    var rangeBytes: Int64 { rangeSize?.bytes ?? 64 << 10 }
+    var alignment: Int64 { align?.bytes ?? 4096 }
+    var warmupCount: Int { warmup ?? max(20, iterations / 10) }
+
+    func validate() throws {
+        guard rangeBytes >= 1 && rangeBytes <= 1 << 30 else {
+            throw ValidationError("--range-size \(rangeBytes) is not from 1 byte to 1GiB")
+        }
+        guard alignment >= 1 && alignment <= 1 << 30 && alignment & (alignment - 1) == 0 else {
+            throw ValidationError("--align \(alignment) is not a power of two from 1 to 1GiB")
+        }
+        try validateBenchChunkSize(chunkSize)
+        guard iterations >= 1 && iterations <= 10_000_000 else {
+            throw ValidationError("--iterations \(iterations) is not from 1 to 10000000")
+        }
+        if let warmup, warmup < 0 || warmup > 10_000_000 { throw ValidationError("--warmup \(warmup) is not from 0 to 10000000") }
+        try validateBenchLevel(level)
+    }
+
+    func run() async throws {
+        let size = try benchInputSize(file)
+        guard size >= rangeBytes else {
+            throw ValidationError("--range-size \(rangeBytes) is larger than \(file) (\(size) bytes); give a smaller --range-size or a larger file")
+        }
+        let progress = ProgressLine()
+        let scratchDirectory = try ScratchDirectory(in: scratch)
+        defer {
+            progress.clear()
+            scratchDirectory.remove()
+        }
+        let layout = try ChunkLayout(chunkSize: Int(chunkSize?.bytes ?? 64 << 10))
+        let cache = try await ChunkCache.open(
+            at: scratchDirectory.path + "/store", chunkSize: layout, maxSize: nil, compressionLevel: level)
+        progress.show("ingesting \(file) (\(benchSize(size)))…", force: true)
+        let id = ItemIdentifier(domain: "bench", "file")
+        let put = try await cache.put(fileAt: file, as: id, contentVersion: "v1")
+        let statistics = try await cache.statistics()
+
+        progress.show("warming the page cache…", force: true)
+        let temporaryDirectory = cache.temporaryDirectoryURL.path
+        let raw: RawCopyFloor
+        let decode: DecodeFloor
+        do {
+            try PageCache.warm(fileAt: file)
+            raw = try RawCopyFloor(file: file, layout: layout, temporaryDirectory: temporaryDirectory, maximumLength: Int(rangeBytes))
+            decode = try DecodeFloor(
+                file: file, layout: layout, temporaryDirectory: temporaryDirectory, maximumLength: Int(rangeBytes), level: level)
+        } catch {
+            throw benchError(error, doing: "preparing the floors on \(file)")
+        }
+
+        var ranges = RangeSampler(size: size, length: rangeBytes, alignment: alignment, seed: seed)
+        let total = warmupCount + iterations
+        var engineSamples: [UInt64] = []
+        var rawSamples: [UInt64] = []
+        var decodeSamples: [UInt64] = []
+        engineSamples.reserveCapacity(iterations)
+        rawSamples.reserveCapacity(iterations)
+        decodeSamples.reserveCapacity(iterations)
+        // Frames are made a batch at a time, outside the measured part, so memory follows the batch, not FILE.
+        let batchSize = 64
+        var done = 0
+        while done < total {
+            let batch = ranges.next(min(batchSize, total - done))
+            do { try decode.prepare(batch) } catch { throw benchError(error, doing: "compressing the decode floor's chunks of \(file)") }
+            for range in batch {
+                let start = MonotonicClock.nanoseconds()
+                let result = try await cache.fetchPartialContents(
+                    for: id, version: put.item.itemVersion, minimalRange: range, aligningTo: Int(alignment))
+                unlink(result.url.path)
+                let engineDone = MonotonicClock.nanoseconds()
+                do { try raw.fetch(range) } catch { throw benchError(error, doing: "the raw floor on range \(range) of \(file)") }
+                let rawDone = MonotonicClock.nanoseconds()
+                do { try decode.fetch(range) } catch { throw benchError(error, doing: "the decode floor on range \(range) of \(file)") }
+                let decodeDone = MonotonicClock.nanoseconds()
+                if done >= warmupCount {
+                    engineSamples.append(engineDone - start)
+                    rawSamples.append(rawDone - engineDone)
+                    decodeSamples.append(decodeDone - rawDone)
+                }
+                done += 1
+                progress.show(
+                    done <= warmupCount
+                        ? "warm-up \(done)/\(warmupCount)"
+                        : "fetch \(done - warmupCount)/\(iterations)  engine p50 \(micros(LatencySummary(engineSamples).p50)) µs")
+            }
+        }
+        progress.clear()
+
+        let engine = LatencySummary(engineSamples)
+        let rawFloor = LatencySummary(rawSamples)
+        let decodeFloor = LatencySummary(decodeSamples)
+        let toRaw = engine.ratio(to: rawFloor)
+        let toDecode = engine.ratio(to: decodeFloor)
+        global.emit(
+            .object([
+                ("file", .string(file)), ("size", .int(size)), ("chunkSize", .int(Int64(layout.chunkSize))),
+                ("rangeSize", .int(rangeBytes)), ("alignment", .int(alignment)), ("iterations", .int(Int64(iterations))),
+                ("warmup", .int(Int64(warmupCount))), ("level", .int(Int64(level))), ("seed", .string(String(seed))),
+                ("engine", Self.json(engine)), ("rawFloor", Self.json(rawFloor)), ("decodeFloor", Self.json(decodeFloor)),
+                ("ratios", .object([("engineToRaw", Self.json(toRaw)), ("engineToDecode", Self.json(toDecode))])),
+                ("compressionRatio", .double(statistics.compressionRatio)),
+            ]),
+            summary: summary(size: size, layout: layout, compression: statistics.compressionRatio,
+                             rows: [("engine", engine), ("raw floor", rawFloor), ("decode floor", decodeFloor)],
+                             ratios: [("engine / raw", toRaw), ("engine / decode", toDecode)]))
+    }
+
+    private func micros(_ nanoseconds: UInt64) -> String { String(format: "%.1f", LatencySummary.micros(nanoseconds)) }
+
+    static func json(_ summary: LatencySummary) -> JSON {
+        .object([
+            ("p50Micros", .double(LatencySummary.micros(summary.p50))), ("p90Micros", .double(LatencySummary.micros(summary.p90))),
+            ("p99Micros", .double(LatencySummary.micros(summary.p99))),
+        ])
+    }
+
+    static func json(_ ratio: LatencyRatio) -> JSON {
+        .object([("p50", .double(ratio.p50)), ("p90", .double(ratio.p90)), ("p99", .double(ratio.p99))])
+    }
+
+    private func summary(
+        size: Int64, layout: ChunkLayout, compression: Double, rows: [(String, LatencySummary)], ratios: [(String, LatencyRatio)]
+    ) -> String {
+        func column(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
+        func label(_ text: String) -> String { text + String(repeating: " ", count: max(0, 16 - text.count)) }
+        var lines = [
+            "read latency of \(file) (\(benchSize(size)), \(benchSize(Int64(layout.chunkSize))) chunks, zstd -\(level) ×\(String(format: "%.2f", compression))):",
+            "\(iterations) random \(benchSize(rangeBytes)) ranges aligned to \(benchSize(alignment)), after \(warmupCount) warm-up fetches (seed \(seed))",
+            "",
+            label("") + column("p50 µs", 10) + column("p90 µs", 10) + column("p99 µs", 10),
+        ]
+        for (name, s) in rows {
+            lines.append(label(name) + column(micros(s.p50), 10) + column(micros(s.p90), 10) + column(micros(s.p99), 10))
+        }
+        for (name, r) in ratios {
+            func times(_ value: Double) -> String { String(format: "%.2f×", value) }
+            lines.append(label(name) + column(times(r.p50), 10) + column(times(r.p90), 10) + column(times(r.p99), 10))
+        }
+        return lines.joined(separator: "\n")
+    }
+}

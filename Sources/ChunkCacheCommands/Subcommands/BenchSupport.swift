@@ -1,0 +1,172 @@
+import ArgumentParser
+import ChunkCache
+import ChunkCacheBench
+import Dispatch
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// What both `bench` subcommands share: checking input files, the scratch store, the progress line.
+
+/// The size of the regular file at `path`, checked as the engine checks the files it is given, with its
+/// error codes: a missing file or a directory is `invalidArgument`, an unreadable one `noPermission`.
+func benchInputSize(_ path: String) throws -> Int64 {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else {
+        // See: man 2 open
+        let error = errno
+        switch error {
+        case ENOENT: throw CacheError(.invalidArgument, "\(path) does not exist; check the path")
+        case ENOTDIR: throw CacheError(.invalidArgument, "a component of \(path) is not a directory; check the path")
+        case EACCES, EPERM: throw CacheError(.noPermission, "no permission to read \(path); fix its permissions")
+        default: throw CacheError(.transient, "cannot open \(path): \(String(cString: strerror(error))); retry")
+        }
+    }
+    defer { close(fd) }
+    var st = stat()
+    guard fstat(fd, &st) == 0 else {
+        throw CacheError(.transient, "cannot examine \(path): \(String(cString: strerror(errno))); retry")
+    }
+    guard st.st_mode & S_IFMT == S_IFREG else {
+        let what = st.st_mode & S_IFMT == S_IFDIR ? "a directory" : "not a regular file"
+        throw CacheError(.invalidArgument, "\(path) is \(what); give a regular file")
+    }
+    return Int64(st.st_size)
+}
+
+/// Wraps what a floor or the zstd sizing threw (an `Errno`, a `ZstdError`, a `FloorError`) as the one
+/// error the command line reports.
+func benchError(_ error: any Error, doing what: String) -> CacheError {
+    if let error = error as? CacheError { return error }
+    return CacheError(.transient, "\(what) failed: \(error); retry", underlying: error)
+}
+
+/// A scratch directory for a benchmark's store, made with `mkdtemp(3)` under the temp directory and removed
+/// by ``remove()``, or when the process is interrupted (SIGINT, SIGTERM, SIGHUP) before that.
+final class ScratchDirectory {
+    /// The directory's canonical path.
+    let path: String
+    private var signalSources: [any DispatchSourceSignal] = []
+
+    /// Makes `chunkcache-bench.XXXXXX` under `parent` (default `$TMPDIR` or `/tmp`).
+    init(in parent: String?) throws {
+        let parent = parent ?? NSTemporaryDirectory()
+        var template = Array((parent + "/chunkcache-bench.XXXXXX").utf8CString)
+        path = try template.withUnsafeMutableBufferPointer { buffer in
+            // See: man 3 mkdtemp
+            guard let made = mkdtemp(buffer.baseAddress!), let canonical = realpath(made, nil) else {
+                let error = errno
+                if error == ENOENT || error == ENOTDIR {
+                    throw CacheError(.invalidArgument, "cannot make a scratch directory in \(parent): it does not exist; check the path")
+                }
+                if error == EACCES || error == EPERM || error == EROFS {
+                    throw CacheError(.noPermission, "cannot make a scratch directory in \(parent): no permission; pick another with --scratch")
+                }
+                throw CacheError(.transient, "cannot make a scratch directory in \(parent): \(String(cString: strerror(error))); retry")
+            }
+            defer { free(canonical) }
+            return String(cString: canonical)
+        }
+        let path = self.path
+        for signalNumber in [SIGINT, SIGTERM, SIGHUP] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler {
+                try? FileManager.default.removeItem(atPath: path)
+                let erase = isatty(STDERR_FILENO) == 1 ? "\r\u{1B}[K" : ""  // the progress line, if any
+                let line = erase + "chunkcache: interrupted; removed the scratch store \(path)\n"
+                _ = line.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+                exit(128 + signalNumber)
+            }
+            source.resume()
+            signalSources.append(source)
+        }
+    }
+
+    /// Removes the directory and everything in it, and restores the default signal actions.
+    func remove() {
+        for source in signalSources { source.cancel() }
+        signalSources.removeAll()
+        for signalNumber in [SIGINT, SIGTERM, SIGHUP] { signal(signalNumber, SIG_DFL) }
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
+/// One status line on stderr, rewritten in place (`\r`, erase line) at most ten times a second, and only
+/// when stderr is a terminal: never on stdout, never in a pipe or a log file.
+final class ProgressLine {
+    private let enabled: Bool
+    private var lastShown: UInt64 = 0
+    private var visible = false
+
+    init(enabled: Bool = isatty(STDERR_FILENO) == 1) { self.enabled = enabled }
+
+    /// Shows `text`, unless a line was shown less than 100 ms ago and `force` is false.
+    func show(_ text: @autoclosure () -> String, force: Bool = false) {
+        guard enabled else { return }
+        let now = MonotonicClock.nanoseconds()
+        guard force || !visible || now - lastShown >= 100_000_000 else { return }
+        lastShown = now
+        visible = true
+        emit("\r\u{1B}[K" + text())
+    }
+
+    /// Erases the line, before the result is printed.
+    func clear() {
+        guard enabled, visible else { return }
+        visible = false
+        emit("\r\u{1B}[K")
+    }
+
+    private func emit(_ text: String) {
+        var bytes = Array(text.utf8)
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress! + done, $0.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }  // a progress line is best effort
+            done += n
+        }
+    }
+}
+
+/// `bytes` as a short human figure: `52.4 MB`, `64 KiB` for powers of two.
+func benchSize(_ bytes: Int64) -> String {
+    if bytes >= 1024 && bytes & (bytes - 1) == 0 {
+        let units = ["KiB", "MiB", "GiB", "TiB"]
+        var value = bytes >> 10
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 {
+            value >>= 10
+            unit += 1
+        }
+        return "\(value) \(units[unit])"
+    }
+    if bytes < 1000 { return "\(bytes) B" }
+    let units = ["kB", "MB", "GB", "TB"]
+    var value = Double(bytes) / 1000
+    var unit = 0
+    while value >= 1000 && unit < units.count - 1 {
+        value /= 1000
+        unit += 1
+    }
+    return String(format: "%.1f %@", value, units[unit])
+}
+
+/// Checks a `--chunk-size` for the bench commands (a usage error, exit 64, when it is not one a store takes).
+func validateBenchChunkSize(_ size: ByteSize?) throws {
+    guard let size else { return }
+    let shifts = ChunkLayout.shifts
+    guard size.bytes > 0, size.bytes & (size.bytes - 1) == 0,
+          shifts.contains(Int64.bitWidth - 1 - size.bytes.leadingZeroBitCount)
+    else {
+        throw ValidationError("--chunk-size \(size.bytes) is not a power of two from \(benchSize(1 << shifts.lowerBound)) to \(benchSize(1 << shifts.upperBound))")
+    }
+}
+
+/// Checks a `--level` (1…19, as ZstdKit's `Compressor` takes).
+func validateBenchLevel(_ level: Int32) throws {
+    guard (1...19).contains(level) else { throw ValidationError("--level \(level) is not a zstd level from 1 to 19") }
+}
