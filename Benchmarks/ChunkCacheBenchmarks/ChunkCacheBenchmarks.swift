@@ -6,11 +6,17 @@ import Foundation
 
 // Every engine figure has its floors measured in the same run, under names that sort next to it:
 //
-//   partial <range> <data>: engine fetch | engine fetch, completion handler (64KiB) | floor decode zstd-3 |
-//                           floor raw pread+pwrite | floor raw pread+pwrite, chunk-rounded
+//   partial: <role> (align: A, chunk: C, data: D, range: R)   warm partial fetch, every combination of
+//       range 4KiB/64KiB/1MiB × alignment 4KiB/1MiB × data text/random × chunk 16KiB/64KiB/256KiB;
+//       roles: engine fetch | engine fetch, completion handler (64KiB chunks, 4KiB alignment, 64KiB range) |
+//       floor raw pread+pwrite, retrieved range | floor decode zstd-3 (the same chunks, one thread);
+//   partial: floor raw pread+pwrite (data: D, range: R)       the requested bytes only (chunk and alignment
+//       do not matter to it)
 //   partial overhead:       the async hop the engine's API makes, alone
 //   full <size> binaries:   engine fetchContents | floor copy_file_range | floor decode 1 thread | …
 //   ingest <size> binaries: engine put | floor SHA-256+zstd-3 <n> threads | floor zstd -3 -T0 CLI process
+//   destination <range> text <fs>: engine hand-off | engine clone (<strategy>)   64KiB range or whole file
+//   store <size>: engine fetch 64KiB <text|random>            the same probe items in stores of 0.1/1/10 GiB
 //
 // Setup (data sets, stores, compressed frames, warming the page cache) runs in the setup closures or before
 // `startMeasurement()`, never in the measured region. Run `Benchmarks/run.sh` (or `--smoke` for a quick
@@ -18,47 +24,56 @@ import Foundation
 let benchmarks: @Sendable () -> Void = {
     let settings = BenchSettings.current
 
-    // MARK: - Warm partial fetch: 64 KiB chunks, 4 KiB alignment, a random aligned range per iteration.
+    // MARK: - Warm partial fetch: a random 4 KiB-aligned range per iteration, fetched with `aligningTo:`.
 
-    for dataset in [Dataset.text, .random] {
-        for length in [4 << 10, 64 << 10, 1 << 20] {
-            let group = "partial \(sizeLabel(Int64(length))) \(dataset.rawValue)"
+    for partial in PartialCase.all {
+        let base = partial.isDefault ? settings.partialFetch : settings.partialFetchVariant
+        var configuration = settings.engineFetch(base)
+        configuration.tags = partial.tags
 
-            // The engine: fetchPartialContents, then unlink the hand-off file (the unlink is measured, as the
-            // floors measure theirs).
-            Benchmark("\(group): engine fetch", configuration: settings.partialFetch) { benchmark, state in
-                try await state.iterate(benchmark)
+        // The engine: fetchPartialContents, then unlink the hand-off file (the unlink is measured, as the
+        // floors measure theirs).
+        Benchmark("partial: engine fetch", configuration: configuration) { benchmark, state in
+            try await state.iterate(benchmark)
+        } setup: {
+            try await PartialCaseFetch(partial)
+        }
+
+        // The File Provider-shaped completion-handler API, for the 64 KiB case: the same fetch behind a Task
+        // and a Progress. Wall clock also includes waking this benchmark's thread; "to completion" stops when
+        // the completion handler has unlinked the file.
+        if partial.isDefault && partial.length == 64 << 10 {
+            var completion = settings.engineFetch(settings.partialFetchCompletion)
+            completion.tags = partial.tags
+            Benchmark("partial: engine fetch, completion handler", configuration: completion) { benchmark, state in
+                try state.iterateWithCompletionHandler(benchmark)
             } setup: {
-                try PartialFetch(store: try await PreparedStore.open(dataset), length: length)
+                try PartialFetch(store: try await PreparedStore.open(partial.dataset), length: Int(partial.length))
             }
+        }
 
-            // The File Provider-shaped completion-handler API, for the 64 KiB case: the same fetch behind a
-            // Task and a Progress. Wall clock also includes waking this benchmark's thread; "to completion"
-            // stops when the completion handler has unlinked the file.
-            if length == 64 << 10 {
-                Benchmark("\(group): engine fetch, completion handler", configuration: settings.partialFetchCompletion) { benchmark, state in
-                    try state.iterateWithCompletionHandler(benchmark)
-                } setup: {
-                    try PartialFetch(store: try await PreparedStore.open(dataset), length: length)
-                }
-            }
+        var floor = base
+        floor.tags = partial.tags
+        Benchmark("partial: floor raw pread+pwrite, retrieved range", configuration: floor) { benchmark, state in
+            try state.iterate(benchmark)
+        } setup: {
+            try await PartialRawFloor(partial, retrieved: true)
+        }
 
-            Benchmark("\(group): floor raw pread+pwrite", configuration: settings.partialFetch) { benchmark, state in
+        Benchmark("partial: floor decode zstd-3", configuration: floor) { benchmark, state in
+            try state.iterate(benchmark)
+        } setup: {
+            try await PartialDecodeFloor(partial)
+        }
+
+        // The requested bytes alone, once per range length and data set.
+        if partial.isDefault {
+            var requested = settings.partialFetch
+            requested.tags = partial.requestedRangeTags
+            Benchmark("partial: floor raw pread+pwrite", configuration: requested) { benchmark, state in
                 try state.iterate(benchmark)
             } setup: {
-                try RawCopyFloor(store: try await PreparedStore.open(dataset), length: length)
-            }
-
-            Benchmark("\(group): floor raw pread+pwrite, chunk-rounded", configuration: settings.partialFetch) { benchmark, state in
-                try state.iterate(benchmark)
-            } setup: {
-                try RawCopyFloor(store: try await PreparedStore.open(dataset), length: length, roundingToChunks: true)
-            }
-
-            Benchmark("\(group): floor decode zstd-3", configuration: settings.partialFetch) { benchmark, state in
-                try state.iterate(benchmark)
-            } setup: {
-                try DecodeFloor(store: try await PreparedStore.open(dataset), length: length)
+                try await PartialRawFloor(partial, retrieved: false)
             }
         }
     }
@@ -120,6 +135,38 @@ let benchmarks: @Sendable () -> Void = {
         try state.iterate(benchmark)
     } setup: {
         try ZstdCommandFloor(dataset: .binaries)
+    }
+
+    // MARK: - Hand-off versus clone to a destination, on each filesystem at hand.
+
+    for filesystem in CloneFilesystem.available() {
+        for length in [Int64(64 << 10), nil] {
+            let label = length.map(sizeLabel) ?? "whole \(sizeLabel(Dataset.text.size))"
+            let group = "destination \(label) text \(filesystem.label)"
+            let configuration = settings.destinationFetch(whole: length == nil)
+            Benchmark("\(group): engine hand-off", configuration: configuration) { benchmark, state in
+                try await state.iterate(benchmark)
+            } setup: {
+                try await DestinationFetch(filesystem: filesystem, length: length, clone: false)
+            }
+            Benchmark("\(group): engine clone (\(filesystem.strategy.rawValue))", configuration: configuration) { benchmark, state in
+                try await state.iterate(benchmark)
+            } setup: {
+                try await DestinationFetch(filesystem: filesystem, length: length, clone: true)
+            }
+        }
+    }
+
+    // MARK: - Fetch latency against the store's size (64 KiB range, 64 KiB chunks, warm).
+
+    for (label, bytes) in settings.scaleSizes {
+        for probe in ScaleProbe.allCases {
+            Benchmark("store \(label): engine fetch 64KiB \(probe.rawValue)", configuration: settings.scaleFetch) { benchmark, state in
+                try await state.iterate(benchmark)
+            } setup: {
+                try await ScaleFetch(totalSize: bytes, probe: probe)
+            }
+        }
     }
 }
 

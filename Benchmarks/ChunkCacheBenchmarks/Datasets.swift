@@ -161,8 +161,13 @@ struct PreparedStore: @unchecked Sendable {  // ChunkCache is Sendable; the rest
     var temporaryDirectory: String { cache.temporaryDirectoryURL.path }
 
     static func open(_ dataset: Dataset) async throws -> PreparedStore {
+        try await open(dataset, directory: "\(BenchSettings.current.storesDirectory)/\(dataset.rawValue)-\(dataset.size)",
+                       settings: .standard)
+    }
+
+    /// The store of `dataset` at `directory`, made with `settings` when it has to be built.
+    static func open(_ dataset: Dataset, directory: String, settings: StoreSettings) async throws -> PreparedStore {
         let source = try dataset.prepare()
-        let directory = "\(BenchSettings.current.storesDirectory)/\(dataset.rawValue)-\(dataset.size)"
         let marker = directory + ".ready"
         let item = ItemIdentifier(domain: "bench", dataset.rawValue)
         if FileManager.default.fileExists(atPath: marker) {
@@ -170,7 +175,9 @@ struct PreparedStore: @unchecked Sendable {  // ChunkCache is Sendable; the rest
                 let cache = try await ChunkCache.open(at: directory)
                 let (current, _) = try await cache.versions(of: item)
                 let store = PreparedStore(cache: cache, item: item, version: current.itemVersion, dataset: dataset)
-                guard current.documentSize == dataset.size else { throw BenchmarkSetupError("stale store") }
+                guard current.documentSize == dataset.size, cache.layout == settings.layout else {
+                    throw BenchmarkSetupError("stale store")
+                }
                 try await store.checkSamples(against: source)
                 return store
             } catch {
@@ -180,8 +187,8 @@ struct PreparedStore: @unchecked Sendable {  // ChunkCache is Sendable; the rest
         }
         try? FileManager.default.removeItem(atPath: marker)
         try? FileManager.default.removeItem(atPath: directory)
-        try createDirectory(BenchSettings.current.storesDirectory)
-        let cache = try await ChunkCache.open(at: directory, creatingWith: .standard)
+        try createDirectory((directory as NSString).deletingLastPathComponent)
+        let cache = try await ChunkCache.open(at: directory, creatingWith: settings)
         let put = try await cache.put(fileAt: source, as: item)
         let store = PreparedStore(cache: cache, item: item, version: put.item.itemVersion, dataset: dataset)
         try await store.checkSamples(against: source)

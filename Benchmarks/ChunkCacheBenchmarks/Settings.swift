@@ -8,6 +8,8 @@ import Synchronization
 ///   CI can run the whole suite in a couple of minutes to keep it from rotting (no figures from it).
 /// - `CHUNKCACHE_BENCH_DIR` moves the data sets and stores (default `/tmp/chunkcache-bench`; smoke runs use
 ///   its `smoke/` subdirectory so they never clobber the full-size data).
+/// - `CHUNKCACHE_BENCH_XFS` names an XFS mount made with `reflink=1` (run.sh makes one on a loop device when
+///   root): the hand-off and clone benchmarks run there too.
 struct BenchSettings: Sendable {
     static let current = BenchSettings(environment: ProcessInfo.processInfo.environment)
 
@@ -20,6 +22,14 @@ struct BenchSettings: Sendable {
     let randomSize: Int64
     /// The large data set: real shared libraries and other toolchain files, concatenated.
     let binariesSize: Int64
+    /// The logical sizes of the stores the latency-against-store-size benchmarks fetch from.
+    let scaleSizes: [(label: String, bytes: Int64)]
+    /// Each probe item of a scale store (text and random).
+    let scaleProbeSize: Int64
+    /// Filler is written and ingested in parts of this size.
+    let scalePartSize: Int64
+    /// An XFS mount with reflink, or `nil`.
+    let xfsMount: String?
 
     init(environment: [String: String]) {
         smoke = ["1", "true", "yes"].contains(environment["CHUNKCACHE_BENCH_SMOKE"]?.lowercased() ?? "")
@@ -28,6 +38,12 @@ struct BenchSettings: Sendable {
         textSize = smoke ? 4 << 20 : 64 << 20
         randomSize = smoke ? 4 << 20 : 64 << 20
         binariesSize = smoke ? 16 << 20 : 1 << 30
+        scaleSizes = smoke
+            ? [("8MiB", 8 << 20), ("16MiB", 16 << 20), ("32MiB", 32 << 20)]
+            : [("0.1GiB", Int64(1 << 30) / 10), ("1GiB", 1 << 30), ("10GiB", 10 << 30)]
+        scaleProbeSize = smoke ? 1 << 20 : 16 << 20
+        scalePartSize = smoke ? 8 << 20 : 1 << 30
+        xfsMount = environment["CHUNKCACHE_BENCH_XFS"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     var dataDirectory: String { root + "/data" }
@@ -36,14 +52,58 @@ struct BenchSettings: Sendable {
 
     // MARK: - Configurations
 
-    /// Warm partial fetches: many short iterations, so p50 and p99 mean something.
+    /// Warm partial fetches: many short iterations, so p50 and p99 mean something. The smoke run makes a few
+    /// (after two warm-up ones): the malloc-count thresholds are checked on their p90.
     var partialFetch: Benchmark.Configuration {
         Benchmark.Configuration(
             metrics: [.wallClock, .throughput, .mallocCountTotal, .readSyscalls, .writeSyscalls, .writeBytesLogical],
             timeUnits: .microseconds,
-            warmupIterations: smoke ? 0 : 50,
-            maxDuration: smoke ? .milliseconds(100) : .seconds(5),
-            maxIterations: smoke ? 1 : 5_000)
+            warmupIterations: smoke ? 2 : 50,
+            maxDuration: smoke ? .seconds(1) : .seconds(3),
+            maxIterations: smoke ? 10 : 3_000)
+    }
+
+    /// ``partialFetch`` for the combinations other than 64 KiB chunks and 4 KiB alignment: shorter, so the
+    /// 36-combination matrix stays a few minutes.
+    var partialFetchVariant: Benchmark.Configuration {
+        var configuration = partialFetch
+        if !smoke {
+            configuration.warmupIterations = 10
+            configuration.maxDuration = .seconds(1)
+            configuration.maxIterations = 1_000
+        }
+        return configuration
+    }
+
+    /// ``partialFetch`` or ``partialFetchVariant`` with the minor page faults and the malloc-count threshold of the engine's fetches:
+    /// `Benchmarks/run.sh --update-thresholds` records their p90 (in a smoke run) under Benchmarks/Thresholds,
+    /// and every smoke run checks it. Mallocs only: the timings are too noisy for a threshold.
+    func engineFetch(_ configuration: Benchmark.Configuration) -> Benchmark.Configuration {
+        var configuration = configuration
+        configuration.metrics.append(.minorPageFaults)
+        configuration.thresholds = [.mallocCountTotal: BenchmarkThresholds(absolute: [.p90: Self.mallocTolerance])]
+        return configuration
+    }
+
+    /// How many more (or fewer) mallocs per fetch than the recorded p90 the check lets through.
+    static let mallocTolerance = 2
+
+    /// Fetch latency against store size: as ``partialFetch``, with the store's data file size.
+    var scaleFetch: Benchmark.Configuration {
+        var configuration = partialFetch
+        configuration.metrics += [.minorPageFaults, .storeDataFileMegabytes]
+        return configuration
+    }
+
+    /// Hand-off versus clone: a 64 KiB range like ``partialFetchVariant``, the whole file like ``bulk(extraMetrics:)``.
+    func destinationFetch(whole: Bool) -> Benchmark.Configuration {
+        guard whole else { return partialFetchVariant }
+        return Benchmark.Configuration(
+            metrics: [.wallClock, .megabytesPerSecond, .mallocCountTotal, .readSyscalls, .writeSyscalls, .writeBytesLogical],
+            timeUnits: .milliseconds,
+            warmupIterations: smoke ? 0 : 2,
+            maxDuration: smoke ? .milliseconds(100) : .seconds(3),
+            maxIterations: smoke ? 1 : 20)
     }
 
     /// ``partialFetch`` plus the time until the completion handler ran.
@@ -77,6 +137,9 @@ extension BenchmarkMetric {
     /// The most file-backed memory resident during the measurement (`RssFile`), in MB: mapped binaries and
     /// libraries, and the pages of LMDB's memory map the process has touched (clean page cache, shared).
     static let peakFileMegabytes = BenchmarkMetric.custom("peak RssFile MB", polarity: .prefersSmaller, useScalingFactor: false)
+    /// Minor page faults of the whole process during the measured region (`getrusage`): first touches of
+    /// fresh memory and of LMDB's map.
+    static let minorPageFaults = BenchmarkMetric.custom("page faults (minor)", polarity: .prefersSmaller, useScalingFactor: false)
     /// Bytes the store (or the floor) keeps after compression, in MB.
     static let storedMegabytes = BenchmarkMetric.custom("stored MB", polarity: .prefersSmaller, useScalingFactor: false)
 }
@@ -226,4 +289,10 @@ final class ResidentMemorySampler: @unchecked Sendable {  // the peaks are read 
         }
         return 0
     }
+}
+
+/// The process's minor page faults so far (`getrusage(RUSAGE_SELF)`).
+func minorPageFaultCount() -> Int {
+    var usage = rusage()
+    return getrusage(RUSAGE_SELF.rawValue, &usage) == 0 ? usage.ru_minflt : 0
 }

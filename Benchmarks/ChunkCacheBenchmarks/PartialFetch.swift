@@ -1,0 +1,242 @@
+import Benchmark
+import ChunkCache
+import FileIO
+import Foundation
+import ZstdKit
+
+// Warm partial fetch over every combination of range length × alignment × data × chunk size, and its floors
+// on the same ranges. Floors.swift's partial floors are fixed to 64 KiB chunks and 4 KiB-aligned ranges;
+// these take the chunk size and alignment as parameters.
+
+/// One combination of the warm partial-fetch matrix.
+struct PartialCase: Sendable {
+    let dataset: Dataset
+    let length: Int64
+    /// The `aligningTo:` of the fetch: the retrieved range is rounded out to `max(alignment, chunkSize)`.
+    let alignment: Int64
+    let chunkShift: Int
+
+    var chunkSize: Int64 { Int64(1) << chunkShift }
+
+    /// Whether this is the combination the README and the goals speak of (64 KiB chunks, 4 KiB alignment):
+    /// it gets the longer run.
+    var isDefault: Bool { chunkShift == 16 && alignment == 4096 }
+
+    /// package-benchmark appends these to the name as `(align: …, chunk: …, data: …, range: …)`.
+    var tags: [String: String] {
+        ["range": sizeLabel(length), "align": sizeLabel(alignment), "chunk": sizeLabel(chunkSize), "data": dataset.rawValue]
+    }
+
+    /// The tags of the floor that does not depend on the chunk size or the alignment.
+    var requestedRangeTags: [String: String] { ["range": sizeLabel(length), "data": dataset.rawValue] }
+
+    /// The range starts: random, 4 KiB-aligned, the same sequence for every benchmark of one range length and
+    /// data set, whatever the chunk size and alignment.
+    func ranges() -> RangeSequence {
+        RangeSequence(size: dataset.size, length: length, seed: partialSeed(dataset))
+    }
+
+    /// What the engine retrieves for `minimal` (FetchPlanner's rule, CONTRACT §3): rounded out to
+    /// `max(alignment, chunkSize)`, the end capped at the item's size.
+    func retrieved(_ minimal: ByteRange) -> ByteRange {
+        let unit = max(alignment, chunkSize)
+        let lower = minimal.location / unit * unit
+        let upper = min((minimal.location + minimal.length + unit - 1) / unit * unit, dataset.size)
+        return ByteRange(location: lower, length: upper - lower)
+    }
+
+    /// The most bytes a retrieved range can span: the range rounded out on both ends.
+    var largestRetrieved: Int {
+        let unit = max(alignment, chunkSize)
+        return Int(min(dataset.size, (length + 2 * unit - 1) / unit * unit + unit))
+    }
+
+    static let chunkShifts = [14, 16, 18]
+    static let lengths: [Int64] = [4 << 10, 64 << 10, 1 << 20]
+    static let alignments: [Int64] = [4 << 10, 1 << 20]
+
+    /// Every combination, in the order the tables print them.
+    static var all: [PartialCase] {
+        var cases: [PartialCase] = []
+        for length in lengths {
+            for dataset in [Dataset.text, .random] {
+                for shift in chunkShifts {
+                    for alignment in alignments {
+                        cases.append(PartialCase(dataset: dataset, length: length, alignment: alignment, chunkShift: shift))
+                    }
+                }
+            }
+        }
+        return cases
+    }
+}
+
+extension PreparedStore {
+    /// The store of `dataset` with `chunkShift`-sized chunks (``PreparedStore/open(_:)`` for 64 KiB).
+    static func open(_ dataset: Dataset, chunkShift: Int) async throws -> PreparedStore {
+        if chunkShift == 16 { return try await open(dataset) }
+        let layout = try ChunkLayout(chunkSize: 1 << chunkShift)
+        let settings = StoreSettings(layout: layout, maxSize: StoreSettings.standard.maxSize)
+        return try await open(
+            dataset, directory: "\(BenchSettings.current.storesDirectory)/\(dataset.rawValue)-\(dataset.size)-c\(sizeLabel(Int64(1) << chunkShift))",
+            settings: settings)
+    }
+}
+
+// MARK: - Engine
+
+/// `fetchPartialContents(…, aligningTo:)` of a random range of a warm store, then `unlink` of the hand-off
+/// file; checks outside the measurement that the engine retrieved the range the floors copy.
+final class PartialCaseFetch: @unchecked Sendable {  // used by one iteration at a time
+    let store: PreparedStore
+    let partial: PartialCase
+    var ranges: RangeSequence
+
+    init(_ partial: PartialCase) async throws {
+        store = try await PreparedStore.open(partial.dataset, chunkShift: partial.chunkShift)
+        guard store.cache.layout.chunkSize == Int(partial.chunkSize) else {
+            throw BenchmarkSetupError("the store at \(store.cache.path) has \(store.cache.layout.chunkSize)-byte chunks, not \(partial.chunkSize)")
+        }
+        self.partial = partial
+        ranges = partial.ranges()
+        try store.warm()
+    }
+
+    func iterate(_ benchmark: Benchmark) async throws {
+        let range = ByteRange(location: ranges.next(), length: partial.length)
+        let faults = minorPageFaultCount()
+        benchmark.startMeasurement()
+        let result = try await store.cache.fetchPartialContents(
+            for: store.item, version: store.version, minimalRange: range, aligningTo: Int(partial.alignment))
+        result.url.withUnsafeFileSystemRepresentation { _ = unlink($0!) }
+        benchmark.stopMeasurement()
+        benchmark.measurement(.minorPageFaults, minorPageFaultCount() - faults)
+        guard result.retrievedRange == partial.retrieved(range) else {
+            throw BenchmarkSetupError("the engine retrieved \(result.retrievedRange) for \(range), the floors \(partial.retrieved(range))")
+        }
+    }
+}
+
+// MARK: - Floors
+
+/// Raw floor on a partial case: temp file (`O_CREAT | O_EXCL`) in the store's temp directory, `ftruncate` to
+/// the item size, `pread` from the page-cached uncompressed data file, `pwrite` at the same offset, `close`,
+/// `unlink`. Of the requested range (what the caller needs: depends on neither chunk size nor alignment), or
+/// of the range the engine retrieves (the same bytes the engine writes).
+final class PartialRawFloor: @unchecked Sendable {  // used by one iteration at a time
+    let partial: PartialCase
+    let retrieved: Bool
+    let source: FileDescriptor
+    let tempPath: String
+    let buffer: UnsafeMutableRawBufferPointer
+    var ranges: RangeSequence
+
+    init(_ partial: PartialCase, retrieved: Bool) async throws {
+        let store = try await PreparedStore.open(partial.dataset, chunkShift: retrieved ? partial.chunkShift : 16)
+        self.partial = partial
+        self.retrieved = retrieved
+        source = try FileDescriptor.open(partial.dataset.path, O_RDONLY)
+        tempPath = floorTempPath(in: store.temporaryDirectory)
+        unlink(tempPath)
+        buffer = touchedBuffer(retrieved ? partial.largestRetrieved : Int(partial.length))
+        ranges = partial.ranges()
+        try warmPageCache(partial.dataset.path)
+    }
+
+    deinit {
+        try? source.close()
+        buffer.deallocate()
+    }
+
+    func iterate(_ benchmark: Benchmark) throws {
+        let minimal = ByteRange(location: ranges.next(), length: partial.length)
+        let range = retrieved ? partial.retrieved(minimal) : minimal
+        let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(range.length)])
+        benchmark.startMeasurement()
+        let file = try FileDescriptor.open(tempPath, O_RDWR | O_CREAT | O_EXCL)
+        try file.resize(to: partial.dataset.size)
+        let n = try source.readAll(fromAbsoluteOffset: range.location, into: bytes)
+        try file.writeAll(toAbsoluteOffset: range.location, UnsafeRawBufferPointer(rebasing: bytes[..<n]))
+        try file.close()
+        unlink(tempPath)
+        benchmark.stopMeasurement()
+    }
+}
+
+/// Every chunk of a data file as a zstd level-3 frame (checksum on), in memory, for any chunk size.
+final class ChunkFrames {
+    let chunkShift: Int
+    let arena: UnsafeMutableRawBufferPointer
+    private(set) var frames: [UnsafeRawBufferPointer] = []
+    private(set) var rawLengths: [Int] = []
+
+    init(path: String, size: Int64, chunkShift: Int) throws {
+        self.chunkShift = chunkShift
+        let chunkSize = 1 << chunkShift
+        let count = Int((size + Int64(chunkSize) - 1) >> chunkShift)
+        let bound = Compressor.bound(for: chunkSize)
+        arena = .allocate(byteCount: count * bound, alignment: 64)
+        let compressor = Compressor(level: 3)
+        let raw = touchedBuffer(chunkSize)
+        defer { raw.deallocate() }
+        let source = try FileDescriptor.open(path, O_RDONLY)
+        try source.closeAfter {
+            var used = 0
+            for index in 0..<count {
+                let n = try source.readAll(fromAbsoluteOffset: Int64(index) << chunkShift, into: raw)
+                let output = UnsafeMutableRawBufferPointer(rebasing: arena[used..<(used + bound)])
+                guard let length = try compressor.compress(UnsafeRawBufferPointer(rebasing: raw[..<n]), into: output) else {
+                    throw BenchmarkSetupError("zstd could not compress chunk \(index) within its bound")
+                }
+                frames.append(UnsafeRawBufferPointer(rebasing: arena[used..<(used + length)]))
+                rawLengths.append(n)
+                used += length
+            }
+        }
+    }
+
+    deinit { arena.deallocate() }
+}
+
+/// Decode floor on a partial case: the raw floor's temp file, then one-thread zstd decoding (one reused
+/// context) of the level-3 frames of every chunk of the range the engine retrieves, from memory, into a
+/// touched buffer, and one `pwrite` of that range.
+final class PartialDecodeFloor: @unchecked Sendable {  // used by one iteration at a time
+    let partial: PartialCase
+    let frames: ChunkFrames
+    let decompressor = Decompressor()
+    let tempPath: String
+    let buffer: UnsafeMutableRawBufferPointer
+    var ranges: RangeSequence
+
+    init(_ partial: PartialCase) async throws {
+        let store = try await PreparedStore.open(partial.dataset, chunkShift: partial.chunkShift)
+        self.partial = partial
+        frames = try ChunkFrames(path: partial.dataset.path, size: partial.dataset.size, chunkShift: partial.chunkShift)
+        tempPath = floorTempPath(in: store.temporaryDirectory)
+        unlink(tempPath)
+        buffer = touchedBuffer(partial.largestRetrieved)
+        ranges = partial.ranges()
+    }
+
+    deinit { buffer.deallocate() }
+
+    func iterate(_ benchmark: Benchmark) throws {
+        let range = partial.retrieved(ByteRange(location: ranges.next(), length: partial.length))
+        let shift = partial.chunkShift
+        benchmark.startMeasurement()
+        let file = try FileDescriptor.open(tempPath, O_RDWR | O_CREAT | O_EXCL)
+        try file.resize(to: partial.dataset.size)
+        let first = Int(range.location >> shift)
+        let last = Int((range.location + range.length - 1) >> shift)
+        for index in first...last {
+            let start = (index - first) << shift
+            let destination = UnsafeMutableRawBufferPointer(rebasing: buffer[start..<(start + frames.rawLengths[index])])
+            _ = try decompressor.decompress(frames.frames[index], into: destination)
+        }
+        try file.writeAll(toAbsoluteOffset: range.location, UnsafeRawBufferPointer(rebasing: buffer[..<Int(range.length)]))
+        try file.close()
+        unlink(tempPath)
+        benchmark.stopMeasurement()
+    }
+}
