@@ -10,6 +10,9 @@ import ZstdKit
 // as the engine so the ratios hold even on a noisy machine. Each floor makes its temp file in the store's
 // own temp directory (the same filesystem and directory as the engine's hand-off files), with the same
 // `O_CREAT | O_EXCL`, and unlinks it inside the measurement, as the engine benchmarks do.
+//
+// The full-fetch and ingest floors live here; the partial-fetch floors are ChunkCacheBench's `RawCopyFloor`
+// and `DecodeFloor` (the ones `chunkcache bench read-latency` measures), wrapped in PartialFetch.swift.
 
 /// 64 KiB: the chunk size of every store and floor here (`StoreSettings.standard`).
 let chunkShift = 16
@@ -25,134 +28,7 @@ func touchedBuffer(_ count: Int) -> UnsafeMutableRawBufferPointer {
 /// A temp-file name for one floor process, reused every iteration (each iteration unlinks it again).
 func floorTempPath(in directory: String) -> String { "\(directory)/floor-\(getpid())" }
 
-// MARK: - Partial fetch floors
-
-/// Raw floor: temp file (`O_CREAT | O_EXCL`), `ftruncate` to the item size, `pread` the range from the
-/// page-cached data file, `pwrite` it at its offset, `close`, `unlink`.
-///
-/// With `roundingToChunks`, the range is first widened to whole 64 KiB chunks, as the engine widens what it
-/// retrieves: the difference between the two floors is the cost of the chunk granularity, and the engine's
-/// distance from the rounded floor is its own overhead.
-final class RawCopyFloor: @unchecked Sendable {  // used by one iteration at a time
-    let source: FileDescriptor
-    let size: Int64
-    let length: Int64
-    let roundingToChunks: Bool
-    let tempPath: String
-    let buffer: UnsafeMutableRawBufferPointer
-    var ranges: RangeSequence
-
-    init(store: PreparedStore, length: Int, roundingToChunks: Bool = false) throws {
-        source = try FileDescriptor.open(store.dataset.path, O_RDONLY)
-        size = store.dataset.size
-        self.length = Int64(length)
-        self.roundingToChunks = roundingToChunks
-        tempPath = floorTempPath(in: store.temporaryDirectory)
-        unlink(tempPath)
-        buffer = touchedBuffer(length + (roundingToChunks ? 2 * chunkSize : 0))
-        ranges = RangeSequence(size: size, length: Int64(length), seed: partialSeed(store.dataset))
-        try warmPageCache(store.dataset.path)
-    }
-
-    deinit {
-        try? source.close()
-        buffer.deallocate()
-    }
-
-    func iterate(_ benchmark: Benchmark) throws {
-        var offset = ranges.next()
-        var count = Int(length)
-        if roundingToChunks {
-            let end = min(size, ((offset + length + Int64(chunkSize) - 1) >> chunkShift) << chunkShift)
-            offset = (offset >> chunkShift) << chunkShift
-            count = Int(end - offset)
-        }
-        benchmark.startMeasurement()
-        let file = try FileDescriptor.open(tempPath, O_RDWR | O_CREAT | O_EXCL)
-        try file.resize(to: size)
-        let n = try source.readAll(fromAbsoluteOffset: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]))
-        try file.writeAll(toAbsoluteOffset: offset, UnsafeRawBufferPointer(rebasing: buffer[..<n]))
-        try file.close()
-        unlink(tempPath)
-        benchmark.stopMeasurement()
-    }
-}
-
-/// Every 64 KiB chunk of a data file as a zstd level-3 frame with its checksum, in memory.
-final class InMemoryFrames {
-    let arena: UnsafeMutableRawBufferPointer
-    var frames: [UnsafeRawBufferPointer] = []
-    var rawLengths: [Int] = []
-
-    init(path: String, size: Int64) throws {
-        let count = Int((size + Int64(chunkSize) - 1) >> chunkShift)
-        let bound = Compressor.bound(for: chunkSize)
-        arena = .allocate(byteCount: count * bound, alignment: 64)
-        let compressor = Compressor(level: 3)
-        let raw = touchedBuffer(chunkSize)
-        defer { raw.deallocate() }
-        let source = try FileDescriptor.open(path, O_RDONLY)
-        try source.closeAfter {
-            var used = 0
-            for index in 0..<count {
-                let n = try source.readAll(fromAbsoluteOffset: Int64(index) << chunkShift, into: raw)
-                let output = UnsafeMutableRawBufferPointer(rebasing: arena[used..<(used + bound)])
-                guard let length = try compressor.compress(UnsafeRawBufferPointer(rebasing: raw[..<n]), into: output) else {
-                    throw BenchmarkSetupError("zstd could not compress chunk \(index) within its bound")
-                }
-                frames.append(UnsafeRawBufferPointer(rebasing: arena[used..<(used + length)]))
-                rawLengths.append(n)
-                used += length
-            }
-        }
-    }
-
-    deinit { arena.deallocate() }
-}
-
-/// Decode floor: the raw floor's temp file, then one-thread zstd decoding (reused context) of the level-3
-/// frames of every chunk the range touches, from memory, and one `pwrite` of the range's bytes.
-final class DecodeFloor: @unchecked Sendable {  // used by one iteration at a time
-    let frames: InMemoryFrames
-    let decompressor = Decompressor()
-    let size: Int64
-    let length: Int
-    let tempPath: String
-    let buffer: UnsafeMutableRawBufferPointer
-    var ranges: RangeSequence
-
-    init(store: PreparedStore, length: Int) throws {
-        frames = try InMemoryFrames(path: store.dataset.path, size: store.dataset.size)
-        size = store.dataset.size
-        self.length = length
-        tempPath = floorTempPath(in: store.temporaryDirectory)
-        unlink(tempPath)
-        // A range starting anywhere on a 4 KiB boundary touches at most length / chunk + 2 chunks.
-        buffer = touchedBuffer(length + 2 * chunkSize)
-        ranges = RangeSequence(size: size, length: Int64(length), seed: partialSeed(store.dataset))
-    }
-
-    deinit { buffer.deallocate() }
-
-    func iterate(_ benchmark: Benchmark) throws {
-        let offset = ranges.next()
-        benchmark.startMeasurement()
-        let file = try FileDescriptor.open(tempPath, O_RDWR | O_CREAT | O_EXCL)
-        try file.resize(to: size)
-        let first = Int(offset >> chunkShift)
-        let last = Int((offset + Int64(length) - 1) >> chunkShift)
-        for index in first...last {
-            let start = (index - first) << chunkShift
-            let destination = UnsafeMutableRawBufferPointer(rebasing: buffer[start..<(start + frames.rawLengths[index])])
-            _ = try decompressor.decompress(frames.frames[index], into: destination)
-        }
-        let skip = Int(offset - (Int64(first) << chunkShift))
-        try file.writeAll(toAbsoluteOffset: offset, UnsafeRawBufferPointer(rebasing: buffer[skip..<(skip + length)]))
-        try file.close()
-        unlink(tempPath)
-        benchmark.stopMeasurement()
-    }
-}
+// MARK: - Partial fetch
 
 /// The seed of a data set's range sequence: the engine and both floors draw the same ranges.
 func partialSeed(_ dataset: Dataset) -> UInt64 {

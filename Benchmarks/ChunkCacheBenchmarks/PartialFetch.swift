@@ -1,12 +1,11 @@
 import Benchmark
 import ChunkCache
-import FileIO
+import ChunkCacheBench
 import Foundation
-import ZstdKit
 
 // Warm partial fetch over every combination of range length × alignment × data × chunk size, and its floors
-// on the same ranges. Floors.swift's partial floors are fixed to 64 KiB chunks and 4 KiB-aligned ranges;
-// these take the chunk size and alignment as parameters.
+// on the same ranges. The floors are ChunkCacheBench's (the ones `chunkcache bench read-latency` measures),
+// given the case's chunk size and alignment.
 
 /// One combination of the warm partial-fetch matrix.
 struct PartialCase: Sendable {
@@ -119,124 +118,66 @@ final class PartialCaseFetch: @unchecked Sendable {  // used by one iteration at
 
 // MARK: - Floors
 
-/// Raw floor on a partial case: temp file (`O_CREAT | O_EXCL`) in the store's temp directory, `ftruncate` to
-/// the item size, `pread` from the page-cached uncompressed data file, `pwrite` at the same offset, `close`,
-/// `unlink`. Of the requested range (what the caller needs: depends on neither chunk size nor alignment), or
-/// of the range the engine retrieves (the same bytes the engine writes).
+/// Raw floor on a partial case (ChunkCacheBench's ``RawCopyFloor``): temp file (`O_CREAT | O_EXCL`) in the
+/// store's temp directory, `ftruncate` to the item size, `pread` from the page-cached uncompressed data file,
+/// `pwrite` at the same offset, `close`, `unlink`. Of the requested range (what the caller needs: depends on
+/// neither chunk size nor alignment), or of the range the engine retrieves (the same bytes the engine writes).
 final class PartialRawFloor: @unchecked Sendable {  // used by one iteration at a time
     let partial: PartialCase
     let retrieved: Bool
-    let source: FileDescriptor
-    let tempPath: String
-    let buffer: UnsafeMutableRawBufferPointer
+    let floor: RawCopyFloor
     var ranges: RangeSequence
 
     init(_ partial: PartialCase, retrieved: Bool) async throws {
         let store = try await PreparedStore.open(partial.dataset, chunkShift: retrieved ? partial.chunkShift : 16)
         self.partial = partial
         self.retrieved = retrieved
-        source = try FileDescriptor.open(partial.dataset.path, O_RDONLY)
-        tempPath = floorTempPath(in: store.temporaryDirectory)
-        unlink(tempPath)
-        buffer = touchedBuffer(retrieved ? partial.largestRetrieved : Int(partial.length))
+        floor = try RawCopyFloor(
+            file: partial.dataset.path, layout: store.cache.layout, temporaryDirectory: store.temporaryDirectory,
+            maximumLength: Int(partial.length), roundingToChunks: retrieved, aligningTo: Int(partial.alignment))
         ranges = partial.ranges()
-        try warmPageCache(partial.dataset.path)
-    }
-
-    deinit {
-        try? source.close()
-        buffer.deallocate()
+        try PageCache.warm(fileAt: partial.dataset.path)
     }
 
     func iterate(_ benchmark: Benchmark) throws {
         let minimal = ByteRange(location: ranges.next(), length: partial.length)
-        let range = retrieved ? partial.retrieved(minimal) : minimal
-        let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(range.length)])
         benchmark.startMeasurement()
-        let file = try FileDescriptor.open(tempPath, O_RDWR | O_CREAT | O_EXCL)
-        try file.resize(to: partial.dataset.size)
-        let n = try source.readAll(fromAbsoluteOffset: range.location, into: bytes)
-        try file.writeAll(toAbsoluteOffset: range.location, UnsafeRawBufferPointer(rebasing: bytes[..<n]))
-        try file.close()
-        unlink(tempPath)
+        try floor.fetch(minimal)
         benchmark.stopMeasurement()
-    }
-}
-
-/// Every chunk of a data file as a zstd level-3 frame (checksum on), in memory, for any chunk size.
-final class ChunkFrames {
-    let chunkShift: Int
-    let arena: UnsafeMutableRawBufferPointer
-    private(set) var frames: [UnsafeRawBufferPointer] = []
-    private(set) var rawLengths: [Int] = []
-
-    init(path: String, size: Int64, chunkShift: Int) throws {
-        self.chunkShift = chunkShift
-        let chunkSize = 1 << chunkShift
-        let count = Int((size + Int64(chunkSize) - 1) >> chunkShift)
-        let bound = Compressor.bound(for: chunkSize)
-        arena = .allocate(byteCount: count * bound, alignment: 64)
-        let compressor = Compressor(level: 3)
-        let raw = touchedBuffer(chunkSize)
-        defer { raw.deallocate() }
-        let source = try FileDescriptor.open(path, O_RDONLY)
-        try source.closeAfter {
-            var used = 0
-            for index in 0..<count {
-                let n = try source.readAll(fromAbsoluteOffset: Int64(index) << chunkShift, into: raw)
-                let output = UnsafeMutableRawBufferPointer(rebasing: arena[used..<(used + bound)])
-                guard let length = try compressor.compress(UnsafeRawBufferPointer(rebasing: raw[..<n]), into: output) else {
-                    throw BenchmarkSetupError("zstd could not compress chunk \(index) within its bound")
-                }
-                frames.append(UnsafeRawBufferPointer(rebasing: arena[used..<(used + length)]))
-                rawLengths.append(n)
-                used += length
-            }
+        let expected = retrieved ? partial.retrieved(minimal) : minimal
+        guard floor.span(of: minimal) == expected else {
+            throw BenchmarkSetupError("the raw floor copied \(floor.span(of: minimal)) for \(minimal), not \(expected)")
         }
     }
-
-    deinit { arena.deallocate() }
 }
 
-/// Decode floor on a partial case: the raw floor's temp file, then one-thread zstd decoding (one reused
-/// context) of the level-3 frames of every chunk of the range the engine retrieves, from memory, into a
-/// touched buffer, and one `pwrite` of that range.
+/// Decode floor on a partial case (ChunkCacheBench's ``DecodeFloor``): the raw floor's temp file, then
+/// one-thread zstd decoding (one reused context) of the level-3 frames, held in memory, of every chunk of the
+/// range the engine retrieves (every chunk decoded, whether or not compression paid), and one `pwritev` of
+/// that whole range.
 final class PartialDecodeFloor: @unchecked Sendable {  // used by one iteration at a time
     let partial: PartialCase
-    let frames: ChunkFrames
-    let decompressor = Decompressor()
-    let tempPath: String
-    let buffer: UnsafeMutableRawBufferPointer
+    let floor: DecodeFloor
     var ranges: RangeSequence
 
     init(_ partial: PartialCase) async throws {
         let store = try await PreparedStore.open(partial.dataset, chunkShift: partial.chunkShift)
         self.partial = partial
-        frames = try ChunkFrames(path: partial.dataset.path, size: partial.dataset.size, chunkShift: partial.chunkShift)
-        tempPath = floorTempPath(in: store.temporaryDirectory)
-        unlink(tempPath)
-        buffer = touchedBuffer(partial.largestRetrieved)
+        floor = try DecodeFloor(
+            file: partial.dataset.path, layout: store.cache.layout, temporaryDirectory: store.temporaryDirectory,
+            maximumLength: Int(partial.length), level: 3, keepingIncompressibleChunksRaw: false, roundingToChunks: true,
+            aligningTo: Int(partial.alignment))
+        try floor.prepareWholeFile()
         ranges = partial.ranges()
     }
 
-    deinit { buffer.deallocate() }
-
     func iterate(_ benchmark: Benchmark) throws {
-        let range = partial.retrieved(ByteRange(location: ranges.next(), length: partial.length))
-        let shift = partial.chunkShift
+        let minimal = ByteRange(location: ranges.next(), length: partial.length)
         benchmark.startMeasurement()
-        let file = try FileDescriptor.open(tempPath, O_RDWR | O_CREAT | O_EXCL)
-        try file.resize(to: partial.dataset.size)
-        let first = Int(range.location >> shift)
-        let last = Int((range.location + range.length - 1) >> shift)
-        for index in first...last {
-            let start = (index - first) << shift
-            let destination = UnsafeMutableRawBufferPointer(rebasing: buffer[start..<(start + frames.rawLengths[index])])
-            _ = try decompressor.decompress(frames.frames[index], into: destination)
-        }
-        try file.writeAll(toAbsoluteOffset: range.location, UnsafeRawBufferPointer(rebasing: buffer[..<Int(range.length)]))
-        try file.close()
-        unlink(tempPath)
+        try floor.fetch(minimal)
         benchmark.stopMeasurement()
+        guard floor.span(of: minimal) == partial.retrieved(minimal) else {
+            throw BenchmarkSetupError("the decode floor wrote \(floor.span(of: minimal)) for \(minimal), not \(partial.retrieved(minimal))")
+        }
     }
 }

@@ -33,8 +33,9 @@ public struct FloorError: Error, Sendable, CustomStringConvertible {
 /// size, `pread` the range from the original file (uncompressed, and page-cached once warmed with
 /// ``PageCache/warm(fileAt:)``), `pwrite` it at the same offset, `close`, `unlink`.
 ///
-/// With `roundingToChunks`, each range is first widened to whole chunks of `layout`, as the engine widens
-/// what it retrieves: the gap between the two raw floors is the cost of the chunk granularity alone.
+/// With `roundingToChunks`, each range is first widened to whole chunks of `layout` (or to whole multiples of
+/// `alignment` when that is larger), as the engine widens what it retrieves for `aligningTo:`: the gap between
+/// the two raw floors is the cost of the retrieval granularity alone.
 ///
 /// Not `Sendable`: one caller uses it at a time (it reuses one buffer and one temp-file name).
 ///
@@ -52,6 +53,8 @@ public final class RawCopyFloor {
     public let layout: ChunkLayout
     /// Whether ranges are widened to whole chunks.
     public let roundingToChunks: Bool
+    /// With `roundingToChunks`, ranges are widened to multiples of `max(alignment, layout.chunkSize)`.
+    public let alignment: Int
     private let source: FileDescriptor
     private let temporaryPath: String
     private var buffer: UnsafeMutableRawBufferPointer
@@ -65,19 +68,19 @@ public final class RawCopyFloor {
     ///   - maximumLength: The longest range that will be fetched; a longer one grows the buffer inside
     ///     ``fetch(_:)``, which then pays for the allocation and its page faults.
     ///   - roundingToChunks: Widen every range to whole chunks first.
+    ///   - alignment: With `roundingToChunks`, widen to multiples of `max(alignment, layout.chunkSize)`
+    ///     instead, as a fetch `aligningTo: alignment` retrieves; a power of two (the default, 1, leaves chunks).
     /// - Throws: `Errno` when `path` cannot be opened or examined.
     public init(
-        file path: String, layout: ChunkLayout, temporaryDirectory: String, maximumLength: Int, roundingToChunks: Bool = false
+        file path: String, layout: ChunkLayout, temporaryDirectory: String, maximumLength: Int, roundingToChunks: Bool = false,
+        aligningTo alignment: Int = 1
     ) throws {
-        source = try FileDescriptor.open(path, O_RDONLY)
-        do { size = Int64(try source.status().st_size) } catch {
-            try? source.close()
-            throw error
-        }
+        (source, size) = try openFloorSource(path, alignment: alignment)
         self.layout = layout
         self.roundingToChunks = roundingToChunks
+        self.alignment = alignment
         temporaryPath = floorTemporaryPath(in: temporaryDirectory, kind: "raw")
-        buffer = touchedBuffer(maximumLength + (roundingToChunks ? 2 * layout.chunkSize : 0))
+        buffer = touchedBuffer(floorBufferLength(maximumLength, layout: layout, roundingToChunks: roundingToChunks, alignment: alignment))
     }
 
     deinit {
@@ -85,10 +88,10 @@ public final class RawCopyFloor {
         buffer.deallocate()
     }
 
-    /// The bytes a fetch of `range` copies: `range` clamped to the file, widened to whole chunks with
-    /// `roundingToChunks`.
+    /// The bytes a fetch of `range` copies: `range` clamped to the file, widened to whole chunks (or
+    /// alignment units) with `roundingToChunks`.
     public func span(of range: ByteRange) -> ByteRange {
-        floorSpan(of: range, size: size, layout: layout, roundingToChunks: roundingToChunks)
+        floorSpan(of: range, size: size, layout: layout, roundingToChunks: roundingToChunks, alignment: alignment)
     }
 
     /// Does one fetch of `range`: the part a benchmark measures.
@@ -126,7 +129,8 @@ public final class RawCopyFloor {
 
 /// The decode floor of a partial fetch: the raw floor's temp file, then one-thread zstd decoding (one
 /// reused `Decompressor`) of every chunk the range touches, from frames held in memory, and one `pwritev`
-/// of the range's bytes at their offset.
+/// of the range's bytes at their offset. With `roundingToChunks` the range is first widened as the raw floor
+/// widens it, so the floor decodes and writes the whole range the engine retrieves.
 ///
 /// The frames are the chunks of `layout`, compressed at `level` with checksums as the engine compresses
 /// them. With `keepingIncompressibleChunksRaw` (the default) a chunk that zstd does not shrink by at least
@@ -156,6 +160,8 @@ public final class DecodeFloor {
     public let keepingIncompressibleChunksRaw: Bool
     /// Whether ranges are widened to whole chunks.
     public let roundingToChunks: Bool
+    /// With `roundingToChunks`, ranges are widened to multiples of `max(alignment, layout.chunkSize)`.
+    public let alignment: Int
     private let source: FileDescriptor
     private let temporaryPath: String
     private let compressor: Compressor
@@ -178,25 +184,26 @@ public final class DecodeFloor {
     ///   - level: The zstd level, as the store's (default 3).
     ///   - keepingIncompressibleChunksRaw: Keep chunks raw when compression saves less than 1/32, as the engine does.
     ///   - roundingToChunks: Widen every range to whole chunks first.
+    ///   - alignment: With `roundingToChunks`, widen to multiples of `max(alignment, layout.chunkSize)`
+    ///     instead, as a fetch `aligningTo: alignment` retrieves; a power of two (the default, 1, leaves chunks).
     /// - Throws: `Errno` when `path` cannot be opened or examined.
     public init(
         file path: String, layout: ChunkLayout, temporaryDirectory: String, maximumLength: Int, level: Int32 = 3,
-        keepingIncompressibleChunksRaw: Bool = true, roundingToChunks: Bool = false
+        keepingIncompressibleChunksRaw: Bool = true, roundingToChunks: Bool = false, aligningTo alignment: Int = 1
     ) throws {
-        source = try FileDescriptor.open(path, O_RDONLY)
-        do { size = Int64(try source.status().st_size) } catch {
-            try? source.close()
-            throw error
-        }
+        (source, size) = try openFloorSource(path, alignment: alignment)
         self.layout = layout
         self.level = level
         self.keepingIncompressibleChunksRaw = keepingIncompressibleChunksRaw
         self.roundingToChunks = roundingToChunks
+        self.alignment = alignment
         compressor = Compressor(level: level)
         temporaryPath = floorTemporaryPath(in: temporaryDirectory, kind: "decode")
         rawScratch = touchedBuffer(layout.chunkSize)
         encodedScratch = touchedBuffer(Compressor.bound(for: layout.chunkSize))
-        let chunks = Self.chunkCount(forLength: maximumLength, layout: layout)
+        let chunks = Self.chunkCount(
+            forLength: floorBufferLength(maximumLength, layout: layout, roundingToChunks: roundingToChunks, alignment: alignment),
+            layout: layout)
         decoded = touchedBuffer(chunks * layout.chunkSize)
         vectors = .allocate(capacity: chunks)
         vectors.initialize(repeating: iovec())
@@ -223,10 +230,10 @@ public final class DecodeFloor {
     /// The bytes the held chunks take in memory (frames, or raw bytes where compression did not pay).
     public var preparedBytes: Int { frames.values.reduce(0) { $0 + $1.bytes.count } }
 
-    /// The bytes a fetch of `range` writes: `range` clamped to the file, widened to whole chunks with
-    /// `roundingToChunks`.
+    /// The bytes a fetch of `range` writes: `range` clamped to the file, widened to whole chunks (or
+    /// alignment units) with `roundingToChunks`.
     public func span(of range: ByteRange) -> ByteRange {
-        floorSpan(of: range, size: size, layout: layout, roundingToChunks: roundingToChunks)
+        floorSpan(of: range, size: size, layout: layout, roundingToChunks: roundingToChunks, alignment: alignment)
     }
 
     /// Holds in memory exactly the chunks that `ranges` touch: compresses those not held yet (reading them
@@ -363,15 +370,33 @@ private func writeVectors(_ vectors: UnsafeMutableBufferPointer<iovec>, to file:
 
 // MARK: - Shared parts
 
-/// The bytes a floor handles for `range`: clamped to `[0, size)`, widened to whole chunks if asked.
-func floorSpan(of range: ByteRange, size: Int64, layout: ChunkLayout, roundingToChunks: Bool) -> ByteRange {
+/// The bytes a floor handles for `range`: clamped to `[0, size)`, widened if asked to whole multiples of
+/// `max(alignment, chunkSize)` (FetchPlanner's rule for `aligningTo:`), the end capped at `size`.
+func floorSpan(of range: ByteRange, size: Int64, layout: ChunkLayout, roundingToChunks: Bool, alignment: Int = 1) -> ByteRange {
     let start = min(max(range.location, 0), size)
     let end = min(max(range.location + max(range.length, 0), start), size)
     guard roundingToChunks, end > start else { return ByteRange(location: start, length: end - start) }
-    let mask = Int64(layout.chunkSize) - 1
+    let mask = Int64(max(alignment, layout.chunkSize)) - 1
     let lower = start & ~mask
     let upper = min(size, (end + mask) & ~mask)
     return ByteRange(location: lower, length: upper - lower)
+}
+
+/// Opens a floor's original file for reading and returns it with its size, after checking that `alignment`
+/// (the `aligningTo:` of an init) is a power of two.
+private func openFloorSource(_ path: String, alignment: Int) throws -> (FileDescriptor, Int64) {
+    precondition(alignment > 0 && alignment & (alignment - 1) == 0, "the alignment must be a power of two")
+    let source = try FileDescriptor.open(path, O_RDONLY)
+    do { return (source, Int64(try source.status().st_size)) } catch {
+        try? source.close()
+        throw error
+    }
+}
+
+/// The longest span a floor handles for ranges up to `maximumLength`: widening adds at most one unit on
+/// each side.
+private func floorBufferLength(_ maximumLength: Int, layout: ChunkLayout, roundingToChunks: Bool, alignment: Int) -> Int {
+    maximumLength + (roundingToChunks ? 2 * max(alignment, layout.chunkSize) : 0)
 }
 
 /// A page-aligned buffer whose pages are touched up front, so no measured call pays first-touch faults.
