@@ -1,5 +1,6 @@
 import Benchmark
 import ChunkCache
+import ChunkCacheBench
 import Dispatch
 import FileIO
 import Foundation
@@ -176,17 +177,17 @@ let benchmarks: @Sendable () -> Void = {
 final class PartialFetch: @unchecked Sendable {  // used by one iteration at a time
     let store: PreparedStore
     let length: Int64
-    var ranges: RangeSequence
+    var ranges: RangeSampler
 
     init(store: PreparedStore, length: Int) throws {
         self.store = store
         self.length = Int64(length)
-        ranges = RangeSequence(size: store.dataset.size, length: Int64(length), seed: partialSeed(store.dataset))
+        ranges = RangeSampler(size: store.dataset.size, length: Int64(length), seed: partialSeed(store.dataset))
         try store.warm()
     }
 
     func iterate(_ benchmark: Benchmark) async throws {
-        let range = ByteRange(location: ranges.next(), length: length)
+        let range = ByteRange(location: ranges.nextLocation(), length: length)
         benchmark.startMeasurement()
         let result = try await store.cache.fetchPartialContents(
             for: store.item, version: store.version, minimalRange: range, aligningTo: 4096)
@@ -199,7 +200,7 @@ extension PartialFetch {
     /// The completion-handler `fetchPartialContents`: waits for the handler, which unlinks the file and notes
     /// the time, recorded as ``BenchmarkMetric/microsecondsToCompletion``.
     func iterateWithCompletionHandler(_ benchmark: Benchmark) throws {
-        let range = ByteRange(location: ranges.next(), length: length)
+        let range = ByteRange(location: ranges.nextLocation(), length: length)
         let outcome = CompletionOutcome()
         benchmark.startMeasurement()
         let start = ContinuousClock.now
@@ -258,7 +259,7 @@ final class Ingest: @unchecked Sendable {  // used by one iteration at a time
         self.dataset = dataset
         path = try dataset.prepare()
         try createDirectory(BenchSettings.current.workDirectory)
-        try warmPageCache(path)
+        try PageCache.warm(fileAt: path)
     }
 
     func iterate(_ benchmark: Benchmark) async throws {

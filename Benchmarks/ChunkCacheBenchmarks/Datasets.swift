@@ -1,4 +1,5 @@
 import ChunkCache
+import ChunkCacheBench
 import FileIO
 import Foundation
 
@@ -68,7 +69,7 @@ enum Dataset: String, CaseIterable, Sendable {
 
     /// Writes `size` bytes of SplitMix64 output, 1 MiB at a time.
     private func writeRandom(to output: FileDescriptor) throws {
-        var generator = SplitMix64(seed: 0xC0FF_EE00_5EED)
+        var generator = SplitMix64Generator(seed: 0xC0FF_EE00_5EED)
         let block = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 8)
         defer { block.deallocate() }
         var offset: Int64 = 0
@@ -130,21 +131,6 @@ func regularFiles(under root: String, keeping keep: (String) -> Bool) -> [String
 
 func createDirectory(_ path: String) throws {
     try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-}
-
-/// Reads a whole file once so its pages are in the page cache ("warm").
-func warmPageCache(_ path: String) throws {
-    let file = try FileDescriptor.open(path, O_RDONLY)
-    try file.closeAfter {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
-        defer { buffer.deallocate() }
-        var offset: Int64 = 0
-        while true {
-            let n = try file.read(fromAbsoluteOffset: offset, into: buffer)
-            if n == 0 { break }
-            offset += Int64(n)
-        }
-    }
 }
 
 // MARK: - Stores
@@ -218,8 +204,8 @@ struct PreparedStore: @unchecked Sendable {  // ChunkCache is Sendable; the rest
 
     /// Puts the store's data file and the source in the page cache.
     func warm() throws {
-        try warmPageCache(dataset.path)
-        try warmPageCache(cache.path + "/data.mdb")
+        try PageCache.warm(fileAt: dataset.path)
+        try PageCache.warm(fileAt: cache.path + "/data.mdb")
     }
 }
 

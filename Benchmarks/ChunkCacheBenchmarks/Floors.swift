@@ -1,5 +1,6 @@
 import Benchmark
 import ChunkCache
+import ChunkCacheBench
 import Dispatch
 import FileIO
 import Foundation
@@ -182,7 +183,7 @@ final class CopyRangeFloor: @unchecked Sendable {  // used by one iteration at a
         size = store.dataset.size
         tempPath = floorTempPath(in: store.temporaryDirectory)
         unlink(tempPath)
-        try warmPageCache(store.dataset.path)
+        try PageCache.warm(fileAt: store.dataset.path)
     }
 
     deinit { try? source.close() }
@@ -217,7 +218,7 @@ final class WholeFileDecodeFloor: @unchecked Sendable {  // used by one iteratio
         self.writing = writing
         tempPath = floorTempPath(in: store.temporaryDirectory)
         unlink(tempPath)
-        try warmPageCache(frames.path)
+        try PageCache.warm(fileAt: frames.path)
     }
 
     deinit {
@@ -272,7 +273,7 @@ final class HashCompressFloor: @unchecked Sendable {  // each worker touches onl
     init(dataset: Dataset) throws {
         source = try FileDescriptor.open(try dataset.prepare(), O_RDONLY)
         size = dataset.size
-        try warmPageCache(dataset.path)
+        try PageCache.warm(fileAt: dataset.path)
     }
 
     deinit { try? source.close() }
@@ -319,7 +320,7 @@ final class ZstdCommandFloor: @unchecked Sendable {  // used by one iteration at
         }
         path = try dataset.prepare()
         size = dataset.size
-        try warmPageCache(path)
+        try PageCache.warm(fileAt: path)
     }
 
     func iterate(_ benchmark: Benchmark) throws {

@@ -1,5 +1,6 @@
 import Benchmark
 import ChunkCache
+import ChunkCacheBench
 import FileIO
 import Foundation
 
@@ -76,7 +77,7 @@ final class DestinationFetch: @unchecked Sendable {  // used by one iteration at
     let clone: Bool
     let length: Int64?
     let destination: String
-    var ranges: RangeSequence
+    var ranges: RangeSampler
 
     /// - Parameter length: The range's length; `nil` for the whole item.
     init(filesystem: CloneFilesystem, length: Int64?, clone: Bool) async throws {
@@ -87,7 +88,7 @@ final class DestinationFetch: @unchecked Sendable {  // used by one iteration at
         self.length = length
         destination = "\(filesystem.destinationDirectory)/fetch-\(getpid())"
         unlink(destination)
-        ranges = RangeSequence(size: dataset.size, length: length ?? dataset.size, seed: partialSeed(dataset))
+        ranges = RangeSampler(size: dataset.size, length: length ?? dataset.size, seed: partialSeed(dataset))
         try store.warm()
     }
 
@@ -96,7 +97,7 @@ final class DestinationFetch: @unchecked Sendable {  // used by one iteration at
         let result: FetchResult
         let start = ContinuousClock.now
         if let length {
-            let range = ByteRange(location: ranges.next(), length: length)
+            let range = ByteRange(location: ranges.nextLocation(), length: length)
             benchmark.startMeasurement()
             result = try await store.cache.fetchPartialContents(
                 for: store.item, version: store.version, minimalRange: range, aligningTo: 4096, destination: target)

@@ -31,8 +31,8 @@ struct PartialCase: Sendable {
 
     /// The range starts: random, 4 KiB-aligned, the same sequence for every benchmark of one range length and
     /// data set, whatever the chunk size and alignment.
-    func ranges() -> RangeSequence {
-        RangeSequence(size: dataset.size, length: length, seed: partialSeed(dataset))
+    func ranges() -> RangeSampler {
+        RangeSampler(size: dataset.size, length: length, seed: partialSeed(dataset))
     }
 
     /// What the engine retrieves for `minimal` (FetchPlanner's rule, CONTRACT §3): rounded out to
@@ -89,7 +89,7 @@ extension PreparedStore {
 final class PartialCaseFetch: @unchecked Sendable {  // used by one iteration at a time
     let store: PreparedStore
     let partial: PartialCase
-    var ranges: RangeSequence
+    var ranges: RangeSampler
 
     init(_ partial: PartialCase) async throws {
         store = try await PreparedStore.open(partial.dataset, chunkShift: partial.chunkShift)
@@ -102,7 +102,7 @@ final class PartialCaseFetch: @unchecked Sendable {  // used by one iteration at
     }
 
     func iterate(_ benchmark: Benchmark) async throws {
-        let range = ByteRange(location: ranges.next(), length: partial.length)
+        let range = ByteRange(location: ranges.nextLocation(), length: partial.length)
         let faults = minorPageFaultCount()
         benchmark.startMeasurement()
         let result = try await store.cache.fetchPartialContents(
@@ -126,7 +126,7 @@ final class PartialRawFloor: @unchecked Sendable {  // used by one iteration at 
     let partial: PartialCase
     let retrieved: Bool
     let floor: RawCopyFloor
-    var ranges: RangeSequence
+    var ranges: RangeSampler
 
     init(_ partial: PartialCase, retrieved: Bool) async throws {
         let store = try await PreparedStore.open(partial.dataset, chunkShift: retrieved ? partial.chunkShift : 16)
@@ -140,7 +140,7 @@ final class PartialRawFloor: @unchecked Sendable {  // used by one iteration at 
     }
 
     func iterate(_ benchmark: Benchmark) throws {
-        let minimal = ByteRange(location: ranges.next(), length: partial.length)
+        let minimal = ByteRange(location: ranges.nextLocation(), length: partial.length)
         benchmark.startMeasurement()
         try floor.fetch(minimal)
         benchmark.stopMeasurement()
@@ -158,7 +158,7 @@ final class PartialRawFloor: @unchecked Sendable {  // used by one iteration at 
 final class PartialDecodeFloor: @unchecked Sendable {  // used by one iteration at a time
     let partial: PartialCase
     let floor: DecodeFloor
-    var ranges: RangeSequence
+    var ranges: RangeSampler
 
     init(_ partial: PartialCase) async throws {
         let store = try await PreparedStore.open(partial.dataset, chunkShift: partial.chunkShift)
@@ -172,7 +172,7 @@ final class PartialDecodeFloor: @unchecked Sendable {  // used by one iteration 
     }
 
     func iterate(_ benchmark: Benchmark) throws {
-        let minimal = ByteRange(location: ranges.next(), length: partial.length)
+        let minimal = ByteRange(location: ranges.nextLocation(), length: partial.length)
         benchmark.startMeasurement()
         try floor.fetch(minimal)
         benchmark.stopMeasurement()

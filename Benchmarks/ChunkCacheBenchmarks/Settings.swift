@@ -191,45 +191,6 @@ func sizeLabel(_ bytes: Int64) -> String {
     return "\(bytes)B"
 }
 
-/// SplitMix64 (Steele, Lea and Flood 2014): a tiny seeded generator, so the engine and its floors visit the
-/// same ranges in the same order, run after run.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-/// Draws `length`-byte ranges starting on `alignment` boundaries inside a file of `size` bytes.
-struct RangeSequence {
-    let size: Int64
-    let length: Int64
-    let alignment: Int64
-    private var generator: SplitMix64
-
-    /// The seed depends only on the data set and the range length: every benchmark of a group draws the same
-    /// ranges.
-    init(size: Int64, length: Int64, alignment: Int64 = 4096, seed: UInt64) {
-        precondition(length <= size, "the range must fit in the data set")
-        self.size = size
-        self.length = length
-        self.alignment = alignment
-        generator = SplitMix64(seed: seed ^ UInt64(length))
-    }
-
-    mutating func next() -> Int64 {
-        let slots = UInt64((size - length) / alignment + 1)
-        return Int64(generator.next() % slots) * alignment
-    }
-}
-
 /// Samples `RssAnon` and `RssFile` of `/proc/self/status` every 5 ms on its own thread and keeps the peaks,
 /// so a resident-memory figure can be split into heap and buffers versus mapped files (LMDB's map among
 /// them). The sampling loop allocates nothing, so it does not disturb the malloc counts.

@@ -1,5 +1,6 @@
 import Benchmark
 import ChunkCache
+import ChunkCacheBench
 import FileIO
 import Foundation
 
@@ -146,7 +147,7 @@ struct FillerText {
                 let count = Int(min(Int64(block.count), size - offset))
                 for start in stride(from: 0, to: count, by: chunk) {
                     let g = firstChunk + (offset + Int64(start)) >> 16
-                    var generator = SplitMix64(seed: 0xF111_E500 ^ UInt64(g) &* 0x9E37_79B9)
+                    var generator = SplitMix64Generator(seed: 0xF111_E500 ^ UInt64(g) &* 0x9E37_79B9)
                     let piece = UnsafeMutableRawBufferPointer(rebasing: block[start..<min(count, start + chunk)])
                     if generator.next() & 1 == 0 {
                         let words = UnsafeMutableRawBufferPointer(rebasing: piece[..<(piece.count & ~7)]).bindMemory(to: UInt64.self)
@@ -174,20 +175,20 @@ final class ScaleFetch: @unchecked Sendable {  // used by one iteration at a tim
     let store: ScaleStore
     let probe: ScaleProbe
     let length: Int64 = 64 << 10
-    var ranges: RangeSequence
+    var ranges: RangeSampler
 
     init(totalSize: Int64, probe: ScaleProbe) async throws {
         store = try await ScaleStore.open(totalSize: totalSize)
         self.probe = probe
-        ranges = RangeSequence(size: probe.size, length: length, seed: partialSeed(probe.dataset))
+        ranges = RangeSampler(size: probe.size, length: length, seed: partialSeed(probe.dataset))
         // Warm: the probe's source, and every chunk and index page of the probe through one whole-item fetch.
-        try warmPageCache(probe.path)
+        try PageCache.warm(fileAt: probe.path)
         let result = try await store.cache.fetchContents(for: probe.item, version: store.versions[probe])
         unlink(result.url.path)
     }
 
     func iterate(_ benchmark: Benchmark) async throws {
-        let range = ByteRange(location: ranges.next(), length: length)
+        let range = ByteRange(location: ranges.nextLocation(), length: length)
         let faults = minorPageFaultCount()
         benchmark.startMeasurement()
         let result = try await store.cache.fetchPartialContents(
