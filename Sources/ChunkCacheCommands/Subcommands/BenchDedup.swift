@@ -59,9 +59,8 @@ struct BenchDedup: AsyncParsableCommand {
             progress.clear()
             scratchDirectory.remove()
         }
-        let layout = try ChunkLayout(chunkSize: Int(chunkSize?.bytes ?? 64 << 10))
-        let cache = try await ChunkCache.open(
-            at: scratchDirectory.path + "/store", chunkSize: layout, maxSize: nil, compressionLevel: level)
+        let cache = try await scratchDirectory.openCache(chunkSize: chunkSize, level: level)
+        let layout = cache.layout
         let id = ItemIdentifier(domain: "bench", "file")
         let compression = BlockCompression(level: level)
         var rows: [Row] = []

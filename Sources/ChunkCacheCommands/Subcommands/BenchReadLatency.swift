@@ -84,9 +84,8 @@ struct BenchReadLatency: AsyncParsableCommand {
             progress.clear()
             scratchDirectory.remove()
         }
-        let layout = try ChunkLayout(chunkSize: Int(chunkSize?.bytes ?? 64 << 10))
-        let cache = try await ChunkCache.open(
-            at: scratchDirectory.path + "/store", chunkSize: layout, maxSize: nil, compressionLevel: level)
+        let cache = try await scratchDirectory.openCache(chunkSize: chunkSize, level: level)
+        let layout = cache.layout
         progress.show("ingesting \(file) (\(benchSize(size)))…", force: true)
         let id = ItemIdentifier(domain: "bench", "file")
         let put = try await cache.put(fileAt: file, as: id, contentVersion: "v1")

@@ -170,3 +170,11 @@ func validateBenchChunkSize(_ size: ByteSize?) throws {
 func validateBenchLevel(_ level: Int32) throws {
     guard (1...19).contains(level) else { throw ValidationError("--level \(level) is not a zstd level from 1 to 19") }
 }
+
+extension ScratchDirectory {
+    /// Opens a new store in this scratch directory with the bench command's chunk size (default 64 KiB) and level.
+    func openCache(chunkSize: ByteSize?, level: Int32) async throws -> ChunkCache {
+        let layout = try ChunkLayout(chunkSize: Int(chunkSize?.bytes ?? 64 << 10))
+        return try await ChunkCache.open(at: path + "/store", chunkSize: layout, maxSize: nil, compressionLevel: level)
+    }
+}
