@@ -107,7 +107,7 @@ public final class Environment: @unchecked Sendable {
         let suffix = " " + directory + "/data.mdb"
         var line = [CChar](repeating: 0, count: 4096 + 256)
         while fgets(&line, Int32(line.count), maps) != nil {
-            let text = String(cString: line).trimmingSuffix("\n")
+            let text = line.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }.trimmingSuffix("\n")
             guard text.hasSuffix(suffix), let dash = text.firstIndex(of: "-"),
                   let start = UInt(text[..<dash], radix: 16) else { continue }
             return UnsafeMutableRawPointer(bitPattern: start)
