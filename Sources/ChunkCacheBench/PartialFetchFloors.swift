@@ -103,19 +103,11 @@ public final class RawCopyFloor {
     public func fetch(_ range: ByteRange) throws -> Int64 {
         let span = self.span(of: range)
         if span.length > buffer.count { growBuffer(to: Int(span.length)) }
-        let file = try FileDescriptor.open(temporaryPath, O_RDWR | O_CREAT | O_EXCL)
-        do {
-            try file.resize(to: size)
+        try withFloorFile(at: temporaryPath, size: size) { file in
             let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(span.length)])
             let count = try source.readAll(fromAbsoluteOffset: span.location, into: bytes)
             try file.writeAll(toAbsoluteOffset: span.location, UnsafeRawBufferPointer(rebasing: bytes[..<count]))
-        } catch {
-            try? file.close()
-            unlink(temporaryPath)
-            throw error
         }
-        try file.close()
-        unlink(temporaryPath)
         return span.length
     }
 
@@ -291,17 +283,9 @@ public final class DecodeFloor {
     @discardableResult
     public func fetch(_ range: ByteRange) throws -> Int64 {
         let span = self.span(of: range)
-        let file = try FileDescriptor.open(temporaryPath, O_RDWR | O_CREAT | O_EXCL)
-        do {
-            try file.resize(to: size)
+        try withFloorFile(at: temporaryPath, size: size) { file in
             if span.length > 0 { try decodeAndWrite(span, to: file) }
-        } catch {
-            try? file.close()
-            unlink(temporaryPath)
-            throw error
         }
-        try file.close()
-        unlink(temporaryPath)
         return span.length
     }
 
@@ -432,4 +416,21 @@ public enum PageCache {
             }
         }
     }
+}
+
+/// What every floor does around its copy, as the engine does around a fetch: create the temp file
+/// (`O_EXCL`), size it to the whole item, let `body` write, close it and unlink it, also when `body` throws.
+@inline(__always)
+private func withFloorFile(at path: String, size: Int64, _ body: (FileDescriptor) throws -> Void) throws {
+    let file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL)
+    do {
+        try file.resize(to: size)
+        try body(file)
+    } catch {
+        try? file.close()
+        unlink(path)
+        throw error
+    }
+    try file.close()
+    unlink(path)
 }
