@@ -75,6 +75,8 @@ public final class ChunkCache: Sendable {
     ) async throws -> ChunkCache {
         try await runBlocking {
             let store = try Store.open(at: Store.resolvePath(path), layout: chunkSize, maxSize: maxSize, level: compressionLevel)
+            // Reader slots of crashed processes pin old snapshots, so LMDB could never reuse their pages.
+            store.environment.clearStaleReaders()
             do { _ = try store.rollBackAbandonedManifests() } catch {
                 throw CacheError.wrap(error, store: store.path, doing: "rolling back interrupted ingests")
             }

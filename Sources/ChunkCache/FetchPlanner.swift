@@ -12,8 +12,6 @@ struct FetchPlan: Sendable {
     let domainVersion: DomainVersion
 }
 
-extension ItemRecord: @unchecked Sendable {}
-extension VersionRecord: @unchecked Sendable {}
 
 /// Chooses the version and range of a fetch (CONTRACT §3–§4), reading the catalog in one snapshot.
 enum FetchPlanner {

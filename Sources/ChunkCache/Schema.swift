@@ -108,7 +108,7 @@ struct DomainRecord {
 }
 
 /// An item's identity and metadata; its contents are in ``VersionRecord``s.
-struct ItemRecord {
+struct ItemRecord: Sendable {
     var identifier: String
     var parent: String
     var filename: String
@@ -156,7 +156,7 @@ struct ItemRecord {
 }
 
 /// One content version of an item: where its manifest is and what it holds.
-struct VersionRecord {
+struct VersionRecord: Sendable {
     var contentVersion: [UInt8]
     var manifestID: UInt64
     var size: Int64

@@ -36,7 +36,6 @@ final class Store: Sendable {
     let codecs: CodecPool
 
     static let formatVersion: UInt64 = 1
-    static let smallestMaxSize: Int64 = 1 << 20
 
     private init(path: String, environment: Environment, dbs: Databases, layout: ChunkLayout, maxSize: Int64, level: Int32) {
         self.path = path

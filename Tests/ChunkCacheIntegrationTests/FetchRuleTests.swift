@@ -82,6 +82,24 @@ import Testing
         }
     }
 
+    @Test("A9: outside the retrieved range the temp file is holes, never bytes that could pass for content")
+    func outsideTheRangeIsHoles() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            let id = ItemIdentifier(domain: "d", "big")
+            try await put(cache, TestData.random(count: 64 * 65536, seed: 11), as: id, in: dir)
+            let result = try await cache.fetchPartialContents(
+                for: id, version: nil, minimalRange: ByteRange(location: 20 * 65536 + 100, length: 1000), aligningTo: 4096)
+            let r = result.retrievedRange
+            #expect(r == ByteRange(location: 20 * 65536, length: 65536))
+            let fd = open(result.url.path, O_RDONLY)
+            defer { close(fd) }
+            #expect(Int64(lseek(fd, 0, 3 /* SEEK_DATA */)) == r.location, "no data before the range")
+            #expect(Int64(lseek(fd, off_t(r.end), 3 /* SEEK_DATA */)) == -1, "no data after the range")
+            #expect(fileSizes(result.url.path).allocated <= r.length + 65536)
+        }
+    }
+
     @Test("A8: a file without zero chunks returned whole carries no flags")
     func noZeroChunksNoFlag() async throws {
         try await withTemporaryDirectory { dir in

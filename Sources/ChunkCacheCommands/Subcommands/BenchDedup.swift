@@ -53,14 +53,9 @@ struct BenchDedup: AsyncParsableCommand {
     func run() async throws {
         // Every file is checked before any work, so a bad last version fails at once.
         let sizes = try files.map(benchInputSize)
-        let progress = ProgressLine()
-        let scratchDirectory = try ScratchDirectory(in: scratch)
-        defer {
-            progress.clear()
-            scratchDirectory.remove()
-        }
-        let cache = try await scratchDirectory.openCache(chunkSize: chunkSize, level: level)
-        let layout = cache.layout
+        let session = try await BenchSession.open(in: scratch, chunkSize: chunkSize, level: level)
+        defer { session.close() }
+        let (cache, progress, layout) = (session.cache, session.progress, session.cache.layout)
         let id = ItemIdentifier(domain: "bench", "file")
         let compression = BlockCompression(level: level)
         var rows: [Row] = []

@@ -78,14 +78,9 @@ struct BenchReadLatency: AsyncParsableCommand {
         guard size >= rangeBytes else {
             throw ValidationError("--range-size \(rangeBytes) is larger than \(file) (\(size) bytes); give a smaller --range-size or a larger file")
         }
-        let progress = ProgressLine()
-        let scratchDirectory = try ScratchDirectory(in: scratch)
-        defer {
-            progress.clear()
-            scratchDirectory.remove()
-        }
-        let cache = try await scratchDirectory.openCache(chunkSize: chunkSize, level: level)
-        let layout = cache.layout
+        let session = try await BenchSession.open(in: scratch, chunkSize: chunkSize, level: level)
+        defer { session.close() }
+        let (cache, progress, layout) = (session.cache, session.progress, session.cache.layout)
         progress.show("ingesting \(file) (\(benchSize(size)))…", force: true)
         let id = ItemIdentifier(domain: "bench", "file")
         let put = try await cache.put(fileAt: file, as: id, contentVersion: "v1")

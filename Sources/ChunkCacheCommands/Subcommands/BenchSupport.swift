@@ -171,10 +171,34 @@ func validateBenchLevel(_ level: Int32) throws {
     guard (1...19).contains(level) else { throw ValidationError("--level \(level) is not a zstd level from 1 to 19") }
 }
 
-extension ScratchDirectory {
-    /// Opens a new store in this scratch directory with the bench command's chunk size (default 64 KiB) and level.
-    func openCache(chunkSize: ByteSize?, level: Int32) async throws -> ChunkCache {
-        let layout = try ChunkLayout(chunkSize: Int(chunkSize?.bytes ?? 64 << 10))
-        return try await ChunkCache.open(at: path + "/store", chunkSize: layout, maxSize: nil, compressionLevel: level)
+/// What every bench command sets up: a scratch store and a progress line, both cleaned up by ``close()``.
+final class BenchSession {
+    let progress = ProgressLine()
+    let scratch: ScratchDirectory
+    let cache: ChunkCache
+
+    private init(scratch: ScratchDirectory, cache: ChunkCache) {
+        self.scratch = scratch
+        self.cache = cache
+    }
+
+    /// Makes a scratch directory under `parent` and a store in it with the chunk size (default 64 KiB) and level.
+    static func open(in parent: String?, chunkSize: ByteSize?, level: Int32) async throws -> BenchSession {
+        let scratch = try ScratchDirectory(in: parent)
+        do {
+            let layout = try ChunkLayout(chunkSize: Int(chunkSize?.bytes ?? 64 << 10))
+            let cache = try await ChunkCache.open(
+                at: scratch.path + "/store", chunkSize: layout, maxSize: nil, compressionLevel: level)
+            return BenchSession(scratch: scratch, cache: cache)
+        } catch {
+            scratch.remove()
+            throw error
+        }
+    }
+
+    /// Clears the progress line and removes the scratch store.
+    func close() {
+        progress.clear()
+        scratch.remove()
     }
 }
