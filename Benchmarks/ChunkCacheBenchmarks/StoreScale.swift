@@ -176,11 +176,14 @@ final class ScaleFetch: @unchecked Sendable {  // used by one iteration at a tim
     let probe: ScaleProbe
     let length: Int64 = 64 << 10
     var ranges: RangeSampler
+    /// The unmeasured ranges fetched before each measured one (see ``ChunkCache/prime(_:version:range:alignment:)``).
+    var primers: RangeSampler
 
     init(totalSize: Int64, probe: ScaleProbe) async throws {
         store = try await ScaleStore.open(totalSize: totalSize)
         self.probe = probe
         ranges = RangeSampler(size: probe.size, length: length, seed: partialSeed(probe.dataset))
+        primers = RangeSampler(size: probe.size, length: length, seed: ~partialSeed(probe.dataset))
         // Warm: the probe's source, and every chunk and index page of the probe through one whole-item fetch.
         try PageCache.warm(fileAt: probe.path)
         let result = try await store.cache.fetchContents(for: probe.item, version: store.versions[probe])
@@ -188,6 +191,8 @@ final class ScaleFetch: @unchecked Sendable {  // used by one iteration at a tim
     }
 
     func iterate(_ benchmark: Benchmark) async throws {
+        try await store.cache.prime(probe.item, version: store.versions[probe],
+                                    range: ByteRange(location: primers.nextLocation(), length: length), alignment: 4096)
         let range = ByteRange(location: ranges.nextLocation(), length: length)
         let faults = minorPageFaultCount()
         benchmark.startMeasurement()

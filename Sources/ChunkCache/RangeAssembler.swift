@@ -1,4 +1,3 @@
-import Dispatch
 import FileIO
 import Foundation
 import LMDBKit
@@ -6,17 +5,19 @@ import Synchronization
 
 /// Writes a planned range of chunks into a sparse file at their own offsets.
 ///
-/// Small ranges run on the calling thread; large ones are split into one contiguous run per core, each
-/// with its own read snapshot (manifests and chunks of a published version never change, so the runs see
+/// Small ranges run on the calling thread; large ones are spread over the cores, each worker claiming a
+/// few chunks at a time and reading in its own snapshot (manifests and chunks of a published version never change, so the runs see
 /// the same bytes). Raw chunks are written straight from LMDB's map; zstd chunks are decoded into a
 /// reused, already-touched buffer. Every chunk is checked (XXH3 or the zstd frame checksum) before a byte
 /// of it is written.
 enum RangeAssembler {
     /// Ranges at least this long are spread over the cores.
     static let parallelThreshold: Int64 = 256 << 10
-    /// Every this many bytes a worker drops the process's mappings of the store's file, so a large fetch
-    /// does not keep it resident. In strides, not per chunk: each `madvise` flushes the TLB on every core.
+    /// Every this many bytes written, the process's mappings of the store's file are dropped, so a large
+    /// fetch does not keep it resident.
     static let releaseStride: Int64 = 64 << 20
+    /// Bytes a parallel worker claims at a time (at least one chunk).
+    static let claimBytes = 128 << 10
 
     /// Ranges up to this long are assembled on the calling thread (with one more worker when parallel):
     /// a few milliseconds at most, cheaper than two thread wake-ups of a hop to the blocking pool.
@@ -40,62 +41,63 @@ enum RangeAssembler {
             }
             return
         }
-        let failure = Mutex<(any Error)?>(nil)
-        let stop = CancellationFlag()
-        DispatchQueue.concurrentPerform(iterations: workers) { worker in
-            let lower = first + count * Int64(worker) / Int64(workers)
-            let upper = first + count * Int64(worker + 1) / Int64(workers)
+        // Workers claim a few chunks at a time rather than a fixed share each: the calling thread starts at
+        // once and the other joins when it wakes (tens of µs later), so neither waits on a straggler.
+        let claims = ChunkClaims(first: first, end: end, claim: Int64(max(1, claimBytes >> layout.shift)))
+        SharedWork.run(helpers: workers - 1) {
             do {
                 try store.codecs.withDecoder { context in
                     try store.environment.read { txn in
-                        try writeChunks(lower..<upper, of: plan, store: store, into: file, cancellation: cancellation,
-                                        peers: stop, context: context, in: txn)
+                        while let indices = claims.next() {
+                            let bytes = try writeChunks(indices, of: plan, store: store, into: file,
+                                                        cancellation: cancellation, context: context, in: txn)
+                            if claims.add(written: bytes) { store.environment.releaseMappedPages() }
+                        }
                     }
                 }
             } catch {
-                stop.cancel()
-                failure.withLock { if $0 == nil { $0 = error } }
+                claims.fail(error)
             }
         }
-        if let error = failure.withLock({ $0 }) { throw error }
+        if let error = claims.failure { throw error }
     }
 
+    /// Writes chunks `indices` of `plan` and returns the stored bytes written (zero chunks not counted).
+    @discardableResult
     private static func writeChunks<T: TransactionReading & ~Copyable>(
         _ indices: Range<Int64>, of plan: FetchPlan, store: Store, into file: FileDescriptor,
-        cancellation: CancellationFlag, peers: CancellationFlag? = nil, context: CodecPool.DecodeContext, in txn: borrowing T
-    ) throws {
+        cancellation: CancellationFlag, context: CodecPool.DecodeContext, in txn: borrowing T
+    ) throws -> Int64 {
         let layout = plan.version.layout
         let size = plan.version.size
         let dbs = store.dbs
-        var sinceRelease: Int64 = 0
+        var written: Int64 = 0
+        var run = context.runWriter(into: file)
         var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
         for index in indices {
             try cancellation.check()
-            if peers?.isCancelled == true { return }
             let range = layout.range(ofChunk: index, length: size)
+            let length = Int(range.length)
             switch try cursor.entry(index, in: txn) {
             case .zero:
-                // Inside a partial range a hole would read as "not materialized" (A7): write zeros.
-                if !plan.wholeFile {
-                    try file.writeAll(toAbsoluteOffset: range.location, ZeroBytes.prefix(Int(range.length)))
-                }
+                // A hole in a whole file (the run breaks there); inside a partial range a hole would read as
+                // "not materialized" (A7), so zeros are written.
+                if !plan.wholeFile { try run.append(ZeroBytes.prefix(length), at: range.location) }
             case .stored(let digest):
                 guard let stored = try digest.withUnsafeBytes({ try txn.get(dbs.chunks, key: $0) }) else {
                     throw CacheError(.corruptData, "chunk \(digest) of item \"\(plan.item.identifier)\" is missing from the store; run `chunkcache verify --repair`")
                 }
                 let bytes = try ChunkCodec.decode(
-                    stored, rawCount: Int(range.length), decompressor: context.decompressor,
-                    buffer: context.buffer, digest: digest)
-                try file.writeAll(toAbsoluteOffset: range.location, bytes)
-                sinceRelease += range.length
-                if sinceRelease >= releaseStride {
-                    store.environment.releaseMappedPages()
-                    sinceRelease = 0
-                }
+                    stored, rawCount: length, decompressor: context.decompressor,
+                    buffer: try run.space(length, at: range.location), digest: digest)
+                try run.append(bytes, at: range.location)
+                written += range.length
             case .absent:
                 throw CacheError(.versionNoLongerAvailable, "chunk \(index) of item \"\(plan.item.identifier)\" left the cache during the fetch; retry")
             }
         }
+        try run.flush()
+        return written
     }
 }
 
@@ -106,4 +108,42 @@ enum ZeroBytes {
         start: calloc(1, 1 << ChunkLayout.shifts.upperBound), count: 1 << ChunkLayout.shifts.upperBound)
 
     static func prefix(_ count: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[..<count]) }
+}
+
+/// The chunks of a parallel range, handed out a few at a time to whichever worker asks next.
+private final class ChunkClaims: Sendable {
+    private let nextIndex: Atomic<Int64>
+    private let end: Int64
+    private let claim: Int64
+    private let written = Atomic<Int64>(0)
+    private let stopped = Atomic<Bool>(false)
+    private let firstError = Mutex<(any Error)?>(nil)
+
+    init(first: Int64, end: Int64, claim: Int64) {
+        nextIndex = Atomic(first)
+        self.end = end
+        self.claim = claim
+    }
+
+    /// The next chunks to write; nil when none are left or a worker failed.
+    func next() -> Range<Int64>? {
+        guard !stopped.load(ordering: .relaxed) else { return nil }
+        let lower = nextIndex.wrappingAdd(claim, ordering: .relaxed).oldValue
+        return lower < end ? lower..<min(lower + claim, end) : nil
+    }
+
+    /// Counts bytes written; true when the total crossed a multiple of ``RangeAssembler/releaseStride``
+    /// (in strides, not per chunk: each `madvise` flushes the TLB on every core).
+    func add(written bytes: Int64) -> Bool {
+        let total = written.wrappingAdd(bytes, ordering: .relaxed).newValue
+        return total / RangeAssembler.releaseStride != (total - bytes) / RangeAssembler.releaseStride
+    }
+
+    /// Stops every worker; the first error is the one reported.
+    func fail(_ error: any Error) {
+        stopped.store(true, ordering: .relaxed)
+        firstError.withLock { if $0 == nil { $0 = error } }
+    }
+
+    var failure: (any Error)? { firstError.withLock { $0 } }
 }

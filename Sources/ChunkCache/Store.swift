@@ -161,18 +161,35 @@ final class Store: Sendable {
 
 /// Reusable zstd contexts and scratch buffers, one set per worker at a time.
 final class CodecPool: Sendable {
-    /// A decompression context with a chunk-sized buffer whose pages are already touched.
+    /// A decompression context with a staging buffer for a run of decoded chunks (at least one chunk,
+    /// ``stagingBytes`` when chunks are smaller), its pages already touched, and the vectors to write the run.
     /// `@unchecked Sendable`: used by one thread at a time, passed between threads only through the pool's lock.
     final class DecodeContext: @unchecked Sendable {
+        /// Decoded bytes a run gathers before it is written.
+        static let stagingBytes = 256 << 10
+        /// Chunks a run gathers before it is written.
+        static let runChunks = 64
+
         let decompressor = Decompressor()
         let buffer: UnsafeMutableRawBufferPointer
+        let vectors: UnsafeMutableBufferPointer<iovec>
 
         init(chunkSize: Int) {
-            buffer = .allocate(byteCount: chunkSize, alignment: 4096)
+            buffer = .allocate(byteCount: max(chunkSize, Self.stagingBytes), alignment: 4096)
             buffer.initializeMemory(as: UInt8.self, repeating: 0)
+            vectors = .allocate(capacity: Self.runChunks)
+            vectors.initialize(repeating: iovec())
         }
 
-        deinit { buffer.deallocate() }
+        deinit {
+            buffer.deallocate()
+            vectors.deallocate()
+        }
+
+        /// A writer of runs into `file` using this context's buffers.
+        func runWriter(into file: FileDescriptor) -> RunWriter {
+            RunWriter(file: file, staging: buffer, vectors: vectors)
+        }
     }
 
     private let chunkSize: Int

@@ -314,7 +314,7 @@ public final class DecodeFloor {
             let upper = min(span.end, chunkStart + Int64(frame.rawLength)) - chunkStart
             vectors[slot] = iovec(iov_base: bytes + Int(lower), iov_len: Int(upper - lower))
         }
-        try writeVectors(UnsafeMutableBufferPointer(rebasing: vectors[..<chunks]), to: file, at: span.location)
+        try file.writeAll(toAbsoluteOffset: span.location, vectors: UnsafeMutableBufferPointer(rebasing: vectors[..<chunks]))
     }
 
     private func growBuffers(chunks: Int) {
@@ -323,32 +323,6 @@ public final class DecodeFloor {
         vectors.deallocate()
         vectors = .allocate(capacity: chunks)
         vectors.initialize(repeating: iovec())
-    }
-}
-
-/// Writes every byte the vectors point at to `file` at `offset`, looping over short writes and `EINTR`,
-/// at most `IOV_MAX` (1024) vectors per call. Adjusts `vectors` as it goes. Uses the `pwritev(2)` system call.
-private func writeVectors(_ vectors: UnsafeMutableBufferPointer<iovec>, to file: FileDescriptor, at offset: Int64) throws {
-    var offset = offset
-    var first = 0
-    while first < vectors.count {
-        let count = min(vectors.count - first, 1024)
-        let written = pwritev(file.rawValue, vectors.baseAddress! + first, Int32(count), off_t(offset))
-        if written < 0 {
-            if errno == EINTR { continue }
-            throw Errno.current
-        }
-        offset += Int64(written)
-        var remaining = written
-        while first < vectors.count && remaining >= vectors[first].iov_len {
-            remaining -= vectors[first].iov_len
-            first += 1
-        }
-        if remaining > 0 {
-            vectors[first].iov_base += remaining
-            vectors[first].iov_len -= remaining
-        }
-        if written == 0 && first < vectors.count { throw Errno(rawValue: EIO) }
     }
 }
 

@@ -56,6 +56,28 @@ public struct FileDescriptor: Sendable, Hashable {
         }
     }
 
+    /// Writes every byte `vectors` point at, in order, from `offset`, looping over short writes, at most
+    /// `IOV_MAX` (1024) vectors per call. Adjusts `vectors` as it goes. Uses the `pwritev(2)` system call.
+    public func writeAll(toAbsoluteOffset offset: Int64, vectors: UnsafeMutableBufferPointer<iovec>) throws(Errno) {
+        var offset = offset
+        var first = 0
+        while first < vectors.count {
+            let count = Int32(min(vectors.count - first, 1024))
+            let written = try valueOrErrno { pwritev(rawValue, vectors.baseAddress! + first, count, off_t(offset)) }
+            if written == 0 { throw Errno(rawValue: EIO) }
+            offset += Int64(written)
+            var remaining = written
+            while first < vectors.count && remaining >= vectors[first].iov_len {
+                remaining -= vectors[first].iov_len
+                first += 1
+            }
+            if remaining > 0 {
+                vectors[first].iov_base += remaining
+                vectors[first].iov_len -= remaining
+            }
+        }
+    }
+
     /// Sets the file's length, leaving a hole when it grows. Uses the `ftruncate(2)` system call.
     public func resize(to length: Int64, retryOnInterrupt: Bool = true) throws(Errno) {
         _ = try valueOrErrno(retryOnInterrupt: retryOnInterrupt) { ftruncate(rawValue, off_t(length)) }

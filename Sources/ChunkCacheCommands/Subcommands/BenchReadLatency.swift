@@ -15,7 +15,7 @@ struct BenchReadLatency: AsyncParsableCommand {
         discussion: """
             Ingests FILE into a scratch store, warms the page cache, then runs --iterations random ranges of \
             --range-size bytes starting on --align boundaries (after a warm-up). Each range is fetched three \
-            times in a row, in the same order every iteration so they share cache conditions: by the engine \
+            times in a row, each kind first, second and third in turn so none gains from its place: by the engine \
             (fetchPartialContents, then unlinking the hand-off file); by the raw floor (create a temp file \
             O_CREAT|O_EXCL beside the engine's, ftruncate it to FILE's size, pread the range from FILE, pwrite it at \
             its offset, close, unlink); and by the decode floor (the same, but the bytes come from zstd frames \
@@ -114,19 +114,29 @@ struct BenchReadLatency: AsyncParsableCommand {
             let batch = ranges.next(min(batchSize, total - done))
             do { try decode.prepare(batch) } catch { throw benchError(error, doing: "compressing the decode floor's chunks of \(file)") }
             for range in batch {
-                let start = MonotonicClock.nanoseconds()
-                let result = try await cache.fetchPartialContents(
-                    for: id, version: put.item.itemVersion, minimalRange: range, aligningTo: Int(alignment))
-                unlink(result.url.path)
-                let engineDone = MonotonicClock.nanoseconds()
-                do { try raw.fetch(range) } catch { throw benchError(error, doing: "the raw floor on range \(range) of \(file)") }
-                let rawDone = MonotonicClock.nanoseconds()
-                do { try decode.fetch(range) } catch { throw benchError(error, doing: "the decode floor on range \(range) of \(file)") }
-                let decodeDone = MonotonicClock.nanoseconds()
+                // Each kind goes first, second and third in turn: whichever runs right after another's
+                // unlink (inode and page-cache teardown) or thread hop pays for it, so a fixed order biases.
+                var elapsed = (engine: UInt64(0), raw: UInt64(0), decode: UInt64(0))
+                for kind in MeasuredKind.order(forIteration: done) {
+                    let start = MonotonicClock.nanoseconds()
+                    switch kind {
+                    case .engine:
+                        let result = try await cache.fetchPartialContents(
+                            for: id, version: put.item.itemVersion, minimalRange: range, aligningTo: Int(alignment))
+                        unlink(result.url.path)
+                        elapsed.engine = MonotonicClock.nanoseconds() - start
+                    case .raw:
+                        do { try raw.fetch(range) } catch { throw benchError(error, doing: "the raw floor on range \(range) of \(file)") }
+                        elapsed.raw = MonotonicClock.nanoseconds() - start
+                    case .decode:
+                        do { try decode.fetch(range) } catch { throw benchError(error, doing: "the decode floor on range \(range) of \(file)") }
+                        elapsed.decode = MonotonicClock.nanoseconds() - start
+                    }
+                }
                 if done >= warmupCount {
-                    engineSamples.append(engineDone - start)
-                    rawSamples.append(rawDone - engineDone)
-                    decodeSamples.append(decodeDone - rawDone)
+                    engineSamples.append(elapsed.engine)
+                    rawSamples.append(elapsed.raw)
+                    decodeSamples.append(elapsed.decode)
                 }
                 done += 1
                 progress.show(
@@ -188,5 +198,16 @@ struct BenchReadLatency: AsyncParsableCommand {
             lines.append(label(name) + column(times(r.p50), 10) + column(times(r.p90), 10) + column(times(r.p99), 10))
         }
         return lines.joined(separator: "\n")
+    }
+}
+
+/// The three fetches of one range in `bench read-latency`, in the order one iteration runs them.
+private enum MeasuredKind: CaseIterable {
+    case engine, raw, decode
+
+    /// `engine, raw, decode` rotated by `iteration`, so each kind takes each place a third of the time.
+    static func order(forIteration iteration: Int) -> [MeasuredKind] {
+        let kinds = allCases
+        return (0..<kinds.count).map { kinds[(iteration + $0) % kinds.count] }
     }
 }

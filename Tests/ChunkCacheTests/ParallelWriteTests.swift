@@ -1,0 +1,85 @@
+import FileIO
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+@testable import ChunkCache
+
+/// The pieces a parallel fetch writes with: runs gathered into one `pwritev`, and work shared with helpers.
+@Suite struct ParallelWriteTests {
+    /// Writes drawn pieces, some decoded into staging and some borrowed, at offsets that sometimes follow
+    /// each other and sometimes jump, with room for few vectors: the file must hold exactly the model's bytes.
+    @Test("RunWriter writes every piece at its offset, across staging refills, jumps and full vector lists")
+    func runWriterMatchesModel() throws {
+        try withTemporaryDirectory { directory in
+            let path = directory + "/runs"
+            let file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+            defer { try? file.close() }
+            let size = 1 << 20
+            var model = [UInt8](repeating: 0, count: size)
+            let staging = UnsafeMutableRawBufferPointer.allocate(byteCount: 3 * 4096, alignment: 4096)
+            let vectors = UnsafeMutableBufferPointer<iovec>.allocate(capacity: 4)
+            let borrowed = TestData.random(count: size, seed: 7)
+            defer { staging.deallocate(); vectors.deallocate() }
+            var rng = SplitMix64(seed: 0xB0B)
+            var writer = RunWriter(file: file, staging: staging, vectors: vectors)
+            var offset = 0
+            var end = 0
+            var pieces = 0
+            try borrowed.withUnsafeBytes { source in
+                while true {
+                    if Int.random(in: 0..<4, using: &rng) == 0 { offset += Int.random(in: 1...8192, using: &rng) }
+                    let length = Int.random(in: 1...4096, using: &rng)
+                    guard offset + length <= size else { break }
+                    if Bool.random(using: &rng) {
+                        let space = try writer.space(length, at: Int64(offset))
+                        let fill = UInt8(truncatingIfNeeded: pieces)
+                        space.initializeMemory(as: UInt8.self, repeating: fill)
+                        try writer.append(UnsafeRawBufferPointer(space), at: Int64(offset))
+                        for i in offset..<(offset + length) { model[i] = fill }
+                    } else {
+                        try writer.append(UnsafeRawBufferPointer(rebasing: source[offset..<(offset + length)]), at: Int64(offset))
+                        model.replaceSubrange(offset..<(offset + length), with: borrowed[offset..<(offset + length)])
+                    }
+                    offset += length
+                    end = offset
+                    pieces += 1
+                }
+            }
+            try writer.flush()
+            #expect(pieces > 300)
+            let written = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+            #expect(written.count == end)
+            #expect(written == Array(model[..<end]))
+        }
+    }
+
+    /// The caller always runs the job; when `run` returns nobody is inside it and nobody enters it later,
+    /// so the job may use the caller's resources (its file, its snapshot) until then and no longer.
+    @Test("SharedWork returns only when no helper is inside the job, and no helper enters it afterwards")
+    func sharedWorkJoins() async throws {
+        final class Round: Sendable {
+            let inside = Atomic<Int>(0)
+            let returned = Atomic<Bool>(false)
+        }
+        let lateEntries = Atomic<Int>(0)
+        let helperRuns = Atomic<Int>(0)
+        for number in 0..<2_000 {
+            let round = Round()
+            let callerThread = pthread_self()
+            SharedWork.run(helpers: 1) {
+                round.inside.wrappingAdd(1, ordering: .sequentiallyConsistent)
+                if round.returned.load(ordering: .sequentiallyConsistent) { lateEntries.wrappingAdd(1, ordering: .relaxed) }
+                if pthread_equal(pthread_self(), callerThread) == 0 { helperRuns.wrappingAdd(1, ordering: .relaxed) }
+                if number % 2 == 0 { usleep(20) }
+                round.inside.wrappingSubtract(1, ordering: .sequentiallyConsistent)
+            }
+            round.returned.store(true, ordering: .sequentiallyConsistent)
+            #expect(round.inside.load(ordering: .sequentiallyConsistent) == 0)
+        }
+        // Helpers that wake late must skip the job: give the last ones time to wake, then check none ran it.
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(lateEntries.load(ordering: .relaxed) == 0)
+        #expect(helperRuns.load(ordering: .relaxed) > 0, "no helper ever joined in 2,000 rounds")
+    }
+}
