@@ -17,7 +17,7 @@ enum RangeAssembler {
     /// fetch does not keep it resident.
     static let releaseStride: Int64 = 64 << 20
     /// Bytes a parallel worker claims at a time (at least one chunk).
-    static let claimBytes = 128 << 10
+    static let claimBytes = 64 << 10
 
     /// Ranges up to this long are assembled on the calling thread (with one more worker when parallel):
     /// a few milliseconds at most, cheaper than two thread wake-ups of a hop to the blocking pool.
@@ -37,22 +37,28 @@ enum RangeAssembler {
             ? Int(min(count, Int64(ProcessInfo.processInfo.activeProcessorCount))) : 1
         if workers == 1 {
             try store.codecs.withDecoder { context in
-                try writeChunks(first..<end, of: plan, store: store, into: file, cancellation: cancellation, context: context, in: txn)
+                var run = context.runWriter(into: file)
+                try writeChunks(first..<end, of: plan, store: store, run: &run, cancellation: cancellation, context: context, in: txn)
+                try run.flush()
             }
             return
         }
         // Workers claim a few chunks at a time rather than a fixed share each: the calling thread starts at
         // once and the other joins when it wakes (tens of µs later), so neither waits on a straggler.
         let claims = ChunkClaims(first: first, end: end, claim: Int64(max(1, claimBytes >> layout.shift)))
+        let gate = WriteGate()
         SharedWork.run(helpers: workers - 1) {
             do {
                 try store.codecs.withDecoder { context in
                     try store.environment.read { txn in
+                        var run = context.runWriter(into: file, gate: gate)
                         while let indices = claims.next() {
-                            let bytes = try writeChunks(indices, of: plan, store: store, into: file,
+                            let bytes = try writeChunks(indices, of: plan, store: store, run: &run,
                                                         cancellation: cancellation, context: context, in: txn)
+                            try run.writeIfFree()
                             if claims.add(written: bytes) { store.environment.releaseMappedPages() }
                         }
+                        try run.flush()
                     }
                 }
             } catch {
@@ -62,17 +68,17 @@ enum RangeAssembler {
         if let error = claims.failure { throw error }
     }
 
-    /// Writes chunks `indices` of `plan` and returns the stored bytes written (zero chunks not counted).
+    /// Queues chunks `indices` of `plan` on `run` (which writes some as it fills) and returns their stored
+    /// bytes (zero chunks not counted). Whatever `run` still holds must be written before `txn` ends.
     @discardableResult
     private static func writeChunks<T: TransactionReading & ~Copyable>(
-        _ indices: Range<Int64>, of plan: FetchPlan, store: Store, into file: FileDescriptor,
+        _ indices: Range<Int64>, of plan: FetchPlan, store: Store, run: inout RunWriter,
         cancellation: CancellationFlag, context: CodecPool.DecodeContext, in txn: borrowing T
     ) throws -> Int64 {
         let layout = plan.version.layout
         let size = plan.version.size
         let dbs = store.dbs
         var written: Int64 = 0
-        var run = context.runWriter(into: file)
         var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
         for index in indices {
             try cancellation.check()
@@ -96,7 +102,6 @@ enum RangeAssembler {
                 throw CacheError(.versionNoLongerAvailable, "chunk \(index) of item \"\(plan.item.identifier)\" left the cache during the fetch; retry")
             }
         }
-        try run.flush()
         return written
     }
 }

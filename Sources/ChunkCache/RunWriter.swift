@@ -1,36 +1,52 @@
+import Dispatch
 import FileIO
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Gathers chunks that follow each other in a file and writes them with one `pwritev`.
+/// Gathers chunks for a file and writes each run of consecutive ones with one `pwritev`.
 ///
-/// Writes to one file take its inode lock, so two workers writing chunk by chunk wait on each other (and
-/// spin while they wait) once per chunk; one call per run of chunks also saves the system calls. Raw chunks
-/// are written straight from where they lie (LMDB's map, the zero buffer); decoded ones wait in `staging`
-/// until the run is written. Everything queued must stay valid until ``flush()``: call it before the read
-/// transaction the chunks came from ends.
+/// Writes to one file take its inode lock, and a second writer spins in the kernel until the first is done:
+/// a third of the CPU time of a whole-file fetch went there when page-cache copies were slow. So workers that
+/// share a file also share a ``WriteGate``: a worker finding it taken keeps its runs and decodes more
+/// instead, and waits only when its staging buffer or vectors are full. Raw chunks are written straight from
+/// where they lie (LMDB's map, the zero buffer); decoded ones wait in `staging` until they are written.
+/// Everything queued must stay valid until ``flush()``: call it before the read transaction the chunks came
+/// from ends.
 struct RunWriter: ~Copyable {
+    /// Where a run of consecutive bytes starts: its file offset and its first vector.
+    struct RunStart {
+        var offset: Int64
+        var firstVector: Int
+    }
+
     private let file: FileDescriptor
+    private let gate: WriteGate?
     private let staging: UnsafeMutableRawBufferPointer
     private let vectors: UnsafeMutableBufferPointer<iovec>
+    private let runStarts: UnsafeMutableBufferPointer<RunStart>
     private var queued = 0
+    private var runs = 0
     private var stagingUsed = 0
-    private var runStart: Int64 = 0
     private var runEnd: Int64 = 0
 
     /// - Parameters:
+    ///   - gate: Shared by every worker writing `file`; nil when this is the only one.
     ///   - staging: Room for decoded chunks, at least one chunk long; reused, already touched.
     ///   - vectors: Room for the most chunks one write takes.
-    init(file: FileDescriptor, staging: UnsafeMutableRawBufferPointer, vectors: UnsafeMutableBufferPointer<iovec>) {
+    ///   - runStarts: Room for the most separate runs held at once.
+    init(file: FileDescriptor, gate: WriteGate?, staging: UnsafeMutableRawBufferPointer,
+         vectors: UnsafeMutableBufferPointer<iovec>, runStarts: UnsafeMutableBufferPointer<RunStart>) {
         self.file = file
+        self.gate = gate
         self.staging = staging
         self.vectors = vectors
+        self.runStarts = runStarts
     }
 
-    /// Room in `staging` to decode `length` bytes that go at `offset`; writes the run first when they
-    /// cannot join it.
+    /// Room in `staging` to decode `length` bytes that go at `offset`, writing what is queued first when
+    /// there is no room.
     mutating func space(_ length: Int, at offset: Int64) throws(Errno) -> UnsafeMutableRawBufferPointer {
         precondition(length <= staging.count, "a chunk is larger than the staging buffer")
         try makeRoom(at: offset)
@@ -38,29 +54,69 @@ struct RunWriter: ~Copyable {
         return UnsafeMutableRawBufferPointer(rebasing: staging[stagingUsed..<(stagingUsed + length)])
     }
 
-    /// Queues `bytes` for `offset`. Bytes decoded into the latest ``space(_:at:)`` stay reserved until the
-    /// run is written; any other bytes must outlive the next ``flush()``.
+    /// Queues `bytes` for `offset`. Bytes decoded into the latest ``space(_:at:)`` stay reserved until they
+    /// are written; any other bytes must outlive the next ``flush()``.
     mutating func append(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) {
         guard bytes.count > 0 else { return }
         try makeRoom(at: offset)
         if bytes.baseAddress == UnsafeRawPointer(staging.baseAddress! + stagingUsed) { stagingUsed += bytes.count }
-        if queued == 0 { runStart = offset }
+        if queued == 0 || offset != runEnd {
+            runStarts[runs] = RunStart(offset: offset, firstVector: queued)
+            runs += 1
+        }
         vectors[queued] = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
         queued += 1
         runEnd = offset + Int64(bytes.count)
     }
 
-    /// Writes the queued run.
-    mutating func flush() throws(Errno) {
+    /// Writes what is queued if no other worker is writing the file; otherwise keeps it for later.
+    mutating func writeIfFree() throws(Errno) {
         guard queued > 0 else { return }
-        let count = queued
-        queued = 0
-        stagingUsed = 0
-        try file.writeAll(toAbsoluteOffset: runStart, vectors: UnsafeMutableBufferPointer(rebasing: vectors[..<count]))
+        guard let gate else { return try writeQueued() }
+        guard gate.enterIfFree() else { return }
+        defer { gate.leave() }
+        try writeQueued()
     }
 
-    /// Writes the queued run when `offset` does not continue it or no vector is left.
-    private mutating func makeRoom(at offset: Int64) throws(Errno) {
-        if queued > 0 && (offset != runEnd || queued == vectors.count) { try flush() }
+    /// Writes what is queued, waiting for the file if another worker is writing it.
+    mutating func flush() throws(Errno) {
+        guard queued > 0 else { return }
+        guard let gate else { return try writeQueued() }
+        gate.enter()
+        defer { gate.leave() }
+        try writeQueued()
     }
+
+    private mutating func writeQueued() throws(Errno) {
+        let (count, runCount) = (queued, runs)
+        queued = 0
+        runs = 0
+        stagingUsed = 0
+        for run in 0..<runCount {
+            let start = runStarts[run]
+            let end = run + 1 < runCount ? runStarts[run + 1].firstVector : count
+            try file.writeAll(toAbsoluteOffset: start.offset, vectors: UnsafeMutableBufferPointer(rebasing: vectors[start.firstVector..<end]))
+        }
+    }
+
+    /// Writes what is queued when bytes for `offset` would need a vector or a run that is not left.
+    private mutating func makeRoom(at offset: Int64) throws(Errno) {
+        let continuesRun = queued > 0 && offset == runEnd
+        if queued == vectors.count || (!continuesRun && runs == runStarts.count) { try flush() }
+    }
+}
+
+/// Lets one worker at a time write a file: the others find out without waiting and carry on decoding, or
+/// sleep when they have nothing else to do. A semaphore, not `Mutex`: that one's priority-inheritance futex
+/// spins in the kernel while the holder runs, which is the waste this avoids.
+final class WriteGate: Sendable {
+    private let semaphore = DispatchSemaphore(value: 1)
+
+    /// Takes the gate if nobody holds it.
+    func enterIfFree() -> Bool { semaphore.wait(timeout: .now()) == .success }
+
+    /// Takes the gate, sleeping while another worker holds it.
+    func enter() { semaphore.wait() }
+
+    func leave() { semaphore.signal() }
 }

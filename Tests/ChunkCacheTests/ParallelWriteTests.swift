@@ -8,9 +8,11 @@ import Testing
 /// The pieces a parallel fetch writes with: runs gathered into one `pwritev`, and work shared with helpers.
 @Suite struct ParallelWriteTests {
     /// Writes drawn pieces, some decoded into staging and some borrowed, at offsets that sometimes follow
-    /// each other and sometimes jump, with room for few vectors: the file must hold exactly the model's bytes.
-    @Test("RunWriter writes every piece at its offset, across staging refills, jumps and full vector lists")
-    func runWriterMatchesModel() throws {
+    /// each other and sometimes jump, with room for few vectors and runs, sometimes finding the gate taken:
+    /// the file must hold exactly the model's bytes.
+    @Test("RunWriter writes every piece at its offset, across staging refills, jumps, full lists and a busy gate",
+          arguments: [false, true])
+    func runWriterMatchesModel(gated: Bool) throws {
         try withTemporaryDirectory { directory in
             let path = directory + "/runs"
             let file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
@@ -18,14 +20,17 @@ import Testing
             let size = 1 << 20
             var model = [UInt8](repeating: 0, count: size)
             let staging = UnsafeMutableRawBufferPointer.allocate(byteCount: 3 * 4096, alignment: 4096)
-            let vectors = UnsafeMutableBufferPointer<iovec>.allocate(capacity: 4)
+            let vectors = UnsafeMutableBufferPointer<iovec>.allocate(capacity: 6)
+            let runStarts = UnsafeMutableBufferPointer<RunWriter.RunStart>.allocate(capacity: 3)
             let borrowed = TestData.random(count: size, seed: 7)
-            defer { staging.deallocate(); vectors.deallocate() }
+            defer { staging.deallocate(); vectors.deallocate(); runStarts.deallocate() }
+            let gate = gated ? WriteGate() : nil
             var rng = SplitMix64(seed: 0xB0B)
-            var writer = RunWriter(file: file, staging: staging, vectors: vectors)
+            var writer = RunWriter(file: file, gate: gate, staging: staging, vectors: vectors, runStarts: runStarts)
             var offset = 0
             var end = 0
             var pieces = 0
+            var busyChecks = 0
             try borrowed.withUnsafeBytes { source in
                 while true {
                     if Int.random(in: 0..<4, using: &rng) == 0 { offset += Int.random(in: 1...8192, using: &rng) }
@@ -44,9 +49,22 @@ import Testing
                     offset += length
                     end = offset
                     pieces += 1
+                    // Now and then another worker holds the gate: writeIfFree must keep the runs for later
+                    // (offsets only grow, so a write would lengthen the file).
+                    if let gate, Int.random(in: 0..<3, using: &rng) == 0 {
+                        #expect(gate.enterIfFree())
+                        let before = try file.status().st_size
+                        try writer.writeIfFree()
+                        #expect(try file.status().st_size == before)
+                        gate.leave()
+                        busyChecks += 1
+                    } else {
+                        try writer.writeIfFree()
+                    }
                 }
             }
             try writer.flush()
+            #expect(!gated || busyChecks > 50)
             #expect(pieces > 300)
             let written = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
             #expect(written.count == end)
