@@ -17,7 +17,7 @@ enum RangeAssembler {
     /// fetch does not keep it resident.
     static let releaseStride: Int64 = 64 << 20
     /// Bytes a parallel worker claims at a time (at least one chunk).
-    static let claimBytes = 64 << 10
+    static let claimBytes = 128 << 10
 
     /// Ranges up to this long are assembled on the calling thread (with one more worker when parallel):
     /// a few milliseconds at most, cheaper than two thread wake-ups of a hop to the blocking pool.
