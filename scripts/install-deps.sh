@@ -2,9 +2,9 @@
 # Installs the Debian packages the build and the tests need, only those missing.
 #   liblmdb-dev libzstd-dev libxxhash-dev pkg-config: the C libraries the package links (pkg-config names
 #   lmdb, libzstd, libxxhash); xfsprogs: mkfs.xfs for the reflink test; lmdb-utils: mdb_stat for looking
-#   inside a store; zstd: the CLI the benchmarks compare against.
+#   inside a store; zstd: the CLI the benchmarks compare against; jq: run.sh reads JSON with it.
 set -euo pipefail
-packages=(liblmdb-dev libzstd-dev libxxhash-dev pkg-config xfsprogs lmdb-utils zstd)
+packages=(liblmdb-dev libzstd-dev libxxhash-dev pkg-config xfsprogs lmdb-utils zstd jq)
 missing=()
 for package in "${packages[@]}"; do
     dpkg -s "$package" 2>/dev/null | grep -q '^Status: install ok installed' || missing+=("$package")
