@@ -41,6 +41,11 @@ enum ChunkCodec {
         XXH3_64bits(bytes.baseAddress, bytes.count)
     }
 
+    /// Whether a stored value holds a zstd frame (decoding needed) rather than raw bytes.
+    static func isCompressed(_ stored: UnsafeRawBufferPointer) -> Bool {
+        stored.count >= headerSize && stored[0] == Encoding.zstd.rawValue
+    }
+
     /// The raw bytes of a chunk, checked: borrowed from `stored` when it is raw, else decoded into `buffer`.
     ///
     /// - Parameters:

@@ -33,7 +33,7 @@ enum RangeAssembler {
         let first = plan.retrieved.location >> layout.shift
         let end = (plan.retrieved.end - 1) >> layout.shift + 1
         let count = end - first
-        let workers = plan.retrieved.length >= parallelThreshold
+        let workers = try plan.retrieved.length >= parallelThreshold && startsWithCompressedChunks(plan, store: store, from: first, in: txn)
             ? Int(min(count, Int64(ProcessInfo.processInfo.activeProcessorCount))) : 1
         if workers == 1 {
             try store.codecs.withDecoder { context in
@@ -66,6 +66,23 @@ enum RangeAssembler {
             }
         }
         if let error = claims.failure { throw error }
+    }
+
+    /// Whether one of the first stored chunks from `first` on is compressed. Only decoding is worth a second
+    /// core: raw chunks are copies into the page cache, which one file takes one at a time, so a helper
+    /// would only add its wake-up (a 1 MiB range of raw chunks took 1.8× as long with two workers).
+    private static func startsWithCompressedChunks<T: TransactionReading & ~Copyable>(
+        _ plan: FetchPlan, store: Store, from first: Int64, in txn: borrowing T
+    ) throws -> Bool {
+        let probes: Int64 = 4
+        let dbs = store.dbs
+        var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
+        for index in first..<min(first + probes, plan.version.layout.chunkCount(forLength: plan.version.size)) {
+            guard case .stored(let digest) = try cursor.entry(index, in: txn),
+                  let stored = try digest.withUnsafeBytes({ try txn.get(dbs.chunks, key: $0) }) else { continue }
+            if ChunkCodec.isCompressed(stored) { return true }
+        }
+        return false
     }
 
     /// Queues chunks `indices` of `plan` on `run` (which writes some as it fills) and returns their stored
