@@ -21,12 +21,16 @@ struct RunWriter: ~Copyable {
         var firstVector: Int
     }
 
+    /// Bytes queued at most before they are written, whatever holds them.
+    static let mostQueuedBytes = 8 << 20
+
     private let file: FileDescriptor
     private let gate: WriteGate?
     private let staging: UnsafeMutableRawBufferPointer
     private let vectors: UnsafeMutableBufferPointer<iovec>
     private let runStarts: UnsafeMutableBufferPointer<RunStart>
     private var queued = 0
+    private var queuedBytes = 0
     private var runs = 0
     private var stagingUsed = 0
     private var runEnd: Int64 = 0
@@ -66,7 +70,10 @@ struct RunWriter: ~Copyable {
         }
         vectors[queued] = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
         queued += 1
+        queuedBytes += bytes.count
         runEnd = offset + Int64(bytes.count)
+        // Raw chunks take no staging: bound them too, so one write stays short (cancellation waits for it).
+        if queuedBytes >= Self.mostQueuedBytes { try flush() }
     }
 
     /// Writes what is queued if no other worker is writing the file; otherwise keeps it for later.
@@ -90,6 +97,7 @@ struct RunWriter: ~Copyable {
     private mutating func writeQueued() throws(Errno) {
         let (count, runCount) = (queued, runs)
         queued = 0
+        queuedBytes = 0
         runs = 0
         stagingUsed = 0
         for run in 0..<runCount {
