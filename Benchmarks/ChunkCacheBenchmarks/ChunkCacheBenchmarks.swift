@@ -29,7 +29,7 @@ let benchmarks: @Sendable () -> Void = {
 
     for partial in PartialCase.all {
         let base = partial.isDefault ? settings.partialFetch : settings.partialFetchVariant
-        var configuration = settings.engineFetch(base)
+        var configuration = settings.engineFetch(base, sharesWork: partial.mayShareWork)
         configuration.tags = partial.tags
 
         // The engine: fetchPartialContents, then unlink the hand-off file (the unlink is measured, as the

@@ -50,6 +50,10 @@ struct PartialCase: Sendable {
         return Int(min(dataset.size, (length + 2 * unit - 1) / unit * unit + unit))
     }
 
+    /// Whether a fetch of this case can retrieve enough to be shared with a helper thread (the engine's
+    /// `RangeAssembler.parallelThreshold`, 256 KiB, for compressed chunks).
+    var mayShareWork: Bool { dataset == .text && largestRetrieved >= 256 << 10 }
+
     static let chunkShifts = [14, 16, 18]
     static let lengths: [Int64] = [4 << 10, 64 << 10, 1 << 20]
     static let alignments: [Int64] = [4 << 10, 1 << 20]
