@@ -390,7 +390,8 @@ if ((!smoke)) && [[ -z "$filter" || "partial: engine fetch" =~ $filter ]]; then
 fi
 
 # The smoke run checks the malloc counts of the engine's partial fetches against Benchmarks/Thresholds (p90
-# of a few iterations each, within ±BenchSettings.mallocTolerance); never timings.
+# of a few iterations each, within ±BenchSettings.mallocTolerance, or ±sharedWorkMallocTolerance for
+# fetches that may use a helper thread); never timings.
 if ((smoke)) && [[ -z "$filter" ]]; then
     echo
     echo "== checking malloc counts against $thresholds_dir"
