@@ -9,9 +9,9 @@ import Glibc
 /// calling thread has finished it and no helper is still inside it.
 ///
 /// A helper that wakes after that skips the job. `DispatchQueue.concurrentPerform` instead waits for every
-/// helper to wake, run and leave, and the last wake-up of that hand-shake cost 50–150 µs here: as much as
-/// the second core saves on a 1 MiB range. The job must share its work out itself (for example by claiming
-/// pieces from an atomic counter) so that whichever threads turn up finish it.
+/// helper it woke to run and leave, however late it wakes (30-150 µs here, for a job of a few hundred). The
+/// job must share its work out itself (for example by claiming pieces from an atomic counter) so that
+/// whichever threads turn up finish it.
 final class SharedWork: Sendable {
     private let inside = Atomic<Int>(0)
     private let closed = Atomic<Bool>(false)
