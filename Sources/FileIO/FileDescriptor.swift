@@ -61,7 +61,9 @@ public struct FileDescriptor: Sendable, Hashable {
     public func writeAll(toAbsoluteOffset offset: Int64, vectors: UnsafeMutableBufferPointer<iovec>) throws(Errno) {
         var offset = offset
         var first = 0
-        while first < vectors.count {
+        while true {
+            while first < vectors.count && vectors[first].iov_len == 0 { first += 1 }
+            guard first < vectors.count else { return }
             let count = Int32(min(vectors.count - first, 1024))
             let written = try valueOrErrno { pwritev(rawValue, vectors.baseAddress! + first, count, off_t(offset)) }
             if written == 0 { throw Errno(rawValue: EIO) }

@@ -51,6 +51,34 @@ import Glibc
         }
     }
 
+    /// More vectors than one `pwritev` takes (IOV_MAX, 1024), some of them empty, and all-empty lists.
+    @Test(arguments: [0, 1, 1023, 1024, 1025, 3000])
+    func vectoredWritesArriveWholeAndInOrder(count: Int) throws {
+        try withTemporaryDirectory { dir throws in
+            try withNewFile(dir + "/file") { fd throws in
+                var rng = SplitMix64(seed: UInt64(count))
+                let pieces = (0..<count).map { index in
+                    index % 7 == 3 ? [] : TestData.random(count: Int.random(in: 1...700, using: &rng), seed: UInt64(index))
+                }
+                let expected = pieces.flatMap { $0 }
+                let buffers = pieces.map { piece in
+                    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(piece.count, 1), alignment: 1)
+                    buffer.copyBytes(from: piece)
+                    return buffer
+                }
+                defer { buffers.forEach { $0.deallocate() } }
+                let vectors = UnsafeMutableBufferPointer<iovec>.allocate(capacity: max(count, 1))
+                defer { vectors.deallocate() }
+                for (index, piece) in pieces.enumerated() {
+                    vectors[index] = iovec(iov_base: buffers[index].baseAddress, iov_len: piece.count)
+                }
+                try fd.writeAll(toAbsoluteOffset: 4096, vectors: UnsafeMutableBufferPointer(rebasing: vectors[..<count]))
+                #expect(try fd.length == (expected.isEmpty ? 0 : 4096 + Int64(expected.count)))
+                #expect(try fd.read(count: expected.count, at: 4096) == expected)
+            }
+        }
+    }
+
     @Test func aLargeWriteArrivesWhole() throws {
         try withTemporaryDirectory { dir throws in
             try withNewFile(dir + "/file") { fd throws in
