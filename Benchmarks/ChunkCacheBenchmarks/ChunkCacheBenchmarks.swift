@@ -173,7 +173,7 @@ let benchmarks: @Sendable () -> Void = {
 
 // MARK: - Engine benchmarks
 
-/// `fetchPartialContents` of a random 4 KiB-aligned range of a warm store, then `unlink` of the hand-off file.
+/// The completion-handler `fetchPartialContents` of a random 4 KiB-aligned range of a warm store.
 final class PartialFetch: @unchecked Sendable {  // used by one iteration at a time
     let store: PreparedStore
     let length: Int64
@@ -186,14 +186,6 @@ final class PartialFetch: @unchecked Sendable {  // used by one iteration at a t
         try store.warm()
     }
 
-    func iterate(_ benchmark: Benchmark) async throws {
-        let range = ByteRange(location: ranges.nextLocation(), length: length)
-        benchmark.startMeasurement()
-        let result = try await store.cache.fetchPartialContents(
-            for: store.item, version: store.version, minimalRange: range, aligningTo: 4096)
-        result.url.withUnsafeFileSystemRepresentation { _ = unlink($0!) }
-        benchmark.stopMeasurement()
-    }
 }
 
 extension PartialFetch {

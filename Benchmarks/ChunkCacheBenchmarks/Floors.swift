@@ -19,13 +19,6 @@ import ZstdKit
 let chunkShift = 16
 let chunkSize = 1 << chunkShift
 
-/// A page-aligned buffer whose pages are touched up front, so no floor pays first-touch page faults.
-func touchedBuffer(_ count: Int) -> UnsafeMutableRawBufferPointer {
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(count, 1), alignment: 4096)
-    buffer.initializeMemory(as: UInt8.self, repeating: 0)
-    return buffer
-}
-
 /// A temp-file name for one floor process, reused every iteration (each iteration unlinks it again).
 func floorTempPath(in directory: String) -> String { "\(directory)/floor-\(getpid())" }
 
@@ -48,7 +41,6 @@ struct FramesFile {
     let size: Int64
 
     var chunkCount: Int { lengths.count }
-    var zeroChunks: Int { lengths.count { $0 == 0 } }
 
     func rawLength(ofChunk index: Int) -> Int { Int(min(Int64(chunkSize), size - (Int64(index) << chunkShift))) }
 

@@ -65,7 +65,7 @@ enum FetchPlanner {
             }
             for version in candidates {
                 let range = minimal.map {
-                    retrievedRange(for: $0, alignment: Int64(alignment), chunkSize: Int64(version.layout.chunkSize), size: version.size)
+                    version.layout.retrievedRange(for: $0, aligningTo: Int64(alignment), length: version.size)
                 } ?? ByteRange(location: 0, length: version.size)
                 if let zeros = try availability(of: version, range: range, in: txn, dbs) {
                     return FetchPlan(item: item, version: version, retrieved: range, hasZeroChunks: zeros,

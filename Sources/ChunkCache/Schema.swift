@@ -80,7 +80,7 @@ struct DomainRecord {
     var version: UInt64
     var createdAt: Double
     /// Processes whose fetches get `noPermission` (exact, case-sensitive names).
-    var nonMaterializingProcesses: [String]
+    var nonMaterializingProcesses: [String] = []
 
     func encoded() -> [UInt8] {
         var w = ByteWriter()
@@ -90,13 +90,9 @@ struct DomainRecord {
         for name in nonMaterializingProcesses { w.appendPrefixed(name) }
         return w.bytes
     }
+}
 
-    init(version: UInt64, createdAt: Double, nonMaterializingProcesses: [String] = []) {
-        self.version = version
-        self.createdAt = createdAt
-        self.nonMaterializingProcesses = nonMaterializingProcesses
-    }
-
+extension DomainRecord {
     init(decoding raw: UnsafeRawBufferPointer) throws(CacheError) {
         var r = ByteReader(raw, what: "domain")
         version = try r.read()
@@ -114,7 +110,7 @@ struct ItemRecord: Sendable {
     var filename: String
     var kind: ItemKind
     var metadataVersion: [UInt8]
-    var symlinkTarget: String
+    var symlinkTarget: String = ""
     var createdAt: Double
 
     func encoded() -> [UInt8] {
@@ -128,18 +124,9 @@ struct ItemRecord: Sendable {
         w.appendPrefixed(symlinkTarget)
         return w.bytes
     }
+}
 
-    init(identifier: String, parent: String, filename: String, kind: ItemKind, metadataVersion: [UInt8],
-         symlinkTarget: String = "", createdAt: Double) {
-        self.identifier = identifier
-        self.parent = parent
-        self.filename = filename
-        self.kind = kind
-        self.metadataVersion = metadataVersion
-        self.symlinkTarget = symlinkTarget
-        self.createdAt = createdAt
-    }
-
+extension ItemRecord {
     init(decoding raw: UnsafeRawBufferPointer) throws(CacheError) {
         var r = ByteReader(raw, what: "item")
         guard let kind = ItemKind(rawValue: try r.read()) else {
@@ -179,17 +166,10 @@ struct VersionRecord: Sendable {
         return w.bytes
     }
 
-    init(contentVersion: [UInt8], manifestID: UInt64, size: Int64, chunkShift: Int, sequence: UInt64,
-         createdAt: Double, root: ChunkDigest) {
-        self.contentVersion = contentVersion
-        self.manifestID = manifestID
-        self.size = size
-        self.chunkShift = chunkShift
-        self.sequence = sequence
-        self.createdAt = createdAt
-        self.root = root
-    }
+    var layout: ChunkLayout { ChunkLayout(uncheckedShift: chunkShift) }
+}
 
+extension VersionRecord {
     init(decoding raw: UnsafeRawBufferPointer) throws(CacheError) {
         var r = ByteReader(raw, what: "version")
         manifestID = try r.read()
@@ -206,8 +186,6 @@ struct VersionRecord: Sendable {
             throw CacheError(.corruptData, "a version record has an impossible size or chunk size; run `chunkcache verify`")
         }
     }
-
-    var layout: ChunkLayout { ChunkLayout(uncheckedShift: chunkShift) }
 }
 
 /// A chunk's reference count and sizes.
@@ -224,13 +202,9 @@ struct ChunkRef {
         w.append(storedLength)
         return w.bytes
     }
+}
 
-    init(count: UInt64, rawLength: UInt32, storedLength: UInt32) {
-        self.count = count
-        self.rawLength = rawLength
-        self.storedLength = storedLength
-    }
-
+extension ChunkRef {
     init(decoding raw: UnsafeRawBufferPointer) throws(CacheError) {
         var r = ByteReader(raw, what: "chunk reference")
         count = try r.read()
@@ -250,12 +224,9 @@ struct PendingRecord {
         w.append(startedAt)
         return w.bytes
     }
+}
 
-    init(processID: Int32, startedAt: Double) {
-        self.processID = processID
-        self.startedAt = startedAt
-    }
-
+extension PendingRecord {
     init(decoding raw: UnsafeRawBufferPointer) throws(CacheError) {
         var r = ByteReader(raw, what: "pending manifest")
         processID = try r.read()

@@ -114,6 +114,13 @@ public struct ChunkLayout: Hashable, Sendable, CustomStringConvertible {
         return ByteRange(location: start, length: min(Int64(chunkSize), length - start))
     }
 
+    /// The range a fetch of `minimal` aligned to `alignment` retrieves from a file of `length` bytes
+    /// (CONTRACT §3): both ends clamped to the file, the start rounded down and the end rounded up to
+    /// `max(alignment, chunkSize)`, the end capped at `length`.
+    public func retrievedRange(for minimal: ByteRange, aligningTo alignment: Int64, length: Int64) -> ByteRange {
+        FetchPlanner.retrievedRange(for: minimal, alignment: alignment, chunkSize: Int64(chunkSize), size: length)
+    }
+
     public var description: String { formatSize(Int64(chunkSize)) }
 }
 

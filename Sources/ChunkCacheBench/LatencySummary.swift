@@ -7,35 +7,23 @@ import Glibc
 /// Percentiles are nearest-rank: `p50` is the smallest sample at or above half of the samples, so every
 /// reported figure is one that was measured, and `p50 ≤ p90 ≤ p99` always holds.
 public struct LatencySummary: Sendable, Hashable {
-    /// How many samples were summarized.
-    public let count: Int
     /// The median.
     public let p50: UInt64
     /// The 90th percentile.
     public let p90: UInt64
     /// The 99th percentile.
     public let p99: UInt64
-    /// The fastest sample.
-    public let min: UInt64
-    /// The slowest sample.
-    public let max: UInt64
-    /// The arithmetic mean, rounded down.
-    public let mean: UInt64
 
     /// Summarizes `samples` (any order); all zero when empty.
     public init(_ samples: [UInt64]) {
         let sorted = samples.sorted()
-        count = sorted.count
         func percentile(_ p: Double) -> UInt64 {
             guard !sorted.isEmpty else { return 0 }
-            return sorted[Swift.min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
+            return sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.up)) - 1)]
         }
         p50 = percentile(0.50)
         p90 = percentile(0.90)
         p99 = percentile(0.99)
-        min = sorted.first ?? 0
-        max = sorted.last ?? 0
-        mean = sorted.isEmpty ? 0 : UInt64(sorted.reduce(0.0) { $0 + Double($1) } / Double(sorted.count))
     }
 
     /// `nanoseconds` in microseconds.

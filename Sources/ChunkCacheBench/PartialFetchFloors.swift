@@ -216,12 +216,6 @@ public final class DecodeFloor {
         max(1, length >> layout.shift + 2)
     }
 
-    /// The chunks held in memory.
-    public var preparedChunks: Int { frames.count }
-
-    /// The bytes the held chunks take in memory (frames, or raw bytes where compression did not pay).
-    public var preparedBytes: Int { frames.values.reduce(0) { $0 + $1.bytes.count } }
-
     /// The bytes a fetch of `range` writes: `range` clamped to the file, widened to whole chunks (or
     /// alignment units) with `roundingToChunks`.
     public func span(of range: ByteRange) -> ByteRange {
@@ -328,16 +322,14 @@ public final class DecodeFloor {
 
 // MARK: - Shared parts
 
-/// The bytes a floor handles for `range`: clamped to `[0, size)`, widened if asked to whole multiples of
-/// `max(alignment, chunkSize)` (FetchPlanner's rule for `aligningTo:`), the end capped at `size`.
+/// The bytes a floor handles for `range`: clamped to `[0, size)`, widened if asked to the range a fetch
+/// `aligningTo: alignment` retrieves (``ChunkLayout/retrievedRange(for:aligningTo:length:)``, the engine's rule).
 func floorSpan(of range: ByteRange, size: Int64, layout: ChunkLayout, roundingToChunks: Bool, alignment: Int = 1) -> ByteRange {
     let start = min(max(range.location, 0), size)
     let end = min(max(range.location + max(range.length, 0), start), size)
-    guard roundingToChunks, end > start else { return ByteRange(location: start, length: end - start) }
-    let mask = Int64(max(alignment, layout.chunkSize)) - 1
-    let lower = start & ~mask
-    let upper = min(size, (end + mask) & ~mask)
-    return ByteRange(location: lower, length: upper - lower)
+    let clamped = ByteRange(location: start, length: end - start)
+    guard roundingToChunks, end > start else { return clamped }
+    return layout.retrievedRange(for: clamped, aligningTo: Int64(alignment), length: size)
 }
 
 /// Opens a floor's original file for reading and returns it with its size, after checking that `alignment`
@@ -358,7 +350,7 @@ private func floorBufferLength(_ maximumLength: Int, layout: ChunkLayout, roundi
 }
 
 /// A page-aligned buffer whose pages are touched up front, so no measured call pays first-touch faults.
-func touchedBuffer(_ count: Int) -> UnsafeMutableRawBufferPointer {
+public func touchedBuffer(_ count: Int) -> UnsafeMutableRawBufferPointer {
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(count, 1), alignment: 4096)
     buffer.initializeMemory(as: UInt8.self, repeating: 0)
     return buffer

@@ -1,16 +1,13 @@
 import Foundation
 
 /// A JSON value with keys kept in the order written, so output is stable and reads like the contract.
-public enum JSON: Sendable, Equatable {
+public enum JSON: Sendable {
     case string(String)
     case int(Int64)
     case double(Double)
-    case bool(Bool)
     case array([JSON])
     case object([(String, JSON)])
-    case null
 
-    public static func == (a: JSON, b: JSON) -> Bool { a.rendered == b.rendered }
 
     /// Compact JSON text.
     public var rendered: String {
@@ -18,8 +15,6 @@ public enum JSON: Sendable, Equatable {
         case .string(let s): return JSON.quote(s)
         case .int(let n): return String(n)
         case .double(let d): return d.isFinite ? String(format: "%.4f", d) : "null"
-        case .bool(let b): return b ? "true" : "false"
-        case .null: return "null"
         case .array(let items): return "[" + items.map(\.rendered).joined(separator: ",") + "]"
         case .object(let pairs): return "{" + pairs.map { JSON.quote($0.0) + ":" + $0.1.rendered }.joined(separator: ",") + "}"
         }
@@ -40,10 +35,4 @@ public enum JSON: Sendable, Equatable {
         }
         return out + "\""
     }
-}
-
-extension JSON: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral {
-    public init(stringLiteral value: String) { self = .string(value) }
-    public init(integerLiteral value: Int64) { self = .int(value) }
-    public init(booleanLiteral value: Bool) { self = .bool(value) }
 }

@@ -123,7 +123,7 @@ struct BenchReadLatency: AsyncParsableCommand {
                     case .engine:
                         let result = try await cache.fetchPartialContents(
                             for: id, version: put.item.itemVersion, minimalRange: range, aligningTo: Int(alignment))
-                        unlink(result.url.path)
+                        result.url.withUnsafeFileSystemRepresentation { _ = unlink($0!) }
                         elapsed.engine = MonotonicClock.nanoseconds() - start
                     case .raw:
                         do { try raw.fetch(range) } catch { throw benchError(error, doing: "the raw floor on range \(range) of \(file)") }
