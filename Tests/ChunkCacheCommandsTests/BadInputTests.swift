@@ -185,7 +185,7 @@ struct BadInputTests {
         try withTemporaryDirectory { dir in
             let result = try runCLI(["--store", dir + "/store", "--json"])
             #expect(!result.terminatedBySignal)
-            #expect(result.exitCode == 64 || result.exitCode == 0, "\(result)")
+            expectError(result, exit: 64, code: "invalidArgument", mentions: ["no command"])
             #expect(!result.stderr.contains("'--store'"), "--store is a valid option: \(result.stderr)")
         }
     }

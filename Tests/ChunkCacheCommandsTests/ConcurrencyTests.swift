@@ -60,7 +60,8 @@ struct ConcurrencyTests {
                 #expect(putResult.exitCode == 0 && !putResult.terminatedBySignal, "\(putResult)")
                 for (request, result) in zip(requests, results) {
                     #expect(result.exitCode == 0 && !result.terminatedBySignal, "\(result)")
-                    guard result.exitCode == 0, let json = try? result.json() else { continue }
+                    guard result.exitCode == 0 else { continue }  // already reported just above
+                    let json = try result.json()
                     try expectItemObject(json["item"], domain: "d", id: "static", size: size, contentVersion: "s1")
                     try expectFetchRules(json, content: content, start: request.start, length: request.length, alignment: request.alignment)
                     #expect(try json.retrievedRange() == expectedRetrievedRange(
@@ -102,7 +103,8 @@ struct ConcurrencyTests {
             var versions = Set<String>()
             for result in results {
                 #expect(result.exitCode == 0 && !result.terminatedBySignal, "\(result)")
-                if result.arguments.contains("same"), let json = try? result.json() {
+                if result.arguments.contains("same") && result.exitCode == 0 {
+                    let json = try result.json()
                     versions.insert(try expectItemObject(json["item"], domain: "d", id: "same", size: 3_000_000).contentVersion)
                 }
             }
@@ -150,7 +152,8 @@ struct ConcurrencyTests {
                 for (process, start, length) in fetches {
                     let result = process.wait()
                     #expect(result.exitCode == 0 && !result.terminatedBySignal, "\(result)")
-                    guard result.exitCode == 0, let json = try? result.json() else { continue }
+                    guard result.exitCode == 0 else { continue }  // already reported just above
+                    let json = try result.json()
                     let version = try expectItemObject(json["item"], domain: "d", id: "live", size: 1 << 20).contentVersion
                     let content = try #require(contents[version], "a version that was never put: \(version)")
                     #expect(["v\(round - 1)", "v\(round)"].contains(version), "round \(round) served \(version)")
