@@ -70,6 +70,34 @@ import Testing
         }
     }
 
+    /// CONTRACT §3: Swift `Task` cancellation stops a fetch and a put in flight with `userCancelled`; the
+    /// fetch leaves no temp file and the put leaves the store as it was.
+    @Test("§3 A16: cancelling the Task of a fetch or a put in flight reports userCancelled and leaves nothing behind")
+    func cancelledTasks() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            let id = ItemIdentifier(domain: "d", "big")
+            try await put(cache, TestData.text(count: 48 << 20, seed: 3), as: id, in: dir)
+            let before = try await cache.statistics()
+
+            let fetch = Task { try await cache.fetchContents(for: id) }
+            try await Task.sleep(for: .milliseconds(3))
+            fetch.cancel()
+            #expect(await errorCode { _ = try await fetch.value } == .userCancelled)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: cache.temporaryDirectoryURL.path).isEmpty)
+
+            let input = dir + "/other"
+            try TestData.write(TestData.text(count: 48 << 20, seed: 4), to: input)
+            let put = Task { try await cache.put(fileAt: input, as: ItemIdentifier(domain: "d", "other")) }
+            try await Task.sleep(for: .milliseconds(3))
+            put.cancel()
+            #expect(await errorCode { _ = try await put.value } == .userCancelled)
+            var after = try await cache.statistics()
+            after.fileBytes = before.fileBytes
+            #expect(after == before, "a cancelled put is rolled back")
+        }
+    }
+
     @Test("A17: the completion runs exactly once on success and on error")
     func completionOnce() async throws {
         try await withTemporaryDirectory { dir in

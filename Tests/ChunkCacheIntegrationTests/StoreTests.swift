@@ -6,6 +6,15 @@ import Testing
 
 /// Puts, dedup, versions and the store's figures through real LMDB files.
 @Suite struct StoreTests {
+    @Test("§6 featureUnsupported: a store written in another format is refused at open")
+    func otherFormat() async throws {
+        try await withTemporaryDirectory { dir in
+            let store = try await makeCache(dir).store
+            try await store.writer.write { txn in try txn.setCounter(store.dbs, MetaKey.format, Store.formatVersion + 1) }
+            #expect(await errorCode { _ = try await makeCache(dir) } == .featureUnsupported)
+        }
+    }
+
     @Test("dedup: a second version that changes one chunk stores exactly one new chunk")
     func oneChangedChunk() async throws {
         try await withTemporaryDirectory { dir in
