@@ -228,60 +228,6 @@ func expectError(
     #expect(!message.isEmpty && result.stderr.contains(oneLine), "message: \(result)", sourceLocation: sourceLocation)
 }
 
-// MARK: - Files
-
-/// Files of test contents: plain, sparse with holes, and read back with `pread`.
-extension TestData {
-    /// Makes a sparse file of `length` bytes (ftruncate) with `pieces` written at their offsets (pwrite), and
-    /// returns its full contents: zeros everywhere else, with holes where nothing was written.
-    @discardableResult
-    static func writeSparse(to path: String, length: Int, pieces: [(offset: Int, bytes: [UInt8])]) throws -> [UInt8] {
-        let fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0o644)
-        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        defer { close(fd) }
-        guard ftruncate(fd, off_t(length)) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        var model = [UInt8](repeating: 0, count: length)
-        for piece in pieces {
-            let written = piece.bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(piece.offset)) }
-            guard written == piece.bytes.count else { throw POSIXError(.EIO) }
-            model.replaceSubrange(piece.offset..<(piece.offset + piece.bytes.count), with: piece.bytes)
-        }
-        return model
-    }
-
-    /// Reads `count` bytes of `path` at `offset` with `pread`; fewer only at end of file.
-    static func read(_ path: String, offset: Int64 = 0, count: Int) throws -> [UInt8] {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0xAA, count: count)
-        var done = 0
-        while done < count {
-            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
-            guard n >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-            if n == 0 { break }
-            done += n
-        }
-        return Array(buffer[..<done])
-    }
-
-    /// The file's status (`stat`).
-    static func status(_ path: String) throws -> stat {
-        var st = stat()
-        guard stat(path, &st) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        return st
-    }
-
-    /// The first hole at or after `offset` (`lseek(SEEK_HOLE)`); the file size when there is none.
-    static func firstHole(in path: String, atOrAfter offset: Int64) throws -> Int64 {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        defer { close(fd) }
-        let seekHole: Int32 = 4  // SEEK_HOLE, man 2 lseek
-        return Int64(lseek(fd, off_t(offset), seekHole))
-    }
-}
-
 extension Array where Element == UInt8 {
     /// The bytes of `[location, location + length)`, clamped to the array.
     func slice(_ location: Int64, _ length: Int64) -> [UInt8] {

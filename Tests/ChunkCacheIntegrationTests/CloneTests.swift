@@ -29,8 +29,8 @@ import Testing
             #expect(result.owner == .destination)
             #expect(result.url.path == target)
             #expect(try readRange(target, ByteRange(location: 0, length: Int64(bytes.count))) == bytes)
-            #expect(fileSizes(target).size == Int64(bytes.count))
-            #expect(fileSizes(target).allocated < Int64(8 * Self.chunk), "the zero chunks stay holes")
+            #expect(try fileSizes(target).size == Int64(bytes.count))
+            #expect(try fileSizes(target).allocated < Int64(8 * Self.chunk), "the zero chunks stay holes")
             #expect(try FileManager.default.contentsOfDirectory(atPath: cache.temporaryDirectoryURL.path).isEmpty)
             let existing = await errorCode {
                 _ = try await cache.fetchContents(for: id, destination: .clone(to: target, replaceExisting: false))
@@ -39,7 +39,7 @@ import Testing
             let replaced = try await cache.fetchContents(for: id, destination: .clone(to: target, replaceExisting: true))
             #expect(replaced.url.path == target)
             // The caller's copy is independent of the store (H1): changing it leaves the store's bytes alone.
-            try writeFile(target, [1, 2, 3])
+            try TestData.write([1, 2, 3], to: target)
             let again = try await cache.fetchContents(for: id)
             #expect(try readRange(again.url.path, again.retrievedRange) == bytes)
         }

@@ -15,7 +15,7 @@ import Testing
         let end = min(minimal.location + minimal.length, size)
         #expect(r.location <= start && r.end >= end, "A3 \(context) → \(r)")
         let path = result.url.path
-        let sizes = fileSizes(path)
+        let sizes = try fileSizes(path)
         #expect(sizes.size == size, "temp file has the item's full length \(context)")
         #expect(sizes.size >= r.end, "A6 \(context)")
         #expect(result.item.documentSize == size, "A13 \(context)")
@@ -23,7 +23,7 @@ import Testing
         #expect(bytes == Array(original[Int(r.location)..<Int(r.end)]), "A5 \(context)")
         let whole = r.location == 0 && r.length == size
         if !whole && r.length > 0 {
-            #expect(firstHole(path, from: r.location) >= r.end, "A7 no holes inside \(context) → \(r)")
+            #expect(try TestData.firstHole(in: path, atOrAfter: r.location) >= r.end, "A7 no holes inside \(context) → \(r)")
             #expect(result.flags.isEmpty, "A8 \(context)")
         }
         // A4: a request covering the whole file gets exactly the whole file back.
@@ -74,11 +74,11 @@ import Testing
             #expect(full.flags == .knownSparseRanges)
             #expect(full.retrievedRange == ByteRange(location: 0, length: Int64(bytes.count)))
             #expect(try readRange(full.url.path, full.retrievedRange) == bytes)
-            #expect(fileSizes(full.url.path).allocated <= Int64(3 * chunk), "zero chunks are holes in a whole-file result")
+            #expect(try fileSizes(full.url.path).allocated <= Int64(3 * chunk), "zero chunks are holes in a whole-file result")
             let partial = try await cache.fetchPartialContents(
                 for: id, version: nil, minimalRange: ByteRange(location: Int64(chunk), length: Int64(2 * chunk)), aligningTo: 4096)
             #expect(partial.flags.isEmpty)
-            #expect(firstHole(partial.url.path, from: Int64(chunk)) >= Int64(3 * chunk), "zeros are real inside the range")
+            #expect(try TestData.firstHole(in: partial.url.path, atOrAfter: Int64(chunk)) >= Int64(3 * chunk), "zeros are real inside the range")
             #expect(try readRange(partial.url.path, partial.retrievedRange) == Array(bytes[chunk..<(3 * chunk)]))
         }
     }
@@ -97,7 +97,7 @@ import Testing
             defer { close(fd) }
             #expect(Int64(lseek(fd, 0, 3 /* SEEK_DATA */)) == r.location, "no data before the range")
             #expect(Int64(lseek(fd, off_t(r.end), 3 /* SEEK_DATA */)) == -1, "no data after the range")
-            #expect(fileSizes(result.url.path).allocated <= r.length + 65536)
+            #expect(try fileSizes(result.url.path).allocated <= r.length + 65536)
         }
     }
 
@@ -121,7 +121,7 @@ import Testing
             let result = try await cache.fetchPartialContents(
                 for: id, version: nil, minimalRange: ByteRange(location: 100, length: 10), aligningTo: 4096)
             #expect(result.retrievedRange == ByteRange(location: 0, length: 0))
-            #expect(fileSizes(result.url.path).size == 0)
+            #expect(try fileSizes(result.url.path).size == 0)
         }
     }
 

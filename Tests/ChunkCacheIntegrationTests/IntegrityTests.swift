@@ -108,7 +108,7 @@ import Testing
             try process.run()
             // Wait until some batches are committed, then kill the writer.
             let deadline = Date().addingTimeInterval(60)
-            while fileSizes(cache.path + "/data.mdb").size < before.fileBytes + (64 << 20) && process.isRunning && Date() < deadline {
+            while try fileSizes(cache.path + "/data.mdb").size < before.fileBytes + (64 << 20) && process.isRunning && Date() < deadline {
                 usleep(20_000)
             }
             #expect(process.isRunning, "the put was still writing when killed")

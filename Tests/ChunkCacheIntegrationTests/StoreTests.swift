@@ -169,7 +169,7 @@ import Testing
     func damagedDataFile() async throws {
         try await withTemporaryDirectory { dir in
             try FileManager.default.createDirectory(atPath: dir + "/bad", withIntermediateDirectories: true)
-            try writeFile(dir + "/bad/data.mdb", TestData.random(count: 1 << 16, seed: 3))
+            try TestData.write(TestData.random(count: 1 << 16, seed: 3), to: dir + "/bad/data.mdb")
             #expect(await errorCode { _ = try await ChunkCache.open(at: dir + "/bad") } == .corruptData)
         }
     }
@@ -177,7 +177,7 @@ import Testing
     @Test("a store path that is a file is invalidArgument")
     func storeIsAFile() async throws {
         try await withTemporaryDirectory { dir in
-            try writeFile(dir + "/file", [1])
+            try TestData.write([1], to: dir + "/file")
             #expect(await errorCode { _ = try await ChunkCache.open(at: dir + "/file") } == .invalidArgument)
         }
     }

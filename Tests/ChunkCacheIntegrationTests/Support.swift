@@ -23,31 +23,15 @@ extension TestData {
     }
 }
 
-/// Writes `bytes` to a new file at `path`.
-func writeFile(_ path: String, _ bytes: [UInt8]) throws {
-    try TestData.write(bytes, to: path)
-}
-
 /// Reads `range` of the file at `path`.
 func readRange(_ path: String, _ range: ByteRange) throws -> [UInt8] {
-    let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-    defer { try? handle.close() }
-    try handle.seek(toOffset: UInt64(range.location))
-    return Array(try handle.read(upToCount: Int(range.length)) ?? Data())
+    try TestData.read(path, offset: range.location, count: Int(range.length))
 }
 
 /// The file's size and allocated bytes.
-func fileSizes(_ path: String) -> (size: Int64, allocated: Int64) {
-    var st = stat()
-    stat(path, &st)
+func fileSizes(_ path: String) throws -> (size: Int64, allocated: Int64) {
+    let st = try TestData.status(path)
     return (Int64(st.st_size), Int64(st.st_blocks) * 512)
-}
-
-/// The first hole at or after `offset` (`SEEK_HOLE`): the file's size when there is none.
-func firstHole(_ path: String, from offset: Int64) -> Int64 {
-    let fd = open(path, O_RDONLY)
-    defer { close(fd) }
-    return Int64(lseek(fd, off_t(offset), 4 /* SEEK_HOLE */))
 }
 
 /// Opens a fresh store in `directory` with `chunkSize`.
@@ -61,7 +45,7 @@ func makeCache(_ directory: String, chunkSize: Int = 65536, maxSize: Int64 = 1 <
 @discardableResult
 func put(_ cache: ChunkCache, _ bytes: [UInt8], as item: ItemIdentifier, version: String? = nil, in directory: String) async throws -> ChunkCache.PutResult {
     let path = directory + "/input-" + UUID().uuidString
-    try writeFile(path, bytes)
+    try TestData.write(bytes, to: path)
     defer { unlink(path) }
     return try await cache.put(fileAt: path, as: item, contentVersion: version)
 }

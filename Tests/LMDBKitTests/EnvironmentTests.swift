@@ -65,9 +65,7 @@ import Testing
 
     @Test func aWriteWhoseBodyThrowsLeavesNothingBehind() throws {
         struct Abandon: Error {}
-        try withTemporaryDirectory { dir in
-            let env = try Environment.open(directory: dir, maxDatabases: 2, mapSize: 1 << 20)
-            let db = try env.openDatabase("main")
+        try withDatabase(mapSize: 1 << 20) { env, db in
             try env.write { txn in try txn.put(db, key: bytes("old"), value: bytes("1")) }
             #expect(throws: Abandon.self) {
                 try env.write { txn throws in
@@ -86,9 +84,7 @@ import Testing
     }
 
     @Test func aTinyMapFillsUpWithMapFullAndKeepsWhatWasCommitted() throws {
-        try withTemporaryDirectory { dir in
-            let env = try Environment.open(directory: dir, maxDatabases: 2, mapSize: 256 << 10)
-            let db = try env.openDatabase("main")
+        try withDatabase(mapSize: 256 << 10) { env, db in
             let committed = TestData.random(count: 8 << 10, seed: 1)
             try env.write { txn in try txn.put(db, key: bytes("committed"), value: committed) }
 
@@ -145,9 +141,7 @@ import Testing
 
     @Test func readTransactionsGiveTheirReaderSlotBack() throws {
         struct Stop: Error {}
-        try withTemporaryDirectory { dir in
-            let env = try Environment.open(directory: dir, maxDatabases: 2, mapSize: 1 << 20)
-            let db = try env.openDatabase("main")
+        try withDatabase(mapSize: 1 << 20) { env, db in
             try env.write { txn in try txn.put(db, key: bytes("k"), value: bytes("v")) }
             let before = env.activeReaders
             #expect(before == 0)
@@ -164,9 +158,7 @@ import Testing
     }
 
     @Test func usedBytesGrowWithTheData() throws {
-        try withTemporaryDirectory { dir in
-            let env = try Environment.open(directory: dir, maxDatabases: 2, mapSize: 4 << 20)
-            let db = try env.openDatabase("main")
+        try withDatabase(mapSize: 4 << 20) { env, db in
             let empty = env.usedBytes
             try env.write { txn throws in
                 try txn.put(db, key: bytes("big"), value: TestData.random(count: 1 << 20, seed: 4))
@@ -177,9 +169,7 @@ import Testing
     }
 
     @Test func growingTheMapLetsABiggerWriteThrough() throws {
-        try withTemporaryDirectory { dir in
-            let env = try Environment.open(directory: dir, maxDatabases: 2, mapSize: 256 << 10)
-            let db = try env.openDatabase("main")
+        try withDatabase(mapSize: 256 << 10) { env, db in
             let value = TestData.random(count: 512 << 10, seed: 5)
             #expect(throws: LMDBError.mapFull) {
                 try env.write { txn in try txn.put(db, key: bytes("v"), value: value) }

@@ -1,4 +1,14 @@
 import LMDBKit
+import TestSupport
+
+/// Opens a fresh environment of `mapSize` bytes with one database named "main" and runs `body` with both.
+@discardableResult
+func withDatabase<R>(mapSize: Int = 4 << 20, _ body: (Environment, Database) throws -> R) throws -> R {
+    try withTemporaryDirectory { dir in
+        let env = try Environment.open(directory: dir, maxDatabases: 2, mapSize: mapSize)
+        return try body(env, try env.openDatabase("main"))
+    }
+}
 
 /// Bytes of a string, for keys and values.
 func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }

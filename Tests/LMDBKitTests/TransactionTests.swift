@@ -2,15 +2,6 @@ import LMDBKit
 import TestSupport
 import Testing
 
-/// Opens a fresh environment with one database named "main" and runs `body` with both.
-@discardableResult
-private func withDatabase<R>(_ body: (Environment, Database) throws -> R) throws -> R {
-    try withTemporaryDirectory { dir in
-        let env = try Environment.open(directory: dir, maxDatabases: 2, mapSize: 4 << 20)
-        return try body(env, try env.openDatabase("main"))
-    }
-}
-
 /// Stores every key with a value naming it.
 private func fill(_ env: Environment, _ db: Database, keys: [String]) throws {
     try env.write { txn throws in
