@@ -335,6 +335,15 @@ public final class ChunkCache: Sendable {
 
     // MARK: - Maintenance
 
+    /// The size of the regular file at `path`, checked as ``put(fileAt:as:contentVersion:)`` checks its input.
+    /// - Throws: `invalidArgument` (missing, a directory, not a regular file), `noPermission` (unreadable).
+    public static func inputFileSize(at path: String) throws -> Int64 {
+        let file = try openRegularFile(path)
+        return try file.closeAfter {
+            do throws(Errno) { return Int64(try file.status().st_size) } catch { throw CacheError.file(error, path: path, doing: "examining") }
+        }
+    }
+
     /// Deletes leftover hand-off files: those older than the grace period, or all of them with `all`.
     /// - Returns: How many files this call removed.
     public func sweep(all: Bool = false) async -> Int {

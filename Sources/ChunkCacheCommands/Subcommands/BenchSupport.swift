@@ -10,31 +10,8 @@ import Glibc
 
 // What both `bench` subcommands share: checking input files, the scratch store, the progress line.
 
-/// The size of the regular file at `path`, checked as the engine checks the files it is given, with its
-/// error codes: a missing file or a directory is `invalidArgument`, an unreadable one `noPermission`.
-func benchInputSize(_ path: String) throws -> Int64 {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else {
-        // See: man 2 open
-        let error = errno
-        switch error {
-        case ENOENT: throw CacheError(.invalidArgument, "\(path) does not exist; check the path")
-        case ENOTDIR: throw CacheError(.invalidArgument, "a component of \(path) is not a directory; check the path")
-        case EACCES, EPERM: throw CacheError(.noPermission, "no permission to read \(path); fix its permissions")
-        default: throw CacheError(.transient, "cannot open \(path): \(String(cString: strerror(error))); retry")
-        }
-    }
-    defer { close(fd) }
-    var st = stat()
-    guard fstat(fd, &st) == 0 else {
-        throw CacheError(.transient, "cannot examine \(path): \(String(cString: strerror(errno))); retry")
-    }
-    guard st.st_mode & S_IFMT == S_IFREG else {
-        let what = st.st_mode & S_IFMT == S_IFDIR ? "a directory" : "not a regular file"
-        throw CacheError(.invalidArgument, "\(path) is \(what); give a regular file")
-    }
-    return Int64(st.st_size)
-}
+/// The size of the regular file at `path`, checked as `put` checks its input, with its error codes.
+func benchInputSize(_ path: String) throws -> Int64 { try ChunkCache.inputFileSize(at: path) }
 
 /// Wraps what a floor or the zstd sizing threw (an `Errno`, a `ZstdError`, a `FloorError`) as the one
 /// error the command line reports.
