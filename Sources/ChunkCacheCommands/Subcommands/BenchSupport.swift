@@ -135,10 +135,9 @@ func benchSize(_ bytes: Int64) -> String {
 /// Checks a `--chunk-size` for the bench commands (a usage error, exit 64, when it is not one a store takes).
 func validateBenchChunkSize(_ size: ByteSize?) throws {
     guard let size else { return }
-    let shifts = ChunkLayout.shifts
-    guard size.bytes > 0, size.bytes & (size.bytes - 1) == 0,
-          shifts.contains(Int64.bitWidth - 1 - size.bytes.leadingZeroBitCount)
-    else {
+    // The engine's own rule, reported as a usage error (exit 64) before any store is made.
+    guard size.bytes <= Int64(Int.max), (try? ChunkLayout(chunkSize: Int(size.bytes))) != nil else {
+        let shifts = ChunkLayout.shifts
         throw ValidationError("--chunk-size \(size.bytes) is not a power of two from \(benchSize(1 << shifts.lowerBound)) to \(benchSize(1 << shifts.upperBound))")
     }
 }
