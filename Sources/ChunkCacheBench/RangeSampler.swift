@@ -3,8 +3,8 @@ import ChunkCache
 /// SplitMix64 (Steele, Lea and Flood 2014): a tiny seeded generator, so the engine and its floors visit the
 /// same ranges in the same order, run after run.
 ///
-/// The same algorithm and constants as the benchmark suite's and the tests' `SplitMix64`, so a seed draws
-/// the same numbers everywhere.
+/// The same algorithm and constants as TestSupport's `SplitMix64`, kept apart so the low-level test targets
+/// need not link the engine; a seed draws the same numbers in both.
 public struct SplitMix64Generator: RandomNumberGenerator, Sendable {
     /// The whole state: the seed, advanced by a fixed odd constant per draw.
     public var state: UInt64
@@ -25,9 +25,8 @@ public struct SplitMix64Generator: RandomNumberGenerator, Sendable {
 /// Draws `length`-byte ranges that start on `alignment` boundaries and lie inside a file of `size` bytes,
 /// uniformly over the possible starts, from a seeded generator.
 ///
-/// Draws exactly what the benchmark suite's `RangeSequence(size:length:alignment:seed:)` draws for the same
-/// arguments (the generator is seeded with `seed ^ length`), so the suite and `chunkcache bench` can share
-/// ranges.
+/// The generator is seeded with `seed ^ length`, so the benchmark suite and `chunkcache bench` draw the
+/// same ranges for the same arguments.
 public struct RangeSampler: Sendable {
     /// The file's size.
     public let size: Int64
