@@ -45,7 +45,7 @@ let package = Package(
         .testTarget(name: "LMDBKitTests", dependencies: ["LMDBKit", "TestSupport"]),
         .testTarget(name: "ZstdKitTests", dependencies: ["ZstdKit", "TestSupport"]),
         .testTarget(name: "FileIOTests", dependencies: ["FileIO", "TestSupport"]),
-        .testTarget(name: "ChunkCacheTests", dependencies: ["ChunkCache", "TestSupport"]),
+        .testTarget(name: "ChunkCacheTests", dependencies: ["ChunkCache", "FileIO", "TestSupport"]),
         .testTarget(name: "ChunkCacheIntegrationTests", dependencies: ["ChunkCache", "FileIO", "LMDBKit", "TestSupport"]),
         .testTarget(name: "ChunkCacheCommandsTests", dependencies: ["ChunkCacheCommands", "ChunkCache", "ChunkCacheBench", "TestSupport"]),
 

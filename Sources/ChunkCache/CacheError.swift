@@ -2,8 +2,9 @@ import Foundation
 
 /// The one error the engine throws.
 ///
-/// Each ``Code`` carries the error domain and raw value the File Provider framework uses, so a macOS
-/// extension passes ``nsError`` straight through, and the CLI prints them.
+/// Each ``Code`` carries the error domain and raw value the File Provider framework uses, and the CLI prints
+/// them. A macOS extension hands ``systemError`` to the system: the same, except that the engine's own codes
+/// (`ChunkCacheErrorDomain`) are wrapped as Cocoa 4101, as the framework requires (C1).
 /// Lower layers' errors (`LMDBError`, `ZstdError`, `Errno`) are kept as ``underlying``.
 public struct CacheError: Error, Sendable, CustomStringConvertible {
     /// What went wrong, as a stable code with its File Provider domain and raw value.
@@ -99,9 +100,21 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
     /// `NSLocalizedDescriptionKey`, and any error from another domain under `NSUnderlyingErrorKey` (C1).
     public var nsError: NSError {
         var info: [String: Any] = [NSLocalizedDescriptionKey: message]
-        if let underlying { info[NSUnderlyingErrorKey] = "\(underlying)" }
+        if let underlying { info[NSUnderlyingErrorKey] = underlying as NSError }
         return NSError(domain: code.domain, code: code.rawValue, userInfo: info)
     }
+
+    /// The error as handed to the system (C1): only Cocoa and File Provider domains pass; a
+    /// `ChunkCacheErrorDomain` error is wrapped as Cocoa 4101 with the original as `NSUnderlyingErrorKey`.
+    public var systemError: NSError {
+        let error = nsError
+        guard code.domain == CacheError.chunkCacheDomain else { return error }
+        return NSError(domain: CacheError.cocoaDomain, code: CacheError.wrappedForSystemCode,
+                       userInfo: [NSLocalizedDescriptionKey: message, NSUnderlyingErrorKey: error])
+    }
+
+    /// The Cocoa code ``systemError`` wraps engine-only errors in (C1).
+    public static let wrappedForSystemCode = 4101
 }
 
 extension CacheError.Code {

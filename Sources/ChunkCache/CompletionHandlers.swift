@@ -76,12 +76,12 @@ extension ChunkCache {
                 try await work()
                 progress.completedUnitCount = 1
             } catch {
-                fail(CacheError.wrap(error, store: "", doing: "the request").nsError)
+                fail(CacheError.wrap(error, store: "", doing: "the request").systemError)
             }
         }
         progress.cancellationHandler = {
             task.cancel()
-            fail(CacheError(.userCancelled, "the request was cancelled").nsError)
+            fail(CacheError(.userCancelled, "the request was cancelled").systemError)
         }
         return progress
     }

@@ -98,6 +98,27 @@ import Testing
         }
     }
 
+    @Test("C1: an engine-only error reaches the completion handler as Cocoa 4101 wrapping it")
+    func completionErrorsUseSystemDomains() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            let id = ItemIdentifier(domain: "d", "a")
+            try await put(cache, TestData.text(count: 10_000, seed: 5), as: id, in: dir)
+            let (stream, continuation) = AsyncStream<NSError?>.makeStream()
+            _ = cache.fetchPartialContents(for: id, version: nil, request: FetchRequest(), minimalRange: ByteRange(location: 0, length: 10),
+                                           aligningTo: 3, options: []) { _, _, _, _, error in
+                continuation.yield(error as NSError?)
+                continuation.finish()
+            }
+            var received: NSError?? = nil
+            for await error in stream { received = error }
+            let error = try #require(received ?? nil, "a bad alignment must fail")
+            #expect(error.domain == "NSCocoaErrorDomain" && error.code == 4101)
+            let underlying = try #require(error.userInfo[NSUnderlyingErrorKey] as? NSError)
+            #expect(underlying.domain == "ChunkCacheErrorDomain" && underlying.code == 1, "invalidArgument underneath")
+        }
+    }
+
     @Test("A17: the completion runs exactly once on success and on error")
     func completionOnce() async throws {
         try await withTemporaryDirectory { dir in

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+import FileIO
 import ZstdKit
 @testable import ChunkCache
 
@@ -29,6 +30,22 @@ import ZstdKit
         let error = CacheError(.userCancelled, "stop").nsError
         #expect(error.domain == "NSCocoaErrorDomain")
         #expect(error.code == 3072)
+    }
+
+    @Test("C1: every error handed to the system is Cocoa or File Provider; engine-only codes are wrapped as Cocoa 4101")
+    func systemErrorsUseSystemDomains() throws {
+        for code in CacheError.Code.allCases {
+            let error = CacheError(code, "what went wrong", underlying: Errno.noSuchFile).systemError
+            #expect([CacheError.cocoaDomain, CacheError.fileProviderDomain].contains(error.domain), "\(code): \(error.domain)")
+            if code.domain == CacheError.chunkCacheDomain {
+                #expect(error.domain == "NSCocoaErrorDomain" && error.code == 4101, "\(code)")
+                let underlying = try #require(error.userInfo[NSUnderlyingErrorKey] as? NSError, "\(code)")
+                #expect(underlying.domain == "ChunkCacheErrorDomain" && underlying.code == code.rawValue)
+            } else {
+                #expect(error.domain == code.domain && error.code == code.rawValue, "\(code) keeps its own domain and code")
+            }
+            #expect(error.localizedDescription == "what went wrong")
+        }
     }
 
     @Test("C5: no code maps to cannotSynchronize (-2005)")
