@@ -19,8 +19,6 @@ import ZstdKit
 let chunkShift = 16
 let chunkSize = 1 << chunkShift
 
-/// A temp-file name for one floor process, reused every iteration (each iteration unlinks it again).
-func floorTempPath(in directory: String) -> String { "\(directory)/floor-\(getpid())" }
 
 // MARK: - Partial fetch
 
@@ -173,8 +171,7 @@ final class CopyRangeFloor: @unchecked Sendable {  // used by one iteration at a
     init(store: PreparedStore) throws {
         source = try FileDescriptor.open(store.dataset.path, O_RDONLY)
         size = store.dataset.size
-        tempPath = floorTempPath(in: store.temporaryDirectory)
-        unlink(tempPath)
+        tempPath = floorTemporaryPath(in: store.temporaryDirectory, kind: "copy")
         try PageCache.warm(fileAt: store.dataset.path)
     }
 
@@ -183,10 +180,9 @@ final class CopyRangeFloor: @unchecked Sendable {  // used by one iteration at a
     func iterate(_ benchmark: Benchmark) throws {
         var strategy: FileIO.CloneStrategy?
         try benchmark.measureBulk(bytes: size) {
-            let file = try FileDescriptor.open(tempPath, O_RDWR | O_CREAT | O_EXCL)
-            strategy = try FileCloner.clone(from: source, to: file, length: size, allowed: [.copyRange])
-            try file.close()
-            unlink(tempPath)
+            try withFloorFile(at: tempPath, size: size) { file in
+                strategy = try FileCloner.clone(from: source, to: file, length: size, allowed: [.copyRange])
+            }
         }
         guard strategy == .copyRange else { throw BenchmarkSetupError("copy_file_range was not used (\(String(describing: strategy)))") }
     }
@@ -208,8 +204,7 @@ final class WholeFileDecodeFloor: @unchecked Sendable {  // used by one iteratio
         frames = try FramesFile.prepare(store.dataset)
         file = try FileDescriptor.open(frames.path, O_RDONLY)
         self.writing = writing
-        tempPath = floorTempPath(in: store.temporaryDirectory)
-        unlink(tempPath)
+        tempPath = floorTemporaryPath(in: store.temporaryDirectory, kind: "whole-decode")
         try PageCache.warm(fileAt: frames.path)
     }
 
@@ -221,21 +216,23 @@ final class WholeFileDecodeFloor: @unchecked Sendable {  // used by one iteratio
 
     func iterate(_ benchmark: Benchmark) throws {
         try benchmark.measureBulk(bytes: frames.size) {
-            let output = writing ? try FileDescriptor.open(tempPath, O_RDWR | O_CREAT | O_EXCL) : nil
-            try output?.resize(to: frames.size)
-            for index in 0..<frames.chunkCount where frames.lengths[index] > 0 {
-                let frame = UnsafeMutableRawBufferPointer(rebasing: encoded[..<frames.lengths[index]])
-                guard try file.readAll(fromAbsoluteOffset: frames.offsets[index], into: frame) == frame.count else {
-                    throw BenchmarkSetupError("the frames file \(frames.path) is short")
-                }
-                let destination = UnsafeMutableRawBufferPointer(rebasing: decoded[..<frames.rawLength(ofChunk: index)])
-                _ = try decompressor.decompress(UnsafeRawBufferPointer(frame), into: destination)
-                try output?.writeAll(toAbsoluteOffset: Int64(index) << chunkShift, UnsafeRawBufferPointer(destination))
+            if writing {
+                try withFloorFile(at: tempPath, size: frames.size) { try decodeAll(writingTo: $0) }
+            } else {
+                try decodeAll(writingTo: nil)
             }
-            if let output {
-                try output.close()
-                unlink(tempPath)
+        }
+    }
+
+    private func decodeAll(writingTo output: FileDescriptor?) throws {
+        for index in 0..<frames.chunkCount where frames.lengths[index] > 0 {
+            let frame = UnsafeMutableRawBufferPointer(rebasing: encoded[..<frames.lengths[index]])
+            guard try file.readAll(fromAbsoluteOffset: frames.offsets[index], into: frame) == frame.count else {
+                throw BenchmarkSetupError("the frames file \(frames.path) is short")
             }
+            let destination = UnsafeMutableRawBufferPointer(rebasing: decoded[..<frames.rawLength(ofChunk: index)])
+            _ = try decompressor.decompress(UnsafeRawBufferPointer(frame), into: destination)
+            try output?.writeAll(toAbsoluteOffset: Int64(index) << chunkShift, UnsafeRawBufferPointer(destination))
         }
     }
 }

@@ -358,7 +358,7 @@ public func touchedBuffer(_ count: Int) -> UnsafeMutableRawBufferPointer {
 
 /// A temp-file name for one floor, reused by each of its fetches (each fetch unlinks it again). The process
 /// id and a random part keep two floors, or two processes, from ever colliding on `O_EXCL`.
-private func floorTemporaryPath(in directory: String, kind: String) -> String {
+public func floorTemporaryPath(in directory: String, kind: String) -> String {
     "\(directory)/floor-\(getpid())-\(kind)-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
 }
 
@@ -387,7 +387,7 @@ public enum PageCache {
 /// What every floor does around its copy, as the engine does around a fetch: create the temp file
 /// (`O_EXCL`), size it to the whole item, let `body` write, close it and unlink it, also when `body` throws.
 @inline(__always)
-private func withFloorFile(at path: String, size: Int64, _ body: (FileDescriptor) throws -> Void) throws {
+public func withFloorFile(at path: String, size: Int64, _ body: (FileDescriptor) throws -> Void) throws {
     let file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL)
     do {
         try file.resize(to: size)
