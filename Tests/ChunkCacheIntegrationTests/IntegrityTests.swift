@@ -81,6 +81,30 @@ import Testing
             #expect(versions.first { $0.contentVersion == "v2" }?.cachedBytes == Int64(3 * chunk))
         }
     }
+
+    @Test("§3: without strict versioning, a range that no version can serve is versionNoLongerAvailable")
+    func noVersionCanServe() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            let id = ItemIdentifier(domain: "d", "solo")
+            let chunk = 65536
+            try await put(cache, TestData.random(count: 3 * chunk, seed: 7), as: id, version: "v1", in: dir)
+            let bad = try Self.digest(ofChunk: 1, item: id, version: "v1", in: cache)
+            try Self.flipStoredByte(of: bad, in: cache)
+            #expect(try await cache.verify(repair: true).repaired == 1)
+
+            let middle = ByteRange(location: Int64(chunk) + 10, length: 100)
+            for version in [ItemVersion("v1"), nil] {
+                let code = await errorCode {
+                    _ = try await cache.fetchPartialContents(for: id, version: version, minimalRange: middle, aligningTo: 4096)
+                }
+                #expect(code == .versionNoLongerAvailable, "version \(String(describing: version))")
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: cache.temporaryDirectoryURL.path).isEmpty)
+            // The chunks still there keep serving.
+            _ = try await cache.fetchPartialContents(for: id, version: ItemVersion("v1"), minimalRange: ByteRange(location: 0, length: 10), aligningTo: 4096)
+        }
+    }
 }
 
 /// A writer killed mid-ingest leaves nothing behind once the store is opened again.
