@@ -1,0 +1,77 @@
+import Dispatch
+import FileIO
+import Foundation
+import LMDBKit
+
+extension ChunkCache {
+
+    /// One content version of an item, as `versions` lists it.
+    public struct VersionInfo: Sendable, Hashable {
+        public var contentVersion: String
+        public var size: Int64
+        public var createdAt: Date
+        /// Bytes of this version the cache holds (zero chunks count as held).
+        public var cachedBytes: Int64
+    }
+
+    /// The item (at its newest version) and all its versions, newest first.
+    /// - Throws: `noSuchItem` for an unknown domain or item.
+    public func versions(of item: ItemIdentifier) async throws -> (item: Item, versions: [VersionInfo]) {
+        try Catalog.validate(domain: item.domain, item: item.rawValue)
+        let store = self.store
+        return try await runBlocking { _ in
+            try store.environment.read { txn in
+                _ = try Catalog.domain(item.domain, in: txn, store.dbs)
+                let record = try Catalog.item(item.rawValue, domain: item.domain, in: txn, store.dbs)
+                let versions = try Catalog.versions(ofItem: item.rawValue, domain: item.domain, in: txn, store.dbs)
+                let infos = try versions.map { version in
+                    VersionInfo(contentVersion: String(decoding: version.contentVersion, as: UTF8.self), size: version.size,
+                                createdAt: Date(timeIntervalSince1970: version.createdAt),
+                                cachedBytes: try cachedBytes(of: version, in: txn, store.dbs))
+                }
+                return (Catalog.publicItem(record, domain: item.domain, version: versions.first), infos)
+            }
+        }
+    }
+
+    /// Says which processes may not materialize the domain's files (exact, case-sensitive names); their
+    /// fetches get `noPermission` and download nothing. Bumps the domain version.
+    public func setNonMaterializingProcesses(_ names: [String], forDomain domain: String) async throws -> DomainVersion {
+        try Catalog.validate(domain: domain, item: nil)
+        let dbs = store.dbs
+        do {
+            return try await store.writer.write { txn in
+                var record = try txn.domainForChange(domain, create: false, dbs)
+                record.nonMaterializingProcesses = names
+                return try txn.bump(&record, named: domain, dbs)
+            }
+        } catch {
+            throw CacheError.wrap(error, store: store.path, doing: "updating domain \"\(domain)\"")
+        }
+    }
+
+    /// The domain's current version.
+    /// - Throws: `noSuchItem` for an unknown domain.
+    public func domainVersion(of domain: String) throws -> DomainVersion {
+        do {
+            return try store.environment.read { txn in
+                DomainVersion(rawValue: try Catalog.domain(domain, in: txn, store.dbs).version)
+            }
+        } catch {
+            throw CacheError.wrap(error, store: store.path, doing: "reading domain \"\(domain)\"")
+        }
+    }
+}
+
+/// Bytes of `version` the store holds: all but its absent chunks.
+func cachedBytes<T: TransactionReading & ~Copyable>(of version: VersionRecord, in txn: borrowing T, _ dbs: Databases) throws -> Int64 {
+    let layout = version.layout
+    var cursor = ManifestCursor(manifestID: version.manifestID, dbs: dbs)
+    var missing: Int64 = 0
+    for index in 0..<layout.chunkCount(forLength: version.size) {
+        if case .absent = try cursor.entry(index, in: txn) {
+            missing += layout.range(ofChunk: index, length: version.size).length
+        }
+    }
+    return version.size - missing
+}

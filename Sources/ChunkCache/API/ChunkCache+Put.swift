@@ -1,0 +1,58 @@
+import Dispatch
+import FileIO
+import Foundation
+import LMDBKit
+
+extension ChunkCache {
+
+    /// What ``put(fileAt:as:contentVersion:)`` stored.
+    public struct PutResult: Sendable {
+        /// The item, with the content version the bytes were stored under.
+        public var item: Item
+        /// Chunks in the file, new chunks stored, all-zero chunks (never stored).
+        public var chunks: Int, newChunks: Int, zeroChunks: Int
+        /// Payload bytes this put added to the store.
+        public var storedBytes: Int64
+        /// The domain's version after the put (unchanged when the bytes were already there).
+        public var domainVersion: DomainVersion
+    }
+
+    /// Stores the file at `path` as a content version of `item`, creating the domain and item when missing.
+    ///
+    /// Streams the file with memory independent of its size, skipping holes; hashes and compresses on
+    /// every core. The version is published in one transaction with the domain-version bump, and nothing is
+    /// visible before it; a failure leaves the store as it was.
+    ///
+    /// - Parameter contentVersion: The version's name (≤ 128 bytes); `nil` derives it from the bytes, so the
+    ///   same bytes give the same version.
+    /// - Throws: `invalidArgument` (missing file, a directory, an existing version holding other bytes, a bad
+    ///   identifier), `insufficientQuota` (the store is full), `noPermission`.
+    public func put(fileAt path: String, as item: ItemIdentifier, contentVersion: String? = nil) async throws -> PutResult {
+        try Catalog.validate(domain: item.domain, item: item.rawValue)
+        let version = contentVersion.map { Array($0.utf8) }
+        if let version { try Catalog.validate(contentVersion: version) }
+        let store = self.store
+        return try await runBlocking { cancellation in
+            let file = try openRegularFile(path)
+            return try file.closeAfter {
+                let length = Int64(try file.status().st_size)
+                let content = try Ingestor(store: store, cancellation: cancellation).ingest(file, length: length, path: path)
+                let published: PublishedVersion
+                do {
+                    published = try store.writer.writeAndWait { txn in
+                        try txn.publish(content, domain: item.domain, item: item.rawValue, contentVersion: version,
+                                        layout: store.layout, store.dbs)
+                    }
+                } catch {
+                    // The publishing transaction aborted, so the pending manifest is still there: drop it.
+                    try? store.writer.writeAndWait { txn in try txn.dropManifest(content.manifestID, store.dbs) }
+                    throw CacheError.wrap(error, store: store.path, doing: "publishing \(path)")
+                }
+                let counts = published.created ? content.counts : IngestCounts(chunks: content.counts.chunks, zeroChunks: content.counts.zeroChunks)
+                return PutResult(item: published.item, chunks: counts.chunks, newChunks: counts.newChunks,
+                                 zeroChunks: counts.zeroChunks, storedBytes: counts.storedBytes,
+                                 domainVersion: published.domainVersion)
+            }
+        }
+    }
+}

@@ -1,0 +1,115 @@
+import Dispatch
+import FileIO
+import Foundation
+import LMDBKit
+
+/// How a clone reached its destination: reflink, kernel copy, or reads and writes.
+public typealias CloneStrategy = FileIO.CloneStrategy
+
+/// Names an item: its domain and its identifier there (for imported files, the relative path).
+public struct ItemIdentifier: Hashable, Sendable, CustomStringConvertible {
+    /// The domain the item belongs to.
+    public var domain: String
+    /// The identifier inside the domain.
+    public var rawValue: String
+
+    public init(domain: String, _ rawValue: String) {
+        self.domain = domain
+        self.rawValue = rawValue
+    }
+
+    public var description: String { "\(domain)/\(rawValue)" }
+}
+
+/// A content-addressed chunk cache: one store directory holding files split into aligned chunks named by
+/// SHA-256, zstd-compressed in LMDB, listed per (domain, item, content version).
+///
+/// Open one per store and share it: every method is safe to call from many tasks at once, and several
+/// processes may use one store. Fetches return sparse files holding the requested bytes at their own
+/// offsets, handed off to the caller or cloned where the caller asks.
+///
+/// ```swift
+/// let cache = try await ChunkCache.open(at: "/var/cache/chunkcache")
+/// let put = try await cache.put(fileAt: "/data/movie.mp4", as: ItemIdentifier(domain: "media", "movie.mp4"))
+/// let result = try await cache.fetchPartialContents(
+///     for: put.item.identifierInDomain, version: put.item.itemVersion, request: FetchRequest(),
+///     minimalRange: ByteRange(location: 1 << 20, length: 65536), aligningTo: 4096, options: [])
+/// // result.url holds the bytes at their offsets; the caller owns the file and deletes it.
+/// ```
+public final class ChunkCache: Sendable {
+    let store: Store
+    /// How old a leftover hand-off file must be before a sweep deletes it.
+    public let handOffGracePeriod: TimeInterval
+
+    /// Hand-off files that opening the store swept.
+    public let sweptAtOpen: Int
+
+    init(store: Store, handOffGracePeriod: TimeInterval, sweptAtOpen: Int) {
+        self.store = store
+        self.handOffGracePeriod = handOffGracePeriod
+        self.sweptAtOpen = sweptAtOpen
+    }
+
+    /// Opens the store at `path` (by default `$CHUNKCACHE_STORE`, `$XDG_CACHE_HOME/chunkcache` or
+    /// `~/.cache/chunkcache`), creating it when missing. Opening rolls back ingests whose process died and
+    /// deletes hand-off files older than `handOffGracePeriod` (B5).
+    ///
+    /// - Parameters:
+    ///   - settings: Settings for a new store. For an existing store a different chunk size is
+    ///     `invalidArgument`; a different maximum size is applied.
+    ///   - handOffGracePeriod: Seconds a leftover hand-off file is kept (default one hour).
+    /// - Throws: `invalidArgument` (bad path or settings), `noPermission` (unwritable), `corruptData`
+    ///   (a damaged `data.mdb`).
+    public static func open(
+        at path: String? = nil, creatingWith settings: StoreSettings? = nil, handOffGracePeriod: TimeInterval = 3600
+    ) async throws -> ChunkCache {
+        try await open(at: path, chunkSize: settings?.layout, maxSize: settings?.maxSize,
+                       compressionLevel: settings?.compressionLevel ?? 3, handOffGracePeriod: handOffGracePeriod)
+    }
+
+    /// Opens the store at `path` as ``open(at:creatingWith:handOffGracePeriod:)`` does, with each setting
+    /// optional: a `nil` chunk size accepts the store's own, a `nil` maximum size keeps the store's.
+    public static func open(
+        at path: String?, chunkSize: ChunkLayout?, maxSize: Int64?, compressionLevel: Int32 = 3,
+        handOffGracePeriod: TimeInterval = 3600
+    ) async throws -> ChunkCache {
+        try await runBlocking {
+            let store = try Store.open(at: Store.resolvePath(path), layout: chunkSize, maxSize: maxSize, level: compressionLevel)
+            // Reader slots of crashed processes pin old snapshots, so LMDB could never reuse their pages.
+            store.environment.clearStaleReaders()
+            do { _ = try store.rollBackAbandonedManifests() } catch {
+                throw CacheError.wrap(error, store: store.path, doing: "rolling back interrupted ingests")
+            }
+            let swept = store.sweepHandOffFiles(olderThan: handOffGracePeriod)
+            return ChunkCache(store: store, handOffGracePeriod: handOffGracePeriod, sweptAtOpen: swept)
+        }
+    }
+
+    /// The store's canonical directory.
+    public var path: String { store.path }
+    /// The store's chunk size.
+    public var layout: ChunkLayout { store.layout }
+    /// The most bytes the store's data file may take.
+    public var maxSize: Int64 { store.maxSize }
+    /// The directory hand-off files are created in (on the store's volume, B1).
+    public var temporaryDirectoryURL: URL { URL(fileURLWithPath: store.tmpPath, isDirectory: true) }
+
+    // MARK: - Maintenance
+
+    /// The size of the regular file at `path`, checked as ``put(fileAt:as:contentVersion:)`` checks its input.
+    /// - Throws: `invalidArgument` (missing, a directory, not a regular file), `noPermission` (unreadable).
+    public static func inputFileSize(at path: String) throws -> Int64 {
+        let file = try openRegularFile(path)
+        return try file.closeAfter {
+            do throws(Errno) { return Int64(try file.status().st_size) } catch { throw CacheError.file(error, path: path, doing: "examining") }
+        }
+    }
+
+    /// Deletes leftover hand-off files: those older than the grace period, or all of them with `all`.
+    /// - Returns: How many files this call removed.
+    public func sweep(all: Bool = false) async -> Int {
+        let store = self.store
+        let grace = handOffGracePeriod
+        return (try? await runBlocking { _ in store.sweepHandOffFiles(olderThan: all ? nil : grace) }) ?? 0
+    }
+}

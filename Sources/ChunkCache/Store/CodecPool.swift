@@ -1,0 +1,72 @@
+import FileIO
+import Foundation
+import Synchronization
+import ZstdKit
+
+/// Reusable zstd contexts and scratch buffers, one set per worker at a time.
+final class CodecPool: Sendable {
+    /// A decompression context with a staging buffer for decoded chunks waiting to be written (at least one
+    /// chunk, ``stagingBytes`` when chunks are smaller), its pages already touched, and the vectors and run
+    /// starts to write them with.
+    /// `@unchecked Sendable`: used by one thread at a time, passed between threads only through the pool's lock.
+    final class DecodeContext: @unchecked Sendable {
+        /// Decoded bytes a run gathers before it is written.
+        static let stagingBytes = 256 << 10
+        /// Chunks (and separate runs) gathered at most before they are written.
+        static let runChunks = 64
+
+        let decompressor = Decompressor()
+        let buffer: UnsafeMutableRawBufferPointer
+        let vectors: UnsafeMutableBufferPointer<iovec>
+        let runStarts: UnsafeMutableBufferPointer<RunWriter.RunStart>
+
+        init(chunkSize: Int) {
+            buffer = .allocate(byteCount: max(chunkSize, Self.stagingBytes), alignment: 4096)
+            buffer.initializeMemory(as: UInt8.self, repeating: 0)
+            vectors = .allocate(capacity: Self.runChunks)
+            vectors.initialize(repeating: iovec())
+            runStarts = .allocate(capacity: Self.runChunks)
+            runStarts.initialize(repeating: RunWriter.RunStart(offset: 0, firstVector: 0))
+        }
+
+        deinit {
+            buffer.deallocate()
+            vectors.deallocate()
+            runStarts.deallocate()
+        }
+
+        /// A writer of runs into `file` using this context's buffers; `gate` when other workers write it too.
+        func runWriter(into file: FileDescriptor, gate: WriteGate? = nil) -> RunWriter {
+            RunWriter(file: file, gate: gate, staging: buffer, vectors: vectors, runStarts: runStarts)
+        }
+    }
+
+    private let chunkSize: Int
+    private let level: Int32
+    // Only the lock's owner touches the pooled objects; each is used by one thread at a time.
+    private let decoders = Mutex<[DecodeContext]>([])
+    private let encoders = Mutex<[EncodeContext]>([])
+
+    /// `@unchecked Sendable` for the same reason as ``DecodeContext``.
+    final class EncodeContext: @unchecked Sendable {
+        let compressor: Compressor
+        init(level: Int32) { compressor = Compressor(level: level) }
+    }
+
+    init(chunkSize: Int, level: Int32) {
+        self.chunkSize = chunkSize
+        self.level = level
+    }
+
+    func withDecoder<R>(_ body: (DecodeContext) throws -> R) rethrows -> R {
+        let context = decoders.withLock { $0.popLast() } ?? DecodeContext(chunkSize: chunkSize)
+        defer { decoders.withLock { if $0.count < 16 { $0.append(context) } } }
+        return try body(context)
+    }
+
+    func withCompressor<R>(_ body: (Compressor) throws -> R) rethrows -> R {
+        let context = encoders.withLock { $0.popLast() } ?? EncodeContext(level: level)
+        defer { encoders.withLock { if $0.count < 16 { $0.append(context) } } }
+        return try body(context.compressor)
+    }
+}
