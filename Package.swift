@@ -24,6 +24,8 @@ let package = Package(
         .target(name: "LMDBKit", dependencies: ["CLMDB"]),
         .target(name: "ZstdKit", dependencies: ["CZstd"]),
         .target(name: "FileIO", dependencies: ["CLinuxShims"]),
+        // AWS Signature Version 4, for S3 origins (no S3 SDK: a small signer on swift-crypto's HMAC).
+        .target(name: "SigV4", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
 
         // The engine: the only product API.
         .target(
@@ -45,6 +47,7 @@ let package = Package(
         .testTarget(name: "LMDBKitTests", dependencies: ["LMDBKit", "TestSupport"]),
         .testTarget(name: "ZstdKitTests", dependencies: ["ZstdKit", "TestSupport"]),
         .testTarget(name: "FileIOTests", dependencies: ["FileIO", "TestSupport"]),
+        .testTarget(name: "SigV4Tests", dependencies: ["SigV4"]),
         .testTarget(name: "ChunkCacheTests", dependencies: ["ChunkCache", "FileIO", "TestSupport"]),
         .testTarget(name: "ChunkCacheIntegrationTests", dependencies: ["ChunkCache", "FileIO", "LMDBKit", "TestSupport"]),
         .testTarget(name: "ChunkCacheCommandsTests", dependencies: ["ChunkCacheCommands", "ChunkCache", "ChunkCacheBench", "TestSupport"]),

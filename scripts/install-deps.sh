@@ -17,3 +17,5 @@ if ((${#missing[@]})); then
     $sudo apt-get update -q
     $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+# botocore: the SigV4 tests compare the signer with botocore's on the same requests.
+python3 -c 'import botocore' 2>/dev/null || python3 -m pip install -q botocore
