@@ -35,7 +35,7 @@ import Testing
         }
     }
 
-    @Test("a flipped stored byte is corruptData on fetch, verify names exactly that chunk, repair marks it absent",
+    @Test("B6 C4: a flipped stored byte is corruptData on fetch, verify names exactly that chunk, repair marks it absent; the older version never stands in",
           arguments: [false, true])
     func flippedByte(compressible: Bool) async throws {
         try await withTemporaryDirectory { dir in
@@ -71,9 +71,11 @@ import Testing
                 _ = try await cache.fetchPartialContents(for: id, version: ItemVersion("v2"), minimalRange: chunk2, aligningTo: 4096, options: .strictVersioning)
             }
             #expect(strict == .versionNoLongerAvailable)
-            let fallback = try await cache.fetchPartialContents(for: id, version: ItemVersion("v2"), minimalRange: chunk2, aligningTo: 4096)
-            #expect(fallback.item.itemVersion.contentVersionString == "v1", "the newest version that can serve the range")
-            #expect(try readRange(fallback.url.path, fallback.retrievedRange) == Array(v1[(2 * chunk)..<(3 * chunk)]))
+            let lost = await caught {
+                _ = try await cache.fetchPartialContents(for: id, version: ItemVersion("v2"), minimalRange: chunk2, aligningTo: 4096)
+            }
+            #expect(lost?.code == .corruptData, "B6 C4: never the older v1, never versionNoLongerAvailable without strict")
+            #expect(lost?.message.contains("chunk 2 (\(bad))") == true, "names the lost chunk: \(lost?.message ?? "")")
             let intact = try await cache.fetchPartialContents(
                 for: id, version: ItemVersion("v2"), minimalRange: ByteRange(location: 0, length: 100), aligningTo: 4096, options: .strictVersioning)
             #expect(try readRange(intact.url.path, intact.retrievedRange) == Array(v2[0..<chunk]))
@@ -82,7 +84,7 @@ import Testing
         }
     }
 
-    @Test("§3: without strict versioning, a range that no version can serve is versionNoLongerAvailable")
+    @Test("C4: without strict versioning, a range that no version can serve is corruptData naming the lost chunk; strict is versionNoLongerAvailable")
     func noVersionCanServe() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -95,11 +97,18 @@ import Testing
 
             let middle = ByteRange(location: Int64(chunk) + 10, length: 100)
             for version in [ItemVersion("v1"), nil] {
-                let code = await errorCode {
+                let error = await caught {
                     _ = try await cache.fetchPartialContents(for: id, version: version, minimalRange: middle, aligningTo: 4096)
                 }
-                #expect(code == .versionNoLongerAvailable, "version \(String(describing: version))")
+                #expect(error?.code == .corruptData, "version \(String(describing: version))")
+                let message = error?.message ?? ""
+                #expect(message.contains("chunk 1 (\(bad))") && message.contains("verify --repair") && message.contains("put the file again"), "\(message)")
             }
+            let strict = await errorCode {
+                _ = try await cache.fetchPartialContents(for: id, version: ItemVersion("v1"), minimalRange: middle, aligningTo: 4096,
+                                                         options: .strictVersioning)
+            }
+            #expect(strict == .versionNoLongerAvailable)
             #expect(try FileManager.default.contentsOfDirectory(atPath: cache.temporaryDirectoryURL.path).isEmpty)
             // The chunks still there keep serving.
             _ = try await cache.fetchPartialContents(for: id, version: ItemVersion("v1"), minimalRange: ByteRange(location: 0, length: 10), aligningTo: 4096)

@@ -117,6 +117,28 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
     public static let wrappedForSystemCode = 4101
 }
 
+// MARK: - Bridging with `as NSError`
+
+/// `error as NSError` on a thrown `CacheError` gives the code's own domain and raw value (File Provider,
+/// Cocoa or `ChunkCacheErrorDomain`) and the message as its localized description, so a caller of the async
+/// API can hand the system what it catches, as ``CacheError/nsError`` does.
+///
+/// Not `CustomNSError`: its domain is one static string per type, and swift-corelibs-foundation bridges a
+/// `CustomNSError` with that static domain, whatever the instance; one type with three domains would
+/// bridge every code to one of them. The bridge reads `_domain` and `_code` (the `Error` protocol's
+/// bridging requirements) from the instance instead, on Linux and Darwin alike.
+extension CacheError: LocalizedError {
+    /// The code's error domain, read by `as NSError`.
+    public var _domain: String { code.domain }
+    /// The code's raw value, read by `as NSError`.
+    public var _code: Int { code.rawValue }
+    /// ``nsError``'s user info (the message and the underlying error), read by `as NSError` on Darwin;
+    /// swift-corelibs-foundation takes ``errorDescription`` instead.
+    public var _userInfo: AnyObject? { NSDictionary(dictionary: nsError.userInfo) }
+    /// The message, as `NSLocalizedDescriptionKey`.
+    public var errorDescription: String? { message }
+}
+
 extension CacheError.Code {
     /// Lets callers write `catch CacheError.Code.noSuchItem`.
     public static func ~= (pattern: CacheError.Code, value: any Error) -> Bool { (value as? CacheError)?.code == pattern }

@@ -15,23 +15,23 @@ extension ChunkCache {
     ///
     /// - Parameters:
     ///   - item: The item.
-    ///   - version: The version asked for; `nil` for the newest. Without `.strictVersioning` a version that
-    ///     is gone is replaced by the newest that can serve the range, and the result says which.
+    ///   - version: The version asked for; `nil` for the newest. With `.strictVersioning` only that version
+    ///     serves. Without it, when that version cannot serve the range, the newest *newer* version that can
+    ///     does, and the result says which; an older version never does (B6). A version the store does not
+    ///     know is replaced by the newest version that can serve.
     ///   - request: Who asks; a process on the domain's non-materializing list gets `noPermission`.
     ///   - minimalRange: The bytes needed.
     ///   - alignment: A power of two from 1 to 2^30.
     ///   - destination: A hand-off file (default) or a clone at a path.
-    /// - Throws: `invalidArgument`, `noSuchItem`, `versionNoLongerAvailable`, `noPermission`, `corruptData`,
-    ///   `userCancelled`, `fileExists` (clone destination).
+    /// - Throws: `invalidArgument`, `noSuchItem` (confirmed only, C2), `versionNoLongerAvailable` (strict
+    ///   fetches only, C4), `noPermission`, `corruptData` (also when no allowed version holds the range: it
+    ///   names the lost chunks), `userCancelled`, `fileExists` (clone destination).
     public func fetchPartialContents(
         for item: ItemIdentifier, version: ItemVersion?, request: FetchRequest = FetchRequest(),
         minimalRange: ByteRange, aligningTo alignment: Int, options: FetchOptions = [],
         destination: FetchDestination = .handOff
     ) async throws -> FetchResult {
-        try FetchPlanner.validate(alignment: alignment)
-        guard minimalRange.location >= 0, minimalRange.length >= 0 else {
-            throw CacheError(.invalidArgument, "range \(minimalRange) of item \"\(item.rawValue)\" has a negative start or length; give START:LENGTH with both ≥ 0")
-        }
+        try Self.validate(minimalRange, of: item, alignment: alignment)
         return try await fetch(item, version: version?.contentVersion, minimalRange: minimalRange, alignment: alignment,
                                options: options, request: request, destination: destination)
     }
@@ -39,7 +39,8 @@ extension ChunkCache {
     /// Returns a file holding the whole item, as `fetchContents` (CONTRACT §4): zero chunks are holes and
     /// `knownSparseRanges` says so.
     ///
-    /// - Parameter version: The version asked for; `nil` for the newest.
+    /// - Parameter version: The version asked for; `nil` for the newest, never an older one. Which version
+    ///   serves follows the rules of ``fetchPartialContents(for:version:request:minimalRange:aligningTo:options:destination:)``.
     public func fetchContents(
         for item: ItemIdentifier, version: ItemVersion? = nil, request: FetchRequest = FetchRequest(),
         options: FetchOptions = [], destination: FetchDestination = .handOff
@@ -48,57 +49,175 @@ extension ChunkCache {
                         request: request, destination: destination)
     }
 
+    /// Returns a file holding at least `minimalRange` of the item, as the async
+    /// ``fetchPartialContents(for:version:request:minimalRange:aligningTo:options:destination:)`` does, on the
+    /// calling thread.
+    ///
+    /// This is the synchronous core the async API wraps, for callers that own their thread and cannot await
+    /// (a FUSE worker, a C caller). It blocks for the whole fetch: system calls, LMDB reads and zstd decoding,
+    /// and it cannot be cancelled. Never call it from a Swift concurrency task: use the async method there.
+    ///
+    /// - Throws: The errors of the async method except `userCancelled`.
+    @available(*, noasync, message: "use the async fetchPartialContents in a task")
+    public func fetchPartialContentsSynchronously(
+        for item: ItemIdentifier, version: ItemVersion?, request: FetchRequest = FetchRequest(),
+        minimalRange: ByteRange, aligningTo alignment: Int, options: FetchOptions = [],
+        destination: FetchDestination = .handOff
+    ) throws -> FetchResult {
+        try Self.validate(minimalRange, of: item, alignment: alignment)
+        try Catalog.validate(domain: item.domain, item: item.rawValue)
+        let fetch = Fetch(item: item, version: version?.contentVersion, minimalRange: minimalRange, alignment: alignment,
+                          options: options, request: request, destination: destination)
+        return try fetch.run(store: store, checkpoint: ChunkCheckpoint(cancellation: CancellationFlag()))
+    }
+
+    /// Reads the item's bytes from `offset` into `buffer`, with no temp file: the buffer-returning form of a
+    /// partial fetch, on the calling thread (a FUSE read, a C caller).
+    ///
+    /// The version is chosen as for ``fetchPartialContents(for:version:request:minimalRange:aligningTo:options:destination:)``
+    /// (B6, C4), and all bytes come from that one version. The read stops at EOF: a read at or past the end
+    /// returns 0 bytes. It blocks for a buffer's worth of LMDB reads and zstd decoding; never call it from a
+    /// Swift concurrency task.
+    ///
+    /// - Parameters:
+    ///   - item: The item.
+    ///   - version: The version asked for; `nil` for the newest.
+    ///   - offset: The first byte to read, ≥ 0.
+    ///   - buffer: Where the bytes go, from its start. On a throw its contents are unspecified.
+    ///   - options: `.strictVersioning` to accept only `version`.
+    ///   - request: Who asks; a process on the domain's non-materializing list gets `noPermission`.
+    /// - Returns: How many bytes were read and the item at the version they came from.
+    /// - Throws: `invalidArgument` (a negative offset), `noSuchItem`, `versionNoLongerAvailable` (strict),
+    ///   `noPermission`, `corruptData`.
+    @available(*, noasync, message: "use the async fetchPartialContents in a task")
+    public func read(
+        _ item: ItemIdentifier, version: ItemVersion?, at offset: Int64, into buffer: UnsafeMutableRawBufferPointer,
+        options: FetchOptions = [], request: FetchRequest = FetchRequest()
+    ) throws -> ReadResult {
+        guard offset >= 0 else {
+            throw CacheError(.invalidArgument, "offset \(offset) in item \(item) is negative; read from 0 or later")
+        }
+        try Catalog.validate(domain: item.domain, item: item.rawValue)
+        let store = self.store
+        let requested = version?.contentVersion
+        let minimal = ByteRange(location: offset, length: Int64(buffer.count))
+        return try Self.inFreshSnapshots(of: store, fetching: item) { txn in
+            let plan = try FetchPlanner.plan(
+                store: store, domain: item.domain, item: item.rawValue, requested: requested, minimal: minimal,
+                alignment: 1, options: options, request: request, in: txn)
+            let count = try BufferReader.read(plan, at: offset, into: buffer, store: store, in: txn)
+            return ReadResult(bytesRead: count, item: Catalog.publicItem(plan.item, domain: item.domain, version: plan.version),
+                              domainVersion: plan.domainVersion)
+        }
+    }
+
+    /// Checks a partial fetch's range and alignment.
+    private static func validate(_ minimalRange: ByteRange, of item: ItemIdentifier, alignment: Int) throws(CacheError) {
+        try FetchPlanner.validate(alignment: alignment)
+        guard minimalRange.location >= 0, minimalRange.length >= 0 else {
+            throw CacheError(.invalidArgument, "range \(minimalRange) of item \"\(item.rawValue)\" has a negative start or length; give START:LENGTH with both ≥ 0")
+        }
+    }
+
     /// Which strategies a clone may use; tests narrow it to exercise each fallback.
     static let cloneStrategies = Set(CloneStrategy.allCases)
 
+    /// A fetch through the async API.
+    ///
+    /// Hand-offs of up to ``RangeAssembler/inlineLimit`` are planned and assembled in one snapshot on the
+    /// calling thread: bounded, page-cache-hot work that costs less than the two thread wake-ups of a hop.
+    /// Clones and larger ranges go to the blocking pool (``runBlocking(_:)``), which plans again in its own
+    /// snapshot. Task cancellation reaches both: it sets the flag the assembler checks before each chunk.
+    ///
+    /// - Parameter beforeChunk: Called before each chunk is read; tests set it to act at a known point.
     func fetch(
         _ item: ItemIdentifier, version: [UInt8]?, minimalRange: ByteRange?, alignment: Int, options: FetchOptions,
         request: FetchRequest, destination: FetchDestination, strategies: Set<CloneStrategy> = cloneStrategies,
-        inspectClone: (@Sendable (FileDescriptor) -> Void)? = nil
+        inspectClone: (@Sendable (FileDescriptor) -> Void)? = nil, beforeChunk: (@Sendable (Int64) -> Void)? = nil
     ) async throws -> FetchResult {
         try Catalog.validate(domain: item.domain, item: item.rawValue)
-        if Task.isCancelled { throw CacheError(.userCancelled, "the fetch of \(item) was cancelled") }
         let store = self.store
-        // Plan, and for hand-offs up to a few MiB assemble too, in one snapshot on this thread: a hop to a
-        // dispatch thread and back costs ~50 µs here (two wake-ups), as much as a warm 64 KiB fetch.
-        // Clones and large ranges go to the blocking pool, off the cooperative threads.
-        let outcome: InlineOutcome
-        do {
-            outcome = try store.environment.read { txn in
-                let plan = try FetchPlanner.plan(
-                    store: store, domain: item.domain, item: item.rawValue, requested: version, minimal: minimalRange,
-                    alignment: alignment, options: options, request: request, in: txn)
-                guard destination == .handOff && plan.retrieved.length <= RangeAssembler.inlineLimit else { return .handOver(plan) }
-                return .done(try Self.materialize(plan, of: item, store: store, destination: destination,
-                                                     cancellation: CancellationFlag(), strategies: strategies,
-                                                     inspectClone: inspectClone, in: txn))
-            }
-        } catch {
-            throw CacheError.wrap(error, store: store.path, doing: "fetching \(item)")
+        let fetch = Fetch(item: item, version: version, minimalRange: minimalRange, alignment: alignment, options: options,
+                          request: request, destination: destination, strategies: strategies, inspectClone: inspectClone)
+        if Task.isCancelled { throw CacheError(.userCancelled, "the fetch of \(item) was cancelled") }
+        let cancellation = CancellationFlag()
+        let inline = try await withTaskCancellationHandler {
+            try fetch.runIfWithin(RangeAssembler.inlineLimit, store: store,
+                                  checkpoint: ChunkCheckpoint(cancellation: cancellation, beforeChunk: beforeChunk))
+        } onCancel: {
+            cancellation.cancel()
         }
-        switch outcome {
-        case .done(let result):
-            return result
-        case .handOver(let plan):
-            return try await runBlocking { cancellation in
-                try store.environment.read { txn in
-                    try Self.materialize(plan, of: item, store: store, destination: destination, cancellation: cancellation,
-                                         strategies: strategies, inspectClone: inspectClone, in: txn)
+        if let inline { return inline }
+        return try await runBlocking { cancellation in
+            try fetch.run(store: store, checkpoint: ChunkCheckpoint(cancellation: cancellation, beforeChunk: beforeChunk))
+        }
+    }
+
+    /// Runs `body` in a read snapshot. When a chunk the plan found left the cache before it was read (a
+    /// parallel worker's newer snapshot saw `verify --repair` mark it absent), `body` runs again in a fresh
+    /// snapshot, where the planner sees the loss; a fetch never reports that as `versionNoLongerAvailable` (C4).
+    static func inFreshSnapshots<R>(
+        of store: Store, fetching item: ItemIdentifier, _ body: (borrowing ReadTransaction) throws -> R
+    ) throws -> R {
+        var attempts = 0
+        while true {
+            do {
+                return try store.environment.read(body)
+            } catch let vanished as ChunkVanished {
+                attempts += 1
+                guard attempts < maxSnapshots else {
+                    throw CacheError(.corruptData,
+                        "chunk \(vanished.index) of item \(item) kept leaving the cache while it was read; run `chunkcache verify --repair`, then retry")
                 }
+            } catch {
+                throw CacheError.wrap(error, store: store.path, doing: "fetching \(item)")
             }
         }
     }
 
-    /// What the caller's thread made of a fetch: the result, or a plan for the blocking pool.
-    private enum InlineOutcome {
-        case done(FetchResult)
-        case handOver(FetchPlan)
+    /// Snapshots a fetch tries before it gives up on chunks that keep leaving the cache.
+    static let maxSnapshots = 3
+}
+
+/// One fetch's request, as every path runs it.
+private struct Fetch: Sendable {
+    let item: ItemIdentifier
+    let version: [UInt8]?
+    let minimalRange: ByteRange?
+    let alignment: Int
+    let options: FetchOptions
+    let request: FetchRequest
+    let destination: FetchDestination
+    var strategies = ChunkCache.cloneStrategies
+    var inspectClone: (@Sendable (FileDescriptor) -> Void)?
+
+    /// Plans and materializes the fetch in one snapshot: the synchronous core of every path.
+    func run(store: Store, checkpoint: ChunkCheckpoint) throws -> FetchResult {
+        try planned(store: store) { plan, txn in try materialize(plan, store: store, checkpoint: checkpoint, in: txn) }
     }
 
-    /// Writes a planned fetch into a new temp file and hands it off or clones it to its destination.
-    private static func materialize<T: TransactionReading & ~Copyable>(
-        _ plan: FetchPlan, of item: ItemIdentifier, store: Store, destination: FetchDestination, cancellation: CancellationFlag,
-        strategies: Set<CloneStrategy>, inspectClone: (@Sendable (FileDescriptor) -> Void)?, in txn: borrowing T
+    /// As ``run(store:checkpoint:)`` for a hand-off of at most `limit` bytes; nil, with nothing done but the
+    /// plan, for a clone or a longer range.
+    func runIfWithin(_ limit: Int64, store: Store, checkpoint: ChunkCheckpoint) throws -> FetchResult? {
+        try planned(store: store) { plan, txn in
+            guard destination == .handOff && plan.retrieved.length <= limit else { return nil }
+            return try materialize(plan, store: store, checkpoint: checkpoint, in: txn)
+        }
+    }
+
+    private func planned<R>(store: Store, _ body: (FetchPlan, borrowing ReadTransaction) throws -> R) throws -> R {
+        try ChunkCache.inFreshSnapshots(of: store, fetching: item) { txn in
+            let plan = try FetchPlanner.plan(
+                store: store, domain: item.domain, item: item.rawValue, requested: version, minimal: minimalRange,
+                alignment: alignment, options: options, request: request, in: txn)
+            return try body(plan, txn)
+        }
+    }
+
+    /// Writes a planned fetch into a new temp file and hands it off or clones it to its destination. On any
+    /// throw, cancellation included, the temp file is removed.
+    private func materialize<T: TransactionReading & ~Copyable>(
+        _ plan: FetchPlan, store: Store, checkpoint: ChunkCheckpoint, in txn: borrowing T
     ) throws -> FetchResult {
         let (file, path) = try HandOff.createUniqueFile(in: store.tmpPath, prefix: "fetch-")
         var keep = false
@@ -111,7 +230,7 @@ extension ChunkCache {
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "sizing the temp file \(path)")
         }
-        try RangeAssembler.assemble(plan, store: store, into: file, cancellation: cancellation, in: txn)
+        try RangeAssembler.assemble(plan, store: store, into: file, checkpoint: checkpoint, in: txn)
         var result = FetchResult(
             url: URL(fileURLWithPath: path, isDirectory: false), item: Catalog.publicItem(plan.item, domain: item.domain, version: plan.version),
             retrievedRange: plan.retrieved,

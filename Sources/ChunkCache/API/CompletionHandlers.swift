@@ -31,17 +31,35 @@ extension ChunkCache {
     }
 
     /// `fetchContents(for:version:request:completionHandler:)`: the whole file, or an error.
+    ///
+    /// As the seed says, a requested version is returned or the fetch fails (`versionNoLongerAvailable`): it
+    /// runs with `.strictVersioning`; `nil` means the newest. The seed's handler has no flags: the file is
+    /// whole, so its holes are the item's zero chunks. Use
+    /// ``fetchContents(for:version:request:options:completionHandler:)`` to receive `knownSparseRanges`.
     @discardableResult
     public func fetchContents(
         for item: ItemIdentifier, version: ItemVersion?, request: FetchRequest,
         completionHandler: @escaping @Sendable (URL?, Item?, (any Error)?) -> Void
     ) -> Progress {
-        let once = CompleteOnce { (url: URL?, item: Item?, _: ByteRange, _: MaterializationFlags, error: (any Error)?) in
-            completionHandler(url, item, error)
+        fetchContents(for: item, version: version, request: request, options: version == nil ? [] : .strictVersioning) {
+            url, item, _, error in completionHandler(url, item, error)
+        }
+    }
+
+    /// `fetchContents` as the async ``fetchContents(for:version:request:options:destination:)``, with its
+    /// options and flags: the whole file, the item at the version served and `knownSparseRanges` when the
+    /// file has holes, or an error.
+    @discardableResult
+    public func fetchContents(
+        for item: ItemIdentifier, version: ItemVersion?, request: FetchRequest, options: FetchOptions,
+        completionHandler: @escaping @Sendable (URL?, Item?, MaterializationFlags, (any Error)?) -> Void
+    ) -> Progress {
+        let once = CompleteOnce { (url: URL?, item: Item?, _: ByteRange, flags: MaterializationFlags, error: (any Error)?) in
+            completionHandler(url, item, flags, error)
         }
         return Self.runWithProgress(
             work: {
-                let result = try await self.fetchContents(for: item, version: version, request: request)
+                let result = try await self.fetchContents(for: item, version: version, request: request, options: options)
                 if !once.call(result.url, result.item, result.retrievedRange, result.flags, nil) {
                     try? FileManager.default.removeItem(at: result.url)
                 }

@@ -39,43 +39,81 @@ enum FetchPlanner {
     /// - Parameters:
     ///   - minimal: The range asked for; `nil` for the whole file.
     ///   - requested: The content version asked for; `nil` for the newest.
-    /// - Throws: `noSuchItem` for an unknown domain or item, `invalidArgument` for a folder or symlink,
-    ///   `noPermission` for a non-materializing process, `versionNoLongerAvailable` when no version can serve.
+    /// - Throws: `noSuchItem` for an unknown domain or an item ``MissingItem`` confirms gone,
+    ///   `invalidArgument` for a folder or symlink, `noPermission` for a non-materializing process,
+    ///   `versionNoLongerAvailable` when a strict fetch's version cannot serve, `corruptData` naming the lost
+    ///   chunks when no allowed version can serve a non-strict fetch (C4).
     static func plan<T: TransactionReading & ~Copyable>(
         store: Store, domain: String, item id: String, requested: [UInt8]?, minimal: ByteRange?, alignment: Int,
         options: FetchOptions, request: FetchRequest, in txn: borrowing T
     ) throws -> FetchPlan {
         let dbs = store.dbs
-        do {
-            let domainRecord = try Catalog.domain(domain, in: txn, dbs)
-            if let process = request.requestingProcess, domainRecord.nonMaterializingProcesses.contains(process) {
-                throw CacheError(.noPermission, "process \"\(process)\" may not materialize files of domain \"\(domain)\"; nothing was downloaded")
-            }
-            let itemKey = Keys.item(domain: domain, id: id)
-            let item = try Catalog.item(id, domain: domain, key: itemKey, in: txn, dbs)
-            guard item.kind == .file else {
-                throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(domain)\" is a \(item.kind); only files have contents")
-            }
-            let versions = try Catalog.versions(ofItemKey: itemKey, in: txn, dbs)
-            let strict = options.contains(.strictVersioning)
-            var candidates = versions
-            if let requested {
-                let match = versions.filter { $0.contentVersion == requested }
-                candidates = strict ? match : match + versions.filter { $0.contentVersion != requested }
-            }
-            for version in candidates {
-                let range = minimal.map {
-                    version.layout.retrievedRange(for: $0, aligningTo: Int64(alignment), length: version.size)
-                } ?? ByteRange(location: 0, length: version.size)
-                if let zeros = try availability(of: version, range: range, in: txn, dbs) {
-                    return FetchPlan(item: item, version: version, retrieved: range, hasZeroChunks: zeros,
-                                     domainVersion: DomainVersion(rawValue: domainRecord.version))
-                }
-            }
-            let asked = requested.map { "version \"\(String(decoding: $0, as: UTF8.self))\"" } ?? "any version"
-            throw CacheError(.versionNoLongerAvailable,
-                "\(asked) of item \"\(id)\" in domain \"\(domain)\" is not available in the cache for that range\(strict ? " (strict)" : ""); fetch it without --strict or put it again")
+        let domainRecord = try Catalog.domain(domain, in: txn, dbs)
+        if let process = request.requestingProcess, domainRecord.nonMaterializingProcesses.contains(process) {
+            throw CacheError(.noPermission, "process \"\(process)\" may not materialize files of domain \"\(domain)\"; nothing was downloaded")
         }
+        let itemKey = Keys.item(domain: domain, id: id)
+        let item = try Catalog.item(id, domain: domain, key: itemKey, in: txn, dbs)
+        guard item.kind == .file else {
+            throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(domain)\" is a \(item.kind); only files have contents")
+        }
+        let versions = try Catalog.versions(ofItemKey: itemKey, in: txn, dbs)
+        let strict = options.contains(.strictVersioning)
+        let order = candidateOrder(of: versions, requested: requested, strict: strict)
+        let domainVersion = DomainVersion(rawValue: domainRecord.version)
+        if let first = order.first, let plan = try serving(
+            versions[first], item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion, in: txn, dbs) {
+            return plan
+        }
+        for index in order.thenNewest {
+            if let plan = try serving(
+                versions[index], item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion, in: txn, dbs) {
+                return plan
+            }
+        }
+        let asked = requested.map { "version \"\(String(decoding: $0, as: UTF8.self))\"" } ?? "the newest version"
+        if strict {
+            throw CacheError(.versionNoLongerAvailable,
+                "\(asked) of item \"\(id)\" in domain \"\(domain)\" cannot serve \(minimal.map { "range \($0)" } ?? "the whole file") (strict versioning); fetch it without strict versioning, or put that version again")
+        }
+        guard let lostIndex = order.first ?? order.thenNewest.first else {
+            throw CacheError(.corruptData, "item \"\(id)\" in domain \"\(domain)\" has no content version; put the file again")
+        }
+        let lost = versions[lostIndex]
+        let range = retrieved(minimal, of: lost, alignment: alignment)
+        throw CacheError(.corruptData,
+            "the store lost \(try lostChunks(of: lost, range: range, in: txn, dbs)) of version \"\(String(decoding: lost.contentVersion, as: UTF8.self))\" of item \"\(id)\" in domain \"\(domain)\" (range \(range)), and no newer version holds that range; run `chunkcache verify --repair`, then put the file again")
+    }
+
+    /// Which versions may serve a fetch, in the order they are tried (CONTRACT §7 "Which version serves a
+    /// fetch", B6): indices into `versions`, which is newest first.
+    ///
+    /// - `first`: the requested version when the store knows it; the newest when none was requested.
+    /// - `thenNewest`: tried after `first`, newest first. Without strict versioning these are the versions
+    ///   newer than the requested one, or every version when the requested one is unknown (gone). Never an
+    ///   older one, and nothing after the newest when none was requested.
+    static func candidateOrder(of versions: [VersionRecord], requested: [UInt8]?, strict: Bool) -> (first: Int?, thenNewest: Range<Int>) {
+        guard let requested else { return (versions.isEmpty ? nil : 0, 0..<0) }
+        guard let index = versions.firstIndex(where: { $0.contentVersion == requested }) else {
+            return (nil, strict ? 0..<0 : versions.indices)
+        }
+        return (index, strict ? 0..<0 : 0..<index)
+    }
+
+    /// The plan for serving the fetch from `version`, or nil when a chunk of its range is absent.
+    private static func serving<T: TransactionReading & ~Copyable>(
+        _ version: VersionRecord, item: ItemRecord, minimal: ByteRange?, alignment: Int, domainVersion: DomainVersion,
+        in txn: borrowing T, _ dbs: Databases
+    ) throws -> FetchPlan? {
+        let range = retrieved(minimal, of: version, alignment: alignment)
+        guard let zeros = try availability(of: version, range: range, in: txn, dbs) else { return nil }
+        return FetchPlan(item: item, version: version, retrieved: range, hasZeroChunks: zeros, domainVersion: domainVersion)
+    }
+
+    /// The range a fetch of `minimal` (nil: the whole file) retrieves from `version`.
+    private static func retrieved(_ minimal: ByteRange?, of version: VersionRecord, alignment: Int) -> ByteRange {
+        minimal.map { version.layout.retrievedRange(for: $0, aligningTo: Int64(alignment), length: version.size) }
+            ?? ByteRange(location: 0, length: version.size)
     }
 
     /// Whether every chunk of `range` is in the cache: nil when one is absent, else whether any is a zero chunk.
@@ -96,5 +134,27 @@ enum FetchPlanner {
             }
         }
         return zeros
+    }
+
+    /// The most lost chunks an error message lists one by one.
+    static let listedLostChunks = 8
+
+    /// The absent chunks of `range` in `version`, as an error message names them: "chunk 3 (hash)", the first
+    /// ``listedLostChunks`` of them, then how many more.
+    private static func lostChunks<T: TransactionReading & ~Copyable>(
+        of version: VersionRecord, range: ByteRange, in txn: borrowing T, _ dbs: Databases
+    ) throws -> String {
+        guard range.length > 0 else { return "no chunk" }
+        let layout = version.layout
+        var cursor = ManifestCursor(manifestID: version.manifestID, dbs: dbs)
+        var listed: [String] = []
+        var count = 0
+        for index in (range.location >> layout.shift)...((range.end - 1) >> layout.shift) {
+            guard case .absent(let digest) = try cursor.entry(index, in: txn) else { continue }
+            count += 1
+            if listed.count < listedLostChunks { listed.append("chunk \(index)" + (digest.map { " (\($0))" } ?? "")) }
+        }
+        let more = count > listed.count ? " and \(count - listed.count) more" : ""
+        return listed.joined(separator: ", ") + more
     }
 }

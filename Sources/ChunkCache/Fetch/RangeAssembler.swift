@@ -27,7 +27,7 @@ enum RangeAssembler {
     /// Writes `plan`'s range into `file`, which already has the item's full length. A single worker reads
     /// in `txn` (the snapshot the plan came from); parallel workers each open their own.
     static func assemble<T: TransactionReading & ~Copyable>(
-        _ plan: FetchPlan, store: Store, into file: FileDescriptor, cancellation: CancellationFlag, in txn: borrowing T
+        _ plan: FetchPlan, store: Store, into file: FileDescriptor, checkpoint: ChunkCheckpoint, in txn: borrowing T
     ) throws {
         guard plan.retrieved.length > 0 else { return }
         let layout = plan.version.layout
@@ -42,7 +42,7 @@ enum RangeAssembler {
                 let stride = max(1, releaseStride >> layout.shift)
                 for lower in Swift.stride(from: first, to: end, by: Int(stride)) {
                     let upper = min(lower + stride, end)
-                    try writeChunks(lower..<upper, of: plan, store: store, run: &run, cancellation: cancellation,
+                    try writeChunks(lower..<upper, of: plan, store: store, run: &run, checkpoint: checkpoint,
                                     context: context, in: txn)
                     try run.flush()
                     if upper < end { store.environment.releaseMappedPages() }
@@ -61,7 +61,7 @@ enum RangeAssembler {
                         var run = context.runWriter(into: file, gate: gate)
                         while let indices = claims.next() {
                             let bytes = try writeChunks(indices, of: plan, store: store, run: &run,
-                                                        cancellation: cancellation, context: context, in: txn)
+                                                        checkpoint: checkpoint, context: context, in: txn)
                             try run.writeIfFree()
                             if claims.add(written: bytes) { store.environment.releaseMappedPages() }
                         }
@@ -92,12 +92,23 @@ enum RangeAssembler {
         return false
     }
 
+    /// The stored value of chunk `digest`, which `plan`'s manifest names: borrowed from the map, valid while
+    /// `txn` lasts. A manifest entry whose chunk is not stored is `corruptData`.
+    static func storedChunk<T: TransactionReading & ~Copyable>(
+        _ digest: ChunkDigest, of plan: FetchPlan, dbs: Databases, in txn: borrowing T
+    ) throws -> UnsafeRawBufferPointer {
+        guard let stored = try digest.withUnsafeBytes({ try txn.get(dbs.chunks, key: $0) }) else {
+            throw CacheError(.corruptData, "chunk \(digest) of item \"\(plan.item.identifier)\" is missing from the store; run `chunkcache verify --repair`")
+        }
+        return stored
+    }
+
     /// Queues chunks `indices` of `plan` on `run` (which writes some as it fills) and returns their stored
     /// bytes (zero chunks not counted). Whatever `run` still holds must be written before `txn` ends.
     @discardableResult
     private static func writeChunks<T: TransactionReading & ~Copyable>(
         _ indices: Range<Int64>, of plan: FetchPlan, store: Store, run: inout RunWriter,
-        cancellation: CancellationFlag, context: CodecPool.DecodeContext, in txn: borrowing T
+        checkpoint: ChunkCheckpoint, context: CodecPool.DecodeContext, in txn: borrowing T
     ) throws -> Int64 {
         let layout = plan.version.layout
         let size = plan.version.size
@@ -105,7 +116,7 @@ enum RangeAssembler {
         var written: Int64 = 0
         var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
         for index in indices {
-            try cancellation.check()
+            try checkpoint.check(index)
             let range = layout.range(ofChunk: index, length: size)
             let length = Int(range.length)
             switch try cursor.entry(index, in: txn) {
@@ -114,20 +125,39 @@ enum RangeAssembler {
                 // "not materialized" (A7), so zeros are written.
                 if !plan.wholeFile { try run.append(ZeroBytes.prefix(length), at: range.location) }
             case .stored(let digest):
-                guard let stored = try digest.withUnsafeBytes({ try txn.get(dbs.chunks, key: $0) }) else {
-                    throw CacheError(.corruptData, "chunk \(digest) of item \"\(plan.item.identifier)\" is missing from the store; run `chunkcache verify --repair`")
-                }
+                let stored = try storedChunk(digest, of: plan, dbs: dbs, in: txn)
                 let bytes = try ChunkCodec.decode(
                     stored, rawCount: length, decompressor: context.decompressor,
                     buffer: try run.space(length, at: range.location), digest: digest)
                 try run.append(bytes, at: range.location)
                 written += range.length
             case .absent:
-                throw CacheError(.versionNoLongerAvailable, "chunk \(index) of item \"\(plan.item.identifier)\" left the cache during the fetch; retry")
+                throw ChunkVanished(index: index)
             }
         }
         return written
     }
+}
+
+/// What a fetch checks before each chunk: its cancellation, and a hook only tests set.
+struct ChunkCheckpoint: Sendable {
+    let cancellation: CancellationFlag
+    /// Called with each chunk's index before the chunk is read, so a test can act at a known point of a
+    /// fetch (cancel it, change the store) without sleeping.
+    var beforeChunk: (@Sendable (Int64) -> Void)?
+
+    /// Throws `userCancelled` once the fetch is cancelled.
+    func check(_ index: Int64) throws(CacheError) {
+        beforeChunk?(index)
+        try cancellation.check()
+    }
+}
+
+/// A chunk the plan found in the cache was absent when it was read: the reading snapshot is newer than the
+/// planning one, and `verify --repair` (or eviction) marked the chunk absent in between. The fetch is planned
+/// again in a newer snapshot, never reported as `versionNoLongerAvailable` (C4).
+struct ChunkVanished: Error {
+    let index: Int64
 }
 
 /// A read-only run of zero bytes as long as the largest chunk, for zero chunks inside partial ranges.

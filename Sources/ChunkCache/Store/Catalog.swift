@@ -11,12 +11,12 @@ enum Catalog {
         return try DomainRecord(decoding: raw)
     }
 
-    /// The item's record, or `noSuchItem` naming it.
+    /// The item's record, or the error ``MissingItem`` confirms for an item the catalogue lacks (C2).
     static func item<T: TransactionReading & ~Copyable>(
         _ id: String, domain: String, key: [UInt8]? = nil, in txn: borrowing T, _ dbs: Databases
     ) throws -> ItemRecord {
         guard let raw = try txn.get(dbs.items, key: key ?? Keys.item(domain: domain, id: id)) else {
-            throw CacheError(.noSuchItem, "there is no item \"\(id)\" in domain \"\(domain)\"; check the identifier")
+            throw MissingItem.confirm(id, domain: domain, authority: MissingItem.authority(of: try Catalog.domain(domain, in: txn, dbs)))
         }
         return try ItemRecord(decoding: raw)
     }

@@ -1,0 +1,48 @@
+import LMDBKit
+
+/// Reads part of a planned version straight into a caller's buffer: no temp file, no write.
+///
+/// The mount and the buffer-returning API serve reads this way. Whole chunks of zstd are decoded in place in
+/// the caller's buffer; raw chunks and the partly covered chunks at either end are copied from LMDB's map or
+/// from the decoder's scratch buffer. Every chunk is checked before a byte of it is handed over.
+enum BufferReader {
+    /// Fills `buffer` with the bytes of `plan`'s version from `offset` on, stopping at EOF, and returns how
+    /// many it wrote. `plan` must cover those bytes (plan it with `minimal` = `offset` and the buffer's length).
+    /// On a throw the buffer's contents are unspecified.
+    static func read<T: TransactionReading & ~Copyable>(
+        _ plan: FetchPlan, at offset: Int64, into buffer: UnsafeMutableRawBufferPointer, store: Store, in txn: borrowing T
+    ) throws -> Int {
+        let size = plan.version.size
+        guard offset < size, buffer.count > 0 else { return 0 }
+        let count = Int(min(Int64(buffer.count), size - offset))
+        let end = offset + Int64(count)
+        let layout = plan.version.layout
+        let dbs = store.dbs
+        try store.codecs.withDecoder { context in
+            var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
+            for index in (offset >> layout.shift)...((end - 1) >> layout.shift) {
+                let chunk = layout.range(ofChunk: index, length: size)
+                let lower = max(chunk.location, offset)
+                let upper = min(chunk.end, end)
+                let target = UnsafeMutableRawBufferPointer(rebasing: buffer[Int(lower - offset)..<Int(upper - offset)])
+                switch try cursor.entry(index, in: txn) {
+                case .zero:
+                    target.initializeMemory(as: UInt8.self, repeating: 0)
+                case .stored(let digest):
+                    let stored = try RangeAssembler.storedChunk(digest, of: plan, dbs: dbs, in: txn)
+                    let whole = lower == chunk.location && upper == chunk.end
+                    let bytes = try ChunkCodec.decode(
+                        stored, rawCount: Int(chunk.length), decompressor: context.decompressor,
+                        buffer: whole ? target : context.buffer, digest: digest)
+                    if bytes.baseAddress != UnsafeRawPointer(target.baseAddress) {
+                        target.copyMemory(from: UnsafeRawBufferPointer(
+                            rebasing: bytes[Int(lower - chunk.location)..<Int(upper - chunk.location)]))
+                    }
+                case .absent:
+                    throw ChunkVanished(index: index)
+                }
+            }
+        }
+        return count
+    }
+}

@@ -1,0 +1,26 @@
+/// What an item the catalogue does not hold means (C2).
+///
+/// `noSuchItem` makes the File Provider delete the user's copy of the item, so it is said only when the
+/// authority over the domain's items has confirmed that the item is gone. A cache miss, a timeout or a
+/// database error never reaches here: those are other codes, raised where they happen.
+enum MissingItem {
+    /// Who has the last word on whether an item of a domain exists.
+    enum Authority: Sendable, Equatable {
+        /// The domain has no origin: the store is its only copy, so the catalogue's answer is final.
+        case store
+    }
+
+    /// The authority over `domain`'s items. Every domain is its own authority until domains can name an
+    /// origin (CONTRACT §10); then an origin domain's missing items are asked of the origin, and only its
+    /// 404 or 410 confirms them gone.
+    static func authority(of domain: DomainRecord) -> Authority { .store }
+
+    /// The error for item `id`, which the catalogue of `domain` lacks, as its `authority` decides it.
+    static func confirm(_ id: String, domain: String, authority: Authority) -> CacheError {
+        switch authority {
+        case .store:
+            return CacheError(.noSuchItem,
+                "there is no item \"\(id)\" in domain \"\(domain)\" (the store holds the domain's only copy); check the identifier")
+        }
+    }
+}
