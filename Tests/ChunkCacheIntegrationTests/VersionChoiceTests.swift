@@ -107,3 +107,49 @@ func caught(_ body: () async throws -> Void) async -> CacheError? {
         }
     }
 }
+
+/// A chunk that leaves the cache between a fetch's plan and its read (a parallel worker's newer snapshot sees
+/// `verify --repair` mark it absent) is planned again in a fresh snapshot, never reported as
+/// `versionNoLongerAvailable` (C4).
+@Suite struct VanishedChunkTests {
+    @Test("C4: a chunk vanishing mid-fetch is re-planned in a fresh snapshot, and the retry serves")
+    func replanned() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            let snapshots = Counter()
+            let served = try ChunkCache.inFreshSnapshots(of: cache.store, fetching: ItemIdentifier(domain: "d", "doc")) { _ in
+                if snapshots.increment() == 1 { throw ChunkVanished(index: 7) }
+                return "served"
+            }
+            #expect(served == "served")
+            #expect(snapshots.value == 2)
+        }
+    }
+
+    @Test("C4: a chunk that keeps vanishing ends in corruptData naming it, never versionNoLongerAvailable")
+    func keepsVanishing() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            let snapshots = Counter()
+            let error = await caught {
+                _ = try ChunkCache.inFreshSnapshots(of: cache.store, fetching: ItemIdentifier(domain: "d", "doc")) { _ -> Int in
+                    _ = snapshots.increment()
+                    throw ChunkVanished(index: 7)
+                }
+            }
+            #expect(error?.code == .corruptData)
+            #expect(error?.message.contains("chunk 7 of item d/doc") == true)
+            #expect(snapshots.value == ChunkCache.maxSnapshots)
+        }
+    }
+}
+
+/// A count bumped from a synchronous closure.
+private final class Counter: @unchecked Sendable {
+    private(set) var value = 0
+    /// Adds one and returns the new count. Used from one thread at a time.
+    func increment() -> Int {
+        value += 1
+        return value
+    }
+}
