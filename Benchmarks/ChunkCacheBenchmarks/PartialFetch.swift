@@ -43,7 +43,7 @@ struct PartialCase: Sendable {
     }
 
     /// Whether a fetch of this case can retrieve enough to be shared with a helper thread (the engine's
-    /// `RangeAssembler.parallelThreshold`, 256 KiB, for compressed chunks).
+    /// `FetchThresholds.parallelBytes`, 256 KiB, for compressed chunks).
     var mayShareWork: Bool { dataset == .text && largestRetrieved >= 256 << 10 }
 
     static let chunkShifts = [14, 16, 18]

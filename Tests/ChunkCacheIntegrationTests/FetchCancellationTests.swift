@@ -36,7 +36,7 @@ import Testing
     @Test("A16: cancelling the Task of a small fetch that runs inline stops it with userCancelled and no file",
           arguments: [64 << 10, 1 << 20])
     func smallInlineFetch(length: Int) async throws {
-        #expect(Int64(length) <= RangeAssembler.inlineLimit, "the range runs on the caller's thread")
+        #expect(Int64(length) <= FetchThresholds.inlineBytes, "the range runs on the caller's thread")
         try await Self.cancelMidFetch(range: ByteRange(location: 0, length: Int64(length)), size: 2 << 20)
     }
 

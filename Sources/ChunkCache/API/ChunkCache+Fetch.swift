@@ -124,7 +124,7 @@ extension ChunkCache {
 
     /// A fetch through the async API.
     ///
-    /// Hand-offs of up to ``RangeAssembler/inlineLimit`` are planned and assembled in one snapshot on the
+    /// Hand-offs of up to ``FetchThresholds/inlineBytes`` are planned and assembled in one snapshot on the
     /// calling thread: bounded, page-cache-hot work that costs less than the two thread wake-ups of a hop.
     /// Clones and larger ranges go to the blocking pool (``runBlocking(_:)``), which plans again in its own
     /// snapshot. Task cancellation reaches both: it sets the flag the assembler checks before each chunk.
@@ -142,7 +142,7 @@ extension ChunkCache {
         if Task.isCancelled { throw CacheError(.userCancelled, "the fetch of \(item) was cancelled") }
         let cancellation = CancellationFlag()
         let inline = try await withTaskCancellationHandler {
-            try fetch.runIfWithin(RangeAssembler.inlineLimit, store: store,
+            try fetch.runIfWithin(FetchThresholds.inlineBytes, store: store,
                                   checkpoint: ChunkCheckpoint(cancellation: cancellation, beforeChunk: beforeChunk))
         } onCancel: {
             cancellation.cancel()

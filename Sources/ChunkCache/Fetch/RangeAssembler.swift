@@ -12,18 +12,6 @@ import Synchronization
 /// of consecutive chunks go out in one `pwritev` (``RunWriter``). Every chunk is checked (XXH3 or the zstd
 /// frame checksum) before a byte of it is written.
 enum RangeAssembler {
-    /// Ranges at least this long are spread over the cores.
-    static let parallelThreshold: Int64 = 256 << 10
-    /// Every this many bytes written, the process's mappings of the store's file are dropped, so a large
-    /// fetch does not keep it resident.
-    static let releaseStride: Int64 = 64 << 20
-    /// Bytes a parallel worker claims at a time (at least one chunk).
-    static let claimBytes = 128 << 10
-
-    /// Ranges up to this long are assembled on the calling thread (with one more worker when parallel):
-    /// a few milliseconds at most, cheaper than two thread wake-ups of a hop to the blocking pool.
-    static let inlineLimit: Int64 = 4 << 20
-
     /// Writes `plan`'s range into `file`, which already has the item's full length. A single worker reads
     /// in `txn` (the snapshot the plan came from); parallel workers each open their own.
     static func assemble<T: TransactionReading & ~Copyable>(
@@ -34,12 +22,12 @@ enum RangeAssembler {
         let first = plan.retrieved.location >> layout.shift
         let end = (plan.retrieved.end - 1) >> layout.shift + 1
         let count = end - first
-        let workers = try plan.retrieved.length >= parallelThreshold && startsWithCompressedChunks(plan, store: store, from: first, in: txn)
+        let workers = try plan.retrieved.length >= FetchThresholds.parallelBytes && startsWithCompressedChunks(plan, store: store, from: first, in: txn)
             ? Int(min(count, Int64(ProcessInfo.processInfo.activeProcessorCount))) : 1
         if workers == 1 {
             try store.codecs.withDecoder { context in
                 var run = context.runWriter(into: file)
-                let stride = max(1, releaseStride >> layout.shift)
+                let stride = max(1, FetchThresholds.releaseStrideBytes >> layout.shift)
                 for lower in Swift.stride(from: first, to: end, by: Int(stride)) {
                     let upper = min(lower + stride, end)
                     try writeChunks(lower..<upper, of: plan, store: store, run: &run, checkpoint: checkpoint,
@@ -52,7 +40,7 @@ enum RangeAssembler {
         }
         // Workers claim a few chunks at a time rather than a fixed share each: the calling thread starts at
         // once and the other joins when it wakes (tens of µs later), so neither waits on a straggler.
-        let claims = ChunkClaims(first: first, end: end, claim: Int64(max(1, claimBytes >> layout.shift)))
+        let claims = ChunkClaims(first: first, end: end, claim: Int64(max(1, FetchThresholds.claimBytes >> layout.shift)))
         let gate = WriteGate()
         SharedWork.run(helpers: workers - 1) {
             do {
@@ -75,13 +63,12 @@ enum RangeAssembler {
         if let error = claims.failure { throw error }
     }
 
-    /// Whether one of the first stored chunks from `first` on is compressed. Only decoding is worth a second
-    /// core: raw chunks are copies into the page cache, which one file takes one at a time, so a helper
-    /// only adds its wake-up (1 MiB of raw chunks took ~1.2× as long with two workers).
+    /// Whether one of the first stored chunks from `first` on is compressed
+    /// (``FetchThresholds/compressionProbeChunks``): only decoding is worth a second core.
     private static func startsWithCompressedChunks<T: TransactionReading & ~Copyable>(
         _ plan: FetchPlan, store: Store, from first: Int64, in txn: borrowing T
     ) throws -> Bool {
-        let probes: Int64 = 4
+        let probes = FetchThresholds.compressionProbeChunks
         let dbs = store.dbs
         var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
         for index in first..<min(first + probes, plan.version.layout.chunkCount(forLength: plan.version.size)) {
@@ -191,11 +178,11 @@ private final class ChunkClaims: Sendable {
         return lower < end ? lower..<min(lower + claim, end) : nil
     }
 
-    /// Counts bytes written; true when the total crossed a multiple of ``RangeAssembler/releaseStride``
+    /// Counts bytes written; true when the total crossed a multiple of ``FetchThresholds/releaseStrideBytes``
     /// (in strides, not per chunk: each `madvise` flushes the TLB on every core).
     func add(written bytes: Int64) -> Bool {
         let total = written.wrappingAdd(bytes, ordering: .relaxed).newValue
-        return total / RangeAssembler.releaseStride != (total - bytes) / RangeAssembler.releaseStride
+        return total / FetchThresholds.releaseStrideBytes != (total - bytes) / FetchThresholds.releaseStrideBytes
     }
 
     /// Stops every worker; the first error is the one reported.

@@ -21,9 +21,6 @@ struct RunWriter: ~Copyable {
         var firstVector: Int
     }
 
-    /// Bytes queued at most before they are written, whatever holds them.
-    static let mostQueuedBytes = 8 << 20
-
     private let file: FileDescriptor
     private let gate: WriteGate?
     private let staging: UnsafeMutableRawBufferPointer
@@ -73,7 +70,7 @@ struct RunWriter: ~Copyable {
         queuedBytes += bytes.count
         runEnd = offset + Int64(bytes.count)
         // Raw chunks take no staging: bound them too, so one write stays short (cancellation waits for it).
-        if queuedBytes >= Self.mostQueuedBytes { try flush() }
+        if queuedBytes >= FetchThresholds.mostQueuedBytes { try flush() }
     }
 
     /// Writes what is queued if no other worker is writing the file; otherwise keeps it for later.

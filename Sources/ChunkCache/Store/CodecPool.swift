@@ -6,26 +6,21 @@ import ZstdKit
 /// Reusable zstd contexts and scratch buffers, one set per worker at a time.
 final class CodecPool: Sendable {
     /// A decompression context with a staging buffer for decoded chunks waiting to be written (at least one
-    /// chunk, ``stagingBytes`` when chunks are smaller), its pages already touched, and the vectors and run
-    /// starts to write them with.
+    /// chunk, ``FetchThresholds/stagingBytes`` when chunks are smaller), its pages already touched, and the
+    /// vectors and run starts to write them with.
     /// `@unchecked Sendable`: used by one thread at a time, passed between threads only through the pool's lock.
     final class DecodeContext: @unchecked Sendable {
-        /// Decoded bytes a run gathers before it is written.
-        static let stagingBytes = 256 << 10
-        /// Chunks (and separate runs) gathered at most before they are written.
-        static let runChunks = 64
-
         let decompressor = Decompressor()
         let buffer: UnsafeMutableRawBufferPointer
         let vectors: UnsafeMutableBufferPointer<iovec>
         let runStarts: UnsafeMutableBufferPointer<RunWriter.RunStart>
 
         init(chunkSize: Int) {
-            buffer = .allocate(byteCount: max(chunkSize, Self.stagingBytes), alignment: 4096)
+            buffer = .allocate(byteCount: max(chunkSize, FetchThresholds.stagingBytes), alignment: 4096)
             buffer.initializeMemory(as: UInt8.self, repeating: 0)
-            vectors = .allocate(capacity: Self.runChunks)
+            vectors = .allocate(capacity: FetchThresholds.runChunks)
             vectors.initialize(repeating: iovec())
-            runStarts = .allocate(capacity: Self.runChunks)
+            runStarts = .allocate(capacity: FetchThresholds.runChunks)
             runStarts.initialize(repeating: RunWriter.RunStart(offset: 0, firstVector: 0))
         }
 
