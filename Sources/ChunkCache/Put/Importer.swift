@@ -197,7 +197,12 @@ extension ChunkCache {
                             .ingest(file, length: Int64(try file.status().st_size), path: path)
                     }
                     ingested.append((entry, content))
-                    logicalBytes += content.length
+                    // Each file is within ChunkLayout.maxItemLength, but thousands of sparse ones could add up past Int64.
+                    let (sum, overflow) = logicalBytes.addingReportingOverflow(content.length)
+                    guard !overflow else {
+                        throw CacheError(.invalidArgument, "the files of \(root) add up to more than \(Int64.max) bytes; import a smaller tree")
+                    }
+                    logicalBytes = sum
                     newChunks += content.counts.newChunks
                 }
                 let domainVersion = try store.writer.writeAndWait { txn in
