@@ -113,6 +113,18 @@ struct HostileInputCLITests {
         try expectDamagedStore(TestData.random(count: 8192, seed: 77), saying: "is not an LMDB file")
     }
 
+    @Test("§2 first opens of one new store by several processes at once all succeed: the empty-file check never sees a store being created")
+    func concurrentFirstOpens() throws {
+        try withTemporaryDirectory { dir in
+            let store = dir + "/store"
+            let processes = try (0..<8).map { _ in try CLIProcess(["--store", store, "--json", "stat"]) }
+            for result in processes.map({ $0.wait() }) {
+                #expect(result.exitCode == 0 && !result.terminatedBySignal, "\(result)")
+            }
+            #expect(try runJSON(store, ["init"]).int("maxSize") == 1 << 40, "created with the default 1 TiB map, not LMDB's 1 MiB")
+        }
+    }
+
     @Test("import of an empty path is a usage error and never imports the current directory (§6)")
     func importEmptyPath() throws {
         try withTemporaryDirectory { dir in

@@ -133,9 +133,9 @@ final class Store: Sendable {
             throw CacheError.file(error, path: path, doing: "opening the store directory")
         }
         return try directory.closeAfter {  // closing releases the lock
-            while flock(directory.rawValue, LOCK_EX) != 0 {
-                guard errno == EINTR else { throw CacheError.file(Errno.current, path: path, doing: "locking the store directory") }
-            }
+            // Where the filesystem has no flock (ENOLCK, EOPNOTSUPP), go on unlocked: the lock only narrows
+            // the window of two first opens at once, and LMDB's own lock still orders their writes.
+            while flock(directory.rawValue, LOCK_EX) != 0 && errno == EINTR {}
             return try body()
         }
     }
