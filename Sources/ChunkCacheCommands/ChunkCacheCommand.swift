@@ -17,11 +17,15 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
     public static func main(arguments: [String]) async -> Int32 {
         let json = arguments.contains("--json")
         do {
-            guard let reordered = hoistingGlobalOptions(arguments) else {
+            guard var reordered = hoistingGlobalOptions(arguments) else {
                 report(code: .invalidArgument, message: "no command given; run `chunkcache --help` for the list", json: json)
                 return 64
             }
-            if let name = reordered.first, !name.hasPrefix("-"), !commandNames.contains(name) {
+            if reordered.first == "help" {
+                // Help is text on stdout and exit 0, whatever --json says: it is read by people, not parsed.
+                reordered = ["help"] + removingGlobalOptions(Array(reordered.dropFirst()))
+            }
+            if let name = reordered.first, !name.hasPrefix("-"), name != "help", !commandNames.contains(name) {
                 report(code: .invalidArgument,
                        message: "unknown command '\(name)'; the commands are \(commandNames.sorted().joined(separator: ", "))",
                        json: json)
@@ -40,6 +44,7 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
         } catch {
             let exitCode = exitCode(for: error)
             if exitCode == .success {
+                // --help and `help COMMAND`: the help text, also under --json (see `help` above).
                 print(fullMessage(for: error))
                 return 0
             }
@@ -57,20 +62,33 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
         var globals: [String] = []
         var index = 0
         while index < arguments.count {
-            let argument = arguments[index]
-            if argument == "--store" || argument == "--tmp-grace" {
-                globals += arguments[index..<min(index + 2, arguments.count)]
-                index += 2
-            } else if argument == "--json" || argument.hasPrefix("--store=") || argument.hasPrefix("--tmp-grace=") {
-                globals.append(argument)
-                index += 1
-            } else {
-                break
-            }
+            let width = globalOptionWidth(arguments[index])
+            guard width > 0 else { break }
+            globals += arguments[index..<min(index + width, arguments.count)]
+            index += width
         }
         guard index < arguments.count else { return globals.isEmpty ? [] : nil }
         if arguments[index].hasPrefix("-") { return arguments }  // --help, --version, or a bad flag: let the parser say
         return [arguments[index]] + globals + arguments[(index + 1)...]
+    }
+
+    /// `arguments` without the global options and their values, wherever they stand.
+    static func removingGlobalOptions(_ arguments: [String]) -> [String] {
+        var kept: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let width = globalOptionWidth(arguments[index])
+            if width == 0 { kept.append(arguments[index]) }
+            index += max(width, 1)
+        }
+        return kept
+    }
+
+    /// How many arguments the global option starting at `argument` takes up (with its value); 0 for anything else.
+    static func globalOptionWidth(_ argument: String) -> Int {
+        if argument == "--store" || argument == "--tmp-grace" { return 2 }
+        if argument == "--json" || argument.hasPrefix("--store=") || argument.hasPrefix("--tmp-grace=") { return 1 }
+        return 0
     }
 
     static let commandNames = Set(configuration.subcommands.map {

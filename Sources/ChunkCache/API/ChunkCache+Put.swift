@@ -25,7 +25,8 @@ extension ChunkCache {
     ///
     /// - Parameter contentVersion: The version's name (≤ 128 bytes); `nil` derives it from the bytes, so the
     ///   same bytes give the same version.
-    /// - Throws: `invalidArgument` (missing file, a directory, an existing version holding other bytes, a bad
+    /// - Throws: `invalidArgument` (missing file, a directory, a FIFO or anything else that is not a regular
+    ///   file, a file beyond ``ChunkLayout/maxItemLength``, an existing version holding other bytes, a bad
     ///   identifier), `insufficientQuota` (the store is full), `noPermission`.
     public func put(fileAt path: String, as item: ItemIdentifier, contentVersion: String? = nil) async throws -> PutResult {
         try Catalog.validate(domain: item.domain, item: item.rawValue)
@@ -33,26 +34,38 @@ extension ChunkCache {
         if let version { try Catalog.validate(contentVersion: version) }
         let store = self.store
         return try await runBlocking { cancellation in
-            let file = try openRegularFile(path)
-            return try file.closeAfter {
-                let length = Int64(try file.status().st_size)
-                let content = try Ingestor(store: store, cancellation: cancellation).ingest(file, length: length, path: path)
-                let published: PublishedVersion
-                do {
-                    published = try store.writer.writeAndWait { txn in
-                        try txn.publish(content, domain: item.domain, item: item.rawValue, contentVersion: version,
-                                        layout: store.layout, store.dbs)
-                    }
-                } catch {
-                    // The publishing transaction aborted, so the pending manifest is still there: drop it.
-                    try? store.writer.writeAndWait { txn in try txn.dropManifest(content.manifestID, store.dbs) }
-                    throw CacheError.wrap(error, store: store.path, doing: "publishing \(path)")
-                }
-                let counts = published.created ? content.counts : IngestCounts(chunks: content.counts.chunks, zeroChunks: content.counts.zeroChunks)
-                return PutResult(item: published.item, chunks: counts.chunks, newChunks: counts.newChunks,
-                                 zeroChunks: counts.zeroChunks, storedBytes: counts.storedBytes,
-                                 domainVersion: published.domainVersion)
+            do {
+                return try Self.put(fileAt: path, as: item, contentVersion: version, store: store, cancellation: cancellation)
+            } catch {
+                throw CacheError.wrap(error, store: store.path, doing: "storing \(path) as \(item)")
             }
+        }
+    }
+
+    /// The body of ``put(fileAt:as:contentVersion:)``, on a blocking thread.
+    @available(*, noasync)
+    private static func put(
+        fileAt path: String, as item: ItemIdentifier, contentVersion version: [UInt8]?, store: Store, cancellation: CancellationFlag
+    ) throws -> PutResult {
+        let file = try openRegularFile(path)
+        return try file.closeAfter {
+            let length = Int64(try file.status().st_size)
+            let content = try Ingestor(store: store, cancellation: cancellation).ingest(file, length: length, path: path)
+            let published: PublishedVersion
+            do {
+                published = try store.writer.writeAndWait { txn in
+                    try txn.publish(content, domain: item.domain, item: item.rawValue, contentVersion: version,
+                                    layout: store.layout, store.dbs)
+                }
+            } catch {
+                // The publishing transaction aborted, so the pending manifest is still there: drop it.
+                try? store.writer.writeAndWait { txn in try txn.dropManifest(content.manifestID, store.dbs) }
+                throw CacheError.wrap(error, store: store.path, doing: "publishing \(path)")
+            }
+            let counts = published.created ? content.counts : IngestCounts(chunks: content.counts.chunks, zeroChunks: content.counts.zeroChunks)
+            return PutResult(item: published.item, chunks: counts.chunks, newChunks: counts.newChunks,
+                             zeroChunks: counts.zeroChunks, storedBytes: counts.storedBytes,
+                             domainVersion: published.domainVersion)
         }
     }
 }

@@ -6,29 +6,32 @@ import ZstdKit
 /// One factory per lower layer: how its faults become a ``CacheError``.
 extension CacheError {
     /// An LMDB failure on the store at `path`. A full map or disk is `insufficientQuota`, a damaged file
-    /// `corruptData`, contention `transient`.
+    /// `corruptData`, contention `transient`. An empty `path` (a caller that does not know it) reads "the
+    /// store": no message has an empty name.
     static func lmdb(_ error: LMDBError, store path: String, doing what: String) -> CacheError {
+        let what = Self.named(what, or: "working")
+        let store = path.isEmpty ? "the store" : "the store at \(path)"
         // LMDB turns a short write into EIO ("TODO: Use which error code?" in mdb_page_flush): on a full
         // disk that is what a commit returns. Tell the two apart by the room left.
         if error.isOutOfSpace || (error == .ioError && freeBytes(at: path).map { $0 < Self.fullDiskMargin } == true) {
             return CacheError(.insufficientQuota,
-                "the store at \(path) is full while \(what) (\(error)); nothing was changed: raise its size with `chunkcache init --max-size`, free disk space, or remove versions",
+                "\(store) is full while \(what) (\(error)); nothing was changed: raise its size with `chunkcache init --max-size`, free disk space, or remove versions",
                 underlying: error)
         }
         if error.isCorruption {
             return CacheError(.corruptData,
-                "the store at \(path) is damaged (\(error)) while \(what); move its data.mdb aside and re-create the store",
+                "\(store) is damaged (\(error)) while \(what); move its data.mdb aside and re-create the store",
                 underlying: error)
         }
         if error == .accessDenied || error == .readOnlyFilesystem {
             return CacheError(.noPermission,
-                "the store at \(path) is not writable (\(error)) while \(what); fix its permissions or pick another --store",
+                "\(store) is not writable (\(error)) while \(what); fix its permissions or pick another --store",
                 underlying: error)
         }
         if error == .readersFull || error == .mapResized {
-            return CacheError(.transient, "the store at \(path) is busy (\(error)) while \(what); retry", underlying: error)
+            return CacheError(.transient, "\(store) is busy (\(error)) while \(what); retry", underlying: error)
         }
-        return CacheError(.transient, "LMDB failed while \(what) in the store at \(path): \(error); retry", underlying: error)
+        return CacheError(.transient, "LMDB failed while \(what) in \(store): \(error); retry", underlying: error)
     }
 
     /// Below this much free space, an I/O error from a write is taken for a full disk.
@@ -41,9 +44,12 @@ extension CacheError {
         return Int64(info.f_bavail) * Int64(info.f_frsize)
     }
 
-    /// A system call on `path` failed.
+    /// A system call on `path` failed. An empty `path` (a caller that does not know it) reads "a file": no
+    /// message has an empty name.
     // See: man 2 open, man 2 pread, man 2 pwrite, man 2 ftruncate
     static func file(_ error: Errno, path: String, doing what: String) -> CacheError {
+        let what = Self.named(what, or: "working")
+        let path = Self.named(path, or: "a file")
         if error == .noSuchFile {
             return CacheError(.invalidArgument, "\(path) does not exist (\(what)); check the path", underlying: error)
         }
@@ -66,15 +72,25 @@ extension CacheError {
     }
 
     /// Anything thrown inside the engine becomes a `CacheError`, keeping one that already is.
+    ///
+    /// - Parameters:
+    ///   - path: The store's path; empty only where the caller cannot know it (then "the store").
+    ///   - what: What was being done, naming the thing it was done to ("storing /x/y as d/doc").
     static func wrap(_ error: any Error, store path: String, doing what: String) -> CacheError {
         switch error {
         case let error as CacheError: return error
         case let error as LMDBError: return .lmdb(error, store: path, doing: what)
         case let error as Errno: return .file(error, path: path, doing: what)
         case let error as ZstdError:
-            return CacheError(.corruptData, "a chunk in the store at \(path) fails its check (\(error)) while \(what); run `chunkcache verify --repair`", underlying: error)
+            let store = path.isEmpty ? "the store" : "the store at \(path)"
+            return CacheError(.corruptData, "a chunk in \(store) fails its check (\(error)) while \(Self.named(what, or: "reading it")); run `chunkcache verify --repair`", underlying: error)
         default:
-            return CacheError(.transient, "\(what) failed: \(error)")
+            return CacheError(.transient, "\(Self.named(what, or: "the request")) failed: \(error); retry")
         }
+    }
+
+    /// `name`, or `fallback` when `name` is empty or only spaces: a message never shows an empty name.
+    static func named(_ name: String, or fallback: String) -> String {
+        name.allSatisfy(\.isWhitespace) ? fallback : name
     }
 }

@@ -105,11 +105,39 @@ public struct ChunkLayout: Hashable, Sendable, CustomStringConvertible {
     /// The chunk size in bytes.
     public var chunkSize: Int { 1 << shift }
 
-    /// The number of chunks a file of `length` bytes has.
-    public func chunkCount(forLength length: Int64) -> Int64 { (length + Int64(chunkSize) - 1) >> shift }
+    /// The largest item the engine stores: 1 PiB.
+    ///
+    /// CONTRACT §2 asks manifests to scale to 1 TiB files; a bound 1024 times that keeps every real file in,
+    /// while any offset below it plus an alignment (≤ 2^30) or a chunk (≤ 2^22) stays far inside `Int64`, so
+    /// no size arithmetic after the check can overflow, and chunk and manifest-page indices (LMDB keys hold
+    /// them as 64-bit numbers) stay small.
+    public static let maxItemLength: Int64 = 1 << 50
 
-    /// The byte range chunk `index` covers in a file of `length` bytes.
+    /// Checks a size that came from outside (a file's length, a record read back) against ``maxItemLength``.
+    /// - Parameters:
+    ///   - length: The size in bytes.
+    ///   - what: What has that size, for the message (a path, "a version record of ITEM").
+    ///   - code: `invalidArgument` for input, `corruptData` for a record read back from the store.
+    /// - Throws: `code`, naming `what`, its size and the limit.
+    static func checkItemLength(_ length: Int64, of what: String, code: CacheError.Code = .invalidArgument) throws(CacheError) {
+        guard length < 0 || length > maxItemLength else { return }
+        let advice = code == .corruptData ? "run `chunkcache verify`" : "store a smaller file"
+        throw CacheError(code,
+            "\(what) is \(length) bytes, beyond the largest item the store takes (\(maxItemLength) bytes, \(formatSize(maxItemLength))); \(advice)")
+    }
+
+    /// The number of chunks a file of `length` bytes has (0 for a negative length). Never traps.
+    public func chunkCount(forLength length: Int64) -> Int64 {
+        guard length > 0 else { return 0 }
+        // Rounds up without `length + chunkSize - 1`, which overflows near Int64.max.
+        return (length >> shift) + (length & Int64(chunkSize - 1) == 0 ? 0 : 1)
+    }
+
+    /// The byte range chunk `index` covers in a file of `length` bytes: empty at the file's end when
+    /// `index` is not one of the file's chunks. Never traps.
     public func range(ofChunk index: Int64, length: Int64) -> ByteRange {
+        guard index >= 0, index < chunkCount(forLength: length) else { return ByteRange(location: max(length, 0), length: 0) }
+        // index < ceil(length / chunkSize), so the start lies inside the file and cannot overflow.
         let start = index << shift
         return ByteRange(location: start, length: min(Int64(chunkSize), length - start))
     }
@@ -136,8 +164,12 @@ public struct ByteRange: Hashable, Sendable, Codable, CustomStringConvertible {
         self.length = length
     }
 
-    /// One past the last byte.
-    public var end: Int64 { location + length }
+    /// One past the last byte, saturating at `Int64`'s bounds (a range built from outside input may be huge).
+    public var end: Int64 {
+        let (sum, overflow) = location.addingReportingOverflow(length)
+        guard overflow else { return sum }
+        return length < 0 ? .min : .max
+    }
 
     /// Whether `other` lies inside this range (an empty range lies inside any range that touches it).
     public func contains(_ other: ByteRange) -> Bool {
@@ -290,15 +322,29 @@ public enum FetchDestination: Sendable, Hashable {
     case clone(to: String, replaceExisting: Bool)
 }
 
-/// Formats a byte count with binary units, e.g. `64 KiB`.
-func formatSize(_ bytes: Int64) -> String {
-    let units = ["B", "KiB", "MiB", "GiB", "TiB"]
-    var value = Double(bytes)
+/// A byte count as people read it: a power of two from 1 KiB in binary units (`64 KiB`, as chunk sizes are
+/// named), anything else in decimal units with one decimal (`1.4 GB`), below 1000 in bytes (`512 B`).
+///
+/// The one formatter of the engine and the CLI's human summaries; JSON keeps exact bytes.
+public func formatSize(_ bytes: Int64) -> String {
+    if bytes >= 1024 && bytes & (bytes - 1) == 0 {
+        let units = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+        var value = bytes >> 10
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 {
+            value >>= 10
+            unit += 1
+        }
+        return "\(value) \(units[unit])"
+    }
+    if bytes < 1000 { return "\(bytes) B" }
+    let units = ["kB", "MB", "GB", "TB", "PB", "EB"]
+    var value = Double(bytes) / 1000
     var unit = 0
-    while value >= 1024 && unit < units.count - 1 {
-        value /= 1024
+    // Rounding to one decimal may carry to 1000.0: move up a unit then too ("1.0 MB", not "1000.0 kB").
+    while value >= 999.95 && unit < units.count - 1 {
+        value /= 1000
         unit += 1
     }
-    let number = value == value.rounded() ? String(Int(value)) : String(format: "%.1f", value)
-    return "\(number) \(units[unit])"
+    return String(format: "%.1f %@", value, units[unit])
 }

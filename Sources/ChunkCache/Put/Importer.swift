@@ -13,8 +13,12 @@ public struct ImportResult: Sendable, Hashable {
     public var newChunks: Int
     /// The new domain's version.
     public var domainVersion: DomainVersion
-    /// Whether the source directory was removed (it stays with `copy`).
+    /// Whether the source directory was removed (it stays with `copy`, or when removing it failed).
     public var sourceRemoved: Bool
+    /// Why the source directory is still there although it was to be removed: the first path that could not
+    /// be removed and the system's reason. `nil` when it was removed or `copy` kept it. The domain is
+    /// imported either way.
+    public var sourceRemovalError: String?
 }
 
 /// One entry of a directory tree, by its path relative to the root.
@@ -22,6 +26,8 @@ struct TreeEntry {
     var relativePath: String
     var kind: ItemKind
     var symlinkTarget = ""
+    /// A regular file's identity when listed: the file read later must still be this one.
+    var identity: FileIdentity?
 
     var parent: String {
         guard let slash = relativePath.lastIndex(of: "/") else { return Item.rootContainer }
@@ -30,32 +36,26 @@ struct TreeEntry {
 
     var filename: String { String(relativePath.split(separator: "/").last ?? Substring(relativePath)) }
 
-    /// Lists `root`'s tree depth first without following symlinks (`lstat`), folders before their contents.
-    static func walk(_ root: String) throws -> [TreeEntry] {
+    /// Lists `root`'s tree depth first without following symlinks, folders before their contents.
+    ///
+    /// Each folder is opened with `O_NOFOLLOW` and checked to be the folder `lstat` listed, so a folder
+    /// swapped for a symlink during the walk cannot lead it outside the tree. A folder or file that is part
+    /// of the store is refused before anything is read.
+    static func walk(_ root: String, rootIdentity: FileIdentity, refusing store: StoreFootprint) throws -> [TreeEntry] {
         var entries: [TreeEntry] = []
-        var pending = [""]
-        while let relative = pending.popLast() {
+        var pending: [(relative: String, identity: FileIdentity)] = [("", rootIdentity)]
+        while let (relative, identity) = pending.popLast() {
             let directory = relative.isEmpty ? root : root + "/" + relative
-            guard let dir = opendir(directory) else {
-                throw CacheError.file(Errno.current, path: directory, doing: "listing the folder to import")
-            }
-            defer { closedir(dir) }
-            while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-                }
-                if name == "." || name == ".." { continue }
+            for (name, status) in try listFolder(directory, identity: identity) {
                 let child = relative.isEmpty ? name : relative + "/" + name
-                var st = stat()
-                guard lstat(root + "/" + child, &st) == 0 else {
-                    throw CacheError.file(Errno.current, path: root + "/" + child, doing: "reading the tree to import")
-                }
-                switch st.st_mode & S_IFMT {
+                let childIdentity = FileIdentity(status)
+                try store.refuse(childIdentity, at: root + "/" + child, importing: root)
+                switch status.st_mode & S_IFMT {
                 case S_IFDIR:
                     entries.append(TreeEntry(relativePath: child, kind: .folder))
-                    pending.append(child)
+                    pending.append((child, childIdentity))
                 case S_IFREG:
-                    entries.append(TreeEntry(relativePath: child, kind: .file))
+                    entries.append(TreeEntry(relativePath: child, kind: .file, identity: childIdentity))
                 case S_IFLNK:
                     // Recorded as a link; never followed, so nothing outside the tree is read.
                     let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: root + "/" + child)) ?? ""
@@ -67,6 +67,86 @@ struct TreeEntry {
         }
         return entries
     }
+
+    /// The names in `directory` with their `lstat`, once `directory` is checked to be the folder listed as
+    /// `identity`. Uses `open(2)` with `O_NOFOLLOW`, `fstat(2)`, `fdopendir(3)`, `readdir(3)` and `lstat(2)`.
+    private static func listFolder(_ directory: String, identity: FileIdentity) throws -> [(String, stat)] {
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+        } catch {
+            if error.rawValue == ELOOP || error == .notDirectory {
+                throw CacheError(.invalidArgument, "\(directory) was replaced by a symlink or a file while it was listed; nothing was imported: import again when nothing changes it", underlying: error)
+            }
+            throw CacheError.file(error, path: directory, doing: "listing the folder to import")
+        }
+        guard let status = try? file.status(), FileIdentity(status) == identity else {
+            try? file.close()
+            throw CacheError(.invalidArgument, "\(directory) was replaced by another folder while it was listed; nothing was imported: import again when nothing changes it")
+        }
+        guard let dir = fdopendir(file.rawValue) else {
+            let error = Errno.current
+            try? file.close()
+            throw CacheError.file(error, path: directory, doing: "listing the folder to import")
+        }
+        defer { closedir(dir) }  // closes `file` too
+        var children: [(String, stat)] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if name == "." || name == ".." { continue }
+            var status = stat()
+            guard lstat(directory + "/" + name, &status) == 0 else {
+                throw CacheError.file(Errno.current, path: directory + "/" + name, doing: "reading the tree to import")
+            }
+            children.append((name, status))
+        }
+        return children
+    }
+}
+
+/// The store's directory and the files in it, which no import may read or remove.
+///
+/// Paths are compared after `realpath`, and identities (device and inode) on every folder and file of the
+/// walk, so neither a symlinked path nor a bind mount of the store inside the tree slips through.
+struct StoreFootprint {
+    let path: String
+    /// The store's folder.
+    let directory: FileIdentity?
+    /// The store's folder, its `tmp/`, `data.mdb` and `lock.mdb`.
+    let identities: Set<FileIdentity>
+
+    init(_ store: Store) {
+        path = store.path
+        directory = FileIdentity(ofPath: store.path)
+        identities = Set([store.path, store.tmpPath, store.path + "/data.mdb", store.path + "/lock.mdb"].compactMap {
+            FileIdentity(ofPath: $0)
+        })
+    }
+
+    /// Refuses a tree whose canonical path `root` contains the store or lies inside it.
+    func refuse(root: String, identity: FileIdentity) throws(CacheError) {
+        let rootPrefix = root.hasSuffix("/") ? root : root + "/"
+        if root == path || path.hasPrefix(rootPrefix) || identity == directory {
+            throw CacheError(.invalidArgument, "\(root) holds the store \(path): importing it would read the store into itself and then remove it; import a directory outside the store, or use another --store")
+        }
+        if root.hasPrefix(path + "/") || identities.contains(identity) {
+            throw CacheError(.invalidArgument, "\(root) is inside the store \(path); import a directory outside the store")
+        }
+    }
+
+    /// Refuses an entry of the walk that is the store's folder or one of its files, whatever path leads there.
+    func refuse(_ identity: FileIdentity, at entry: String, importing root: String) throws(CacheError) {
+        guard identities.contains(identity) else { return }
+        throw CacheError(.invalidArgument, "\(root) holds the store \(path) (as \(entry)): importing it would read the store into itself and then remove it; import a directory outside the store, or use another --store")
+    }
+}
+
+/// Points inside an import where tests act between its steps, so races are reproduced without sleeps.
+struct ImportHooks: Sendable {
+    /// Runs after the walk, before any file is read, with the tree's root.
+    var afterWalk: @Sendable (String) -> Void = { _ in }
 }
 
 extension ChunkCache {
@@ -74,66 +154,125 @@ extension ChunkCache {
     ///
     /// Each regular file becomes a file item identified by its relative path, each folder a folder item,
     /// each symlink a symlink item (never followed). Nothing is visible until the whole tree is stored; then
-    /// the domain appears in one transaction. By default the directory is then removed (the store owns the
-    /// data now); with `copy` it stays. On any error the store and the directory are left as they were.
+    /// the domain appears in one transaction. By default what was imported is then removed from the directory
+    /// (the store owns the data now); with `copy` it stays. On any error the store and the directory are
+    /// left as they were.
     ///
-    /// - Throws: `fileExists` when the domain exists (the directory is untouched), `invalidArgument` when
-    ///   `url` is not a directory, `noPermission` when it could not be removed afterwards.
+    /// Only the regular files listed by the walk are read, each checked to be the file listed (a file
+    /// swapped for a symlink, a FIFO or another file meanwhile fails the import). A tree that holds the
+    /// store, or lies inside it, is refused before anything is read.
+    ///
+    /// - Returns: What was imported; ``ImportResult/sourceRemovalError`` says why the directory is still
+    ///   there when removing it failed after the domain was published.
+    /// - Throws: `fileExists` when the domain exists (the directory is untouched); `invalidArgument` when
+    ///   `url` is not a directory, holds the store or lies inside it, or a file changed during the import;
+    ///   `noPermission` when the directory's folder is not writable (without `copy`).
     public func `import`(_ domain: String, fromDirectoryAt url: URL, copy: Bool = false) async throws -> ImportResult {
+        try await importTree(domain, from: url, copy: copy, hooks: ImportHooks())
+    }
+
+    /// ``import(_:fromDirectoryAt:copy:)`` with `hooks` between its steps.
+    func importTree(_ domain: String, from url: URL, copy: Bool, hooks: ImportHooks) async throws -> ImportResult {
         try Catalog.validate(domain: domain, item: nil)
         let store = self.store
-        let root = url.standardizedFileURL.path
+        let path = url.standardizedFileURL.path
         return try await runBlocking { cancellation in
-            try Self.checkImportable(domain, root: root, removing: !copy, store: store)
-            let entries = try TreeEntry.walk(root)
+            let (root, rootIdentity) = try Self.checkImportable(domain, path: path, removing: !copy, store: store)
+            let entries: [TreeEntry]
+            do {
+                entries = try TreeEntry.walk(root, rootIdentity: rootIdentity, refusing: StoreFootprint(store))
+            } catch {
+                throw CacheError.wrap(error, store: store.path, doing: "listing \(root) to import")
+            }
+            hooks.afterWalk(root)
             var ingested: [(TreeEntry, IngestedContent)] = []
             var logicalBytes: Int64 = 0
             var newChunks = 0
             do {
                 for entry in entries where entry.kind == .file {
                     let path = root + "/" + entry.relativePath
-                    let file = try openRegularFile(path)
+                    let file = try openRegularFile(path, listedAs: entry.identity)
                     let content = try file.closeAfter {
                         try Ingestor(store: store, cancellation: cancellation)
                             .ingest(file, length: Int64(try file.status().st_size), path: path)
                     }
                     ingested.append((entry, content))
-                    logicalBytes += content.length
+                    // Each file is within ChunkLayout.maxItemLength, but thousands of sparse ones could add up past Int64.
+                    let (sum, overflow) = logicalBytes.addingReportingOverflow(content.length)
+                    guard !overflow else {
+                        throw CacheError(.invalidArgument, "the files of \(root) add up to more than \(Int64.max) bytes; import a smaller tree")
+                    }
+                    logicalBytes = sum
                     newChunks += content.counts.newChunks
                 }
                 let domainVersion = try store.writer.writeAndWait { txn in
                     try Self.publishTree(domain, entries: entries, files: ingested, store: store, into: &txn)
                 }
-                let removed = !copy && (try? FileManager.default.removeItem(atPath: root)) != nil
+                let removalError = copy ? nil : Self.removeImported(entries, root: root)
                 return ImportResult(
                     domain: domain, files: ingested.count, folders: entries.count { $0.kind == .folder },
                     symlinks: entries.count { $0.kind == .symlink }, logicalBytes: logicalBytes, newChunks: newChunks,
-                    domainVersion: domainVersion, sourceRemoved: removed)
+                    domainVersion: domainVersion, sourceRemoved: !copy && removalError == nil, sourceRemovalError: removalError)
             } catch {
                 try? store.writer.writeAndWait { txn in
                     for (_, content) in ingested { try txn.dropManifest(content.manifestID, store.dbs) }
                 }
-                throw error
+                throw CacheError.wrap(error, store: store.path, doing: "importing \(root) as domain \"\(domain)\"")
             }
         }
     }
 
-    private static func checkImportable(_ domain: String, root: String, removing: Bool, store: Store) throws {
-        let exists = try store.environment.read { txn in try txn.get(store.dbs.domains, key: Keys.domain(domain)) != nil }
+    /// Checks that `domain` is new and `path` a directory that can be imported; returns its canonical path
+    /// and identity.
+    private static func checkImportable(_ domain: String, path: String, removing: Bool, store: Store) throws -> (String, FileIdentity) {
+        let exists: Bool
+        do {
+            exists = try store.environment.read { txn in try txn.get(store.dbs.domains, key: Keys.domain(domain)) != nil }
+        } catch {
+            throw CacheError.wrap(error, store: store.path, doing: "looking up domain \"\(domain)\"")
+        }
         if exists {
             throw CacheError(.fileExists, "domain \"\(domain)\" already exists; import into a new domain name")
         }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory) else {
-            throw CacheError(.invalidArgument, "\(root) does not exist; give the directory to import")
+        guard let resolved = realpath(path, nil) else {
+            if errno == ENOENT { throw CacheError(.invalidArgument, "\(path) does not exist; give the directory to import") }
+            throw CacheError.file(Errno.current, path: path, doing: "resolving the directory to import")
         }
-        guard isDirectory.boolValue else {
-            throw CacheError(.invalidArgument, "\(root) is not a directory; `import` takes a directory, `put` takes a file")
+        let root = String(cString: resolved)
+        free(resolved)
+        var status = stat()
+        guard lstat(root, &status) == 0 else {
+            throw CacheError.file(Errno.current, path: root, doing: "reading the directory to import")
         }
+        guard status.st_mode & S_IFMT == S_IFDIR else {
+            throw CacheError(.invalidArgument, "\(path) is not a directory; `import` takes a directory, `put` takes a file")
+        }
+        let identity = FileIdentity(status)
+        try StoreFootprint(store).refuse(root: root, identity: identity)
         let parent = URL(fileURLWithPath: root).deletingLastPathComponent().path
         if removing && access(parent, W_OK) != 0 {
             throw CacheError(.noPermission, "\(root) cannot be moved into the store: its folder \(parent) is not writable; pass --copy to leave it in place")
         }
+        return (root, identity)
+    }
+
+    /// Removes what the import took in, deepest first, then the root; anything that appeared in the tree
+    /// since the walk stays (it is not in the store). Returns why something could not be removed, or `nil`.
+    /// Uses the `unlink(2)` and `rmdir(2)` system calls.
+    private static func removeImported(_ entries: [TreeEntry], root: String) -> String? {
+        var firstFailure: String?
+        for entry in entries.reversed() {
+            let path = root + "/" + entry.relativePath
+            if (entry.kind == .folder ? rmdir(path) : unlink(path)) != 0 {
+                let error = Errno.current
+                firstFailure = firstFailure ?? "\(path): \(error)"
+            }
+        }
+        if rmdir(root) != 0 {
+            let error = Errno.current
+            firstFailure = firstFailure ?? "\(root): \(error)"
+        }
+        return firstFailure.map { "could not remove \($0); the domain holds what was imported, so remove the rest of \(root) yourself" }
     }
 
     /// Writes the new domain and every item in one transaction; returns the domain's version.

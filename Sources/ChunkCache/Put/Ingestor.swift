@@ -48,8 +48,11 @@ final class Ingestor: Sendable {
 
     /// Ingests `length` bytes of `file` (named `path` in errors) into a new pending manifest.
     /// On any error the manifest is rolled back before this throws.
+    /// - Throws: `invalidArgument` when `length` is beyond ``ChunkLayout/maxItemLength``, before anything is written.
     @available(*, noasync)
     func ingest(_ file: FileDescriptor, length: Int64, path: String) throws -> IngestedContent {
+        // The one door sizes from outside come through (put and import): checked before any arithmetic.
+        try ChunkLayout.checkItemLength(length, of: path)
         let dbs = store.dbs
         let manifestID = try store.writer.writeAndWait { txn in
             try txn.beginManifest(dbs, processID: getpid(), now: Date().timeIntervalSince1970)

@@ -182,7 +182,7 @@ extension VersionRecord {
         }
         self.root = root
         contentVersion = try r.readPrefixed()
-        guard ChunkLayout.shifts.contains(chunkShift), size >= 0 else {
+        guard ChunkLayout.shifts.contains(chunkShift), (0...ChunkLayout.maxItemLength).contains(size) else {
             throw CacheError(.corruptData, "a version record has an impossible size or chunk size; run `chunkcache verify`")
         }
     }

@@ -67,17 +67,19 @@ final class Store: Sendable {
     ///   - maxSize: The size bound to create with (default 1 TiB); for an existing store it is applied.
     static func open(at rawPath: String, layout: ChunkLayout?, maxSize: Int64?, level: Int32 = 3) throws -> Store {
         let path = try prepareDirectory(rawPath)
-        let isNew = access(path + "/data.mdb", F_OK) != 0
         let settings = StoreSettings(
             layout: layout ?? StoreSettings.standard.layout, maxSize: maxSize ?? StoreSettings.standard.maxSize,
             compressionLevel: level)
-        let environment: Environment
-        do {
-            environment = try Environment.open(
-                directory: path, maxDatabases: Databases.names.count + 2,
-                mapSize: isNew ? Int(settings.maxSize) : nil)
-        } catch {
-            throw CacheError.lmdb(error, store: path, doing: "opening")
+        let (environment, isNew) = try withCreationLock(path) { () throws -> (Environment, Bool) in
+            // A new store only where no data.mdb exists: LMDB takes an empty file for a new one too, and would
+            // give it its default 1 MiB map.
+            let isNew = try checkDataFile(path + "/data.mdb", store: path)
+            do {
+                return (try Environment.open(directory: path, maxDatabases: Databases.names.count + 2,
+                                             mapSize: isNew ? Int(settings.maxSize) : nil), isNew)
+            } catch {
+                throw CacheError.wrap(error, store: path, doing: "opening")
+            }
         }
         if let maxSize, !isNew, Int64(environment.mapSize) != maxSize {
             guard maxSize >= Int64(environment.usedBytes) else {
@@ -120,6 +122,55 @@ final class Store: Sendable {
             throw CacheError.wrap(error, store: path, doing: "opening")
         }
     }
+
+    /// Runs `body` holding an exclusive `flock(2)` on the store directory, so that no other process is
+    /// between creating `data.mdb` and writing its first page while `body` decides whether the store is new.
+    private static func withCreationLock<R>(_ path: String, _ body: () throws -> R) throws -> R {
+        let directory: FileDescriptor
+        do {
+            directory = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY)
+        } catch {
+            throw CacheError.file(error, path: path, doing: "opening the store directory")
+        }
+        return try directory.closeAfter {  // closing releases the lock
+            // Where the filesystem has no flock (ENOLCK, EOPNOTSUPP), go on unlocked: the lock only narrows
+            // the window of two first opens at once, and LMDB's own lock still orders their writes.
+            while flock(directory.rawValue, LOCK_EX) != 0 && errno == EINTR {}
+            return try body()
+        }
+    }
+
+    /// Whether `dataFile` is missing (a new store). An existing file must start with an LMDB meta page.
+    /// - Throws: `corruptData` naming the file when it is empty or not LMDB.
+    private static func checkDataFile(_ dataFile: String, store path: String) throws -> Bool {
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(dataFile, O_RDONLY)
+        } catch {
+            if error == .noSuchFile { return true }
+            throw CacheError.file(error, path: dataFile, doing: "opening the store")
+        }
+        // lmdb.h: page 0 is a meta page; its MDB_meta starts after the 16-byte page header with mm_magic.
+        var header = [UInt8](repeating: 0, count: 20)
+        let count: Int
+        do {
+            count = try file.closeAfter {
+                try header.withUnsafeMutableBytes { try file.readAll(fromAbsoluteOffset: 0, into: $0) }
+            }
+        } catch {
+            throw CacheError.wrap(error, store: path, doing: "reading its data file \(dataFile)")
+        }
+        let magic = header[16..<20].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        guard count == header.count, magic == lmdbMagic else {
+            let what = count == 0 ? "is empty" : "is not an LMDB file"
+            throw CacheError(.corruptData,
+                "the store at \(path) is damaged: its data file \(dataFile) \(what); move data.mdb aside (or remove it, losing the store's contents) to re-create the store, or pick another --store")
+        }
+        return false
+    }
+
+    /// `MDB_MAGIC` of lmdb.h, stored little-endian on the machines LMDB runs on here.
+    private static let lmdbMagic: UInt32 = 0xBEEF_C0DE
 
     /// Creates the store directory (0700) and its `tmp/`, returning the canonical path.
     private static func prepareDirectory(_ rawPath: String) throws -> String {

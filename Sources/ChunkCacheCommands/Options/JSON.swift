@@ -7,7 +7,7 @@ public enum JSON: Sendable {
     case double(Double)
     case array([JSON])
     case object([(String, JSON)])
-
+    case null
 
     /// Compact JSON text.
     public var rendered: String {
@@ -16,6 +16,7 @@ public enum JSON: Sendable {
         case .int(let n): return String(n)
         case .double(let d): return d.isFinite ? String(format: "%.4f", d) : "null"
         case .array(let items): return "[" + items.map(\.rendered).joined(separator: ",") + "]"
+        case .null: return "null"
         case .object(let pairs): return "{" + pairs.map { JSON.quote($0.0) + ":" + $0.1.rendered }.joined(separator: ",") + "}"
         }
     }

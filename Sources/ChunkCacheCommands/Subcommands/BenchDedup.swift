@@ -63,7 +63,7 @@ struct BenchDedup: AsyncParsableCommand {
         for (index, file) in files.enumerated() {
             let version = "v\(index + 1)"
             let step = "version \(index + 1)/\(files.count)"
-            progress.show("\(step): storing \(file) (\(benchSize(sizes[index])))…", force: true)
+            progress.show("\(step): storing \(file) (\(formatSize(sizes[index])))…", force: true)
             let put = try await cache.put(fileAt: file, as: id, contentVersion: version)
             let figures = try await cache.statistics()
             statistics = figures
@@ -128,11 +128,11 @@ struct BenchDedup: AsyncParsableCommand {
                 return column <= 1 ? cells[column] + pad : pad + cells[column]  // text left, numbers right
             }.joined(separator: "  ")
         }
-        var lines = ["dedup of \(rows.count) versions, \(benchSize(Int64(layout.chunkSize))) chunks, zstd -\(level):", line(headers)]
+        var lines = ["dedup of \(rows.count) versions, \(formatSize(Int64(layout.chunkSize))) chunks, zstd -\(level):", line(headers)]
         lines += table.map(line)
         lines.append("""
-            stored after all versions: \(stored) bytes, \(String(format: "%.2f", storedToZstd))× a per-version zstd -\(level) of every \
-            file (\(zstd) bytes; each file in independent 1 MiB blocks). dedup × = versions' bytes so far / unique chunk bytes stored.
+            stored after all versions: \(formatSize(stored)), \(String(format: "%.2f", storedToZstd))× a per-version zstd -\(level) of every \
+            file (\(formatSize(zstd)); each file in independent 1 MiB blocks). dedup × = versions' bytes so far / unique chunk bytes stored.
             """)
         return lines.joined(separator: "\n")
     }

@@ -81,7 +81,7 @@ struct BenchReadLatency: AsyncParsableCommand {
         let session = try await BenchSession.open(in: scratch, chunkSize: chunkSize, level: level)
         defer { session.close() }
         let (cache, progress, layout) = (session.cache, session.progress, session.cache.layout)
-        progress.show("ingesting \(file) (\(benchSize(size)))…", force: true)
+        progress.show("ingesting \(file) (\(formatSize(size)))…", force: true)
         let id = ItemIdentifier(domain: "bench", "file")
         let put = try await cache.put(fileAt: file, as: id, contentVersion: "v1")
         let statistics = try await cache.statistics()
@@ -185,8 +185,8 @@ struct BenchReadLatency: AsyncParsableCommand {
         func column(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
         func label(_ text: String) -> String { text + String(repeating: " ", count: max(0, 16 - text.count)) }
         var lines = [
-            "read latency of \(file) (\(benchSize(size)), \(benchSize(Int64(layout.chunkSize))) chunks, zstd -\(level) ×\(String(format: "%.2f", compression))):",
-            "\(iterations) random \(benchSize(rangeBytes)) ranges aligned to \(benchSize(alignment)), after \(warmupCount) warm-up fetches (seed \(seed))",
+            "read latency of \(file) (\(formatSize(size)), \(formatSize(Int64(layout.chunkSize))) chunks, zstd -\(level) ×\(String(format: "%.2f", compression))):",
+            "\(iterations) random \(formatSize(rangeBytes)) ranges aligned to \(formatSize(alignment)), after \(warmupCount) warm-up fetches (seed \(seed))",
             "",
             label("") + column("p50 µs", 10) + column("p90 µs", 10) + column("p99 µs", 10),
         ]

@@ -109,36 +109,13 @@ final class ProgressLine {
     }
 }
 
-/// `bytes` as a short human figure: `52.4 MB`, `64 KiB` for powers of two.
-func benchSize(_ bytes: Int64) -> String {
-    if bytes >= 1024 && bytes & (bytes - 1) == 0 {
-        let units = ["KiB", "MiB", "GiB", "TiB"]
-        var value = bytes >> 10
-        var unit = 0
-        while value >= 1024 && unit < units.count - 1 {
-            value >>= 10
-            unit += 1
-        }
-        return "\(value) \(units[unit])"
-    }
-    if bytes < 1000 { return "\(bytes) B" }
-    let units = ["kB", "MB", "GB", "TB"]
-    var value = Double(bytes) / 1000
-    var unit = 0
-    while value >= 1000 && unit < units.count - 1 {
-        value /= 1000
-        unit += 1
-    }
-    return String(format: "%.1f %@", value, units[unit])
-}
-
 /// Checks a `--chunk-size` for the bench commands (a usage error, exit 64, when it is not one a store takes).
 func validateBenchChunkSize(_ size: ByteSize?) throws {
     guard let size else { return }
     // The engine's own rule, reported as a usage error (exit 64) before any store is made.
     guard size.bytes <= Int64(Int.max), (try? ChunkLayout(chunkSize: Int(size.bytes))) != nil else {
         let shifts = ChunkLayout.shifts
-        throw ValidationError("--chunk-size \(size.bytes) is not a power of two from \(benchSize(1 << shifts.lowerBound)) to \(benchSize(1 << shifts.upperBound))")
+        throw ValidationError("--chunk-size \(size.bytes) is not a power of two from \(formatSize(1 << shifts.lowerBound)) to \(formatSize(1 << shifts.upperBound))")
     }
 }
 

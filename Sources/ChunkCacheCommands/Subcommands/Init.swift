@@ -26,6 +26,6 @@ struct Init: AsyncParsableCommand {
             at: global.store, chunkSize: layout, maxSize: maxSize?.bytes, handOffGracePeriod: global.tmpGrace.seconds)
         global.emit(
             .object([("chunkSize", .int(Int64(cache.layout.chunkSize))), ("maxSize", .int(cache.maxSize)), ("path", .string(cache.path))]),
-            summary: "store \(cache.path): \(cache.layout) chunks, at most \(cache.maxSize) bytes")
+            summary: "store \(cache.path): \(cache.layout) chunks, at most \(formatSize(cache.maxSize))")
     }
 }

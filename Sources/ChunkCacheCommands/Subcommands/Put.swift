@@ -28,6 +28,6 @@ struct Put: AsyncParsableCommand {
                 ("zeroChunks", .int(Int64(result.zeroChunks))), ("storedBytes", .int(result.storedBytes)),
                 ("domainVersion", result.domainVersion.json),
             ]),
-            summary: "put \(domain)/\(item) version \(result.item.itemVersion.contentVersionString): \(result.item.documentSize) bytes, \(result.chunks) chunks, \(result.newChunks) new, \(result.zeroChunks) zero, \(result.storedBytes) bytes stored; domain version \(result.domainVersion)")
+            summary: "put \(domain)/\(item) version \(result.item.itemVersion.contentVersionString): \(formatSize(result.item.documentSize)), \(result.chunks) chunks, \(result.newChunks) new, \(result.zeroChunks) zero, \(formatSize(result.storedBytes)) stored; domain version \(result.domainVersion)")
     }
 }

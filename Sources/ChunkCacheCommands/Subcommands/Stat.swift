@@ -19,7 +19,7 @@ struct Stat: AsyncParsableCommand {
             summary: """
                 store \(cache.path) (\(cache.layout) chunks)
                 \(s.domains) domains, \(s.items) items, \(s.versions) versions, \(s.chunks) chunks
-                logical \(s.logicalBytes) bytes, unique \(s.uniqueBytes), stored \(s.storedBytes), on disk \(s.fileBytes)
+                logical \(formatSize(s.logicalBytes)), unique \(formatSize(s.uniqueBytes)), stored \(formatSize(s.storedBytes)), on disk \(formatSize(s.fileBytes))
                 dedup ×\(String(format: "%.2f", s.dedupRatio)), compression ×\(String(format: "%.2f", s.compressionRatio))
                 """)
     }

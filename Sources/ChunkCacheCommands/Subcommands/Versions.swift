@@ -27,7 +27,7 @@ struct Versions: AsyncParsableCommand {
                     ])
                 })),
             ]),
-            summary: versions.map { "\($0.contentVersion)  \($0.size) bytes  \(formatter.string(from: $0.createdAt))  \($0.cachedBytes) cached" }
+            summary: versions.map { "\($0.contentVersion)  \(formatSize($0.size))  \(formatter.string(from: $0.createdAt))  \(formatSize($0.cachedBytes)) cached" }
                 .joined(separator: "\n"))
     }
 }
