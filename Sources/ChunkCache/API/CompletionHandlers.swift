@@ -17,7 +17,8 @@ extension ChunkCache {
         completionHandler: @escaping @Sendable (URL?, Item?, ByteRange, MaterializationFlags, (any Error)?) -> Void
     ) -> Progress {
         let once = CompleteOnce(completionHandler)
-        return Self.runWithProgress(
+        return runWithProgress(
+            doing: "fetching \(minimalRange) of \(item)",
             work: {
                 let result = try await self.fetchPartialContents(
                     for: item, version: version, request: request, minimalRange: minimalRange, aligningTo: alignment,
@@ -57,7 +58,8 @@ extension ChunkCache {
         let once = CompleteOnce { (url: URL?, item: Item?, _: ByteRange, flags: MaterializationFlags, error: (any Error)?) in
             completionHandler(url, item, flags, error)
         }
-        return Self.runWithProgress(
+        return runWithProgress(
+            doing: "fetching \(item)",
             work: {
                 let result = try await self.fetchContents(for: item, version: version, request: request, options: options)
                 if !once.call(result.url, result.item, result.retrievedRange, result.flags, nil) {
@@ -75,7 +77,8 @@ extension ChunkCache {
         let once = CompleteOnce { (_: URL?, _: Item?, _: ByteRange, _: MaterializationFlags, error: (any Error)?) in
             completionHandler(error)
         }
-        return Self.runWithProgress(
+        return runWithProgress(
+            doing: "importing \(url.path) as domain \"\(domain)\"",
             work: {
                 _ = try await self.import(domain, fromDirectoryAt: url)
                 _ = once.call(nil, nil, ByteRange(location: 0, length: 0), [], nil)
@@ -84,22 +87,23 @@ extension ChunkCache {
     }
 
     /// Starts `work` in a task tied to a new `Progress`: cancelling the progress cancels the task and
-    /// reports `userCancelled` through `fail` at once.
-    private static func runWithProgress(
-        work: @escaping @Sendable () async throws -> Void, fail: @escaping @Sendable (any Error) -> Void
+    /// reports `userCancelled` through `fail` at once. `what` names the request in errors.
+    private func runWithProgress(
+        doing what: String, work: @escaping @Sendable () async throws -> Void, fail: @escaping @Sendable (any Error) -> Void
     ) -> Progress {
+        let storePath = path
         let progress = Progress(totalUnitCount: 1)
         let task = Task {
             do {
                 try await work()
                 progress.completedUnitCount = 1
             } catch {
-                fail(CacheError.wrap(error, store: "", doing: "the request").systemError)
+                fail(CacheError.wrap(error, store: storePath, doing: what).systemError)
             }
         }
         progress.cancellationHandler = {
             task.cancel()
-            fail(CacheError(.userCancelled, "the request was cancelled").systemError)
+            fail(CacheError(.userCancelled, "\(what) was cancelled").systemError)
         }
         return progress
     }
