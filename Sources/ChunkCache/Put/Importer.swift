@@ -110,9 +110,9 @@ extension ChunkCache {
                     symlinks: entries.count { $0.kind == .symlink }, logicalBytes: logicalBytes, newChunks: newChunks,
                     domainVersion: domainVersion, sourceRemoved: removed)
             } catch {
-                try? store.writer.writeAndWait { txn in
+                Diagnostics.attempt("roll back the pending manifests of the import of \(root)") { try store.writer.writeAndWait { txn in
                     for (_, content) in ingested { try txn.dropManifest(content.manifestID, store.dbs) }
-                }
+                } }
                 throw error
             }
         }

@@ -34,6 +34,8 @@ final class Store: Sendable {
     let maxSize: Int64
     let compressionLevel: Int32
     let codecs: CodecPool
+    /// This process's lease on the pending manifests it writes, taken at its first ingest.
+    private let lease = Mutex<WriterLease?>(nil)
 
     static let formatVersion: UInt64 = 1
 
@@ -47,6 +49,20 @@ final class Store: Sendable {
         self.maxSize = maxSize
         self.compressionLevel = level
         self.codecs = CodecPool(chunkSize: layout.chunkSize, level: level)
+    }
+
+    /// Where writers keep their lease files (``WriterLease``).
+    var writersPath: String { path + "/writers" }
+
+    /// The token pending manifests of this process are recorded under; the lease is taken on first use and
+    /// kept while the store is open.
+    func writerToken() throws(CacheError) -> WriterToken {
+        try lease.withLock { (lease) throws(CacheError) -> WriterToken in
+            if let lease { return lease.token }
+            let acquired = try WriterLease.acquire(in: writersPath)
+            lease = acquired
+            return acquired.token
+        }
     }
 
     /// The store directory to use: `explicit`, else `$CHUNKCACHE_STORE`, else `$XDG_CACHE_HOME/chunkcache`,
