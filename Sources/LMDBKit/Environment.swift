@@ -9,7 +9,10 @@ import Glibc
 ///
 /// `lmdb.h`: "A process should only open an environment once (…) Do not have open an LMDB database twice in
 /// the same process at the same time. Not even from a plain open() call - close()ing it breaks flock()
-/// advisory locking." Hence the registry in ``open(directory:maxDatabases:mapSize:)``.
+/// advisory locking." Hence the registry in ``open(directory:maxDatabases:mapSize:)``: each value this type
+/// hands out is one holder of the directory's single `MDB_env`, and the registry counts holders and closes the
+/// handle, under its lock, when the last holder goes. An open racing that last release either joins the
+/// handle before the count reaches zero or finds it closed; it never makes a second one beside it.
 ///
 /// `@unchecked Sendable`: `MDB_env` is thread-safe; transactions are not, and the transaction types here
 /// are neither `Sendable` nor copyable.
@@ -18,7 +21,15 @@ public final class Environment: @unchecked Sendable {
     /// The canonical directory the environment lives in.
     public let directory: String
 
-    private static let registry = Mutex<[String: WeakEnvironment]>([:])
+    /// The open handle of each directory and how many `Environment` values hold it.
+    private static let registry = Mutex<[String: OpenHandle]>([:])
+    /// Counts handles apart from the registry's books, for tests.
+    static let census = HandleCensus()
+
+    private struct OpenHandle: @unchecked Sendable {  // Only touched under the registry's lock.
+        let handle: OpaquePointer
+        var holders: Int
+    }
 
     private init(handle: OpaquePointer, directory: String) {
         self.handle = handle
@@ -26,11 +37,22 @@ public final class Environment: @unchecked Sendable {
     }
 
     deinit {
-        mdb_env_close(handle)
+        Self.registry.withLock { handles in
+            guard var open = handles[directory] else { return }
+            open.holders -= 1
+            guard open.holders == 0 else {
+                handles[directory] = open
+                return
+            }
+            // Closed under the lock, so no `open` of this directory can run between this and the close.
+            handles[directory] = nil
+            mdb_env_close(handle)
+            Self.census.closed(directory)
+        }
     }
 
-    /// Opens the environment in `directory`, creating its files when missing, or returns the one this process
-    /// already has open there.
+    /// Opens the environment in `directory`, creating its files when missing, or joins the one this process
+    /// already has open there. Each call returns a new holder; the environment closes when the last one goes.
     ///
     /// Transactions are `MDB_NOTLS`: a read transaction may be used on any thread, and one thread may hold
     /// several. A new environment is created with the given map size; an existing one keeps the size
@@ -42,11 +64,15 @@ public final class Environment: @unchecked Sendable {
     ///   - mapSize: The map size for a new environment, in bytes; `nil` keeps the file's.
     /// - Throws: ``LMDBError``. The corresponding C functions are `mdb_env_create` and `mdb_env_open`.
     public static func open(directory: String, maxDatabases: Int, mapSize: Int?) throws(LMDBError) -> Environment {
-        try registry.withLock { (envs) throws(LMDBError) -> Environment in
-            if let env = envs[directory]?.value { return env }
+        try registry.withLock { (handles) throws(LMDBError) -> Environment in
+            if var open = handles[directory] {
+                open.holders += 1
+                handles[directory] = open
+                return Environment(handle: open.handle, directory: directory)
+            }
             var raw: OpaquePointer?
             try check(mdb_env_create(&raw))
-            guard let env = raw else { throw LMDBError(rawValue: 12) }
+            guard let env = raw else { throw LMDBError.outOfMemory }
             do throws(LMDBError) {
                 try check(mdb_env_set_maxdbs(env, MDB_dbi(maxDatabases)))
                 try check(mdb_env_set_maxreaders(env, 1022))
@@ -57,9 +83,9 @@ public final class Environment: @unchecked Sendable {
                 mdb_env_close(env)
                 throw error
             }
-            let environment = Environment(handle: env, directory: directory)
-            envs[directory] = WeakEnvironment(value: environment)
-            return environment
+            census.opened(directory)
+            handles[directory] = OpenHandle(handle: env, holders: 1)
+            return Environment(handle: env, directory: directory)
         }
     }
 
@@ -115,10 +141,19 @@ public final class Environment: @unchecked Sendable {
         return nil
     }
 
-    /// Sets a new map size. No transaction of this process may be active.
+    /// Sets a new map size.
+    ///
+    /// `lmdb.h`: "This function may only be called (…) if no transactions are active in this process." This
+    /// holder cannot see other holders' transactions, so it may resize only while it is the only holder (and
+    /// has none of its own active).
+    ///
+    /// - Throws: ``LMDBError/busy`` while another holder in this process has the environment open.
     /// The corresponding C function is `mdb_env_set_mapsize`.
     public func setMapSize(_ bytes: Int) throws(LMDBError) {
-        try check(mdb_env_set_mapsize(handle, bytes))
+        try Self.registry.withLock { (handles) throws(LMDBError) in
+            guard handles[directory]?.holders == 1 else { throw LMDBError.busy }
+            try check(mdb_env_set_mapsize(handle, bytes))
+        }
     }
 
     /// Removes reader slots left by dead processes, returning how many. The C function is `mdb_reader_check`.
@@ -191,8 +226,26 @@ public final class Environment: @unchecked Sendable {
     public func sync() throws(LMDBError) { try check(mdb_env_sync(handle, 1)) }
 }
 
-private struct WeakEnvironment {
-    weak var value: Environment?
+/// How many `MDB_env` handles this process has open per directory, and the most it ever had at once: a test
+/// hook that checks the registry's promise (one per directory) independently of the registry's own books.
+final class HandleCensus: Sendable {
+    private let counts = Mutex<[String: (live: Int, peak: Int)]>([:])
+
+    func opened(_ directory: String) {
+        counts.withLock { counts in
+            let live = (counts[directory]?.live ?? 0) + 1
+            counts[directory] = (live, max(live, counts[directory]?.peak ?? 0))
+        }
+    }
+
+    func closed(_ directory: String) {
+        counts.withLock { counts in counts[directory]?.live -= 1 }
+    }
+
+    /// The handles open on `directory` now and at most at once.
+    func count(_ directory: String) -> (live: Int, peak: Int) {
+        counts.withLock { $0[directory] ?? (0, 0) }
+    }
 }
 
 /// A named database inside an environment.

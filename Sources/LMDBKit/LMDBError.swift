@@ -1,5 +1,9 @@
 import CLMDB
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// An error code returned by an LMDB function: an `MDB_…` code or an `errno` value.
 public struct LMDBError: Error, Equatable, Hashable, Sendable, CustomStringConvertible {
     /// The raw code, as returned by the C function.
@@ -34,15 +38,19 @@ public struct LMDBError: Error, Equatable, Hashable, Sendable, CustomStringConve
     /// `MDB_BAD_TXN`: the transaction must abort or is already finished.
     public static let badTransaction = LMDBError(rawValue: MDB_BAD_TXN)
     /// `ENOSPC`: the disk is full.
-    public static let noSpace = LMDBError(rawValue: 28)
+    public static let noSpace = LMDBError(rawValue: ENOSPC)
     /// `EIO`: an I/O error; LMDB also returns it for a short write, as on a full disk.
-    public static let ioError = LMDBError(rawValue: 5)
+    public static let ioError = LMDBError(rawValue: EIO)
     /// `EACCES`: permission denied.
-    public static let accessDenied = LMDBError(rawValue: 13)
+    public static let accessDenied = LMDBError(rawValue: EACCES)
     /// `ENOENT`: the directory does not exist.
-    public static let noSuchFile = LMDBError(rawValue: 2)
+    public static let noSuchFile = LMDBError(rawValue: ENOENT)
     /// `EROFS`: read-only filesystem.
-    public static let readOnlyFilesystem = LMDBError(rawValue: 30)
+    public static let readOnlyFilesystem = LMDBError(rawValue: EROFS)
+    /// `ENOMEM`: out of memory, as when `mdb_env_create` cannot allocate.
+    public static let outOfMemory = LMDBError(rawValue: ENOMEM)
+    /// `EBUSY`: the environment is in use by another holder in this process, so it cannot be resized.
+    public static let busy = LMDBError(rawValue: EBUSY)
 
     /// True when the error says the file is not a sound LMDB environment.
     public var isCorruption: Bool {

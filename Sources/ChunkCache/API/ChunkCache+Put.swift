@@ -59,7 +59,9 @@ extension ChunkCache {
                 }
             } catch {
                 // The publishing transaction aborted, so the pending manifest is still there: drop it.
-                try? store.writer.writeAndWait { txn in try txn.dropManifest(content.manifestID, store.dbs) }
+                Diagnostics.attempt("roll back the pending manifest of \(path)") {
+                    try store.writer.writeAndWait { txn in try txn.dropManifest(content.manifestID, store.dbs) }
+                }
                 throw CacheError.wrap(error, store: store.path, doing: "publishing \(path)")
             }
             let counts = published.created ? content.counts : IngestCounts(chunks: content.counts.chunks, zeroChunks: content.counts.zeroChunks)

@@ -44,10 +44,15 @@ public final class ChunkCache: Sendable {
     /// Hand-off files that opening the store swept.
     public let sweptAtOpen: Int
 
+    /// Takes over one holder of `store` (from ``Store/open(at:layout:maxSize:level:)``), released in `deinit`.
     init(store: Store, handOffGracePeriod: TimeInterval, sweptAtOpen: Int) {
         self.store = store
         self.handOffGracePeriod = handOffGracePeriod
         self.sweptAtOpen = sweptAtOpen
+    }
+
+    deinit {
+        store.release()
     }
 
     /// Opens the store at `path` (by default `$CHUNKCACHE_STORE`, `$XDG_CACHE_HOME/chunkcache` or
@@ -78,6 +83,7 @@ public final class ChunkCache: Sendable {
             // Reader slots of crashed processes pin old snapshots, so LMDB could never reuse their pages.
             store.environment.clearStaleReaders()
             do { _ = try store.rollBackAbandonedManifests() } catch {
+                store.release()
                 throw CacheError.wrap(error, store: store.path, doing: "rolling back interrupted ingests")
             }
             let swept = store.sweepHandOffFiles(olderThan: handOffGracePeriod)

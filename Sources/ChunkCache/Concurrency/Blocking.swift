@@ -1,17 +1,17 @@
-import Dispatch
-import Foundation
 
-/// Runs blocking work (system calls, LMDB, zstd) on a dispatch queue, not the cooperative pool, turning
+/// Runs blocking work (system calls, LMDB, zstd) on ``BlockingPool/shared``, not the cooperative pool, turning
 /// task cancellation into a flag the work checks between steps. Every error leaves as a ``CacheError``.
 func runBlocking<R: Sendable>(_ body: @escaping @Sendable (CancellationFlag) throws -> R) async throws -> R {
     let cancellation = CancellationFlag()
     if Task.isCancelled { throw CacheError(.userCancelled, "the operation was cancelled") }
     return try await withTaskCancellationHandler {
         try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global(qos: .userInitiated).async {
-                continuation.resume(with: Result {
+            BlockingPool.shared.submit {
+                let result = Result {
                     do { return try body(cancellation) } catch { throw CacheError.wrap(error, store: "", doing: "the operation") }
-                })
+                }
+                // Consumed, so the pool thread holds nothing of the result (a store, say) once the caller runs.
+                continuation.resume(with: consume result)
             }
         }
     } onCancel: {

@@ -1,49 +1,54 @@
 import Dispatch
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// Runs one job on the calling thread and on helper threads of a global queue, and returns as soon as the
+/// Runs one job on the calling thread and on helper threads of a ``BlockingPool``, and returns as soon as the
 /// calling thread has finished it and no helper is still inside it.
 ///
-/// A helper that wakes after that skips the job. `DispatchQueue.concurrentPerform` instead waits for every
-/// helper it woke to run and leave, however late it wakes (30-150 µs here, for a job of a few hundred). The
-/// job must share its work out itself (for example by claiming pieces from an atomic counter) so that
-/// whichever threads turn up finish it.
+/// A helper that starts after that skips the job, so the caller never waits for a helper that has not started
+/// (which makes it safe to call from a job of the same pool, however busy). `DispatchQueue.concurrentPerform`
+/// instead waits for every helper it woke to run and leave, however late it wakes. A helper already inside is
+/// finishing its last piece: the caller blocks on a semaphore until it leaves, it never spins. The job must
+/// share its work out itself (for example by claiming pieces from an atomic counter) so that whichever threads
+/// turn up finish it.
 final class SharedWork: Sendable {
-    private let inside = Atomic<Int>(0)
-    private let closed = Atomic<Bool>(false)
+    /// The number of helpers inside the job, plus ``closedFlag`` once the caller has finished it.
+    private let state = Atomic<Int>(0)
+    private static let closedFlag = 1 << 62
+    /// Signalled by the last helper to leave after the caller finished.
+    private let lastHelperLeft = DispatchSemaphore(value: 0)
     private let body: @Sendable () -> Void
 
     private init(_ body: @escaping @Sendable () -> Void) { self.body = body }
 
-    /// Runs `body` on this thread and offers it to `helpers` threads of the global queue at `qos`.
+    /// Runs `body` on this thread and offers it to `helpers` threads of `pool`.
     /// When this returns, `body` is running nowhere and will not start again.
-    static func run(helpers: Int, qos: DispatchQoS.QoSClass = .userInitiated, _ body: @escaping @Sendable () -> Void) {
+    static func run(helpers: Int, on pool: BlockingPool = .shared, _ body: @escaping @Sendable () -> Void) {
         let work = SharedWork(body)
         for _ in 0..<helpers {
-            DispatchQueue.global(qos: qos).async { work.helperRun() }
+            pool.submit { work.helperRun() }
         }
         body()
         work.close()
     }
 
     private func helperRun() {
-        // Enter, then look: with `close` storing before it looks, one of the two sees the other.
-        inside.wrappingAdd(1, ordering: .sequentiallyConsistent)
-        if !closed.load(ordering: .sequentiallyConsistent) { body() }
-        inside.wrappingSubtract(1, ordering: .sequentiallyConsistent)
+        var current = state.load(ordering: .acquiring)
+        while true {
+            if current & Self.closedFlag != 0 { return }
+            let (entered, seen) = state.compareExchange(
+                expected: current, desired: current + 1, ordering: .acquiringAndReleasing)
+            if entered { break }
+            current = seen
+        }
+        body()
+        if state.wrappingSubtract(1, ordering: .acquiringAndReleasing).newValue == Self.closedFlag {
+            lastHelperLeft.signal()
+        }
     }
 
     private func close() {
-        closed.store(true, ordering: .sequentiallyConsistent)
-        // A helper inside is finishing its last piece on the other core: spin briefly, then back off.
-        var spins = 0
-        while inside.load(ordering: .sequentiallyConsistent) != 0 {
-            spins += 1
-            if spins < 20_000 { sched_yield() } else { usleep(50) }
-        }
+        // Once the flag is set no helper enters; if some were inside, the last to leave signals.
+        let inside = state.bitwiseOr(Self.closedFlag, ordering: .acquiringAndReleasing).oldValue
+        if inside != 0 { lastHelperLeft.wait() }
     }
 }

@@ -4,31 +4,46 @@ import LMDBKit
 
 /// What opening a store cleans up after crashed processes: unpublished manifests and stale hand-off files.
 extension Store {
-    /// Rolls back manifests left pending by processes that no longer run, returning how many.
+    /// Rolls back manifests left pending by writers that no longer run, returning how many, and deletes the
+    /// lease files of those writers. A writer runs while it holds its lease's lock (``WriterLease``), whatever
+    /// its pid looks like from here.
     @available(*, noasync)
     func rollBackAbandonedManifests() throws -> Int {
-        let abandoned = try environment.read { txn in
-            var ids: [UInt64] = []
+        let pending = try environment.read { txn in
+            var byWriter: [WriterToken: [UInt64]] = [:]
             try txn.scan(dbs.pending, prefix: []) { key, value in
-                let record = try PendingRecord(decoding: value)
-                if !Self.isAlive(record.processID) {
-                    ids.append(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)))
+                guard key.count == 8 else {
+                    throw CacheError(.corruptData, "the store at \(path) lists a pending manifest under a damaged key; run `chunkcache verify`")
                 }
+                let record = try PendingRecord(decoding: value)
+                byWriter[record.writer, default: []].append(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)))
                 return true
             }
-            return ids
+            return byWriter
         }
-        guard !abandoned.isEmpty else { return 0 }
-        try writer.writeAndWait { txn in
-            for id in abandoned { try txn.dropManifest(id, dbs) }
+        var rolledBack = 0
+        for (token, manifestIDs) in pending {
+            guard let lease = try AbandonedLease.claim(token, in: writersPath) else { continue }
+            try writer.writeAndWait { txn in
+                for id in manifestIDs { try txn.dropManifest(id, dbs) }
+            }
+            lease.remove()
+            rolledBack += manifestIDs.count
         }
-        return abandoned.count
+        removeAbandonedLeases(except: Set(pending.keys))
+        return rolledBack
     }
 
-    /// Whether a process with this id runs on this machine. Uses `kill(pid, 0)`.
-    static func isAlive(_ pid: Int32) -> Bool {
-        if pid == getpid() { return true }
-        return kill(pid, 0) == 0 || errno == EPERM
+    /// Deletes the lease files of writers that ended with nothing pending: those whose lock is free.
+    private func removeAbandonedLeases(except pendingWriters: Set<WriterToken>) {
+        // No directory yet: nothing was ever written through a lease.
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: writersPath) else { return }
+        for name in names {
+            guard let token = WriterToken(fileName: name), !pendingWriters.contains(token) else { continue }
+            Diagnostics.attempt("remove the abandoned writer lease \(writersPath)/\(name)") {
+                try AbandonedLease.claim(token, in: writersPath)?.remove()
+            }
+        }
     }
 
     /// Deletes hand-off files in `tmp/` last modified more than `grace` seconds ago (all of them when nil),

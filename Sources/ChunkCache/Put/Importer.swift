@@ -214,9 +214,9 @@ extension ChunkCache {
                     symlinks: entries.count { $0.kind == .symlink }, logicalBytes: logicalBytes, newChunks: newChunks,
                     domainVersion: domainVersion, sourceRemoved: !copy && removalError == nil, sourceRemovalError: removalError)
             } catch {
-                try? store.writer.writeAndWait { txn in
+                Diagnostics.attempt("roll back the pending manifests of the import of \(root)") { try store.writer.writeAndWait { txn in
                     for (_, content) in ingested { try txn.dropManifest(content.manifestID, store.dbs) }
-                }
+                } }
                 throw CacheError.wrap(error, store: store.path, doing: "importing \(root) as domain \"\(domain)\"")
             }
         }

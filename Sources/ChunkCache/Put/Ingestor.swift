@@ -54,13 +54,14 @@ final class Ingestor: Sendable {
         // The one door sizes from outside come through (put and import): checked before any arithmetic.
         try ChunkLayout.checkItemLength(length, of: path)
         let dbs = store.dbs
+        let writer = try store.writerToken()
         let manifestID = try store.writer.writeAndWait { txn in
-            try txn.beginManifest(dbs, processID: getpid(), now: Date().timeIntervalSince1970)
+            try txn.beginManifest(dbs, writer: writer, now: Date().timeIntervalSince1970)
         }
         do {
             return try fill(manifestID, from: file, length: length, path: path)
         } catch {
-            try? store.writer.writeAndWait { txn in try txn.dropManifest(manifestID, dbs) }
+            Diagnostics.attempt("roll back the pending manifest of \(path)") { try store.writer.writeAndWait { txn in try txn.dropManifest(manifestID, dbs) } }
             throw CacheError.wrap(error, store: store.path, doing: "storing \(path)")
         }
     }

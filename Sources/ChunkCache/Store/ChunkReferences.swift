@@ -61,12 +61,12 @@ extension WriteTransaction {
         try delete(dbs.pending, key: Keys.manifest(manifestID))
     }
 
-    /// Takes a fresh manifest id and records it as pending for this process.
+    /// Takes a fresh manifest id and records it as pending for `writer`.
     @available(*, noasync)
-    mutating func beginManifest(_ dbs: Databases, processID: Int32, now: Double) throws -> UInt64 {
+    mutating func beginManifest(_ dbs: Databases, writer: WriterToken, now: Double) throws -> UInt64 {
         let id = max(1, try counter(dbs, MetaKey.nextManifestID))
         try setCounter(dbs, MetaKey.nextManifestID, id + 1)
-        try put(dbs.pending, key: Keys.manifest(id), value: PendingRecord(processID: processID, startedAt: now).encoded())
+        try put(dbs.pending, key: Keys.manifest(id), value: PendingRecord(writer: writer, startedAt: now).encoded())
         return id
     }
 }

@@ -213,14 +213,15 @@ extension ChunkRef {
     }
 }
 
-/// A manifest written but not yet published, and the process writing it.
+/// A manifest written but not yet published, and the writer's lease (``WriterLease``) that says whether its
+/// process still runs.
 struct PendingRecord {
-    var processID: Int32
+    var writer: WriterToken
     var startedAt: Double
 
     func encoded() -> [UInt8] {
-        var w = ByteWriter(capacity: 12)
-        w.append(processID)
+        var w = ByteWriter(capacity: WriterToken.byteCount + 8)
+        w.append(raw: writer.bytes)
         w.append(startedAt)
         return w.bytes
     }
@@ -229,7 +230,10 @@ struct PendingRecord {
 extension PendingRecord {
     init(decoding raw: UnsafeRawBufferPointer) throws(CacheError) {
         var r = ByteReader(raw, what: "pending manifest")
-        processID = try r.read()
+        guard let writer = WriterToken(bytes: try r.readBytes(WriterToken.byteCount)) else {
+            throw CacheError(.corruptData, "a pending manifest names no writer; run `chunkcache verify`")
+        }
+        self.writer = writer
         startedAt = try r.readDouble()
     }
 }

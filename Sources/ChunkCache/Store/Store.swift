@@ -34,6 +34,8 @@ final class Store: Sendable {
     let maxSize: Int64
     let compressionLevel: Int32
     let codecs: CodecPool
+    /// This process's lease on the pending manifests it writes, taken at its first ingest.
+    private let lease = Mutex<WriterLease?>(nil)
 
     static let formatVersion: UInt64 = 1
 
@@ -49,6 +51,20 @@ final class Store: Sendable {
         self.codecs = CodecPool(chunkSize: layout.chunkSize, level: level)
     }
 
+    /// Where writers keep their lease files (``WriterLease``).
+    var writersPath: String { path + "/writers" }
+
+    /// The token pending manifests of this process are recorded under; the lease is taken on first use and
+    /// kept while the store is open.
+    func writerToken() throws(CacheError) -> WriterToken {
+        try lease.withLock { (lease) throws(CacheError) -> WriterToken in
+            if let lease { return lease.token }
+            let acquired = try WriterLease.acquire(in: writersPath)
+            lease = acquired
+            return acquired.token
+        }
+    }
+
     /// The store directory to use: `explicit`, else `$CHUNKCACHE_STORE`, else `$XDG_CACHE_HOME/chunkcache`,
     /// else `~/.cache/chunkcache`.
     static func resolvePath(_ explicit: String?) -> String {
@@ -59,14 +75,67 @@ final class Store: Sendable {
         return (env["HOME"] ?? NSHomeDirectory()) + "/.cache/chunkcache"
     }
 
-    /// Opens the store at `path`, creating it (mode 0700) when it does not exist.
+    /// Every store open in this process, by canonical path, with the number of ``ChunkCache`` values using it.
+    /// Counted, not weakly held: the store leaves the registry when its last cache goes, even while a job in
+    /// flight still holds the object, so the next open reads the store afresh.
+    private static let openStores = Mutex<[String: OpenStore]>([:])
+
+    private struct OpenStore {
+        let store: Store
+        var holders: Int
+    }
+
+    /// The store at `path`, creating it (mode 0700) when it does not exist: the one this process already has
+    /// open there, else a new one. One `Store` per environment per process, so one writer queue and one
+    /// codec pool whatever the number of ``ChunkCache`` values. Each call is one holder: call ``release()``
+    /// when done.
     ///
     /// - Parameters:
     ///   - layout: The chunk size to create with (default 64 KiB); for an existing store, a different one
     ///     is `invalidArgument`.
-    ///   - maxSize: The size bound to create with (default 1 TiB); for an existing store it is applied.
+    ///   - maxSize: The size bound to create with (default 1 TiB); for an existing store it is applied, but
+    ///     only while no one else in this process has the store open: LMDB may resize a map only while no
+    ///     transaction of the process is active, which this open cannot know of another user's. Then a
+    ///     different size is `transient`, to retry once the others have closed it.
+    ///   - level: The zstd level for new chunks; a store already open keeps the level it was opened with.
     static func open(at rawPath: String, layout: ChunkLayout?, maxSize: Int64?, level: Int32 = 3) throws -> Store {
         let path = try prepareDirectory(rawPath)
+        // Opening under the lock: two opens of one path must not both find no store and make two.
+        return try openStores.withLock { stores in
+            if var open = stores[path] {
+                try open.store.check(layout: layout, maxSize: maxSize)
+                open.holders += 1
+                stores[path] = open
+                return open.store
+            }
+            let store = try openEnvironment(at: path, layout: layout, maxSize: maxSize, level: level)
+            stores[path] = OpenStore(store: store, holders: 1)
+            return store
+        }
+    }
+
+    /// Ends one holder's use of the store; the last one takes it out of the registry.
+    func release() {
+        Self.openStores.withLock { stores in
+            guard var open = stores[path], open.store === self else { return }
+            open.holders -= 1
+            stores[path] = open.holders == 0 ? nil : open
+        }
+    }
+
+    /// Whether an open asking for `layout` and `maxSize` may share this store.
+    private func check(layout: ChunkLayout?, maxSize: Int64?) throws(CacheError) {
+        if let layout, layout != self.layout {
+            throw CacheError(.invalidArgument,
+                "the store at \(path) has \(self.layout) chunks, not \(layout); the chunk size is fixed when a store is created: use another --store")
+        }
+        if let maxSize, maxSize != self.maxSize {
+            throw CacheError(.transient,
+                "the store at \(path) is open elsewhere in this process with a maximum size of \(self.maxSize) bytes; --max-size \(maxSize) can change it only once the other users have closed it: retry then")
+        }
+    }
+
+    private static func openEnvironment(at path: String, layout: ChunkLayout?, maxSize: Int64?, level: Int32) throws -> Store {
         let settings = StoreSettings(
             layout: layout ?? StoreSettings.standard.layout, maxSize: maxSize ?? StoreSettings.standard.maxSize,
             compressionLevel: level)
@@ -86,7 +155,11 @@ final class Store: Sendable {
                 throw CacheError(.invalidArgument,
                     "--max-size \(maxSize) is smaller than the \(environment.usedBytes) bytes the store at \(path) already uses; give a larger size")
             }
-            do { try environment.setMapSize(Int(maxSize)) } catch {
+            do { try environment.setMapSize(Int(maxSize)) } catch LMDBError.busy {
+                // A store of this path is still closing in this process and holds the environment.
+                throw CacheError(.transient,
+                    "the store at \(path) is still being closed in this process, so --max-size \(maxSize) cannot be applied yet; retry")
+            } catch {
                 throw CacheError.lmdb(error, store: path, doing: "resizing")
             }
         }

@@ -1,5 +1,6 @@
 import Dispatch
 import LMDBKit
+import Synchronization
 
 /// The store's one writer in this process: a serial queue on which every write transaction begins and
 /// commits, so LMDB's rule that a write transaction stays on its thread holds and async callers never
@@ -7,6 +8,9 @@ import LMDBKit
 final class Writer: Sendable {
     private let queue = DispatchQueue(label: "chunkcache.writer", qos: .userInitiated)
     let environment: Environment
+    /// A test hook run on the writer queue after each transaction, committed or not: a test pauses writes
+    /// there, between two transactions of an ingest, to act while its pending manifest is on disk.
+    let afterEachTransaction = Mutex<(@Sendable () -> Void)?>(nil)
 
     init(environment: Environment) { self.environment = environment }
 
@@ -14,7 +18,7 @@ final class Writer: Sendable {
     func write<R: Sendable>(_ body: @escaping @Sendable (inout WriteTransaction) throws -> R) async throws -> R {
         try await withCheckedThrowingContinuation { continuation in
             queue.async {
-                continuation.resume(with: Result { try self.environment.write(body) })
+                continuation.resume(with: Result { try self.transaction(body) })
             }
         }
     }
@@ -22,12 +26,19 @@ final class Writer: Sendable {
     /// Runs `body` in one write transaction from synchronous code, waiting for the writer queue.
     @available(*, noasync)
     func writeAndWait<R>(_ body: (inout WriteTransaction) throws -> R) throws -> R {
-        try queue.sync { try environment.write(body) }
+        try queue.sync { try transaction(body) }
     }
 
     /// Starts `body` in a write transaction and calls `completion` with its outcome on the writer queue.
     func writeLater(_ body: @escaping @Sendable (inout WriteTransaction) throws -> Void,
                     completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        queue.async { completion(Result { try self.environment.write(body) }) }
+        queue.async { completion(Result { try self.transaction(body) }) }
+    }
+
+    /// One transaction, on the writer queue.
+    @available(*, noasync)
+    private func transaction<R>(_ body: (inout WriteTransaction) throws -> R) throws -> R {
+        defer { afterEachTransaction.withLock { $0 }?() }
+        return try environment.write(body)
     }
 }

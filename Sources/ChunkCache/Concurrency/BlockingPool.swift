@@ -1,0 +1,102 @@
+import Dispatch
+import FileIO
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The one home of the engine's blocking work: LMDB reads, zstd, and `pread`/`pwrite`/clone calls run on these
+/// threads, never on Swift's cooperative pool (whose few threads must stay free to run tasks) and never on
+/// `DispatchQueue.global()` (which adds a thread whenever its threads block, so it has no bound).
+///
+/// As NIO's `NIOThreadPool`: as many threads as cores, named `chunkcache-io-N`, started on first use, taking
+/// jobs in order from one queue. ``runBlocking(_:)`` submits here; ``SharedWork`` offers its helpers here.
+///
+/// What runs on the caller's thread instead, and why:
+/// - A fetch handed off as a temp file whose range is at most ``RangeAssembler/inlineLimit`` is planned and
+///   assembled inline, in one snapshot. Such work is bounded and page-cache-hot (map pages and a small
+///   `pwrite`), and a hop here and back costs two thread wake-ups, as much as the fetch itself.
+/// - Write transactions run on the store's serial ``Writer`` queue: LMDB binds each to the thread that began it.
+///
+/// What keeps it free of deadlock with as few as two threads:
+/// - No job waits for another job of this pool. Jobs may wait for the writer queue, which never waits for this
+///   pool, and for ``SharedWork`` helpers that have already started.
+/// - Nothing waits for a helper by spinning on a cooperative thread: ``SharedWork`` never waits for a helper
+///   that has not started, and for one that has, it blocks on a semaphore until that helper leaves.
+final class BlockingPool: Sendable {
+    /// The pool the engine uses: one thread per core.
+    static let shared = BlockingPool(threads: max(1, ProcessInfo.processInfo.activeProcessorCount), name: "chunkcache-io")
+
+    typealias Job = @Sendable () -> Void
+
+    /// The number of threads, the most jobs that run at once.
+    let threadCount: Int
+    private let name: String
+    private let state = Mutex(State())
+    /// Signalled once per job queued; each thread waits on it, then takes one job.
+    private let queued = DispatchSemaphore(value: 0)
+
+    private struct State {
+        var started = false
+        /// Jobs in order: taken from `front` (reversed), added to `back`, so both ends are O(1).
+        var front: [Job] = []
+        var back: [Job] = []
+
+        mutating func take() -> Job? {
+            if front.isEmpty {
+                front = back.reversed()
+                back.removeAll(keepingCapacity: true)
+            }
+            return front.popLast()
+        }
+    }
+
+    init(threads: Int, name: String) {
+        precondition(threads > 0, "a blocking pool needs a thread")  // Callers pass a core count or a test's constant.
+        self.threadCount = threads
+        self.name = name
+    }
+
+    /// Queues `job`; a pool thread runs it when free. Starts the threads on first use.
+    func submit(_ job: @escaping Job) {
+        let start = state.withLock { state in
+            state.back.append(job)
+            defer { state.started = true }
+            return !state.started
+        }
+        if start { startThreads() }
+        queued.signal()
+    }
+
+    private func startThreads() {
+        for index in 1...threadCount {
+            // Linux limits a thread's name to 15 bytes.
+            let threadName = String("\(name)-\(index)".utf8.prefix(15)) ?? name
+            let thread = Thread { [self] in
+                Self.nameCurrentThread(threadName)
+                runJobs()
+            }
+            thread.start()
+        }
+    }
+
+    /// Names the calling thread for `ps -L`, `top -H` and debuggers. Foundation's `Thread.name` stays inside
+    /// Foundation on Linux and `pthread_setname_np` needs `_GNU_SOURCE`, so this writes the kernel's copy,
+    /// which proc(5) allows: "A thread may modify its comm value". A thread left unnamed still works.
+    private static func nameCurrentThread(_ name: String) {
+        guard let comm = try? FileDescriptor.open("/proc/thread-self/comm", O_WRONLY) else { return }
+        _ = try? comm.closeAfter {
+            try Array(name.utf8).withUnsafeBytes { try comm.writeAll($0) }
+        }
+    }
+
+    private func runJobs() -> Never {
+        while true {
+            queued.wait()
+            // One signal per job queued, so a job is there.
+            if let job = state.withLock({ $0.take() }) { job() }
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+@testable import ChunkCache
+
+/// Whether a writer is alive is decided by a lock the kernel drops when it dies, never by its pid: a process in
+/// another PID namespace (a container sharing the store) sees other pids as dead or as someone else.
+@Suite struct WriterLivenessTests {
+    /// `unshare` can make a PID namespace here: root, the tool, and a kernel that allows it.
+    static let canUnsharePID: Bool = {
+        guard getuid() == 0, let unshare = Capabilities.path(of: "unshare") else { return false }
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: unshare)
+        probe.arguments = ["--pid", "--fork", "--mount-proc", "true"]
+        probe.standardOutput = FileHandle.nullDevice
+        probe.standardError = FileHandle.nullDevice
+        guard (try? probe.run()) != nil else { return false }
+        probe.waitUntilExit()
+        return probe.terminationStatus == 0
+    }()
+
+    @Test("an open from another PID namespace during a put leaves the put's pending manifest alone; the version fetches and verifies",
+          .enabled(if: ChunkCacheBinary.path != nil, "needs the built chunkcache executable"),
+          .enabled(if: canUnsharePID, "needs root and `unshare --pid --fork --mount-proc`"))
+    func openerInAnotherPIDNamespace() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            let store = cache.store
+            let binary = try #require(ChunkCacheBinary.path)
+            let unshare = try #require(Capabilities.path(of: "unshare"))
+            // Two batches, so the put still has chunks to commit after the other process opened the store.
+            let bytes = TestData.mixed(count: Ingestor.batchBytes + (4 << 20), chunkSize: 65536, seed: 11)
+            let opener = Mutex<(status: Int32, output: String)?>(nil)
+            let transactionsWithPending = Atomic<Int>(0)
+            store.writer.afterEachTransaction.withLock { hook in
+                hook = {
+                    // Once, after the put's first batch is committed under its pending manifest (a rollback
+                    // before that would drop nothing): open the store from a new PID namespace while the put
+                    // waits here.
+                    let pending = (try? store.environment.read { txn in try txn.count(store.dbs.pending) }) ?? 0
+                    guard pending > 0 else { return }
+                    guard transactionsWithPending.wrappingAdd(1, ordering: .relaxed).newValue == 2 else { return }
+                    let process = Process()
+                    process.executableURL = URL(fileURLWithPath: unshare)
+                    process.arguments = ["--pid", "--fork", "--mount-proc", binary, "stat", "--store", store.path]
+                    let output = Pipe()
+                    process.standardOutput = output
+                    process.standardError = output
+                    do { try process.run() } catch {
+                        opener.withLock { $0 = (-1, "\(error)") }
+                        return
+                    }
+                    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                    process.waitUntilExit()
+                    opener.withLock { $0 = (process.terminationStatus, text) }
+                }
+            }
+            let id = ItemIdentifier(domain: "d", "big")
+            let result = try await put(cache, bytes, as: id, in: dir)
+            store.writer.afterEachTransaction.withLock { $0 = nil }
+
+            let ran = try #require(opener.withLock { $0 }, "the other process never opened the store during the put")
+            #expect(ran.status == 0, "\(ran.output)")
+            let fetched = try await cache.fetchContents(for: id, version: result.item.itemVersion)
+            #expect(try readRange(fetched.url.path, fetched.retrievedRange) == bytes)
+            unlink(fetched.url.path)
+            let report = try await cache.verify()
+            #expect(report.corrupt.isEmpty)
+            let pending = try store.environment.read { txn in try txn.count(store.dbs.pending) }
+            #expect(pending == 0)
+        }
+    }
+}
