@@ -10,7 +10,7 @@ extension Store {
         let abandoned = try environment.read { txn in
             var ids: [UInt64] = []
             try txn.scan(dbs.pending, prefix: []) { key, value in
-                let record = try PendingRecord(decoding: value)
+                let record = try PendingRecord(decoding: value, name: RecordNames.pending(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))))
                 if !Self.isAlive(record.processID) {
                     ids.append(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)))
                 }

@@ -35,7 +35,7 @@ final class Store: Sendable {
     let compressionLevel: Int32
     let codecs: CodecPool
 
-    static let formatVersion: UInt64 = 1
+    static let formatVersion: UInt64 = 2
 
     private init(path: String, environment: Environment, dbs: Databases, layout: ChunkLayout, maxSize: Int64, level: Int32) {
         self.path = path
