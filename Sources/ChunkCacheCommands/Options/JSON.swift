@@ -7,6 +7,7 @@ public enum JSON: Sendable {
     case double(Double)
     case array([JSON])
     case object([(String, JSON)])
+    case null
 
 
     /// Compact JSON text.
@@ -17,6 +18,7 @@ public enum JSON: Sendable {
         case .double(let d): return d.isFinite ? String(format: "%.4f", d) : "null"
         case .array(let items): return "[" + items.map(\.rendered).joined(separator: ",") + "]"
         case .object(let pairs): return "{" + pairs.map { JSON.quote($0.0) + ":" + $0.1.rendered }.joined(separator: ",") + "}"
+        case .null: return "null"
         }
     }
 
