@@ -61,7 +61,7 @@ enum Verifier {
                         corrupt.insert(digest)
                         return true
                     }
-                    guard let ref = try? ChunkRef(decoding: rawRef, name: "") else {
+                    guard let ref = ChunkRef(ifIntact: rawRef) else {
                         damagedRecords.append(RecordNames.chunkReference(digest))
                         corrupt.insert(digest)
                         return true
@@ -79,16 +79,15 @@ enum Verifier {
                 try checkRecords(in: txn, dbs, damaged: &damagedRecords)
                 try txn.scan(dbs.versions, prefix: []) { key, raw in
                     try cancellation.check()
-                    let name = RecordNames.version(key: key, in: txn, dbs)
                     guard let parts = Keys.parseVersion(key) else {
-                        damagedRecords.append(name)
+                        damagedRecords.append(RecordNames.version(key: key, in: txn, dbs))
                         return true
                     }
                     let problem: String?
-                    if let version = try? VersionRecord(decoding: raw, name: name) {
+                    if let version = VersionRecord(ifIntact: raw) {
                         problem = try checkManifest(of: version, in: txn, dbs, missing: &corrupt)
                     } else {
-                        damagedRecords.append(name)
+                        damagedRecords.append(RecordNames.version(key: key, in: txn, dbs))
                         problem = "its record fails its check"
                     }
                     if let problem {
@@ -107,7 +106,7 @@ enum Verifier {
         try store.writer.writeAndWait { txn in
             for digest in sorted {
                 try digest.withUnsafeBytes { key in
-                    if let raw = try txn.get(dbs.refs, key: key), let ref = try? ChunkRef(decoding: raw, name: "") {
+                    if let raw = try txn.get(dbs.refs, key: key), let ref = ChunkRef(ifIntact: raw) {
                         try txn.addToCounter(dbs, MetaKey.uniqueBytes, -Int64(ref.rawLength))
                         try txn.addToCounter(dbs, MetaKey.storedBytes, -Int64(ref.storedLength))
                     }
@@ -135,15 +134,15 @@ enum Verifier {
     /// Adds the name of every domain, item, pending manifest and manifest page that fails its check.
     private static func checkRecords(in txn: borrowing ReadTransaction, _ dbs: Databases, damaged: inout [String]) throws {
         try txn.scan(dbs.domains, prefix: []) { key, value in
-            if (try? DomainRecord(decoding: value, name: "")) == nil { damaged.append(RecordNames.domain(key: key)) }
+            if DomainRecord(ifIntact: value) == nil { damaged.append(RecordNames.domain(key: key)) }
             return true
         }
         try txn.scan(dbs.items, prefix: []) { key, value in
-            if (try? ItemRecord(decoding: value, name: "")) == nil { damaged.append(RecordNames.item(key: key, in: txn, dbs)) }
+            if ItemRecord(ifIntact: value) == nil { damaged.append(RecordNames.item(key: key, in: txn, dbs)) }
             return true
         }
         try txn.scan(dbs.pending, prefix: []) { key, value in
-            if (try? PendingRecord(decoding: value, name: "")) == nil {
+            if PendingRecord(ifIntact: value) == nil {
                 damaged.append(key.count == 8 ? RecordNames.pending(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)))
                                               : "the pending manifest under key \(hexString(key))")
             }

@@ -57,7 +57,7 @@ enum Seal {
 /// Why a record's bytes cannot be trusted. Decoding throws it; the caller, which knows the record's name,
 /// turns it into `corruptData` (see ``StoreRecord``).
 struct RecordDamage: Error {
-    /// What is wrong, completing "the record of X …".
+    /// What is wrong, completing "the store's record of X …".
     let problem: String
 
     static let failsSeal = RecordDamage(problem: "fails its check")
@@ -95,6 +95,13 @@ extension StoreRecord {
         } catch {
             throw CacheError(.corruptData, "the store's record of \(name()) \(error.problem); \(Self.remedy)")
         }
+    }
+
+    /// Checks and decodes a stored record, or nil when it is damaged: for `verify`, which reports damage
+    /// itself, and for naming records in errors.
+    init?(ifIntact value: UnsafeRawBufferPointer) {
+        guard var reader = try? ByteReader(sealed: value), let record = try? Self(reading: &reader) else { return nil }
+        self = record
     }
 }
 

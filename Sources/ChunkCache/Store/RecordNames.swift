@@ -5,7 +5,8 @@ import LMDBKit
 ///
 /// The functions that take a transaction recover from keys what the keys only hash or number (an item's
 /// identifier, a manifest's version). They run only once a record is found damaged, so their lookups cost
-/// nothing on the paths that read records.
+/// nothing on the paths that read records; a lookup that fails (`try?`) leaves the name to the key, as naming
+/// must never replace the error it is part of.
 enum RecordNames {
     static func domain(_ name: String) -> String { "domain \"\(name)\"" }
 
@@ -38,9 +39,8 @@ enum RecordNames {
 
     /// The identifier an item's record holds, or nil when the record is missing or damaged.
     static func identifier<T: TransactionReading & ~Copyable>(ofItemKey key: UnsafeRawBufferPointer, in txn: borrowing T, _ dbs: Databases) -> String? {
-        // Only names a record already found damaged: a lookup that fails leaves the name to the key.
         guard let raw = try? txn.get(dbs.items, key: key) else { return nil }
-        return (try? ItemRecord(decoding: raw, name: ""))?.identifier
+        return ItemRecord(ifIntact: raw)?.identifier
     }
 
     /// A key of `versions` (``Keys/version(itemKey:contentVersion:)``).
@@ -53,7 +53,7 @@ enum RecordNames {
     static func manifest<T: TransactionReading & ~Copyable>(_ manifest: UInt64, in txn: borrowing T, _ dbs: Databases) -> String {
         var owner: String?
         try? txn.scan(dbs.versions, prefix: []) { key, value in
-            guard let version = try? VersionRecord(decoding: value, name: ""), version.manifestID == manifest else { return true }
+            guard let version = VersionRecord(ifIntact: value), version.manifestID == manifest else { return true }
             owner = "the manifest of " + self.version(key: key, in: txn, dbs)
             return false
         }
