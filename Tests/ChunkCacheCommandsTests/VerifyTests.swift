@@ -79,4 +79,54 @@ struct VerifyTests {
             #expect(try versions.map { try $0.int("cachedBytes") } == [1 << 20, (1 << 20) - 65536])
         }
     }
+
+    /// Changes the tag of every manifest entry naming `chunk` from "stored" (1) to "zero" (2) in the store's data
+    /// file, as a disk error would; returns how many copies it changed.
+    func damageManifestEntry(naming chunk: [UInt8], inStore store: String) throws -> Int {
+        let path = store + "/data.mdb"
+        var data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let hex = Array(chunk.withUnsafeBytes { ChunkDigest(hashing: $0) }.description.utf8)
+        let digest = stride(from: 0, to: hex.count, by: 2).map { UInt8(String(decoding: hex[$0..<($0 + 2)], as: UTF8.self), radix: 16)! }
+        let needle = Data([1] + digest)
+        var found = 0
+        var searchFrom = data.startIndex
+        while let hit = data.range(of: needle, in: searchFrom..<data.endIndex) {
+            data[hit.lowerBound] ^= 0x03
+            found += 1
+            searchFrom = hit.upperBound
+        }
+        try TestData.write(Array(data), to: path)
+        return found
+    }
+
+    @Test("a damaged manifest page is never served as zeros: fetch is corruptData naming the item; verify names it and exits 0")
+    func damagedManifestPage() throws {
+        try withTemporaryDirectory { dir in
+            let store = dir + "/store"
+            let doc = TestData.random(count: 4 * 65536, seed: 151)
+            let other = TestData.random(count: 65536, seed: 152)
+            try TestData.write(doc, to: dir + "/doc")
+            try TestData.write(other, to: dir + "/other")
+            try runJSON(store, ["put", "--domain", "d", "doc", dir + "/doc", "--version", "v1"])
+            try runJSON(store, ["put", "--domain", "d", "other", dir + "/other", "--version", "v1"])
+            try #require(try damageManifestEntry(naming: Array(doc[2 * 65536..<3 * 65536]), inStore: store) >= 1)
+
+            let fetch = try runCLI(["--store", store, "--json", "fetch", "--domain", "d", "doc"])
+            expectError(fetch, exit: 1, code: "corruptData",
+                        mentions: ["page 0 of the manifest of version \"v1\" of item \"doc\" in domain \"d\"", "chunkcache verify"])
+            let intact = try runJSON(store, ["fetch", "--domain", "d", "other"])
+            try expectFetchRules(intact, content: other, start: 0, length: 65536, alignment: 1)
+
+            let report = try runJSON(store, ["verify"])
+            #expect(try report.int("chunksChecked") == 5)
+            #expect(try report.array("corrupt").isEmpty)
+            let versions = try #require(report["damagedVersions"] as? [[String: Any]])
+            #expect(versions.count == 1)
+            #expect(try versions.first?.string("domain") == "d")
+            #expect(try versions.first?.string("item") == "doc")
+            #expect(try versions.first?.string("contentVersion") == "v1")
+            #expect(try versions.first?.string("problem") == "page 0 of its manifest fails its check")
+            #expect(report["damagedRecords"] as? [String] == ["page 0 of the manifest of version \"v1\" of item \"doc\" in domain \"d\""])
+        }
+    }
 }

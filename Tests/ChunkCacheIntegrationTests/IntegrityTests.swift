@@ -29,7 +29,7 @@ import Testing
         try cache.store.environment.read { txn in
             let record = try #require(try txn.get(cache.store.dbs.versions, key: Keys.version(
                 itemKey: Keys.item(domain: item.domain, id: item.rawValue), contentVersion: Array(version.utf8))))
-            var cursor = ManifestCursor(manifestID: try VersionRecord(decoding: record).manifestID, dbs: cache.store.dbs)
+            var cursor = ManifestCursor(manifestID: try VersionRecord(decoding: record, name: "version \(version) of \(item)").manifestID, dbs: cache.store.dbs)
             guard case .stored(let digest) = try cursor.entry(index, in: txn) else { throw CacheError(.corruptData, "not stored") }
             return digest
         }

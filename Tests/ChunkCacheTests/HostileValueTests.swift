@@ -65,11 +65,12 @@ import Testing
             VersionRecord(contentVersion: Array("v1".utf8), manifestID: 1, size: size, chunkShift: 16, sequence: 1,
                           createdAt: 0, root: ChunkDigest(bytes: [UInt8](repeating: 1, count: 32))!).encoded()
         }
-        let largest = try record(size: ChunkLayout.maxItemLength).withUnsafeBytes { try VersionRecord(decoding: $0) }
+        let largest = try record(size: ChunkLayout.maxItemLength).withUnsafeBytes { try VersionRecord(decoding: $0, name: "version v1") }
         #expect(largest.size == ChunkLayout.maxItemLength)
         for size in [ChunkLayout.maxItemLength + 1, Int64.max] {
-            let error = try #require(throws: CacheError.self) { try record(size: size).withUnsafeBytes { try VersionRecord(decoding: $0) } }
+            let error = try #require(throws: CacheError.self) { try record(size: size).withUnsafeBytes { try VersionRecord(decoding: $0, name: "version v1") } }
             #expect(error.code == .corruptData, "\(error)")
+            #expect(error.message.contains("version v1"), "names the record: \(error)")
         }
     }
 

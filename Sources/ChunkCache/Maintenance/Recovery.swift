@@ -15,8 +15,9 @@ extension Store {
                 guard key.count == 8 else {
                     throw CacheError(.corruptData, "the store at \(path) lists a pending manifest under a damaged key; run `chunkcache verify`")
                 }
-                let record = try PendingRecord(decoding: value)
-                byWriter[record.writer, default: []].append(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)))
+                let id = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+                let record = try PendingRecord(decoding: value, name: RecordNames.pending(id))
+                byWriter[record.writer, default: []].append(id)
                 return true
             }
             return byWriter

@@ -12,23 +12,61 @@ public struct VerifyReport: Sendable, Hashable {
     public var corrupt: [ChunkDigest]
     /// Chunks removed by `repair` (their manifest entries now say `absent`).
     public var repaired: Int
+    /// Content versions that cannot be served as they were put: their record or a page of their manifest
+    /// fails its check, a page is missing, or the manifest no longer hashes to the version's root; sorted.
+    public var damagedVersions: [DamagedVersion]
+    /// Every record of the store that fails its check (domains, items, versions, manifest pages, chunk
+    /// references, pending manifests), named as errors name them, for example
+    /// `page 0 of the manifest of version "v1" of item "doc" in domain "d"`; sorted.
+    public var damagedRecords: [String]
 }
 
-/// Re-hashes every chunk with SHA-256 and checks every manifest against the chunks.
+/// A content version that ``ChunkCache/verify(repair:)`` found damaged. `repair` does not mend it: put the
+/// file again under a new version.
+public struct DamagedVersion: Sendable, Hashable, Comparable {
+    public var domain: String
+    /// The item's identifier; nil when the item's own record is damaged.
+    public var item: String?
+    public var contentVersion: String
+    /// What is wrong, for example `page 0 of its manifest fails its check`.
+    public var problem: String
+
+    public static func < (a: DamagedVersion, b: DamagedVersion) -> Bool {
+        (a.domain, a.item ?? "", a.contentVersion, a.problem) < (b.domain, b.item ?? "", b.contentVersion, b.problem)
+    }
+}
+
+/// Re-hashes every chunk with SHA-256, checks every record against its seal, and checks every manifest
+/// against the chunks and against its version's root hash. It reports all it finds and never stops at
+/// the first damaged record.
 enum Verifier {
     @available(*, noasync)
     static func verify(_ store: Store, repair: Bool, cancellation: CancellationFlag) throws -> VerifyReport {
         let dbs = store.dbs
         var corrupt = Set<ChunkDigest>()
         var checked = 0
+        var damagedRecords: [String] = []
+        var damagedVersions: [DamagedVersion] = []
         try store.codecs.withDecoder { context in
             try store.environment.read { txn in
                 try txn.scan(dbs.chunks, prefix: []) { key, value in
                     try cancellation.check()
                     checked += 1
+                    guard key.count == 32 else {
+                        damagedRecords.append("the chunk under the \(key.count)-byte key \(hexString(key)), which is no SHA-256")
+                        return true
+                    }
                     let digest = ChunkDigest(raw: key)
-                    guard key.count == 32, let rawRef = try txn.get(dbs.refs, key: key),
-                          let ref = try? ChunkRef(decoding: rawRef), Int(ref.rawLength) <= context.buffer.count,
+                    guard let rawRef = try txn.get(dbs.refs, key: key) else {
+                        corrupt.insert(digest)
+                        return true
+                    }
+                    guard let ref = ChunkRef(ifIntact: rawRef) else {
+                        damagedRecords.append(RecordNames.chunkReference(digest))
+                        corrupt.insert(digest)
+                        return true
+                    }
+                    guard Int(ref.rawLength) <= context.buffer.count,
                           let bytes = try? ChunkCodec.decode(value, rawCount: Int(ref.rawLength), decompressor: context.decompressor,
                                                              buffer: context.buffer, digest: digest),
                           ChunkDigest(hashing: bytes) == digest
@@ -38,26 +76,37 @@ enum Verifier {
                     }
                     return true
                 }
-                // Every stored entry of every published manifest must name a chunk the store has.
-                try txn.scan(dbs.versions, prefix: []) { _, raw in
-                    let version = try VersionRecord(decoding: raw)
-                    var cursor = ManifestCursor(manifestID: version.manifestID, dbs: dbs)
-                    for index in 0..<version.layout.chunkCount(forLength: version.size) {
-                        if case .stored(let digest) = try cursor.entry(index, in: txn),
-                           try digest.withUnsafeBytes({ try txn.get(dbs.chunks, key: $0) }) == nil {
-                            corrupt.insert(digest)
-                        }
+                try checkRecords(in: txn, dbs, damaged: &damagedRecords)
+                try txn.scan(dbs.versions, prefix: []) { key, raw in
+                    try cancellation.check()
+                    guard let parts = Keys.parseVersion(key) else {
+                        damagedRecords.append(RecordNames.version(key: key, in: txn, dbs))
+                        return true
+                    }
+                    let problem: String?
+                    if let version = VersionRecord(ifIntact: raw) {
+                        problem = try checkManifest(of: version, in: txn, dbs, missing: &corrupt)
+                    } else {
+                        damagedRecords.append(RecordNames.version(key: key, in: txn, dbs))
+                        problem = "its record fails its check"
+                    }
+                    if let problem {
+                        damagedVersions.append(DamagedVersion(
+                            domain: parts.domain, item: RecordNames.identifier(ofItemKey: parts.itemKey, in: txn, dbs),
+                            contentVersion: String(decoding: parts.contentVersion, as: UTF8.self), problem: problem))
                     }
                     return true
                 }
             }
         }
         let sorted = corrupt.sorted()
-        guard repair, !sorted.isEmpty else { return VerifyReport(chunksChecked: checked, corrupt: sorted, repaired: 0) }
+        var report = VerifyReport(chunksChecked: checked, corrupt: sorted, repaired: 0,
+                                  damagedVersions: damagedVersions.sorted(), damagedRecords: damagedRecords.sorted())
+        guard repair, !sorted.isEmpty else { return report }
         try store.writer.writeAndWait { txn in
             for digest in sorted {
                 try digest.withUnsafeBytes { key in
-                    if let raw = try txn.get(dbs.refs, key: key), let ref = try? ChunkRef(decoding: raw) {
+                    if let raw = try txn.get(dbs.refs, key: key), let ref = ChunkRef(ifIntact: raw) {
                         try txn.addToCounter(dbs, MetaKey.uniqueBytes, -Int64(ref.rawLength))
                         try txn.addToCounter(dbs, MetaKey.storedBytes, -Int64(ref.storedLength))
                     }
@@ -66,7 +115,9 @@ enum Verifier {
                 }
             }
             var rewritten: [([UInt8], [UInt8])] = []
-            try txn.scan(dbs.manifests, prefix: []) { key, page in
+            try txn.scan(dbs.manifests, prefix: []) { key, value in
+                // A page that fails its check is reported above; rewriting it would seal the damage as valid.
+                guard let page = ManifestPage.entries(ofStored: value) else { return true }
                 let updated = try ManifestPage.rewrite(page) { entry in
                     if case .stored(let digest) = entry, corrupt.contains(digest) { return .absent(digest) }
                     return nil
@@ -76,12 +127,87 @@ enum Verifier {
             }
             for (key, page) in rewritten { try txn.put(dbs.manifests, key: key, value: page) }
         }
-        return VerifyReport(chunksChecked: checked, corrupt: sorted, repaired: sorted.count)
+        report.repaired = sorted.count
+        return report
+    }
+
+    /// Adds the name of every domain, item, pending manifest and manifest page that fails its check.
+    private static func checkRecords(in txn: borrowing ReadTransaction, _ dbs: Databases, damaged: inout [String]) throws {
+        try txn.scan(dbs.domains, prefix: []) { key, value in
+            if DomainRecord(ifIntact: value) == nil { damaged.append(RecordNames.domain(key: key)) }
+            return true
+        }
+        try txn.scan(dbs.items, prefix: []) { key, value in
+            if ItemRecord(ifIntact: value) == nil { damaged.append(RecordNames.item(key: key, in: txn, dbs)) }
+            return true
+        }
+        try txn.scan(dbs.pending, prefix: []) { key, value in
+            if PendingRecord(ifIntact: value) == nil {
+                damaged.append(key.count == 8 ? RecordNames.pending(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)))
+                                              : "the pending manifest under key \(hexString(key))")
+            }
+            return true
+        }
+        try txn.scan(dbs.manifests, prefix: []) { key, value in
+            if ManifestPage.entries(ofStored: value) == nil {
+                guard key.count == 16 else {
+                    damaged.append("the manifest page under key \(hexString(key))")
+                    return true
+                }
+                let manifest = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+                let page = Int64(bitPattern: UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+                damaged.append(RecordNames.manifestPage(manifest, page: page, in: txn, dbs))
+            }
+            return true
+        }
+    }
+
+    /// What is wrong with a version's manifest, or nil when it is whole and hashes to the version's root.
+    /// Adds to `missing` the stored chunks it names that the store lacks.
+    private static func checkManifest(
+        of version: VersionRecord, in txn: borrowing ReadTransaction, _ dbs: Databases, missing: inout Set<ChunkDigest>
+    ) throws -> String? {
+        let chunkCount = version.layout.chunkCount(forLength: version.size)
+        var root = RootHasher(length: version.size)
+        // An `absent(nil)` entry (a chunk whose hash is not known yet) leaves the root underivable: such a
+        // version is checked for whole pages only.
+        var rootKnown = true
+        var page: Int64 = 0
+        while page * ManifestPage.entriesPerPage < chunkCount {
+            guard let raw = try txn.get(dbs.manifests, key: Keys.manifestPage(version.manifestID, page: page)) else {
+                return "page \(page) of its manifest is missing"
+            }
+            guard let entries = ManifestPage.entries(ofStored: raw) else { return "page \(page) of its manifest fails its check" }
+            let first = page * ManifestPage.entriesPerPage
+            for slot in 0..<Int(min(ManifestPage.entriesPerPage, chunkCount - first)) {
+                let entry: ManifestEntry
+                do {
+                    entry = try ManifestPage.entry(in: entries, at: slot)
+                } catch {
+                    return "entry \(first + Int64(slot)) of its manifest is short or unknown"
+                }
+                switch entry {
+                case .stored(let digest):
+                    if try digest.withUnsafeBytes({ try txn.get(dbs.chunks, key: $0) }) == nil { missing.insert(digest) }
+                    root.add(digest)
+                case .zero: root.add(nil)
+                case .absent(let digest?): root.add(digest)
+                case .absent(nil): rootKnown = false
+                }
+            }
+            page += 1
+        }
+        guard !rootKnown || root.finalize() == version.root else { return "its manifest does not hash to its root" }
+        return nil
     }
 }
 
 extension ChunkCache {
-    /// Re-hashes every chunk with SHA-256 and checks that every manifest's chunks are there.
+    /// Re-hashes every chunk with SHA-256, checks every record against its seal, and checks that every
+    /// manifest's chunks are there and that it hashes to its version's root.
+    ///
+    /// Damaged records are reported in ``VerifyReport/damagedRecords`` and ``VerifyReport/damagedVersions``;
+    /// finding them is not an error.
     ///
     /// - Parameter repair: Remove the corrupt chunks and mark the manifest entries that used them `absent`,
     ///   so fetches needing them report `versionNoLongerAvailable` (or fall back) instead of bad bytes.

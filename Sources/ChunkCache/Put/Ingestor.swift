@@ -1,4 +1,3 @@
-import Crypto
 import Dispatch
 import FileIO
 import Foundation
@@ -75,8 +74,7 @@ final class Ingestor: Sendable {
         let state = CommitState(manifestID: manifestID)
         let batches = [Batch(capacity: perBatch, layout: layout), Batch(capacity: perBatch, layout: layout)]
         let free = [DispatchSemaphore(value: 1), DispatchSemaphore(value: 1)]
-        var rootHasher = SHA256()
-        withUnsafeBytes(of: length.littleEndian) { rootHasher.update(bufferPointer: $0) }
+        var rootHasher = RootHasher(length: length)
 
         var first: Int64 = 0
         var turn = 0
@@ -95,11 +93,7 @@ final class Ingestor: Sendable {
                 free[turn].signal()
                 throw error
             }
-            for digest in batch.digests[..<count] {
-                let tag: UInt8 = digest == nil ? 0 : 1
-                withUnsafeBytes(of: tag) { rootHasher.update(bufferPointer: $0) }
-                digest?.withUnsafeBytes { rootHasher.update(bufferPointer: $0) }
-            }
+            for digest in batch.digests[..<count] { rootHasher.add(digest) }
             let semaphore = free[turn]
             let environment = store.environment
             store.writer.writeLater({ txn in try state.commit(batch, into: &txn, store: self.store) },
@@ -114,8 +108,7 @@ final class Ingestor: Sendable {
         }
         for semaphore in free { semaphore.wait(); semaphore.signal() }
         if let error = state.failure { throw error }
-        let root = rootHasher.finalize().withUnsafeBytes { ChunkDigest(raw: $0) }
-        return IngestedContent(manifestID: manifestID, length: length, root: root, counts: state.counts)
+        return IngestedContent(manifestID: manifestID, length: length, root: rootHasher.finalize(), counts: state.counts)
     }
 }
 
@@ -317,7 +310,7 @@ final class CommitState: @unchecked Sendable {
             }
             ManifestPage.append(entry, to: &page)
             if page.count == Int(ManifestPage.entriesPerPage) * ManifestPage.entrySize {
-                try txn.put(dbs.manifests, key: Keys.manifestPage(manifestID, page: pageIndex), value: page)
+                try ManifestPage.store(&page, manifest: manifestID, page: pageIndex, in: &txn, dbs)
                 page.removeAll(keepingCapacity: true)
                 pageIndex += 1
             }
@@ -325,7 +318,7 @@ final class CommitState: @unchecked Sendable {
         // The page being filled is written too, so the references this batch counted are always listed in
         // the manifest: a rollback (or a crash's recovery) releases exactly what was retained.
         if !page.isEmpty {
-            try txn.put(dbs.manifests, key: Keys.manifestPage(manifestID, page: pageIndex), value: page)
+            try ManifestPage.store(&page, manifest: manifestID, page: pageIndex, in: &txn, dbs)
         }
     }
 }

@@ -8,7 +8,7 @@ enum Catalog {
         guard let raw = try txn.get(dbs.domains, key: Keys.domain(name)) else {
             throw CacheError(.noSuchItem, "there is no domain \"\(name)\" in this store; `chunkcache put --domain \(name) …` or `import` creates it")
         }
-        return try DomainRecord(decoding: raw)
+        return try DomainRecord(decoding: raw, name: RecordNames.domain(name))
     }
 
     /// The item's record, or the error ``MissingItem`` confirms for an item the catalogue lacks (C2).
@@ -18,7 +18,7 @@ enum Catalog {
         guard let raw = try txn.get(dbs.items, key: key ?? Keys.item(domain: domain, id: id)) else {
             throw MissingItem.confirm(id, domain: domain, authority: MissingItem.authority(of: try Catalog.domain(domain, in: txn, dbs)))
         }
-        return try ItemRecord(decoding: raw)
+        return try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: domain))
     }
 
     /// The item's versions, newest first.
@@ -29,8 +29,8 @@ enum Catalog {
     /// The versions of the item with key `itemKey` (``Keys/item(domain:id:)``), newest first.
     static func versions<T: TransactionReading & ~Copyable>(ofItemKey itemKey: [UInt8], in txn: borrowing T, _ dbs: Databases) throws -> [VersionRecord] {
         var versions: [VersionRecord] = []
-        try txn.scan(dbs.versions, prefix: itemKey) { _, value in
-            versions.append(try VersionRecord(decoding: value))
+        try txn.scan(dbs.versions, prefix: itemKey) { key, value in
+            versions.append(try VersionRecord(decoding: value, name: RecordNames.version(key: key, in: txn, dbs)))
             return true
         }
         return versions.sorted { $0.sequence > $1.sequence }
@@ -78,7 +78,7 @@ extension WriteTransaction {
     /// Loads a domain for a change, creating it (version 0, bumped to 1 by the change) when `create`.
     @available(*, noasync)
     mutating func domainForChange(_ name: String, create: Bool, _ dbs: Databases) throws -> DomainRecord {
-        if let raw = try get(dbs.domains, key: Keys.domain(name)) { return try DomainRecord(decoding: raw) }
+        if let raw = try get(dbs.domains, key: Keys.domain(name)) { return try DomainRecord(decoding: raw, name: RecordNames.domain(name)) }
         guard create else { return try Catalog.domain(name, in: self, dbs) }
         return DomainRecord(version: 0, createdAt: Date().timeIntervalSince1970)
     }
@@ -105,7 +105,7 @@ extension WriteTransaction {
         let itemKey = Keys.item(domain: name, id: id)
         var itemRecord: ItemRecord?
         if let raw = try get(dbs.items, key: itemKey) {
-            let existing = try ItemRecord(decoding: raw)
+            let existing = try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: name))
             guard existing.kind == .file else {
                 try dropManifest(content.manifestID, dbs)
                 throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(name)\" is a \(existing.kind), not a file; pick another identifier")
@@ -114,7 +114,8 @@ extension WriteTransaction {
         }
         let versionKey = Keys.version(itemKey: itemKey, contentVersion: contentVersion)
         if let raw = try get(dbs.versions, key: versionKey) {
-            let existing = try VersionRecord(decoding: raw)
+            let existing = try VersionRecord(
+                decoding: raw, name: RecordNames.version(contentVersion, of: RecordNames.item(id, domain: name)))
             try dropManifest(content.manifestID, dbs)
             guard existing.root == content.root else {
                 throw CacheError(.invalidArgument,

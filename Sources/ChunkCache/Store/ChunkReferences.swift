@@ -7,7 +7,7 @@ extension WriteTransaction {
     mutating func retainChunk(_ digest: ChunkDigest, _ dbs: Databases) throws -> Bool {
         try digest.withUnsafeBytes { key in
             guard let raw = try get(dbs.refs, key: key) else { return false }
-            var ref = try ChunkRef(decoding: raw)
+            var ref = try ChunkRef(decoding: raw, name: RecordNames.chunkReference(digest))
             ref.count += 1
             try ref.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
             return true
@@ -31,7 +31,7 @@ extension WriteTransaction {
     mutating func releaseChunk(_ digest: ChunkDigest, _ dbs: Databases) throws {
         try digest.withUnsafeBytes { key in
             guard let raw = try get(dbs.refs, key: key) else { return }  // already dropped by a repair
-            var ref = try ChunkRef(decoding: raw)
+            var ref = try ChunkRef(decoding: raw, name: RecordNames.chunkReference(digest))
             if ref.count > 1 {
                 ref.count -= 1
                 try ref.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
@@ -45,12 +45,16 @@ extension WriteTransaction {
     }
 
     /// Deletes a manifest's pages and releases every chunk it references.
+    ///
+    /// A page that fails its seal names chunks that cannot be trusted: releasing them could free another
+    /// item's chunks, so its references are left counted instead (the chunks stay, unused, and take space).
     @available(*, noasync)
     mutating func dropManifest(_ manifestID: UInt64, _ dbs: Databases) throws {
         var pageKeys: [[UInt8]] = []
         var digests: [ChunkDigest] = []
-        try scan(dbs.manifests, prefix: Keys.manifest(manifestID)) { key, page in
+        try scan(dbs.manifests, prefix: Keys.manifest(manifestID)) { key, value in
             pageKeys.append(Array(key))
+            guard let page = ManifestPage.entries(ofStored: value) else { return true }
             for slot in 0..<(page.count / ManifestPage.entrySize) {
                 if case .stored(let digest) = try ManifestPage.entry(in: page, at: slot) { digests.append(digest) }
             }

@@ -1,3 +1,4 @@
+import Crypto
 import LMDBKit
 
 /// One chunk index of a manifest.
@@ -10,7 +11,8 @@ public enum ManifestEntry: Hashable, Sendable {
     case absent(ChunkDigest?)
 }
 
-/// The on-disk form of a manifest page: up to 1024 entries of 33 bytes, `[tag][digest]`.
+/// The on-disk form of a manifest page: up to 1024 entries of 33 bytes, `[tag][digest]`, then the page's
+/// ``Seal``, checked once each time a page is loaded.
 enum ManifestPage {
     static let entriesPerPage: Int64 = 1024
     static let entrySize = 33
@@ -36,6 +38,23 @@ enum ManifestPage {
         }
     }
 
+    /// The entries of a stored page, borrowed from it, or nil when the page fails its seal.
+    static func entries(ofStored value: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? { Seal.open(value) }
+
+    /// Stores `entries`, sealed, as page `page` of `manifest`; `entries` is as it was on return.
+    @available(*, noasync)
+    static func store(_ entries: inout [UInt8], manifest: UInt64, page: Int64, in txn: inout WriteTransaction, _ dbs: Databases) throws {
+        Seal.append(to: &entries)
+        defer { entries.removeLast(Seal.size) }
+        try txn.put(dbs.manifests, key: Keys.manifestPage(manifest, page: page), value: entries)
+    }
+
+    /// The error for a page that fails its seal, naming the version it belongs to.
+    static func damaged<T: TransactionReading & ~Copyable>(_ manifest: UInt64, page: Int64, in txn: borrowing T, _ dbs: Databases) -> CacheError {
+        CacheError(.corruptData, "the store's record of \(RecordNames.manifestPage(manifest, page: page, in: txn, dbs)) fails its check; \(VersionRecord.remedy)")
+    }
+
+    /// The entry in `slot` of a page's entries (``entries(ofStored:)``).
     static func entry(in page: UnsafeRawBufferPointer, at slot: Int) throws(CacheError) -> ManifestEntry {
         let offset = slot * entrySize
         guard offset + entrySize <= page.count else {
@@ -51,10 +70,11 @@ enum ManifestPage {
         }
     }
 
-    /// Rewrites the entries of `page` with `transform`, returning the new page when anything changed.
+    /// Rewrites a page's entries (``entries(ofStored:)``) with `transform`, returning the new stored page,
+    /// sealed, when anything changed.
     static func rewrite(_ page: UnsafeRawBufferPointer, _ transform: (ManifestEntry) -> ManifestEntry?) throws(CacheError) -> [UInt8]? {
         var out: [UInt8] = []
-        out.reserveCapacity(page.count)
+        out.reserveCapacity(page.count + Seal.size)
         var changed = false
         for slot in 0..<(page.count / entrySize) {
             let entry = try entry(in: page, at: slot)
@@ -65,7 +85,31 @@ enum ManifestPage {
                 append(entry, to: &out)
             }
         }
-        return changed ? out : nil
+        guard changed else { return nil }
+        Seal.append(to: &out)
+        return out
+    }
+}
+
+/// The hash that names a version's bytes: SHA-256 over the length (8 bytes, little-endian), then per chunk a
+/// tag (0 for an all-zero chunk, 1 for data) and, for data, the chunk's digest. The ingest computes it as it
+/// reads; `verify` derives it again from the manifest to catch a manifest that no longer matches its version.
+struct RootHasher {
+    private var hasher = SHA256()
+
+    init(length: Int64) {
+        withUnsafeBytes(of: length.littleEndian) { hasher.update(bufferPointer: $0) }
+    }
+
+    /// Adds the next chunk: its digest, or nil for an all-zero chunk.
+    mutating func add(_ digest: ChunkDigest?) {
+        let tag: UInt8 = digest == nil ? 0 : 1
+        withUnsafeBytes(of: tag) { hasher.update(bufferPointer: $0) }
+        digest?.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+    }
+
+    func finalize() -> ChunkDigest {
+        hasher.finalize().withUnsafeBytes { ChunkDigest(raw: $0) }
     }
 }
 
@@ -86,9 +130,12 @@ struct ManifestCursor {
         let wanted = ManifestPage.page(ofChunk: index)
         if wanted != pageIndex {
             guard let raw = try txn.get(dbs.manifests, key: Keys.manifestPage(manifestID, page: wanted)) else {
-                throw CacheError(.corruptData, "manifest \(manifestID) lacks page \(wanted); run `chunkcache verify`")
+                throw CacheError(.corruptData,
+                    "\(RecordNames.manifest(manifestID, in: txn, dbs)) lacks page \(wanted); \(VersionRecord.remedy)")
             }
-            page = raw
+            // Checked once per page load, not per entry: a fetch reads a page's entries many times.
+            guard let entries = ManifestPage.entries(ofStored: raw) else { throw ManifestPage.damaged(manifestID, page: wanted, in: txn, dbs) }
+            page = entries
             pageIndex = wanted
         }
         return try ManifestPage.entry(in: page, at: Int(index - wanted * ManifestPage.entriesPerPage))

@@ -73,28 +73,37 @@ enum Keys {
     }
 
     static func meta(_ name: String) -> [UInt8] { Array(name.utf8) }
+
+    /// The parts of a key of `versions`, or nil when it is not one.
+    static func parseVersion(_ key: UnsafeRawBufferPointer) -> (domain: String, itemKey: UnsafeRawBufferPointer, contentVersion: [UInt8])? {
+        var reader = ByteReader(key)
+        guard let domain = try? reader.readPrefixedString() else { return nil }
+        let itemKeyLength = reader.offset + 16
+        reader.offset = itemKeyLength
+        guard itemKeyLength <= key.count, let contentVersion = try? reader.readPrefixed() else { return nil }
+        return (domain, UnsafeRawBufferPointer(rebasing: key[..<itemKeyLength]), contentVersion)
+    }
 }
 
 /// A domain: its version counter and who may not materialize its files.
-struct DomainRecord {
+struct DomainRecord: StoreRecord {
     var version: UInt64
     var createdAt: Double
     /// Processes whose fetches get `noPermission` (exact, case-sensitive names).
     var nonMaterializingProcesses: [String] = []
 
-    func encoded() -> [UInt8] {
-        var w = ByteWriter()
+    static let remedy = "run `chunkcache verify` to list the damage; put the domain's files into a new domain"
+
+    func write(to w: inout ByteWriter) {
         w.append(version)
         w.append(createdAt)
         w.append(UInt16(nonMaterializingProcesses.count))
         for name in nonMaterializingProcesses { w.appendPrefixed(name) }
-        return w.bytes
     }
 }
 
 extension DomainRecord {
-    init(decoding raw: UnsafeRawBufferPointer) throws(CacheError) {
-        var r = ByteReader(raw, what: "domain")
+    init(reading r: inout ByteReader) throws(RecordDamage) {
         version = try r.read()
         createdAt = try r.readDouble()
         var names: [String] = []
@@ -104,7 +113,7 @@ extension DomainRecord {
 }
 
 /// An item's identity and metadata; its contents are in ``VersionRecord``s.
-struct ItemRecord: Sendable {
+struct ItemRecord: StoreRecord, Sendable {
     var identifier: String
     var parent: String
     var filename: String
@@ -113,8 +122,9 @@ struct ItemRecord: Sendable {
     var symlinkTarget: String = ""
     var createdAt: Double
 
-    func encoded() -> [UInt8] {
-        var w = ByteWriter(capacity: 128)
+    static let remedy = "run `chunkcache verify` to list the damage; put the file again under a new identifier"
+
+    func write(to w: inout ByteWriter) {
         w.append(kind.rawValue)
         w.append(createdAt)
         w.appendPrefixed(identifier)
@@ -122,16 +132,12 @@ struct ItemRecord: Sendable {
         w.appendPrefixed(filename)
         w.appendPrefixed(metadataVersion)
         w.appendPrefixed(symlinkTarget)
-        return w.bytes
     }
 }
 
 extension ItemRecord {
-    init(decoding raw: UnsafeRawBufferPointer) throws(CacheError) {
-        var r = ByteReader(raw, what: "item")
-        guard let kind = ItemKind(rawValue: try r.read()) else {
-            throw CacheError(.corruptData, "an item record has an unknown type; run `chunkcache verify`")
-        }
+    init(reading r: inout ByteReader) throws(RecordDamage) {
+        guard let kind = ItemKind(rawValue: try r.read()) else { throw RecordDamage(problem: "has an unknown type") }
         self.kind = kind
         createdAt = try r.readDouble()
         identifier = try r.readPrefixedString()
@@ -143,7 +149,7 @@ extension ItemRecord {
 }
 
 /// One content version of an item: where its manifest is and what it holds.
-struct VersionRecord: Sendable {
+struct VersionRecord: StoreRecord, Sendable {
     var contentVersion: [UInt8]
     var manifestID: UInt64
     var size: Int64
@@ -151,11 +157,12 @@ struct VersionRecord: Sendable {
     /// The domain version that published it: orders versions, newest first.
     var sequence: UInt64
     var createdAt: Double
-    /// Hash over the length and chunk digests: equal exactly when the bytes are equal.
+    /// Hash over the length and chunk digests (``RootHasher``): equal exactly when the bytes are equal.
     var root: ChunkDigest
 
-    func encoded() -> [UInt8] {
-        var w = ByteWriter(capacity: 96)
+    static let remedy = "run `chunkcache verify` to list the damage, then put the file again under a new --version"
+
+    func write(to w: inout ByteWriter) {
         w.append(manifestID)
         w.append(size)
         w.append(UInt8(chunkShift))
@@ -163,50 +170,45 @@ struct VersionRecord: Sendable {
         w.append(createdAt)
         w.append(raw: root.bytes)
         w.appendPrefixed(contentVersion)
-        return w.bytes
     }
 
     var layout: ChunkLayout { ChunkLayout(uncheckedShift: chunkShift) }
 }
 
 extension VersionRecord {
-    init(decoding raw: UnsafeRawBufferPointer) throws(CacheError) {
-        var r = ByteReader(raw, what: "version")
+    init(reading r: inout ByteReader) throws(RecordDamage) {
         manifestID = try r.read()
         size = try r.read()
         chunkShift = Int(try r.read(UInt8.self))
         sequence = try r.read()
         createdAt = try r.readDouble()
-        guard let root = ChunkDigest(bytes: try r.readBytes(32)) else {
-            throw CacheError(.corruptData, "a version record is truncated; run `chunkcache verify`")
-        }
+        guard let root = ChunkDigest(bytes: try r.readBytes(32)) else { throw .truncated }
         self.root = root
         contentVersion = try r.readPrefixed()
         guard ChunkLayout.shifts.contains(chunkShift), (0...ChunkLayout.maxItemLength).contains(size) else {
-            throw CacheError(.corruptData, "a version record has an impossible size or chunk size; run `chunkcache verify`")
+            throw RecordDamage(problem: "has an impossible size or chunk size")
         }
     }
 }
 
 /// A chunk's reference count and sizes.
-struct ChunkRef {
+struct ChunkRef: StoreRecord {
     /// Manifest entries (published or pending) that name the chunk.
     var count: UInt64
     var rawLength: UInt32
     var storedLength: UInt32
 
-    func encoded() -> [UInt8] {
-        var w = ByteWriter(capacity: 16)
+    static let remedy = "run `chunkcache verify --repair` to drop the chunk"
+
+    func write(to w: inout ByteWriter) {
         w.append(count)
         w.append(rawLength)
         w.append(storedLength)
-        return w.bytes
     }
 }
 
 extension ChunkRef {
-    init(decoding raw: UnsafeRawBufferPointer) throws(CacheError) {
-        var r = ByteReader(raw, what: "chunk reference")
+    init(reading r: inout ByteReader) throws(RecordDamage) {
         count = try r.read()
         rawLength = try r.read()
         storedLength = try r.read()
@@ -215,23 +217,22 @@ extension ChunkRef {
 
 /// A manifest written but not yet published, and the writer's lease (``WriterLease``) that says whether its
 /// process still runs.
-struct PendingRecord {
+struct PendingRecord: StoreRecord {
     var writer: WriterToken
     var startedAt: Double
 
-    func encoded() -> [UInt8] {
-        var w = ByteWriter(capacity: WriterToken.byteCount + 8)
+    static let remedy = "the store cannot tell whether the put that wrote it still runs: move the store aside and create a new one"
+
+    func write(to w: inout ByteWriter) {
         w.append(raw: writer.bytes)
         w.append(startedAt)
-        return w.bytes
     }
 }
 
 extension PendingRecord {
-    init(decoding raw: UnsafeRawBufferPointer) throws(CacheError) {
-        var r = ByteReader(raw, what: "pending manifest")
+    init(reading r: inout ByteReader) throws(RecordDamage) {
         guard let writer = WriterToken(bytes: try r.readBytes(WriterToken.byteCount)) else {
-            throw CacheError(.corruptData, "a pending manifest names no writer; run `chunkcache verify`")
+            throw RecordDamage(problem: "names no writer")
         }
         self.writer = writer
         startedAt = try r.readDouble()

@@ -37,7 +37,7 @@ final class Store: Sendable {
     /// This process's lease on the pending manifests it writes, taken at its first ingest.
     private let lease = Mutex<WriterLease?>(nil)
 
-    static let formatVersion: UInt64 = 1
+    static let formatVersion: UInt64 = 2
 
     private init(path: String, environment: Environment, dbs: Databases, layout: ChunkLayout, maxSize: Int64, level: Int32) {
         self.path = path

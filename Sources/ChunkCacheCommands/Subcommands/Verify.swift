@@ -19,8 +19,18 @@ struct Verify: AsyncParsableCommand {
                 ("chunksChecked", .int(Int64(report.chunksChecked))),
                 ("corrupt", .array(report.corrupt.map { .string($0.description) })),
                 ("repaired", .int(Int64(report.repaired))),
+                ("damagedVersions", .array(report.damagedVersions.map { version in
+                    .object([
+                        ("domain", .string(version.domain)), ("item", version.item.map { .string($0) } ?? .null),
+                        ("contentVersion", .string(version.contentVersion)), ("problem", .string(version.problem)),
+                    ])
+                })),
+                ("damagedRecords", .array(report.damagedRecords.map { .string($0) })),
             ]),
-            summary: (["\(report.chunksChecked) chunks checked, \(report.corrupt.count) corrupt, \(report.repaired) repaired"]
-                + report.corrupt.map { "corrupt: \($0)" }).joined(separator: "\n"))
+            summary: (["\(report.chunksChecked) chunks checked, \(report.corrupt.count) corrupt, \(report.repaired) repaired, "
+                       + "\(report.damagedVersions.count) damaged versions, \(report.damagedRecords.count) damaged records"]
+                + report.corrupt.map { "corrupt: \($0)" }
+                + report.damagedVersions.map { "damaged: version \"\($0.contentVersion)\" of item \"\($0.item ?? "?")\" in domain \"\($0.domain)\": \($0.problem)" }
+                + report.damagedRecords.map { "damaged record: \($0)" }).joined(separator: "\n"))
     }
 }
