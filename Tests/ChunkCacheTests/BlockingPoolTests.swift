@@ -56,7 +56,7 @@ import Glibc
     @Test("runBlocking runs its work on the pool's named threads, not on the global queue")
     func runBlockingUsesThePool() async throws {
         // The kernel's name of the thread, as `ps -L` and `top -H` show it.
-        let name = try await runBlocking { () -> String in
+        let name = try await runBlocking(doing: "naming the thread", store: "/nowhere") { () -> String in
             try String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8).trimmingCharacters(in: .newlines)
         }
         #expect(name.hasPrefix("chunkcache-io-"), "ran on \"\(name)\"")
@@ -116,7 +116,7 @@ import Glibc
         let started = DispatchSemaphore(value: 0)
         let proceed = DispatchSemaphore(value: 0)
         let task = Task {
-            try await runBlocking { cancellation in
+            try await runBlocking(doing: "waiting to be cancelled", store: "/nowhere") { cancellation in
                 started.signal()
                 proceed.wait()
                 return cancellation.isCancelled

@@ -19,7 +19,7 @@ extension ChunkCache {
     public func versions(of item: ItemIdentifier) async throws -> (item: Item, versions: [VersionInfo]) {
         try Catalog.validate(domain: item.domain, item: item.rawValue)
         let store = self.store
-        return try await runBlocking { _ in
+        return try await runBlocking(doing: "listing the versions of \(item)", store: store.path) { _ in
             try store.environment.read { txn in
                 _ = try Catalog.domain(item.domain, in: txn, store.dbs)
                 let record = try Catalog.item(item.rawValue, domain: item.domain, in: txn, store.dbs)

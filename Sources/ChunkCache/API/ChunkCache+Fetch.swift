@@ -148,7 +148,7 @@ extension ChunkCache {
             cancellation.cancel()
         }
         if let inline { return inline }
-        return try await runBlocking { cancellation in
+        return try await runBlocking(doing: "fetching \(item)", store: store.path) { cancellation in
             try fetch.run(store: store, checkpoint: ChunkCheckpoint(cancellation: cancellation, beforeChunk: beforeChunk))
         }
     }

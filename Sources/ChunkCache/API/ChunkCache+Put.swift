@@ -33,7 +33,7 @@ extension ChunkCache {
         let version = contentVersion.map { Array($0.utf8) }
         if let version { try Catalog.validate(contentVersion: version) }
         let store = self.store
-        return try await runBlocking { cancellation in
+        return try await runBlocking(doing: "storing \(path) as \(item)", store: store.path) { cancellation in
             do {
                 return try Self.put(fileAt: path, as: item, contentVersion: version, store: store, cancellation: cancellation)
             } catch {

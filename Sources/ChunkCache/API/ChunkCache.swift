@@ -78,7 +78,7 @@ public final class ChunkCache: Sendable {
         at path: String?, chunkSize: ChunkLayout?, maxSize: Int64?, compressionLevel: Int32 = 3,
         handOffGracePeriod: TimeInterval = 3600
     ) async throws -> ChunkCache {
-        try await runBlocking {
+        try await runBlocking(doing: "opening", store: path ?? Store.resolvePath(path)) {
             let store = try Store.open(at: Store.resolvePath(path), layout: chunkSize, maxSize: maxSize, level: compressionLevel)
             // Reader slots of crashed processes pin old snapshots, so LMDB could never reuse their pages.
             store.environment.clearStaleReaders()
@@ -116,6 +116,6 @@ public final class ChunkCache: Sendable {
     public func sweep(all: Bool = false) async -> Int {
         let store = self.store
         let grace = handOffGracePeriod
-        return (try? await runBlocking { _ in store.sweepHandOffFiles(olderThan: all ? nil : grace) }) ?? 0
+        return (try? await runBlocking(doing: "sweeping hand-off files", store: store.path) { _ in store.sweepHandOffFiles(olderThan: all ? nil : grace) }) ?? 0
     }
 }

@@ -27,7 +27,7 @@ extension ChunkCache {
     /// The store's figures.
     public func statistics() async throws -> StoreStatistics {
         let store = self.store
-        return try await runBlocking { _ in
+        return try await runBlocking(doing: "reading the store's figures", store: store.path) { _ in
             let dbs = store.dbs
             var stats = try store.environment.read { txn in
                 StoreStatistics(

@@ -213,7 +213,7 @@ extension ChunkCache {
     ///   so fetches needing them report `versionNoLongerAvailable` (or fall back) instead of bad bytes.
     public func verify(repair: Bool = false) async throws -> VerifyReport {
         let store = self.store
-        return try await runBlocking { cancellation in
+        return try await runBlocking(doing: "verifying", store: store.path) { cancellation in
             try Verifier.verify(store, repair: repair, cancellation: cancellation)
         }
     }

@@ -176,7 +176,7 @@ extension ChunkCache {
         try Catalog.validate(domain: domain, item: nil)
         let store = self.store
         let path = url.standardizedFileURL.path
-        return try await runBlocking { cancellation in
+        return try await runBlocking(doing: "importing \(path) as domain \"\(domain)\"", store: store.path) { cancellation in
             let (root, rootIdentity) = try Self.checkImportable(domain, path: path, removing: !copy, store: store)
             let entries: [TreeEntry]
             do {
