@@ -128,7 +128,9 @@ public struct FileDescriptor: Sendable, Hashable {
 
     /// Whether a lock is shared with other holders or exclusive.
     public enum LockKind: Sendable {
+        /// Many holders at once (`LOCK_SH`); none while an exclusive lock is held.
         case shared
+        /// One holder alone (`LOCK_EX`).
         case exclusive
 
         var operation: Int32 { self == .shared ? LOCK_SH : LOCK_EX }

@@ -23,7 +23,9 @@ public enum FileSystem {
 
     /// How ``rename(_:to:options:)`` treats an existing destination.
     public struct RenameOptions: OptionSet, Sendable {
+        /// The flag bits.
         public let rawValue: UInt32
+        /// The options whose bits are `rawValue`.
         public init(rawValue: UInt32) { self.rawValue = rawValue }
 
         /// Fail with `EEXIST` instead of replacing an existing destination (`RENAME_NOREPLACE`).
@@ -104,13 +106,18 @@ public enum FileSystem {
 
     /// What ``checkAccess(_:for:)`` asks of a file.
     public struct AccessMode: OptionSet, Sendable {
+        /// The flag bits.
         public let rawValue: Int32
+        /// The options whose bits are `rawValue`.
         public init(rawValue: Int32) { self.rawValue = rawValue }
 
         /// The file exists (`F_OK`, the empty set).
         public static let exists: AccessMode = []
+        /// The file may be read (`R_OK`).
         public static let read = AccessMode(rawValue: R_OK)
+        /// The file may be written (`W_OK`).
         public static let write = AccessMode(rawValue: W_OK)
+        /// The file may be executed, or the folder searched (`X_OK`).
         public static let execute = AccessMode(rawValue: X_OK)
     }
 
@@ -172,6 +179,7 @@ public struct DirectoryEntry: Sendable, Hashable {
     /// Its kind; ``FileKind/unknown`` where the filesystem does not say (then `lstat` the entry).
     public var kind: FileKind
 
+    /// An entry named `name` of kind `kind`.
     public init(name: String, kind: FileKind) {
         self.name = name
         self.kind = kind
@@ -183,6 +191,7 @@ public struct FileKind: Sendable, Hashable, CustomStringConvertible {
     /// The `DT_*` value of `d_type`.
     public let rawValue: UInt8
 
+    /// The kind whose `DT_*` value is `rawValue`.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// The kind `readdir` reports in `d_type`.
@@ -194,15 +203,24 @@ public struct FileKind: Sendable, Hashable, CustomStringConvertible {
         rawValue = UInt8(truncatingIfNeeded: (mode & S_IFMT) >> 12)
     }
 
+    /// The filesystem did not say (`DT_UNKNOWN`): `lstat` the entry to learn it.
     public static let unknown = FileKind(rawValue: UInt8(DT_UNKNOWN))
+    /// A regular file (`DT_REG`, `S_IFREG`).
     public static let regular = FileKind(rawValue: UInt8(DT_REG))
+    /// A folder (`DT_DIR`, `S_IFDIR`).
     public static let directory = FileKind(rawValue: UInt8(DT_DIR))
+    /// A symbolic link (`DT_LNK`, `S_IFLNK`).
     public static let symbolicLink = FileKind(rawValue: UInt8(DT_LNK))
+    /// A named pipe (`DT_FIFO`, `S_IFIFO`): opening or reading it can block.
     public static let fifo = FileKind(rawValue: UInt8(DT_FIFO))
+    /// A Unix socket (`DT_SOCK`, `S_IFSOCK`).
     public static let socket = FileKind(rawValue: UInt8(DT_SOCK))
+    /// A character device (`DT_CHR`, `S_IFCHR`).
     public static let characterDevice = FileKind(rawValue: UInt8(DT_CHR))
+    /// A block device (`DT_BLK`, `S_IFBLK`).
     public static let blockDevice = FileKind(rawValue: UInt8(DT_BLK))
 
+    /// The kind in words, for messages.
     public var description: String {
         switch self {
         case .regular: "regular file"
