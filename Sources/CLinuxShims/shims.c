@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/fiemap.h>
 #include <linux/fs.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -11,6 +12,8 @@
 const unsigned long CLinuxShims_FICLONE = FICLONE;
 const int CLinuxShims_SEEK_DATA = SEEK_DATA;
 const int CLinuxShims_SEEK_HOLE = SEEK_HOLE;
+const int CLinuxShims_O_TMPFILE = O_TMPFILE;
+const unsigned int CLinuxShims_RENAME_NOREPLACE = RENAME_NOREPLACE;
 
 int CLinuxShims_ficlone(int dst_fd, int src_fd) { return ioctl(dst_fd, FICLONE, src_fd); }
 
@@ -21,6 +24,11 @@ ssize_t CLinuxShims_copy_file_range(int fd_in, int64_t *off_in, int fd_out, int6
     if (off_in) *off_in = in;
     if (off_out) *off_out = out;
     return n;
+}
+
+int CLinuxShims_renameat2(int old_dir_fd, const char *old_path, int new_dir_fd, const char *new_path,
+                          unsigned int flags) {
+    return renameat2(old_dir_fd, old_path, new_dir_fd, new_path, flags);
 }
 
 int CLinuxShims_count_shared_extents(int fd, int *total) {

@@ -394,9 +394,9 @@ public func withFloorFile(at path: String, size: Int64, _ body: (FileDescriptor)
         try body(file)
     } catch {
         try? file.close()
-        unlink(path)
+        try? FileSystem.unlink(path)
         throw error
     }
     try file.close()
-    unlink(path)
+    try FileSystem.unlink(path)
 }

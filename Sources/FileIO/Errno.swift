@@ -28,6 +28,7 @@ public struct Errno: Error, Equatable, Sendable, CustomStringConvertible {
     public static let notImplemented = Errno(rawValue: ENOSYS)
     public static let badFileDescriptor = Errno(rawValue: EBADF)
     public static let noSuchProcess = Errno(rawValue: ESRCH)
+    public static let wouldBlock = Errno(rawValue: EWOULDBLOCK)
 
     /// The text of `strerror`.
     public var description: String { String(cString: strerror(rawValue)) }

@@ -53,6 +53,18 @@ public enum FileCloner {
         return .readWrite
     }
 
+    /// Whether `destination` can share blocks with `source`: probes with a clone of the empty `source` into
+    /// the empty `destination`, which costs one call and writes nothing. Both files must be empty.
+    ///
+    /// A caller that will fill one file and then copy it into the other asks this first: where the answer is
+    /// `false` (another filesystem or mount, or no reflink support), the copy would write every byte twice,
+    /// so the caller writes the destination directly instead.
+    ///
+    /// Uses the `FICLONE` ioctl.
+    public static func canReflink(from source: FileDescriptor, to destination: FileDescriptor) -> Bool {
+        CLinuxShims_ficlone(destination.rawValue, source.rawValue) == 0
+    }
+
     static func isUnsupported(_ error: Errno) -> Bool {
         [Errno.crossDevice, .notSupported, .invalidArgument, .notImplemented, Errno(rawValue: ENOTTY)].contains(error)
     }

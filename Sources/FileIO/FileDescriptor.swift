@@ -17,6 +17,17 @@ public struct FileDescriptor: Sendable, Hashable {
         return FileDescriptor(rawValue: fd)
     }
 
+    /// Opens a new file in `directory` that has no name: nobody else can open it, and it vanishes when the
+    /// last descriptor closes, also when the process is killed. ``link(to:)`` gives it a name.
+    ///
+    /// - Throws: ``Errno``: `ENOENT` when `directory` is missing, `ENOTDIR` when it is not a folder;
+    ///   `EOPNOTSUPP` (or `EISDIR` or `EINVAL` on older kernels) where the filesystem cannot make unnamed files.
+    ///
+    /// Uses the `open(2)` system call with `O_TMPFILE`.
+    public static func openUnnamedFile(in directory: String, mode: mode_t = 0o600, retryOnInterrupt: Bool = true) throws(Errno) -> FileDescriptor {
+        try open(directory, CLinuxShims_O_TMPFILE | O_RDWR, mode: mode, retryOnInterrupt: retryOnInterrupt)
+    }
+
     /// Closes the descriptor. Uses the `close(2)` system call; `EINTR` is not retried (Linux frees it anyway).
     public func close() throws(Errno) {
         if Glibc.close(rawValue) != 0 && errno != EINTR { throw Errno.current }
@@ -56,6 +67,15 @@ public struct FileDescriptor: Sendable, Hashable {
         }
     }
 
+    /// Writes all of `bytes` at the file's current position, looping over short writes; for pipes and
+    /// FIFOs, which have no offsets. Uses the `write(2)` system call.
+    public func writeAll(_ bytes: UnsafeRawBufferPointer, retryOnInterrupt: Bool = true) throws(Errno) {
+        var done = 0
+        while done < bytes.count {
+            done += try valueOrErrno(retryOnInterrupt: retryOnInterrupt) { Glibc.write(rawValue, bytes.baseAddress! + done, bytes.count - done) }
+        }
+    }
+
     /// Writes every byte `vectors` point at, in order, from `offset`, looping over short writes, at most
     /// `IOV_MAX` (1024) vectors per call. Adjusts `vectors` as it goes. Uses the `pwritev(2)` system call.
     public func writeAll(toAbsoluteOffset offset: Int64, vectors: UnsafeMutableBufferPointer<iovec>) throws(Errno) {
@@ -90,6 +110,56 @@ public struct FileDescriptor: Sendable, Hashable {
         var st = stat()
         _ = try valueOrErrno { fstat(rawValue, &st) }
         return st
+    }
+
+    /// Gives the open file the name `path`; an existing `path` is `EEXIST`, never replaced. Meant for a file
+    /// from ``openUnnamedFile(in:mode:retryOnInterrupt:)``; any other file gets a second name.
+    ///
+    /// - Throws: ``Errno``: `EEXIST` when `path` exists, `ENOENT` when its folder is missing (or `/proc` is
+    ///   not mounted), `EXDEV` when `path` is on another filesystem.
+    ///
+    /// Uses the `linkat(2)` system call on `/proc/self/fd/N` with `AT_SYMLINK_FOLLOW`, which needs no
+    /// privilege, unlike `AT_EMPTY_PATH` (see `man 2 open`, O_TMPFILE).
+    public func link(to path: String) throws(Errno) {
+        _ = try valueOrErrno(retryOnInterrupt: false) {
+            linkat(AT_FDCWD, "/proc/self/fd/\(rawValue)", AT_FDCWD, path, AT_SYMLINK_FOLLOW)
+        }
+    }
+
+    /// Whether a lock is shared with other holders or exclusive.
+    public enum LockKind: Sendable {
+        /// Many holders at once (`LOCK_SH`); none while an exclusive lock is held.
+        case shared
+        /// One holder alone (`LOCK_EX`).
+        case exclusive
+
+        var operation: Int32 { self == .shared ? LOCK_SH : LOCK_EX }
+    }
+
+    /// Takes an advisory lock on the open file, waiting while another open file description holds a
+    /// conflicting one. The kernel drops the lock when the last descriptor of this description closes,
+    /// also when the process dies.
+    ///
+    /// - Throws: ``Errno``: `ENOLCK` when the kernel is out of lock records.
+    ///
+    /// Uses the `flock(2)` system call.
+    public func lock(_ kind: LockKind, retryOnInterrupt: Bool = true) throws(Errno) {
+        _ = try valueOrErrno(retryOnInterrupt: retryOnInterrupt) { flock(rawValue, kind.operation) }
+    }
+
+    /// Takes an advisory lock on the open file if nobody holds a conflicting one, without waiting.
+    ///
+    /// - Returns: Whether the lock was taken; `false` when another open file description holds one.
+    /// - Throws: ``Errno``: `ENOLCK` when the kernel is out of lock records.
+    ///
+    /// Uses the `flock(2)` system call with `LOCK_NB`.
+    public func tryLock(_ kind: LockKind) throws(Errno) -> Bool {
+        do {
+            _ = try valueOrErrno { flock(rawValue, kind.operation | LOCK_NB) }
+            return true
+        } catch where error == .wouldBlock {
+            return false
+        }
     }
 
     /// Flushes the file's data and metadata to disk. Uses the `fsync(2)` system call.

@@ -203,6 +203,9 @@ struct FetchTests {
             #expect(try json.flags() == ["knownSparseRanges"])
             #expect(try TestData.read(dir + "/copy", count: content.count + 1) == content)
             #expect(Int64(try TestData.status(dir + "/copy").st_blocks) * 512 < Int64(content.count), "holes kept")
+            #expect(try TestData.firstHole(in: dir + "/copy", atOrAfter: 0) == 65536, "SEEK_HOLE finds the zero chunks")
+            // Each byte written once: shared blocks (reflink) or assembled in place (no cloneStrategy), never a copy.
+            #expect([nil, "reflink"].contains(json["cloneStrategy"] as? String), "\(json)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: store + "/tmp") == [], "the engine removed its own temp")
             #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["copy", "sparse", "store"], "no staging file left")
         }

@@ -187,4 +187,33 @@ private func makeSparseSource(at path: String) throws {
             }
         }
     }
+
+    @Test(arguments: ScratchFilesystem.all)
+    func theReflinkProbeSaysNoWhereTheFilesystemCannotShareBlocks(on filesystem: ScratchFilesystem) throws {
+        try withTemporaryDirectory(in: filesystem.parent) { dir throws in
+            try withNewFile(dir + "/source") { source throws in
+                try withNewFile(dir + "/destination") { destination throws in
+                    #expect(FileCloner.canReflink(from: source, to: destination) == false)
+                    #expect(try destination.length == 0)
+                }
+            }
+        }
+    }
+
+    @Test(.enabled(if: Capabilities.canMountXFS, "needs root and mkfs.xfs to loop-mount an XFS image with reflink"))
+    func theReflinkProbeSaysYesOnXFSAndNoAcrossFilesystems() throws {
+        try withTemporaryDirectory { dir throws in
+            try withReflinkXFS(in: dir) { mount throws in
+                try withNewFile(mount + "/source") { source throws in
+                    try withNewFile(mount + "/destination") { destination throws in
+                        #expect(FileCloner.canReflink(from: source, to: destination))
+                        #expect(try destination.length == 0, "the probe writes nothing")
+                    }
+                    try withNewFile(dir + "/elsewhere") { elsewhere throws in
+                        #expect(FileCloner.canReflink(from: source, to: elsewhere) == false, "EXDEV")
+                    }
+                }
+            }
+        }
+    }
 }

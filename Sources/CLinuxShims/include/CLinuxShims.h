@@ -7,6 +7,10 @@ extern const unsigned long CLinuxShims_FICLONE;
 /// `SEEK_DATA` and `SEEK_HOLE`, which need `_GNU_SOURCE`.
 extern const int CLinuxShims_SEEK_DATA;
 extern const int CLinuxShims_SEEK_HOLE;
+/// `O_TMPFILE` (an unnamed file in a directory), which needs `_GNU_SOURCE`.
+extern const int CLinuxShims_O_TMPFILE;
+/// `RENAME_NOREPLACE` for ``CLinuxShims_renameat2``.
+extern const unsigned int CLinuxShims_RENAME_NOREPLACE;
 
 /// Clones the whole of `src_fd` into `dst_fd` with `ioctl(FICLONE)`. Returns 0 or -1 with errno set.
 int CLinuxShims_ficlone(int dst_fd, int src_fd);
@@ -14,6 +18,10 @@ int CLinuxShims_ficlone(int dst_fd, int src_fd);
 /// `copy_file_range(2)`, which needs `_GNU_SOURCE`. Returns bytes copied or -1 with errno set.
 ssize_t CLinuxShims_copy_file_range(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out, size_t len,
                                     unsigned int flags);
+
+/// `renameat2(2)`, which needs `_GNU_SOURCE`. Returns 0 or -1 with errno set.
+int CLinuxShims_renameat2(int old_dir_fd, const char *old_path, int new_dir_fd, const char *new_path,
+                          unsigned int flags);
 
 /// Counts the extents of `fd` that `FS_IOC_FIEMAP` reports as shared (`FIEMAP_EXTENT_SHARED`),
 /// and all extents in `*total`. Returns -1 with errno set when the filesystem cannot tell.

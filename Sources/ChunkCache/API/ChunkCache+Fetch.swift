@@ -214,35 +214,38 @@ private struct Fetch: Sendable {
         }
     }
 
-    /// Writes a planned fetch into a new temp file and hands it off or clones it to its destination. On any
-    /// throw, cancellation included, the temp file is removed.
+    /// Writes a planned fetch into a new hand-off file in the store's `tmp/`, or into its destination. On any
+    /// throw, cancellation included, no file is left behind.
     private func materialize<T: TransactionReading & ~Copyable>(
         _ plan: FetchPlan, store: Store, checkpoint: ChunkCheckpoint, in txn: borrowing T
     ) throws -> FetchResult {
-        let (file, path) = try HandOff.createUniqueFile(in: store.tmpPath, prefix: "fetch-")
-        var keep = false
-        defer {
-            try? file.close()
-            if !keep { unlink(path) }
-        }
-        do {
-            try file.resize(to: plan.version.size)
-        } catch {
-            throw CacheError.wrap(error, store: store.path, doing: "sizing the temp file \(path)")
-        }
-        try RangeAssembler.assemble(plan, store: store, into: file, checkpoint: checkpoint, in: txn)
         var result = FetchResult(
-            url: URL(fileURLWithPath: path, isDirectory: false), item: Catalog.publicItem(plan.item, domain: item.domain, version: plan.version),
+            url: URL(fileURLWithPath: "/"), item: Catalog.publicItem(plan.item, domain: item.domain, version: plan.version),
             retrievedRange: plan.retrieved,
             flags: plan.wholeFile && plan.hasZeroChunks ? .knownSparseRanges : [],
             owner: .caller, domainVersion: plan.domainVersion, cloneStrategy: nil)
         switch destination {
         case .handOff:
+            let (file, path) = try HandOff.createUniqueFile(in: store.tmpPath, prefix: "fetch-")
+            var keep = false
+            defer {
+                try? file.close()
+                if !keep { try? FileSystem.unlink(path) }
+            }
+            do {
+                try file.resize(to: plan.version.size)
+            } catch {
+                throw CacheError.wrap(error, store: store.path, doing: "sizing the temp file \(path)")
+            }
+            try RangeAssembler.assemble(plan, store: store, into: file, checkpoint: checkpoint, in: txn)
             keep = true
+            result.url = URL(fileURLWithPath: path, isDirectory: false)
         case .clone(let target, let replaceExisting):
-            result.cloneStrategy = try HandOff.clone(
-                file, length: plan.version.size, to: target, replaceExisting: replaceExisting, strategies: strategies,
-                inspect: inspectClone)
+            result.cloneStrategy = try Destination(path: target, replaceExisting: replaceExisting).write(
+                size: plan.version.size, scratch: store.tmpPath, strategies: strategies, inspect: inspectClone
+            ) { file in
+                try RangeAssembler.assemble(plan, store: store, into: file, checkpoint: checkpoint, in: txn)
+            }
             result.url = URL(fileURLWithPath: target, isDirectory: false)
             result.owner = .destination
         }

@@ -37,11 +37,13 @@ extension CacheError {
     /// Below this much free space, an I/O error from a write is taken for a full disk.
     static let fullDiskMargin: Int64 = 64 << 20
 
-    /// The bytes an unprivileged writer may still use on the filesystem holding `path`. Uses `statvfs(3)`.
+    /// The bytes an unprivileged writer may still use on the filesystem holding `path`, `nil` when it
+    /// cannot be told.
     static func freeBytes(at path: String) -> Int64? {
-        var info = statvfs()
-        guard statvfs(path, &info) == 0 else { return nil }
-        return Int64(info.f_bavail) * Int64(info.f_frsize)
+        guard let info = try? FileSystem.filesystemStatus(path) else { return nil }
+        // Outside figures: a filesystem may report anything, so multiply without trapping.
+        let (bytes, overflow) = Int64(clamping: info.f_bavail).multipliedReportingOverflow(by: Int64(clamping: info.f_frsize))
+        return overflow ? .max : bytes
     }
 
     /// A system call on `path` failed. An empty `path` (a caller that does not know it) reads "a file": no

@@ -310,7 +310,8 @@ public struct FetchResult: Sendable {
     public var owner: FileOwner
     /// The domain's version when the fetch read it.
     public var domainVersion: DomainVersion
-    /// How a clone reached its destination; `nil` for a hand-off.
+    /// How a clone reached its destination. `nil` for a hand-off, and for a destination the engine
+    /// assembled in place because it cannot share blocks with the store (each byte written once).
     public var cloneStrategy: CloneStrategy?
 }
 

@@ -80,7 +80,7 @@ final class WriterLease: Sendable {
             do throws(Errno) {
                 // A sweep of dead leases may lock and unlink the new file before this process locks it: then
                 // the lock is not free, or the file is no longer linked. Start again with another token.
-                if try file.tryLockExclusive(), try file.status().st_nlink > 0 {
+                if try file.tryLock(.exclusive), try file.status().st_nlink > 0 {
                     return WriterLease(token: token, file: file, path: path)
                 }
                 try? file.close()
@@ -115,7 +115,7 @@ final class AbandonedLease {
             throw CacheError.file(error, path: path, doing: "opening a writer lease")
         }
         do throws(Errno) {
-            if try file.tryLockExclusive() { return AbandonedLease(file: file, path: path) }
+            if try file.tryLock(.exclusive) { return AbandonedLease(file: file, path: path) }
             try? file.close()
             return nil
         } catch {

@@ -50,15 +50,16 @@ extension Store {
     /// Deletes hand-off files in `tmp/` last modified more than `grace` seconds ago (all of them when nil),
     /// returning how many were removed. Fresh files stay: another process may have just handed them off.
     func sweepHandOffFiles(olderThan grace: TimeInterval?) -> Int {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: tmpPath) else { return 0 }
+        var names: [String] = []
+        // Best effort: an unreadable tmp/ leaves its files for the next sweep.
+        try? FileSystem.forEachEntry(in: tmpPath) { names.append($0.name) }
         let cutoff = Date().timeIntervalSince1970 - (grace ?? -1)
         var removed = 0
         for name in names {
             let file = tmpPath + "/" + name
-            var st = stat()
-            guard lstat(file, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { continue }
+            guard let st = try? FileSystem.status(file, symlinks: .doNotFollow), FileKind(mode: st.st_mode) == .regular else { continue }
             let modified = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
-            if grace == nil || modified < cutoff, unlink(file) == 0 { removed += 1 }
+            if grace == nil || modified < cutoff, (try? FileSystem.unlink(file)) != nil { removed += 1 }
         }
         return removed
     }

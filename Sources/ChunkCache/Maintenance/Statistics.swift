@@ -1,3 +1,4 @@
+import FileIO
 import Foundation
 import LMDBKit
 
@@ -38,8 +39,8 @@ extension ChunkCache {
                     storedBytes: Int64(try txn.counter(dbs, MetaKey.storedBytes)), fileBytes: 0)
             }
             for name in ["data.mdb", "lock.mdb"] {
-                var st = stat()
-                if stat(store.path + "/" + name, &st) == 0 { stats.fileBytes += Int64(st.st_blocks) * 512 }
+                // lock.mdb may be missing (LMDB makes it on first open); a missing file takes no space.
+                if let st = try? FileSystem.status(store.path + "/" + name) { stats.fileBytes += Int64(st.st_blocks) * 512 }
             }
             return stats
         }

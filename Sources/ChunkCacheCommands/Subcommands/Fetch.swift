@@ -70,6 +70,6 @@ struct Fetch: AsyncParsableCommand {
         if let strategy = result.cloneStrategy { fields.append(("cloneStrategy", .string(strategy.rawValue))) }
         global.emit(
             .object(fields),
-            summary: "\(result.url.path)\n\(result.owner == .caller ? "hand-off (yours to delete)" : "cloned by \(result.cloneStrategy?.rawValue ?? "?")"): \(domain)/\(item) version \(result.item.itemVersion.contentVersionString), bytes \(result.retrievedRange) of \(result.item.documentSize) (\(formatSize(result.item.documentSize)))\(result.flags.names.isEmpty ? "" : ", " + result.flags.names.joined(separator: ","))")
+            summary: "\(result.url.path)\n\(result.owner == .caller ? "hand-off (yours to delete)" : result.cloneStrategy.map { "cloned by \($0.rawValue)" } ?? "written in place"): \(domain)/\(item) version \(result.item.itemVersion.contentVersionString), bytes \(result.retrievedRange) of \(result.item.documentSize) (\(formatSize(result.item.documentSize)))\(result.flags.names.isEmpty ? "" : ", " + result.flags.names.joined(separator: ","))")
     }
 }

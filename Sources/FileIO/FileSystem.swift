@@ -1,0 +1,264 @@
+import CLinuxShims
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The system calls that take a path: one thin wrapper each, throwing the call's ``Errno``.
+///
+/// The engine makes every such call through here, so each has one place where its errors are named and
+/// `EINTR` is handled.
+public enum FileSystem {
+    // MARK: - Names
+
+    /// Gives the file at `existing` a second name, `new`; an existing `new` is `EEXIST`, never replaced.
+    ///
+    /// - Throws: ``Errno``: `ENOENT` when `existing` or `new`'s folder is missing, `EEXIST` when `new`
+    ///   exists, `EXDEV` across filesystems, `EPERM` where the filesystem has no hard links.
+    ///
+    /// Uses the `link(2)` system call.
+    public static func link(_ existing: String, to new: String) throws(Errno) {
+        _ = try valueOrErrno(retryOnInterrupt: false) { Glibc.link(existing, new) }
+    }
+
+    /// How ``rename(_:to:options:)`` treats an existing destination.
+    public struct RenameOptions: OptionSet, Sendable {
+        /// The flag bits.
+        public let rawValue: UInt32
+        /// The options whose bits are `rawValue`.
+        public init(rawValue: UInt32) { self.rawValue = rawValue }
+
+        /// Fail with `EEXIST` instead of replacing an existing destination (`RENAME_NOREPLACE`).
+        public static let noReplace = RenameOptions(rawValue: CLinuxShims_RENAME_NOREPLACE)
+    }
+
+    /// Moves `source` to `destination` atomically, replacing an existing destination unless `options`
+    /// holds ``RenameOptions/noReplace``.
+    ///
+    /// - Throws: ``Errno``: `ENOENT` when `source` is missing, `EEXIST` with `.noReplace` when
+    ///   `destination` exists, `EISDIR` when `destination` is a folder and `source` is not, `EXDEV` across
+    ///   filesystems, `EINVAL` when the filesystem does not know `.noReplace`.
+    ///
+    /// Uses the `rename(2)` system call, or `renameat2(2)` with `RENAME_NOREPLACE`.
+    public static func rename(_ source: String, to destination: String, options: RenameOptions = []) throws(Errno) {
+        if options.isEmpty {
+            _ = try valueOrErrno(retryOnInterrupt: false) { Glibc.rename(source, destination) }
+        } else {
+            _ = try valueOrErrno(retryOnInterrupt: false) {
+                CLinuxShims_renameat2(AT_FDCWD, source, AT_FDCWD, destination, options.rawValue)
+            }
+        }
+    }
+
+    /// Removes the name `path` (not a folder).
+    ///
+    /// - Throws: ``Errno``: `ENOENT` when `path` is missing, `EISDIR` when it is a folder.
+    ///
+    /// Uses the `unlink(2)` system call.
+    public static func unlink(_ path: String) throws(Errno) {
+        _ = try valueOrErrno(retryOnInterrupt: false) { Glibc.unlink(path) }
+    }
+
+    /// Creates the folder `path` with `mode` (less the umask).
+    ///
+    /// - Throws: ``Errno``: `EEXIST` when `path` exists, `ENOENT` when its parent is missing.
+    ///
+    /// Uses the `mkdir(2)` system call.
+    public static func makeDirectory(_ path: String, mode: mode_t) throws(Errno) {
+        _ = try valueOrErrno(retryOnInterrupt: false) { Glibc.mkdir(path, mode) }
+    }
+
+    /// The absolute path of `path` with every symbolic link, `.` and `..` resolved.
+    ///
+    /// - Throws: ``Errno``: `ENOENT` when `path` or a link on the way is missing.
+    ///
+    /// Uses the `realpath(3)` library call.
+    public static func canonicalPath(_ path: String) throws(Errno) -> String {
+        guard let resolved = realpath(path, nil) else { throw Errno.current }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    // MARK: - Status
+
+    /// Whether ``status(_:followingSymlinks:)`` describes a symbolic link or what it points to.
+    public enum SymlinkHandling: Sendable {
+        /// Describe the file a symbolic link points to (`stat`).
+        case follow
+        /// Describe the link itself (`lstat`).
+        case doNotFollow
+    }
+
+    /// The status of the file at `path`.
+    ///
+    /// - Throws: ``Errno``: `ENOENT` when `path` (or, when following, the link's target) is missing,
+    ///   `ENOTDIR` when a component of it is not a folder.
+    ///
+    /// Uses the `stat(2)` system call, or `lstat(2)` with `.doNotFollow`.
+    public static func status(_ path: String, symlinks: SymlinkHandling = .follow) throws(Errno) -> stat {
+        var st = stat()
+        switch symlinks {
+        case .follow: _ = try valueOrErrno(retryOnInterrupt: false) { stat(path, &st) }
+        case .doNotFollow: _ = try valueOrErrno(retryOnInterrupt: false) { Glibc.lstat(path, &st) }
+        }
+        return st
+    }
+
+    /// What ``checkAccess(_:for:)`` asks of a file.
+    public struct AccessMode: OptionSet, Sendable {
+        /// The flag bits.
+        public let rawValue: Int32
+        /// The options whose bits are `rawValue`.
+        public init(rawValue: Int32) { self.rawValue = rawValue }
+
+        /// The file exists (`F_OK`, the empty set).
+        public static let exists: AccessMode = []
+        /// The file may be read (`R_OK`).
+        public static let read = AccessMode(rawValue: R_OK)
+        /// The file may be written (`W_OK`).
+        public static let write = AccessMode(rawValue: W_OK)
+        /// The file may be executed, or the folder searched (`X_OK`).
+        public static let execute = AccessMode(rawValue: X_OK)
+    }
+
+    /// Checks that the calling process may use `path` as `mode` says, with its real user and group ids.
+    ///
+    /// - Throws: ``Errno``: `ENOENT` when `path` is missing, `EACCES` when the access is denied, `EROFS`
+    ///   when writing is asked on a read-only filesystem.
+    ///
+    /// Uses the `access(2)` system call.
+    public static func checkAccess(_ path: String, for mode: AccessMode) throws(Errno) {
+        _ = try valueOrErrno(retryOnInterrupt: false) { Glibc.access(path, mode.rawValue) }
+    }
+
+    /// The status of the filesystem holding `path`: its block size, and its total, free and available blocks.
+    ///
+    /// - Throws: ``Errno``: `ENOENT` when `path` is missing.
+    ///
+    /// Uses the `statvfs(3)` library call.
+    public static func filesystemStatus(_ path: String) throws(Errno) -> statvfs {
+        var info = statvfs()
+        _ = try valueOrErrno { statvfs(path, &info) }
+        return info
+    }
+
+    // MARK: - Folders
+
+    /// Calls `body` with each entry of the folder `directory`, in the order the filesystem gives them,
+    /// skipping `.` and `..`. The entries are read as they are reached; the listing is closed afterwards,
+    /// also when `body` throws.
+    ///
+    /// - Throws: ``Errno``: `ENOENT` when `directory` is missing, `ENOTDIR` when it is not a folder,
+    ///   `EACCES` when it cannot be read; or what `body` throws.
+    ///
+    /// Uses the `opendir(3)`, `readdir(3)` and `closedir(3)` library calls (`getdents64(2)`).
+    public static func forEachEntry(in directory: String, _ body: (DirectoryEntry) throws -> Void) throws {
+        guard let stream = opendir(directory) else { throw Errno.current }
+        defer { closedir(stream) }
+        while true {
+            // readdir returns NULL both at the end and on an error: only errno tells them apart.
+            errno = 0
+            guard let entry = readdir(stream) else {
+                if errno != 0 { throw Errno.current }
+                return
+            }
+            // d_name is a NUL-terminated array inside the entry, valid until the next readdir.
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name == "." || name == ".." { continue }
+            try body(DirectoryEntry(name: name, kind: FileKind(directoryEntryType: entry.pointee.d_type)))
+        }
+    }
+}
+
+/// One entry of a folder, as ``FileSystem/forEachEntry(in:_:)`` lists it.
+public struct DirectoryEntry: Sendable, Hashable {
+    /// The entry's name within its folder.
+    public var name: String
+    /// Its kind; ``FileKind/unknown`` where the filesystem does not say (then `lstat` the entry).
+    public var kind: FileKind
+
+    /// An entry named `name` of kind `kind`.
+    public init(name: String, kind: FileKind) {
+        self.name = name
+        self.kind = kind
+    }
+}
+
+/// The kind of a file: regular file, folder, symbolic link, and the special kinds.
+public struct FileKind: Sendable, Hashable, CustomStringConvertible {
+    /// The `DT_*` value of `d_type`.
+    public let rawValue: UInt8
+
+    /// The kind whose `DT_*` value is `rawValue`.
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    /// The kind `readdir` reports in `d_type`.
+    public init(directoryEntryType: UInt8) { rawValue = directoryEntryType }
+
+    /// The kind of a `stat`'s `st_mode` (its `S_IFMT` bits).
+    public init(mode: mode_t) {
+        // The DT_* values are the S_IFMT bits shifted right by 12 (see `IFTODT` in dirent.h).
+        rawValue = UInt8(truncatingIfNeeded: (mode & S_IFMT) >> 12)
+    }
+
+    /// The filesystem did not say (`DT_UNKNOWN`): `lstat` the entry to learn it.
+    public static let unknown = FileKind(rawValue: UInt8(DT_UNKNOWN))
+    /// A regular file (`DT_REG`, `S_IFREG`).
+    public static let regular = FileKind(rawValue: UInt8(DT_REG))
+    /// A folder (`DT_DIR`, `S_IFDIR`).
+    public static let directory = FileKind(rawValue: UInt8(DT_DIR))
+    /// A symbolic link (`DT_LNK`, `S_IFLNK`).
+    public static let symbolicLink = FileKind(rawValue: UInt8(DT_LNK))
+    /// A named pipe (`DT_FIFO`, `S_IFIFO`): opening or reading it can block.
+    public static let fifo = FileKind(rawValue: UInt8(DT_FIFO))
+    /// A Unix socket (`DT_SOCK`, `S_IFSOCK`).
+    public static let socket = FileKind(rawValue: UInt8(DT_SOCK))
+    /// A character device (`DT_CHR`, `S_IFCHR`).
+    public static let characterDevice = FileKind(rawValue: UInt8(DT_CHR))
+    /// A block device (`DT_BLK`, `S_IFBLK`).
+    public static let blockDevice = FileKind(rawValue: UInt8(DT_BLK))
+
+    /// The kind in words, for messages.
+    public var description: String {
+        switch self {
+        case .regular: "regular file"
+        case .directory: "directory"
+        case .symbolicLink: "symbolic link"
+        case .fifo: "FIFO"
+        case .socket: "socket"
+        case .characterDevice: "character device"
+        case .blockDevice: "block device"
+        default: "unknown"
+        }
+    }
+}
+
+// MARK: - Anonymous memory
+
+/// Pages of memory straight from the kernel, returned to it when the owner goes away.
+///
+/// Large scratch buffers come from here rather than `malloc`: glibc keeps freed blocks in its heap once its
+/// mmap threshold has grown, so a long-lived process would hold on to them.
+public struct AnonymousMapping: ~Copyable {
+    /// The mapped bytes, zero-filled at first, readable and writable. Valid while the mapping lives: do not
+    /// keep the pointer past it.
+    public let buffer: UnsafeMutableRawBufferPointer
+
+    /// Maps `byteCount` bytes of private, anonymous memory.
+    ///
+    /// - Throws: ``Errno``: `EINVAL` for a `byteCount` of zero, `ENOMEM` when the address space is exhausted.
+    ///
+    /// Uses the `mmap(2)` system call; `munmap(2)` when the value is destroyed.
+    public init(byteCount: Int) throws(Errno) {
+        let address = mmap(nil, byteCount, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        guard let address, address != MAP_FAILED else { throw Errno.current }
+        buffer = UnsafeMutableRawBufferPointer(start: address, count: byteCount)
+    }
+
+    deinit {
+        // munmap fails only for a range that is not a mapping, which `init` rules out.
+        munmap(buffer.baseAddress, buffer.count)
+    }
+}
