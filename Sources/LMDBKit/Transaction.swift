@@ -9,6 +9,10 @@ public protocol TransactionReading: ~Copyable {
 }
 
 extension TransactionReading where Self: ~Copyable {
+    /// The transaction's id. For a read transaction, the id of the last commit it sees: two read transactions
+    /// with one id see the same snapshot. The corresponding C function is `mdb_txn_id`.
+    public var id: Int { Int(mdb_txn_id(handle)) }
+
     /// The value stored under `key`, borrowed from the map, or `nil` when there is none.
     /// The corresponding C function is `mdb_get`.
     public func get(_ db: Database, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {

@@ -75,6 +75,37 @@ import Testing
         }
     }
 
+    @Test("a manifest page checked by an earlier fetch is checked again once a commit has changed it")
+    func checkedPageMemoIsPerSnapshot() async throws {
+        try await withTemporaryDirectory { dir in
+            let (cache, _, _) = try await Self.twoItems(dir)
+            let doc = ItemIdentifier(domain: "d", "doc")
+            _ = try await cache.fetchContents(for: doc)  // page 0 is now remembered as checked
+            let manifest = try Self.versionRecord(doc, "v1", in: cache).manifestID
+            try await Self.damage(cache.store.dbs.manifests, key: Keys.manifestPage(manifest, page: 0), in: cache) {
+                $0[2 * ManifestPage.entrySize] ^= 0x03
+            }
+            #expect(await Self.fetchError(cache, doc)?.code == .corruptData)
+        }
+    }
+
+    @Test("the checked-page memo knows a page only for the snapshot, address and length it was checked at")
+    func checkedPageMemoKeys() {
+        let memo = CheckedPageMemo()
+        let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
+        defer { bytes.deallocate() }
+        let value = UnsafeRawBufferPointer(bytes)
+        memo.insert(CheckedPageMemo.Key(snapshot: 7, manifest: 1, page: 0, value: value))
+        #expect(memo.contains(CheckedPageMemo.Key(snapshot: 7, manifest: 1, page: 0, value: value)))
+        #expect(!memo.contains(CheckedPageMemo.Key(snapshot: 8, manifest: 1, page: 0, value: value)))
+        #expect(!memo.contains(CheckedPageMemo.Key(snapshot: 7, manifest: 1, page: 1, value: value)))
+        #expect(!memo.contains(CheckedPageMemo.Key(snapshot: 7, manifest: 1, page: 0, value: UnsafeRawBufferPointer(rebasing: value[1...]))))
+        for page in 1...Int64(CheckedPageMemo.capacity) {
+            memo.insert(CheckedPageMemo.Key(snapshot: 7, manifest: 2, page: page, value: value))
+        }
+        #expect(!memo.contains(CheckedPageMemo.Key(snapshot: 7, manifest: 1, page: 0, value: value)), "the oldest is forgotten")
+    }
+
     @Test("a flipped byte of a version's size is corruptData naming the version, not a truncated file")
     func flippedVersionSize() async throws {
         try await withTemporaryDirectory { dir in

@@ -24,6 +24,8 @@ struct Databases: Sendable {
     let chunks: Database
     let refs: Database
     let pending: Database
+    /// Manifest pages already checked in the snapshot being read (not a database: a memo beside them).
+    let checkedManifestPages = CheckedPageMemo()
 
     static let names = ["meta", "domains", "items", "versions", "manifests", "chunks", "refs", "pending"]
 
