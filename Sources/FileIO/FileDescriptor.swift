@@ -112,6 +112,41 @@ public struct FileDescriptor: Sendable, Hashable {
         return st
     }
 
+    /// Makes reads and writes wait (`true`) or fail with `EAGAIN` (`false`) when they cannot go on at once:
+    /// clears or sets `O_NONBLOCK`, keeping the other status flags.
+    ///
+    /// - Throws: ``Errno``: `EBADF` when the descriptor is not open.
+    ///
+    /// Uses the `fcntl(2)` system call with `F_GETFL` and `F_SETFL`.
+    public func setBlocking(_ blocking: Bool) throws(Errno) {
+        let flags = try valueOrErrno { fcntl(rawValue, F_GETFL) }
+        let wanted = blocking ? flags & ~O_NONBLOCK : flags | O_NONBLOCK
+        if wanted != flags { _ = try valueOrErrno { fcntl(rawValue, F_SETFL, wanted) } }
+    }
+
+    /// Calls `body` with each entry of the open folder, as ``FileSystem/forEachEntry(in:_:)`` does for a
+    /// path: the folder read is the one open here, even if its path now names something else. The
+    /// descriptor stays open and the caller's; the listing reads a duplicate of it (which shares its
+    /// position), from the start, and closes it afterwards.
+    ///
+    /// - Throws: ``Errno``: `ENOTDIR` when the file is not a folder, `EMFILE` when no descriptor is left
+    ///   for the duplicate; or what `body` throws.
+    ///
+    /// Uses the `fcntl(2)` system call with `F_DUPFD_CLOEXEC`, and the `fdopendir(3)`, `rewinddir(3)`,
+    /// `readdir(3)` and `closedir(3)` library calls.
+    public func forEachEntry(_ body: (DirectoryEntry) throws -> Void) throws {
+        // fdopendir takes over the descriptor it is given (closedir closes it): give it a duplicate.
+        let duplicate = try valueOrErrno { fcntl(rawValue, F_DUPFD_CLOEXEC, 0) }
+        guard let stream = fdopendir(duplicate) else {
+            let error = Errno.current
+            Glibc.close(duplicate)
+            throw error
+        }
+        defer { closedir(stream) }
+        rewinddir(stream)  // the position is shared with the caller's descriptor: start from the first entry
+        try FileSystem.forEachEntry(of: stream, body)
+    }
+
     /// Gives the open file the name `path`; an existing `path` is `EEXIST`, never replaced. Meant for a file
     /// from ``openUnnamedFile(in:mode:retryOnInterrupt:)``; any other file gets a second name.
     ///

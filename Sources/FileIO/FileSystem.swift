@@ -68,6 +68,49 @@ public enum FileSystem {
         _ = try valueOrErrno(retryOnInterrupt: false) { Glibc.mkdir(path, mode) }
     }
 
+    /// Removes the empty folder `path`.
+    ///
+    /// - Throws: ``Errno``: `ENOENT` when `path` is missing, `ENOTDIR` when it is not a folder, `ENOTEMPTY`
+    ///   (or `EEXIST`) when it still holds entries.
+    ///
+    /// Uses the `rmdir(2)` system call.
+    public static func removeDirectory(_ path: String) throws(Errno) {
+        _ = try valueOrErrno(retryOnInterrupt: false) { Glibc.rmdir(path) }
+    }
+
+    /// Creates a new folder, mode 0700, named `prefix` and six random characters, in `parent`, and returns
+    /// its path. No other process can have made the same folder.
+    ///
+    /// - Throws: ``Errno``: `ENOENT` when `parent` is missing, `ENOTDIR` when it is not a folder, `EACCES`
+    ///   when it is not writable.
+    ///
+    /// Uses the `mkdtemp(3)` library call.
+    public static func makeUniqueDirectory(in parent: String, prefix: String) throws(Errno) -> String {
+        var template = Array((parent + "/" + prefix + "XXXXXX").utf8CString)
+        // mkdtemp fills in the X's in place, so the template's bytes are the new path on success.
+        return try template.withUnsafeMutableBufferPointer { buffer throws(Errno) in
+            guard let made = mkdtemp(buffer.baseAddress!) else { throw Errno.current }
+            return String(cString: made)
+        }
+    }
+
+    /// The target `path`'s symbolic link holds, as written (it may be relative, or name nothing).
+    ///
+    /// - Throws: ``Errno``: `ENOENT` when `path` is missing, `EINVAL` when it is not a symbolic link,
+    ///   `ENAMETOOLONG` when its text does not fit in `PATH_MAX` bytes.
+    ///
+    /// Uses the `readlink(2)` system call.
+    public static func symlinkTarget(_ path: String) throws(Errno) -> String {
+        // Linux keeps a link's text under PATH_MAX bytes, so a buffer of PATH_MAX always has room to spare;
+        // readlink truncates silently, so a full buffer would mean a cut text: refuse it rather than return it.
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX))
+        let count = try valueOrErrno(retryOnInterrupt: false) {
+            buffer.withUnsafeMutableBytes { readlink(path, $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count) }
+        }
+        guard count < buffer.count else { throw Errno(rawValue: ENAMETOOLONG) }
+        return String(decoding: buffer[..<count], as: UTF8.self)
+    }
+
     /// The absolute path of `path` with every symbolic link, `.` and `..` resolved.
     ///
     /// - Throws: ``Errno``: `ENOENT` when `path` or a link on the way is missing.
@@ -155,6 +198,11 @@ public enum FileSystem {
     public static func forEachEntry(in directory: String, _ body: (DirectoryEntry) throws -> Void) throws {
         guard let stream = opendir(directory) else { throw Errno.current }
         defer { closedir(stream) }
+        try forEachEntry(of: stream, body)
+    }
+
+    /// The `readdir` loop of ``forEachEntry(in:_:)`` and ``FileDescriptor/forEachEntry(_:)``.
+    static func forEachEntry(of stream: OpaquePointer, _ body: (DirectoryEntry) throws -> Void) throws {
         while true {
             // readdir returns NULL both at the end and on an error: only errno tells them apart.
             errno = 0

@@ -215,3 +215,47 @@ import Glibc
         #expect(Errno.crossDevice.description == "Invalid cross-device link")
     }
 }
+
+// MARK: - Status flags and open folders
+
+extension FileDescriptorTests {
+    @Test func setBlockingClearsAndSetsOnlyNonBlock() throws {
+        try withTemporaryDirectory { dir throws in
+            try TestData.write([1], to: dir + "/file")
+            let file = try FileDescriptor.open(dir + "/file", O_RDONLY | O_NONBLOCK | O_APPEND)
+            try file.closeAfter {
+                try file.setBlocking(true)
+                #expect(fcntl(file.rawValue, F_GETFL) & (O_NONBLOCK | O_APPEND) == O_APPEND)
+                try file.setBlocking(true)  // already blocking: nothing changes
+                #expect(fcntl(file.rawValue, F_GETFL) & (O_NONBLOCK | O_APPEND) == O_APPEND)
+                try file.setBlocking(false)
+                #expect(fcntl(file.rawValue, F_GETFL) & (O_NONBLOCK | O_APPEND) == O_NONBLOCK | O_APPEND)
+            }
+            #expect(throws: Errno.badFileDescriptor) { try file.setBlocking(true) }
+        }
+    }
+
+    @Test func forEachEntryListsTheOpenFolderEvenAfterItsPathChanges() throws {
+        try withTemporaryDirectory { dir throws in
+            try FileSystem.makeDirectory(dir + "/listed", mode: 0o700)
+            try TestData.write([1], to: dir + "/listed/inside")
+            let folder = try FileDescriptor.open(dir + "/listed", O_RDONLY | O_DIRECTORY)
+            try folder.closeAfter {
+                // Swap the path for another folder: the open descriptor still lists the first one.
+                try FileSystem.rename(dir + "/listed", to: dir + "/moved")
+                try FileSystem.makeDirectory(dir + "/listed", mode: 0o700)
+                try TestData.write([2], to: dir + "/listed/impostor")
+                for _ in 0..<2 {  // a second listing starts from the first entry again
+                    var names: [String] = []
+                    try folder.forEachEntry { names.append($0.name) }
+                    #expect(names == ["inside"])
+                }
+                #expect(try folder.status().st_nlink == 2, "the caller's descriptor is still open and usable")
+            }
+            let file = try FileDescriptor.open(dir + "/moved/inside", O_RDONLY)
+            try file.closeAfter {
+                #expect(throws: Errno.notDirectory) { try file.forEachEntry { _ in } }
+            }
+        }
+    }
+}

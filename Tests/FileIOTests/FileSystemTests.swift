@@ -142,6 +142,52 @@ import Glibc
         }
     }
 
+    @Test func removeDirectoryRemovesOnlyAnEmptyFolder() throws {
+        try withTemporaryDirectory { dir throws in
+            try FileSystem.makeDirectory(dir + "/folder", mode: 0o700)
+            try TestData.write([1], to: dir + "/folder/file")
+            #expect(throws: Errno(rawValue: ENOTEMPTY)) { try FileSystem.removeDirectory(dir + "/folder") }
+            #expect(throws: Errno.notDirectory) { try FileSystem.removeDirectory(dir + "/folder/file") }
+            try FileSystem.unlink(dir + "/folder/file")
+            try FileSystem.removeDirectory(dir + "/folder")
+            #expect(throws: Errno.noSuchFile) { try FileSystem.status(dir + "/folder") }
+            #expect(throws: Errno.noSuchFile) { try FileSystem.removeDirectory(dir + "/folder") }
+        }
+    }
+
+    @Test func makeUniqueDirectoryMakesAPrivateNewFolderEachTime() throws {
+        try withTemporaryDirectory { dir throws in
+            let first = try FileSystem.makeUniqueDirectory(in: dir, prefix: "scratch.")
+            let second = try FileSystem.makeUniqueDirectory(in: dir, prefix: "scratch.")
+            #expect(first != second)
+            for made in [first, second] {
+                #expect(made.hasPrefix(dir + "/scratch.") && made.count == (dir + "/scratch.").count + 6)
+                let st = try FileSystem.status(made)
+                #expect(FileKind(mode: st.st_mode) == .directory)
+                #expect(st.st_mode & 0o777 == 0o700)
+            }
+            try TestData.write([1], to: dir + "/file")
+            #expect(throws: Errno.noSuchFile) { try FileSystem.makeUniqueDirectory(in: dir + "/missing", prefix: "x") }
+            #expect(throws: Errno.notDirectory) { try FileSystem.makeUniqueDirectory(in: dir + "/file", prefix: "x") }
+        }
+    }
+
+    @Test func symlinkTargetIsTheLinksTextAsWritten() throws {
+        try withTemporaryDirectory { dir throws in
+            try TestData.write([1], to: dir + "/file")
+            #expect(symlink("file", dir + "/relative") == 0)
+            #expect(symlink("../no/such/thing", dir + "/dangling") == 0)
+            // The longest text Linux keeps (PATH_MAX less the NUL) comes back whole.
+            let long = String(repeating: "d/", count: 2046) + "end"
+            #expect(symlink(long, dir + "/long") == 0)
+            #expect(try FileSystem.symlinkTarget(dir + "/relative") == "file")
+            #expect(try FileSystem.symlinkTarget(dir + "/dangling") == "../no/such/thing")
+            #expect(try FileSystem.symlinkTarget(dir + "/long") == long)
+            #expect(throws: Errno.invalidArgument) { try FileSystem.symlinkTarget(dir + "/file") }
+            #expect(throws: Errno.noSuchFile) { try FileSystem.symlinkTarget(dir + "/missing") }
+        }
+    }
+
     @Test func fileKindFromModeMatchesDirectoryEntryTypes() {
         #expect(FileKind(mode: S_IFREG | 0o644) == .regular)
         #expect(FileKind(mode: S_IFDIR | 0o755) == .directory)

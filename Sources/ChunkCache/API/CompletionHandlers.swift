@@ -1,4 +1,5 @@
 import Foundation
+import FileIO
 import Synchronization
 
 /// The File Provider–shaped layer: the seeds' completion-handler signatures, returning a `Progress` whose
@@ -24,8 +25,9 @@ extension ChunkCache {
                     for: item, version: version, request: request, minimalRange: minimalRange, aligningTo: alignment,
                     options: options)
                 if !once.call(result.url, result.item, result.retrievedRange, result.flags, nil) {
-                    // Cancelled after the file was made: nobody will own it, so remove it.
-                    try? FileManager.default.removeItem(at: result.url)
+                    // Cancelled after the file was made: nobody will own it, so remove it. Best effort: a
+                    // hand-off file left behind is swept from tmp/ after the grace period.
+                    try? FileSystem.unlink(result.url.path)
                 }
             },
             fail: { error in _ = once.call(nil, nil, minimalRange, [], error) })
@@ -63,7 +65,7 @@ extension ChunkCache {
             work: {
                 let result = try await self.fetchContents(for: item, version: version, request: request, options: options)
                 if !once.call(result.url, result.item, result.retrievedRange, result.flags, nil) {
-                    try? FileManager.default.removeItem(at: result.url)
+                    try? FileSystem.unlink(result.url.path)  // as above: nobody will own it
                 }
             },
             fail: { error in _ = once.call(nil, nil, ByteRange(location: 0, length: 0), [], error) })

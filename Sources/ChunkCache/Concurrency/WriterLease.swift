@@ -59,15 +59,21 @@ final class WriterLease: Sendable {
     }
 
     deinit {
-        // Unlinked while still locked, so no recovery mistakes the file for a dead writer's.
-        unlink(path)
+        // Unlinked while still locked, so no recovery mistakes the file for a dead writer's. A lease already
+        // gone (a sweep raced it) needs no removal, and a deinit has nobody to report a failure to.
+        try? FileSystem.unlink(path)
         try? file.close()
     }
 
     /// Creates and locks a new lease file in `directory` (created, mode 0700, when missing).
     static func acquire(in directory: String) throws(CacheError) -> WriterLease {
-        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-            throw CacheError.file(Errno.current, path: directory, doing: "creating the store's writers directory")
+        do {
+            try FileSystem.makeDirectory(directory, mode: 0o700)
+        } catch {
+            // An existing writers directory is the usual case: another writer made it.
+            guard error == .fileExists else {
+                throw CacheError.file(error, path: directory, doing: "creating the store's writers directory")
+            }
         }
         while true {
             let token = WriterToken.random()
@@ -86,7 +92,7 @@ final class WriterLease: Sendable {
                 try? file.close()
             } catch {
                 try? file.close()
-                unlink(path)
+                try? FileSystem.unlink(path)  // best effort: the lock error below is the one to report
                 throw CacheError.file(error, path: path, doing: "locking this process's writer lease")
             }
         }
@@ -125,5 +131,8 @@ final class AbandonedLease {
     }
 
     /// Deletes the lease file while still holding its lock, so no new writer can take it over.
-    func remove() { unlink(path) }
+    func remove() {
+        // Best effort: a lease file left behind is claimed and removed again by the next recovery.
+        try? FileSystem.unlink(path)
+    }
 }

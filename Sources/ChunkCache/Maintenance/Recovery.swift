@@ -38,7 +38,8 @@ extension Store {
     /// Deletes the lease files of writers that ended with nothing pending: those whose lock is free.
     private func removeAbandonedLeases(except pendingWriters: Set<WriterToken>) {
         // No directory yet: nothing was ever written through a lease.
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: writersPath) else { return }
+        var names: [String] = []
+        guard (try? FileSystem.forEachEntry(in: writersPath, { names.append($0.name) })) != nil else { return }
         for name in names {
             guard let token = WriterToken(fileName: name), !pendingWriters.contains(token) else { continue }
             Diagnostics.attempt("remove the abandoned writer lease \(writersPath)/\(name)") {

@@ -58,7 +58,12 @@ struct TreeEntry {
                     entries.append(TreeEntry(relativePath: child, kind: .file, identity: childIdentity))
                 case S_IFLNK:
                     // Recorded as a link; never followed, so nothing outside the tree is read.
-                    let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: root + "/" + child)) ?? ""
+                    let target: String
+                    do {
+                        target = try FileSystem.symlinkTarget(root + "/" + child)
+                    } catch {
+                        throw CacheError.file(error, path: root + "/" + child, doing: "reading the symlink to import")
+                    }
                     entries.append(TreeEntry(relativePath: child, kind: .symlink, symlinkTarget: target))
                 default:
                     continue  // sockets, FIFOs and devices have no contents to cache
@@ -69,7 +74,8 @@ struct TreeEntry {
     }
 
     /// The names in `directory` with their `lstat`, once `directory` is checked to be the folder listed as
-    /// `identity`. Uses `open(2)` with `O_NOFOLLOW`, `fstat(2)`, `fdopendir(3)`, `readdir(3)` and `lstat(2)`.
+    /// `identity`. The folder is opened with `O_NOFOLLOW`, checked with `fstat`, and listed through that
+    /// descriptor, so the names are the checked folder's even if its path is swapped meanwhile.
     private static func listFolder(_ directory: String, identity: FileIdentity) throws -> [(String, stat)] {
         let file: FileDescriptor
         do {
@@ -80,29 +86,27 @@ struct TreeEntry {
             }
             throw CacheError.file(error, path: directory, doing: "listing the folder to import")
         }
-        guard let status = try? file.status(), FileIdentity(status) == identity else {
-            try? file.close()
-            throw CacheError(.invalidArgument, "\(directory) was replaced by another folder while it was listed; nothing was imported: import again when nothing changes it")
-        }
-        guard let dir = fdopendir(file.rawValue) else {
-            let error = Errno.current
-            try? file.close()
-            throw CacheError.file(error, path: directory, doing: "listing the folder to import")
-        }
-        defer { closedir(dir) }  // closes `file` too
-        var children: [(String, stat)] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+        return try file.closeAfter {
+            guard let status = try? file.status(), FileIdentity(status) == identity else {
+                throw CacheError(.invalidArgument, "\(directory) was replaced by another folder while it was listed; nothing was imported: import again when nothing changes it")
             }
-            if name == "." || name == ".." { continue }
-            var status = stat()
-            guard lstat(directory + "/" + name, &status) == 0 else {
-                throw CacheError.file(Errno.current, path: directory + "/" + name, doing: "reading the tree to import")
+            var names: [String] = []
+            do {
+                try file.forEachEntry { names.append($0.name) }
+            } catch {
+                throw CacheError.file(error as? Errno ?? Errno(rawValue: EIO), path: directory, doing: "listing the folder to import")
             }
-            children.append((name, status))
+            var children: [(String, stat)] = []
+            for name in names {
+                let path = directory + "/" + name
+                do throws(Errno) {
+                    children.append((name, try FileSystem.status(path, symlinks: .doNotFollow)))
+                } catch {
+                    throw CacheError.file(error, path: path, doing: "reading the tree to import")
+                }
+            }
+            return children
         }
-        return children
     }
 }
 
@@ -234,15 +238,18 @@ extension ChunkCache {
         if exists {
             throw CacheError(.fileExists, "domain \"\(domain)\" already exists; import into a new domain name")
         }
-        guard let resolved = realpath(path, nil) else {
-            if errno == ENOENT { throw CacheError(.invalidArgument, "\(path) does not exist; give the directory to import") }
-            throw CacheError.file(Errno.current, path: path, doing: "resolving the directory to import")
+        let root: String
+        do {
+            root = try FileSystem.canonicalPath(path)
+        } catch {
+            if error == .noSuchFile { throw CacheError(.invalidArgument, "\(path) does not exist; give the directory to import") }
+            throw CacheError.file(error, path: path, doing: "resolving the directory to import")
         }
-        let root = String(cString: resolved)
-        free(resolved)
-        var status = stat()
-        guard lstat(root, &status) == 0 else {
-            throw CacheError.file(Errno.current, path: root, doing: "reading the directory to import")
+        let status: stat
+        do {
+            status = try FileSystem.status(root, symlinks: .doNotFollow)
+        } catch {
+            throw CacheError.file(error, path: root, doing: "reading the directory to import")
         }
         guard status.st_mode & S_IFMT == S_IFDIR else {
             throw CacheError(.invalidArgument, "\(path) is not a directory; `import` takes a directory, `put` takes a file")
@@ -250,7 +257,7 @@ extension ChunkCache {
         let identity = FileIdentity(status)
         try StoreFootprint(store).refuse(root: root, identity: identity)
         let parent = URL(fileURLWithPath: root).deletingLastPathComponent().path
-        if removing && access(parent, W_OK) != 0 {
+        if removing && (try? FileSystem.checkAccess(parent, for: .write)) == nil {
             throw CacheError(.noPermission, "\(root) cannot be moved into the store: its folder \(parent) is not writable; pass --copy to leave it in place")
         }
         return (root, identity)
@@ -258,19 +265,15 @@ extension ChunkCache {
 
     /// Removes what the import took in, deepest first, then the root; anything that appeared in the tree
     /// since the walk stays (it is not in the store). Returns why something could not be removed, or `nil`.
-    /// Uses the `unlink(2)` and `rmdir(2)` system calls.
     private static func removeImported(_ entries: [TreeEntry], root: String) -> String? {
         var firstFailure: String?
-        for entry in entries.reversed() {
-            let path = root + "/" + entry.relativePath
-            if (entry.kind == .folder ? rmdir(path) : unlink(path)) != 0 {
-                let error = Errno.current
+        let removals = entries.reversed().map { (path: root + "/" + $0.relativePath, isFolder: $0.kind == .folder) }
+        for (path, isFolder) in removals + [(root, true)] {
+            do {
+                if isFolder { try FileSystem.removeDirectory(path) } else { try FileSystem.unlink(path) }
+            } catch {
                 firstFailure = firstFailure ?? "\(path): \(error)"
             }
-        }
-        if rmdir(root) != 0 {
-            let error = Errno.current
-            firstFailure = firstFailure ?? "\(root): \(error)"
         }
         return firstFailure.map { "could not remove \($0); the domain holds what was imported, so remove the rest of \(root) yourself" }
     }

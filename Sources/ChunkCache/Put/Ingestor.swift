@@ -72,7 +72,12 @@ final class Ingestor: Sendable {
         let perBatch = max(Self.batchBytes >> layout.shift, 2 * ProcessInfo.processInfo.activeProcessorCount)
         let dataRanges = try file.dataRanges(length: length)
         let state = CommitState(manifestID: manifestID)
-        let batches = [Batch(capacity: perBatch, layout: layout), Batch(capacity: perBatch, layout: layout)]
+        let batches: [Batch]
+        do {
+            batches = [try Batch(capacity: perBatch, layout: layout), try Batch(capacity: perBatch, layout: layout)]
+        } catch {
+            throw CacheError(.transient, "no memory for the buffers to store \(path) (\(error)); nothing was stored: retry when fewer puts run at once", underlying: error)
+        }
         let free = [DispatchSemaphore(value: 1), DispatchSemaphore(value: 1)]
         var rootHasher = RootHasher(length: length)
 
@@ -117,8 +122,10 @@ final class Ingestor: Sendable {
 final class Batch: @unchecked Sendable {
     let layout: ChunkLayout
     let capacity: Int
-    let raw: UnsafeMutableRawBufferPointer
-    let encoded: UnsafeMutableRawBufferPointer
+    /// Batch buffers come straight from `mmap` and go back with `munmap`: from malloc, glibc keeps tens of
+    /// megabytes per put in its heap once its mmap threshold has grown, and a long-lived process bloats.
+    private let rawMapping: AnonymousMapping
+    private let encodedMapping: AnonymousMapping
     let encodedStride: Int
     var firstChunk: Int64 = 0
     var count = 0
@@ -127,31 +134,23 @@ final class Batch: @unchecked Sendable {
     var known: [Bool]
     var encodedLengths: [Int]
 
-    init(capacity: Int, layout: ChunkLayout) {
+    /// - Throws: ``Errno`` `ENOMEM` when the address space has no room for the buffers.
+    init(capacity: Int, layout: ChunkLayout) throws(Errno) {
         self.layout = layout
         self.capacity = capacity
-        raw = Self.mapAnonymous(capacity << layout.shift)
+        rawMapping = try AnonymousMapping(byteCount: capacity << layout.shift)
         encodedStride = ChunkCodec.encodedBound(rawCount: layout.chunkSize)
-        encoded = Self.mapAnonymous(capacity * encodedStride)
+        encodedMapping = try AnonymousMapping(byteCount: capacity * encodedStride)
         rawLengths = Array(repeating: 0, count: capacity)
         digests = Array(repeating: nil, count: capacity)
         known = Array(repeating: false, count: capacity)
         encodedLengths = Array(repeating: 0, count: capacity)
     }
 
-    deinit {
-        munmap(raw.baseAddress, raw.count)
-        munmap(encoded.baseAddress, encoded.count)
-    }
-
-    /// Batch buffers come straight from `mmap` and go back with `munmap`: from malloc, glibc keeps tens of
-    /// megabytes per put in its heap once its mmap threshold has grown, and a long-lived process bloats.
-    private static func mapAnonymous(_ count: Int) -> UnsafeMutableRawBufferPointer {
-        let address = mmap(nil, count, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-        // Only address-space exhaustion fails here; nothing sensible can continue.
-        guard let address, address != MAP_FAILED else { fatalError("mmap of \(count) bytes for an ingest batch failed") }
-        return UnsafeMutableRawBufferPointer(start: address, count: count)
-    }
+    /// The raw bytes of the batch's chunks, one chunk size apart.
+    var raw: UnsafeMutableRawBufferPointer { rawMapping.buffer }
+    /// The chunks' encodings, `encodedStride` bytes apart.
+    var encoded: UnsafeMutableRawBufferPointer { encodedMapping.buffer }
 
     func rawChunk(_ i: Int) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(rebasing: raw[(i << layout.shift)..<((i << layout.shift) + rawLengths[i])])

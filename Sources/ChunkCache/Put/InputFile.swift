@@ -15,8 +15,7 @@ struct FileIdentity: Hashable, Sendable {
     /// The identity of what `path` names, not following a final symlink; `nil` when nothing is there.
     /// Uses the `lstat(2)` system call.
     init?(ofPath path: String) {
-        var status = stat()
-        guard lstat(path, &status) == 0 else { return nil }
+        guard let status = try? FileSystem.status(path, symlinks: .doNotFollow) else { return nil }
         self.init(status)
     }
 }
@@ -61,10 +60,10 @@ func openRegularFile(_ path: String, listedAs listed: FileIdentity? = nil) throw
             throw CacheError(.invalidArgument, "\(path) was replaced by another file after it was listed; \(changedAdvice)")
         }
         // Reads of a regular file never block anyway; clear the flag so nothing downstream sees EAGAIN.
-        // See: man 2 fcntl
-        let flags = fcntl(file.rawValue, F_GETFL)
-        guard flags >= 0, fcntl(file.rawValue, F_SETFL, flags & ~O_NONBLOCK) == 0 else {
-            throw CacheError.file(Errno.current, path: path, doing: "preparing the file for reading")
+        do {
+            try file.setBlocking(true)
+        } catch {
+            throw CacheError.file(error, path: path, doing: "preparing the file for reading")
         }
         return file
     } catch {

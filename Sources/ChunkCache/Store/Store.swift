@@ -208,7 +208,7 @@ final class Store: Sendable {
         return try directory.closeAfter {  // closing releases the lock
             // Where the filesystem has no flock (ENOLCK, EOPNOTSUPP), go on unlocked: the lock only narrows
             // the window of two first opens at once, and LMDB's own lock still orders their writes.
-            while flock(directory.rawValue, LOCK_EX) != 0 && errno == EINTR {}
+            try? directory.lock(.exclusive)
             return try body()
         }
     }
@@ -245,40 +245,58 @@ final class Store: Sendable {
     /// `MDB_MAGIC` of lmdb.h, stored little-endian on the machines LMDB runs on here.
     private static let lmdbMagic: UInt32 = 0xBEEF_C0DE
 
-    /// Creates the store directory (0700) and its `tmp/`, returning the canonical path.
+    /// Creates the store directory (0700, with any missing parents) and its `tmp/`, returning the canonical path.
     private static func prepareDirectory(_ rawPath: String) throws -> String {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: rawPath, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else {
-                throw CacheError(.invalidArgument, "the store path \(rawPath) is a file, not a directory; give a directory with --store")
-            }
-        } else {
+        switch kind(of: rawPath) {
+        case .directory?:
+            break
+        case nil:
             // The nearest existing ancestor must be a directory, or no store can be made below it.
+            var missing = [rawPath]
             var ancestor = URL(fileURLWithPath: rawPath).deletingLastPathComponent()
-            while !FileManager.default.fileExists(atPath: ancestor.path, isDirectory: &isDirectory) && ancestor.path != "/" {
+            while kind(of: ancestor.path) == nil && ancestor.path != "/" {
+                missing.append(ancestor.path)
                 ancestor.deleteLastPathComponent()
             }
-            guard isDirectory.boolValue else {
+            guard kind(of: ancestor.path) == .directory else {
                 throw CacheError(.invalidArgument, "cannot create the store at \(rawPath): \(ancestor.path) is a file, not a directory; pick another --store")
             }
-            do {
-                try FileManager.default.createDirectory(atPath: rawPath, withIntermediateDirectories: true,
-                                                        attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw CacheError(.noPermission, "cannot create the store directory \(rawPath) (\(error.localizedDescription)); pick a writable --store")
+            for folder in missing.reversed() {
+                do {
+                    try FileSystem.makeDirectory(folder, mode: 0o700)
+                } catch where error == .fileExists {
+                    continue  // another process made it meanwhile
+                } catch {
+                    throw CacheError.file(error, path: folder, doing: "creating the store directory")
+                }
+            }
+        case _?:
+            throw CacheError(.invalidArgument, "the store path \(rawPath) is a file, not a directory; give a directory with --store")
+        }
+        let path: String
+        do {
+            path = try FileSystem.canonicalPath(rawPath)
+        } catch {
+            throw CacheError.file(error, path: rawPath, doing: "resolving the store path")
+        }
+        do {
+            try FileSystem.makeDirectory(path + "/tmp", mode: 0o700)
+        } catch {
+            // An existing tmp/ is an existing store's.
+            guard error == .fileExists else {
+                throw CacheError.file(error, path: path + "/tmp", doing: "creating the store's tmp directory")
             }
         }
-        guard let resolved = realpath(rawPath, nil) else {
-            throw CacheError.file(Errno.current, path: rawPath, doing: "resolving the store path")
-        }
-        defer { free(resolved) }
-        let path = String(cString: resolved)
-        if mkdir(path + "/tmp", 0o700) != 0 && errno != EEXIST {
-            throw CacheError.file(Errno.current, path: path + "/tmp", doing: "creating the store's tmp directory")
-        }
-        guard access(path, W_OK) == 0 else {
-            throw CacheError(.noPermission, "the store directory \(path) is not writable; fix its permissions or pick another --store")
+        do {
+            try FileSystem.checkAccess(path, for: .write)
+        } catch {
+            throw CacheError(.noPermission, "the store directory \(path) is not writable (\(error)); fix its permissions or pick another --store", underlying: error)
         }
         return path
+    }
+
+    /// The kind of what `path` names, following symlinks; `nil` when nothing is there (or it cannot be told).
+    private static func kind(of path: String) -> FileKind? {
+        (try? FileSystem.status(path)).map { FileKind(mode: $0.st_mode) }
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import ChunkCache
 import ChunkCacheBench
+import FileIO
 import Foundation
 
 #if canImport(Glibc)
@@ -123,7 +124,7 @@ struct BenchReadLatency: AsyncParsableCommand {
                     case .engine:
                         let result = try await cache.fetchPartialContents(
                             for: id, version: put.item.itemVersion, minimalRange: range, aligningTo: Int(alignment))
-                        result.url.withUnsafeFileSystemRepresentation { _ = unlink($0!) }
+                        try? FileSystem.unlink(result.url.path)  // the scratch directory's removal catches a leftover
                         elapsed.engine = MonotonicClock.nanoseconds() - start
                     case .raw:
                         do { try raw.fetch(range) } catch { throw benchError(error, doing: "the raw floor on range \(range) of \(file)") }

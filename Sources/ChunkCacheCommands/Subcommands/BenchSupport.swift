@@ -2,6 +2,7 @@ import ArgumentParser
 import ChunkCache
 import ChunkCacheBench
 import Dispatch
+import FileIO
 import Foundation
 
 #if canImport(Glibc)
@@ -30,31 +31,28 @@ final class ScratchDirectory {
     /// Makes `chunkcache-bench.XXXXXX` under `parent` (default `$TMPDIR` or `/tmp`).
     init(in parent: String?) throws {
         let parent = parent ?? NSTemporaryDirectory()
-        var template = Array((parent + "/chunkcache-bench.XXXXXX").utf8CString)
-        path = try template.withUnsafeMutableBufferPointer { buffer in
-            // See: man 3 mkdtemp
-            guard let made = mkdtemp(buffer.baseAddress!), let canonical = realpath(made, nil) else {
-                let error = errno
-                if error == ENOENT || error == ENOTDIR {
-                    throw CacheError(.invalidArgument, "cannot make a scratch directory in \(parent): it does not exist; check the path")
-                }
-                if error == EACCES || error == EPERM || error == EROFS {
-                    throw CacheError(.noPermission, "cannot make a scratch directory in \(parent): no permission; pick another with --scratch")
-                }
-                throw CacheError(.transient, "cannot make a scratch directory in \(parent): \(String(cString: strerror(error))); retry")
+        do {
+            path = try FileSystem.canonicalPath(FileSystem.makeUniqueDirectory(in: parent, prefix: "chunkcache-bench."))
+        } catch {
+            if error == .noSuchFile || error == .notDirectory {
+                throw CacheError(.invalidArgument, "cannot make a scratch directory in \(parent): it does not exist; check the path")
             }
-            defer { free(canonical) }
-            return String(cString: canonical)
+            if [Errno.permissionDenied, .notPermitted, .readOnlyFilesystem].contains(error) {
+                throw CacheError(.noPermission, "cannot make a scratch directory in \(parent): no permission; pick another with --scratch")
+            }
+            throw CacheError(.transient, "cannot make a scratch directory in \(parent): \(error); retry")
         }
         let path = self.path
         for signalNumber in [SIGINT, SIGTERM, SIGHUP] {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler {
+                // FileManager walks and removes a whole tree, which FileIO has no wrapper for; best effort,
+                // as the process is going anyway.
                 try? FileManager.default.removeItem(atPath: path)
                 let erase = isatty(STDERR_FILENO) == 1 ? "\r\u{1B}[K" : ""  // the progress line, if any
                 let line = erase + "chunkcache: interrupted; removed the scratch store \(path)\n"
-                _ = line.withCString { write(STDERR_FILENO, $0, strlen($0)) }
+                try? Array(line.utf8).withUnsafeBytes { try FileDescriptor(rawValue: STDERR_FILENO).writeAll($0) }
                 exit(128 + signalNumber)
             }
             source.resume()
@@ -67,6 +65,7 @@ final class ScratchDirectory {
         for source in signalSources { source.cancel() }
         signalSources.removeAll()
         for signalNumber in [SIGINT, SIGTERM, SIGHUP] { signal(signalNumber, SIG_DFL) }
+        // A whole tree: FileManager's recursive removal, as in the signal handler above.
         try? FileManager.default.removeItem(atPath: path)
     }
 }
@@ -98,14 +97,8 @@ final class ProgressLine {
     }
 
     private func emit(_ text: String) {
-        var bytes = Array(text.utf8)
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { write(STDERR_FILENO, $0.baseAddress! + done, $0.count - done) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }  // a progress line is best effort
-            done += n
-        }
+        // A progress line is best effort: a failed write leaves it out.
+        try? Array(text.utf8).withUnsafeBytes { try FileDescriptor(rawValue: STDERR_FILENO).writeAll($0) }
     }
 }
 
