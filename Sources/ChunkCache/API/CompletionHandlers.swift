@@ -89,9 +89,10 @@ extension ChunkCache {
     }
 
     /// Starts `work` in a task tied to a new `Progress`: cancelling the progress cancels the task and
-    /// reports `userCancelled` through `fail` at once. `what` names the request in errors.
+    /// reports `userCancelled` through `fail` at once. `what` names the request in errors; it is built only
+    /// when one happens, so a fetch that succeeds pays nothing for it.
     private func runWithProgress(
-        doing what: String, work: @escaping @Sendable () async throws -> Void, fail: @escaping @Sendable (any Error) -> Void
+        doing what: @escaping @Sendable @autoclosure () -> String, work: @escaping @Sendable () async throws -> Void, fail: @escaping @Sendable (any Error) -> Void
     ) -> Progress {
         let storePath = path
         let progress = Progress(totalUnitCount: 1)
@@ -100,12 +101,12 @@ extension ChunkCache {
                 try await work()
                 progress.completedUnitCount = 1
             } catch {
-                fail(CacheError.wrap(error, store: storePath, doing: what).systemError)
+                fail(CacheError.wrap(error, store: storePath, doing: what()).systemError)
             }
         }
         progress.cancellationHandler = {
             task.cancel()
-            fail(CacheError(.userCancelled, "\(what) was cancelled").systemError)
+            fail(CacheError(.userCancelled, "\(what()) was cancelled").systemError)
         }
         return progress
     }
