@@ -70,28 +70,33 @@ import Testing
         }
     }
 
-    /// CONTRACT §3: Swift `Task` cancellation stops a fetch and a put in flight with `userCancelled`; the
-    /// fetch leaves no temp file and the put leaves the store as it was.
-    @Test("§3 A16: cancelling the Task of a fetch or a put in flight reports userCancelled and leaves nothing behind")
-    func cancelledTasks() async throws {
+    /// CONTRACT §3: Swift `Task` cancellation stops a put in flight with `userCancelled` and leaves the store as
+    /// it was (a fetch in flight: `FetchCancellationTests`). No sleeps: the writer's hook cancels the put's task
+    /// once its first batch is committed, so the put is certainly mid-way.
+    @Test("§3 A16: cancelling the Task of a put in flight reports userCancelled and leaves the store as it was")
+    func cancelledPut() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
-            let id = ItemIdentifier(domain: "d", "big")
-            try await put(cache, TestData.text(count: 48 << 20, seed: 3), as: id, in: dir)
+            try await put(cache, TestData.text(count: 1 << 20, seed: 3), as: ItemIdentifier(domain: "d", "small"), in: dir)
             let before = try await cache.statistics()
-
-            let fetch = Task { try await cache.fetchContents(for: id) }
-            try await Task.sleep(for: .milliseconds(3))
-            fetch.cancel()
-            #expect(await errorCode { _ = try await fetch.value } == .userCancelled)
-            #expect(try FileManager.default.contentsOfDirectory(atPath: cache.temporaryDirectoryURL.path).isEmpty)
-
             let input = dir + "/other"
             try TestData.write(TestData.text(count: 48 << 20, seed: 4), to: input)
-            let put = Task { try await cache.put(fileAt: input, as: ItemIdentifier(domain: "d", "other")) }
-            try await Task.sleep(for: .milliseconds(3))
-            put.cancel()
-            #expect(await errorCode { _ = try await put.value } == .userCancelled)
+            let handle = Mutex<Task<ChunkCache.PutResult, any Error>?>(nil)
+            let transactions = Atomic(0)
+            let (published, publish) = AsyncStream<Void>.makeStream()
+            // The first transaction begins the pending manifest, the second commits the first batch.
+            cache.store.writer.afterEachTransaction.withLock { hook in
+                hook = { if transactions.wrappingAdd(1, ordering: .relaxed).newValue == 2 { handle.withLock { $0 }?.cancel() } }
+            }
+            defer { cache.store.writer.afterEachTransaction.withLock { $0 = nil } }
+            let task = Task {
+                for await _ in published { break }  // the hook needs the handle
+                return try await cache.put(fileAt: input, as: ItemIdentifier(domain: "d", "other"))
+            }
+            handle.withLock { $0 = task }
+            publish.yield()
+            #expect(await errorCode { _ = try await task.value } == .userCancelled)
+            #expect(transactions.load(ordering: .relaxed) >= 2, "the put was cancelled mid-way")
             var after = try await cache.statistics()
             after.fileBytes = before.fileBytes
             #expect(after == before, "a cancelled put is rolled back")
