@@ -12,13 +12,18 @@ struct VerifyTests {
     /// Flips one byte inside every copy of `chunk`'s raw bytes in the store's data file; returns how many copies.
     /// Random chunks do not compress, so the store keeps them raw and their bytes can be found as they are.
     func damage(_ chunk: [UInt8], inStore store: String) throws -> Int {
+        try flipEvery(Data(chunk.prefix(256)), at: 1000, with: 0x5A, inStore: store)
+    }
+
+    /// XORs the byte `offset` bytes into every copy of `needle` in the store's data file with `mask`, as a disk
+    /// error would; returns how many copies it changed.
+    func flipEvery(_ needle: Data, at offset: Int, with mask: UInt8, inStore store: String) throws -> Int {
         let path = store + "/data.mdb"
         var data = try Data(contentsOf: URL(fileURLWithPath: path))
-        let needle = Data(chunk.prefix(256))
         var found = 0
         var searchFrom = data.startIndex
         while let hit = data.range(of: needle, in: searchFrom..<data.endIndex) {
-            data[hit.lowerBound + 1000] ^= 0x5A
+            data[hit.lowerBound + offset] ^= mask
             found += 1
             searchFrom = hit.upperBound
         }
@@ -83,20 +88,9 @@ struct VerifyTests {
     /// Changes the tag of every manifest entry naming `chunk` from "stored" (1) to "zero" (2) in the store's data
     /// file, as a disk error would; returns how many copies it changed.
     func damageManifestEntry(naming chunk: [UInt8], inStore store: String) throws -> Int {
-        let path = store + "/data.mdb"
-        var data = try Data(contentsOf: URL(fileURLWithPath: path))
         let hex = Array(chunk.withUnsafeBytes { ChunkDigest(hashing: $0) }.description.utf8)
         let digest = stride(from: 0, to: hex.count, by: 2).map { UInt8(String(decoding: hex[$0..<($0 + 2)], as: UTF8.self), radix: 16)! }
-        let needle = Data([1] + digest)
-        var found = 0
-        var searchFrom = data.startIndex
-        while let hit = data.range(of: needle, in: searchFrom..<data.endIndex) {
-            data[hit.lowerBound] ^= 0x03
-            found += 1
-            searchFrom = hit.upperBound
-        }
-        try TestData.write(Array(data), to: path)
-        return found
+        return try flipEvery(Data([1] + digest), at: 0, with: 0x03, inStore: store)
     }
 
     @Test("a damaged manifest page is never served as zeros: fetch is corruptData naming the item; verify names it and exits 0")
