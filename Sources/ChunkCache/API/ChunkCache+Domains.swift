@@ -25,6 +25,21 @@ public struct DomainInfo: Sendable, Hashable {
     /// The largest sequential read-ahead window, unless set.
     public static let defaultReadAhead: Int64 = 4 << 20
     public static let readAheadRange: ClosedRange<Int64> = 0...(1 << 30)
+    public static let maxHeaders = 64
+
+    /// Checks the settings given (nil ones are not checked), as `addDomain` and `setDomain` do.
+    /// - Throws: `invalidArgument` naming the flag at fault and what to give.
+    public static func validate(pipelineDepth: Int?, readAhead: Int64?, headerCount: Int) throws(CacheError) {
+        if let pipelineDepth, !pipelineDepthRange.contains(pipelineDepth) {
+            throw CacheError(.invalidArgument, "--pipeline-depth \(pipelineDepth) is outside 1…128; give the number of origin requests to keep in flight")
+        }
+        if let readAhead, !readAheadRange.contains(readAhead) {
+            throw CacheError(.invalidArgument, "--read-ahead \(readAhead) is outside 0…1GiB; give a size such as 4MiB (0 turns read-ahead off)")
+        }
+        guard headerCount <= maxHeaders else {
+            throw CacheError(.invalidArgument, "\(headerCount) --header options are more than \(maxHeaders); give fewer")
+        }
+    }
 }
 
 extension ChunkCache {
@@ -41,7 +56,7 @@ extension ChunkCache {
         pipelineDepth: Int = DomainInfo.defaultPipelineDepth, readAhead: Int64 = DomainInfo.defaultReadAhead
     ) async throws -> DomainInfo {
         try Catalog.validate(domain: name, item: nil)
-        try Self.validate(headers: headers, pipelineDepth: pipelineDepth, readAhead: readAhead)
+        try DomainInfo.validate(pipelineDepth: pipelineDepth, readAhead: readAhead, headerCount: headers.count)
         let dbs = store.dbs
         do {
             return try await store.writer.write { txn in
@@ -69,8 +84,7 @@ extension ChunkCache {
         _ name: String, origin: Origin? = nil, headers: [OriginHeader]? = nil, pipelineDepth: Int? = nil, readAhead: Int64? = nil
     ) async throws -> DomainInfo {
         try Catalog.validate(domain: name, item: nil)
-        try Self.validate(headers: headers ?? [], pipelineDepth: pipelineDepth ?? DomainInfo.defaultPipelineDepth,
-                          readAhead: readAhead ?? DomainInfo.defaultReadAhead)
+        try DomainInfo.validate(pipelineDepth: pipelineDepth, readAhead: readAhead, headerCount: headers?.count ?? 0)
         let dbs = store.dbs
         do {
             return try await store.writer.write { txn in
@@ -135,18 +149,6 @@ extension ChunkCache {
             }
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "removing domain \"\(name)\"")
-        }
-    }
-
-    private static func validate(headers: [OriginHeader], pipelineDepth: Int, readAhead: Int64) throws(CacheError) {
-        guard DomainInfo.pipelineDepthRange.contains(pipelineDepth) else {
-            throw CacheError(.invalidArgument, "--pipeline-depth \(pipelineDepth) is outside 1…128; give the number of origin requests to keep in flight")
-        }
-        guard DomainInfo.readAheadRange.contains(readAhead) else {
-            throw CacheError(.invalidArgument, "--read-ahead \(readAhead) is outside 0…1GiB; give a size such as 4MiB (0 turns read-ahead off)")
-        }
-        guard headers.count <= 64 else {
-            throw CacheError(.invalidArgument, "\(headers.count) --header options are more than 64; give fewer")
         }
     }
 
