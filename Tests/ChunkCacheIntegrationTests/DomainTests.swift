@@ -102,6 +102,8 @@ import Testing
             { _ = try OriginHeader(parsing: "Authorization: \(Self.secret)\n") },
             { _ = try OriginHeader(parsing: "Bad Name: \(Self.secret)") },
             { _ = try Origin("https://user:s3cr3t@h/") },
+            { _ = try Origin("https://user:s3cr3t@h/a b/") },
+            { _ = try Origin("s3://b/p", endpoint: "http://k:s3cr3t@h/x", region: "r") },
         ]
         for body in failures {
             #expect(throws: CacheError.self) { try body() }

@@ -108,9 +108,15 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
         return base
     }
 
-    /// A value quoted for a message: at most 200 characters, so a huge argument does not flood the terminal.
+    /// A value quoted for a message: at most 200 characters, so a huge argument does not flood the terminal,
+    /// and a user name or password before an `@` in the authority shown as `…` (it may be a credential).
     private static func printable(_ value: String) -> String {
-        "\"\(value.prefix(200))\(value.count > 200 ? "…" : "")\""
+        var shown = value
+        if let scheme = shown.range(of: "://") {
+            let authority = shown[scheme.upperBound...].prefix { $0 != "/" }
+            if let at = authority.lastIndex(of: "@") { shown.replaceSubrange(authority.startIndex..<at, with: "…") }
+        }
+        return "\"\(shown.prefix(200))\(shown.count > 200 ? "…" : "")\""
     }
 }
 

@@ -7,6 +7,10 @@ struct Domain: AsyncParsableCommand {
         abstract: "Add, change, list or remove domains and their origins.",
         subcommands: [Add.self, Set.self, List.self, Remove.self])
 
+    // As in `Bench`: the root moves global options to just after `domain`, before `add`; the subcommands'
+    // `global`, under the same name, reads them.
+    @OptionGroup var global: GlobalOptions
+
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Create a domain, with an origin to read its items from or without (the store is then its only copy).")
