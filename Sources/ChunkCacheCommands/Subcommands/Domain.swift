@@ -5,7 +5,7 @@ import ChunkCache
 struct Domain: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Add, change, list or remove domains and their origins.",
-        subcommands: [Add.self, Set.self, List.self, Remove.self])
+        subcommands: [Add.self, Change.self, List.self, Remove.self])
 
     // As in `Bench`: the root moves global options to just after `domain`, before `add`; the subcommands'
     // `global`, under the same name, reads them.
@@ -13,7 +13,7 @@ struct Domain: AsyncParsableCommand {
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Create a domain, with an origin to read its items from or without (the store is then its only copy).")
+            commandName: "add", abstract: "Create a domain, with an origin to read its items from or without (the store is then its only copy).")
 
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The domain name.") var name: String
@@ -29,9 +29,9 @@ struct Domain: AsyncParsableCommand {
         }
     }
 
-    struct Set: AsyncParsableCommand {
+    struct Change: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Change a domain's settings: those given change, the others stay (--header replaces all headers).")
+            commandName: "set", abstract: "Change a domain's settings: those given change, the others stay (--header replaces all headers).")
 
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The domain name.") var name: String
