@@ -8,12 +8,12 @@ enum MissingItem {
     enum Authority: Sendable, Equatable {
         /// The domain has no origin: the store is its only copy, so the catalogue's answer is final.
         case store
+        /// The domain names an origin: only the origin's 404 or 410 confirms an item gone.
+        case origin
     }
 
-    /// The authority over `domain`'s items. Every domain is its own authority until domains can name an
-    /// origin (CONTRACT §10); then an origin domain's missing items are asked of the origin, and only its
-    /// 404 or 410 confirms them gone.
-    static func authority(of domain: DomainRecord) -> Authority { .store }
+    /// The authority over `domain`'s items: its origin when it names one (CONTRACT §10), else the store.
+    static func authority(of domain: DomainRecord) -> Authority { domain.origin == nil ? .store : .origin }
 
     /// The error for item `id`, which the catalogue of `domain` lacks, as its `authority` decides it.
     static func confirm(_ id: String, domain: String, authority: Authority) -> CacheError {
@@ -21,6 +21,10 @@ enum MissingItem {
         case .store:
             return CacheError(.noSuchItem,
                 "there is no item \"\(id)\" in domain \"\(domain)\" (the store holds the domain's only copy); check the identifier")
+        case .origin:
+            // Not noSuchItem: the store lacking the item says nothing about the origin (C2).
+            return CacheError(.featureUnsupported,
+                "item \"\(id)\" of domain \"\(domain)\" is not in the store, and reads from a domain's origin are not built in this version of chunkcache; `chunkcache put --domain \(domain)` the file to serve it from the store")
         }
     }
 }

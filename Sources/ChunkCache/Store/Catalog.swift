@@ -6,7 +6,7 @@ enum Catalog {
     /// The domain's record, or `noSuchItem` naming it.
     static func domain<T: TransactionReading & ~Copyable>(_ name: String, in txn: borrowing T, _ dbs: Databases) throws -> DomainRecord {
         guard let raw = try txn.get(dbs.domains, key: Keys.domain(name)) else {
-            throw CacheError(.noSuchItem, "there is no domain \"\(name)\" in this store; `chunkcache put --domain \(name) …` or `import` creates it")
+            throw CacheError(.noSuchItem, "there is no domain \"\(name)\" in this store; `chunkcache domain add \(name)`, `put --domain \(name) …` or `import` creates it")
         }
         return try DomainRecord(decoding: raw, name: RecordNames.domain(name))
     }

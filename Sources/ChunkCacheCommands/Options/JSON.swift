@@ -4,6 +4,7 @@ import Foundation
 public enum JSON: Sendable {
     case string(String)
     case int(Int64)
+    case bool(Bool)
     case double(Double)
     case array([JSON])
     case object([(String, JSON)])
@@ -14,6 +15,7 @@ public enum JSON: Sendable {
         switch self {
         case .string(let s): return JSON.quote(s)
         case .int(let n): return String(n)
+        case .bool(let b): return b ? "true" : "false"
         case .double(let d): return d.isFinite ? String(format: "%.4f", d) : "null"
         case .array(let items): return "[" + items.map(\.rendered).joined(separator: ",") + "]"
         case .null: return "null"

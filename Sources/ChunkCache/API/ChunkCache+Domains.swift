@@ -1,0 +1,183 @@
+import Foundation
+import LMDBKit
+
+/// A domain as `domains()` lists it: its origin settings and what the store holds of it. Header values are
+/// credentials, so only their names are here.
+public struct DomainInfo: Sendable, Hashable {
+    public var name: String
+    public var origin: Origin?
+    /// The names of the headers sent to the origin, in the order given.
+    public var headerNames: [String]
+    public var pipelineDepth: Int
+    public var readAhead: Int64
+    public var domainVersion: DomainVersion
+    /// Items of every kind (files, folders, symlinks).
+    public var items: Int
+    /// Bytes of the domain's versions the store holds (zero chunks count as held).
+    public var cachedBytes: Int64
+    /// False while an import into the domain is under way. An import publishes its domain in one
+    /// transaction, so a listed domain's import has always finished.
+    public var importFinished: Bool
+
+    /// Origin requests in flight per domain per process, unless set.
+    public static let defaultPipelineDepth = 8
+    public static let pipelineDepthRange = 1...128
+    /// The largest sequential read-ahead window, unless set.
+    public static let defaultReadAhead: Int64 = 4 << 20
+    public static let readAheadRange: ClosedRange<Int64> = 0...(1 << 30)
+    public static let maxHeaders = 64
+
+    /// Checks the settings given (nil ones are not checked), as `addDomain` and `setDomain` do.
+    /// - Throws: `invalidArgument` naming the flag at fault and what to give.
+    public static func validate(pipelineDepth: Int?, readAhead: Int64?, headerCount: Int) throws(CacheError) {
+        if let pipelineDepth, !pipelineDepthRange.contains(pipelineDepth) {
+            throw CacheError(.invalidArgument, "--pipeline-depth \(pipelineDepth) is outside 1…128; give the number of origin requests to keep in flight")
+        }
+        if let readAhead, !readAheadRange.contains(readAhead) {
+            throw CacheError(.invalidArgument, "--read-ahead \(readAhead) is outside 0…1GiB; give a size such as 4MiB (0 turns read-ahead off)")
+        }
+        guard headerCount <= maxHeaders else {
+            throw CacheError(.invalidArgument, "\(headerCount) --header options are more than \(maxHeaders); give fewer")
+        }
+    }
+}
+
+extension ChunkCache {
+    /// Creates a domain, with an origin or without (then the store is its only copy).
+    ///
+    /// - Parameters:
+    ///   - headers: Sent with every origin request; their values are stored and never printed.
+    ///   - pipelineDepth: Origin requests in flight per process, 1…128.
+    ///   - readAhead: The largest sequential read-ahead window, 0…1 GiB.
+    /// - Returns: The new domain, at domain version 1.
+    /// - Throws: `fileExists` when the domain exists; `invalidArgument` for a setting out of range.
+    public func addDomain(
+        _ name: String, origin: Origin? = nil, headers: [OriginHeader] = [],
+        pipelineDepth: Int = DomainInfo.defaultPipelineDepth, readAhead: Int64 = DomainInfo.defaultReadAhead
+    ) async throws -> DomainInfo {
+        try Catalog.validate(domain: name, item: nil)
+        try DomainInfo.validate(pipelineDepth: pipelineDepth, readAhead: readAhead, headerCount: headers.count)
+        let dbs = store.dbs
+        do {
+            return try await store.writer.write { txn in
+                guard try txn.get(dbs.domains, key: Keys.domain(name)) == nil else {
+                    throw CacheError(.fileExists, "domain \"\(name)\" already exists; change it with `chunkcache domain set \(name) …` or pick another name")
+                }
+                var record = DomainRecord(version: 0, createdAt: Date().timeIntervalSince1970)
+                record.origin = origin
+                record.headers = headers
+                record.pipelineDepth = pipelineDepth
+                record.readAhead = readAhead
+                _ = try txn.bump(&record, named: name, dbs)
+                return try Self.info(name, record, in: txn, dbs)
+            }
+        } catch {
+            throw CacheError.wrap(error, store: store.path, doing: "adding domain \"\(name)\"")
+        }
+    }
+
+    /// Changes the settings given (a nil one stays as it is). Bumps the domain version when anything changed.
+    ///
+    /// - Parameter headers: Replaces all the headers; `[]` removes them.
+    /// - Throws: `noSuchItem` for an unknown domain; `invalidArgument` for a setting out of range.
+    public func setDomain(
+        _ name: String, origin: Origin? = nil, headers: [OriginHeader]? = nil, pipelineDepth: Int? = nil, readAhead: Int64? = nil
+    ) async throws -> DomainInfo {
+        try Catalog.validate(domain: name, item: nil)
+        try DomainInfo.validate(pipelineDepth: pipelineDepth, readAhead: readAhead, headerCount: headers?.count ?? 0)
+        let dbs = store.dbs
+        do {
+            return try await store.writer.write { txn in
+                let before = try txn.domainForChange(name, create: false, dbs)
+                var record = before
+                if let origin { record.origin = origin }
+                if let headers { record.headers = headers }
+                if let pipelineDepth { record.pipelineDepth = pipelineDepth }
+                if let readAhead { record.readAhead = readAhead }
+                if !record.hasSameSettings(as: before) { _ = try txn.bump(&record, named: name, dbs) }
+                return try Self.info(name, record, in: txn, dbs)
+            }
+        } catch {
+            throw CacheError.wrap(error, store: store.path, doing: "changing domain \"\(name)\"")
+        }
+    }
+
+    /// Every domain, sorted by name.
+    public func domains() async throws -> [DomainInfo] {
+        let store = self.store
+        return try await runBlocking(doing: "listing the domains", store: store.path) { _ in
+            try store.environment.read { txn in
+                var records: [(String, DomainRecord)] = []
+                try txn.scan(store.dbs.domains, prefix: []) { key, value in
+                    var reader = ByteReader(key)
+                    let name = (try? reader.readPrefixedString()) ?? ""
+                    records.append((name, try DomainRecord(decoding: value, name: RecordNames.domain(name))))
+                    return true
+                }
+                return try records.sorted { $0.0 < $1.0 }.map { try Self.info($0.0, $0.1, in: txn, store.dbs) }
+            }
+        }
+    }
+
+    /// Removes a domain with its items, versions and manifests, releasing their chunks (a chunk another
+    /// domain shares stays), in one transaction.
+    /// - Throws: `noSuchItem` for an unknown domain.
+    public func removeDomain(_ name: String) async throws {
+        try Catalog.validate(domain: name, item: nil)
+        let dbs = store.dbs
+        do {
+            try await store.writer.write { txn in
+                _ = try txn.domainForChange(name, create: false, dbs)
+                let prefix = Keys.domain(name)
+                var itemKeys: [[UInt8]] = []
+                try txn.scan(dbs.items, prefix: prefix) { key, _ in
+                    itemKeys.append(Array(key))
+                    return true
+                }
+                var versions: [(key: [UInt8], record: VersionRecord)] = []
+                try txn.scan(dbs.versions, prefix: prefix) { key, value in
+                    versions.append((Array(key), try VersionRecord(decoding: value, name: RecordNames.version(key: key, in: txn, dbs))))
+                    return true
+                }
+                for version in versions {
+                    try txn.dropManifest(version.record.manifestID, dbs)
+                    try txn.addToCounter(dbs, MetaKey.logicalBytes, -version.record.size)
+                    try txn.delete(dbs.versions, key: version.key)
+                }
+                for key in itemKeys { try txn.delete(dbs.items, key: key) }
+                try txn.delete(dbs.domains, key: prefix)
+            }
+        } catch {
+            throw CacheError.wrap(error, store: store.path, doing: "removing domain \"\(name)\"")
+        }
+    }
+
+    /// The public form of a domain, with what the store holds of it.
+    private static func info<T: TransactionReading & ~Copyable>(
+        _ name: String, _ record: DomainRecord, in txn: borrowing T, _ dbs: Databases
+    ) throws -> DomainInfo {
+        let prefix = Keys.domain(name)
+        var items = 0
+        try txn.scan(dbs.items, prefix: prefix) { _, _ in
+            items += 1
+            return true
+        }
+        var cached: Int64 = 0
+        try txn.scan(dbs.versions, prefix: prefix) { key, value in
+            let version = try VersionRecord(decoding: value, name: RecordNames.version(key: key, in: txn, dbs))
+            cached += try cachedBytes(of: version, in: txn, dbs)
+            return true
+        }
+        return DomainInfo(
+            name: name, origin: record.origin, headerNames: record.headers.map(\.name), pipelineDepth: record.pipelineDepth,
+            readAhead: record.readAhead, domainVersion: DomainVersion(rawValue: record.version), items: items,
+            cachedBytes: cached, importFinished: true)
+    }
+}
+
+extension DomainRecord {
+    /// True when the origin settings are the same: changing them to what they are is not a change.
+    func hasSameSettings(as other: DomainRecord) -> Bool {
+        origin == other.origin && headers == other.headers && pipelineDepth == other.pipelineDepth && readAhead == other.readAhead
+    }
+}
