@@ -2,9 +2,11 @@
 # Installs the Debian packages the build and the tests need, only those missing.
 #   liblmdb-dev libzstd-dev libxxhash-dev pkg-config: the C libraries the package links (pkg-config names
 #   lmdb, libzstd, libxxhash); xfsprogs: mkfs.xfs for the reflink test; lmdb-utils: mdb_stat for looking
-#   inside a store; zstd: the CLI the benchmarks compare against; jq: run.sh reads JSON with it.
+#   inside a store; zstd: the CLI the benchmarks compare against; jq: run.sh reads JSON with it;
+#   nginx-light: the HTTP origin the cold-path tests start themselves on 127.0.0.1 (no service is enabled:
+#   the tests run their own with a generated config).
 set -euo pipefail
-packages=(liblmdb-dev libzstd-dev libxxhash-dev pkg-config xfsprogs lmdb-utils zstd jq)
+packages=(liblmdb-dev libzstd-dev libxxhash-dev pkg-config xfsprogs lmdb-utils zstd jq nginx-light)
 missing=()
 for package in "${packages[@]}"; do
     dpkg -s "$package" 2>/dev/null | grep -q '^Status: install ok installed' || missing+=("$package")
@@ -19,3 +21,5 @@ if ((${#missing[@]})); then
 fi
 # botocore: the SigV4 tests compare the signer with botocore's on the same requests.
 python3 -c 'import botocore' 2>/dev/null || python3 -m pip install -q botocore
+# moto's server mode: the S3 origin the tests start on 127.0.0.1 (python3 -m moto.server -H 127.0.0.1 -p PORT).
+python3 -c 'import moto.server' 2>/dev/null || python3 -m pip install -q 'moto[server]'
