@@ -11,6 +11,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        // HTTP(S) and S3 origins: SwiftNIO's client (async, connection pool, TLS); see README "Origins".
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
@@ -26,12 +28,17 @@ let package = Package(
         .target(name: "FileIO", dependencies: ["CLinuxShims"]),
         // AWS Signature Version 4, for S3 origins (no S3 SDK: a small signer on swift-crypto's HMAC).
         .target(name: "SigV4", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // Remote origins (HTTP(S), S3): ranged reads, probes and listings as async byte streams.
+        .target(
+            name: "OriginKit",
+            dependencies: ["SigV4", .product(name: "AsyncHTTPClient", package: "async-http-client")]
+        ),
 
         // The engine: the only product API.
         .target(
             name: "ChunkCache",
             dependencies: [
-                "LMDBKit", "ZstdKit", "FileIO", "CXXHash",
+                "LMDBKit", "ZstdKit", "FileIO", "CXXHash", "OriginKit",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
