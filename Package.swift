@@ -13,6 +13,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         // HTTP(S) and S3 origins: SwiftNIO's client (async, connection pool, TLS); see README "Origins".
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
@@ -31,7 +32,10 @@ let package = Package(
         // Remote origins (HTTP(S), S3): ranged reads, probes and listings as async byte streams.
         .target(
             name: "OriginKit",
-            dependencies: ["SigV4", .product(name: "AsyncHTTPClient", package: "async-http-client")]
+            dependencies: [
+                "SigV4", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]
         ),
 
         // The engine: the only product API.
