@@ -167,13 +167,13 @@ struct DomainCommandTests {
         }
     }
 
-    @Test("C2: fetch of an unknown item of a domain with an origin is not noSuchItem (-1005): featureUnsupported until origins are read")
+    @Test("C2: fetch of an unknown item of a domain whose origin refuses connections is serverUnreachable, not noSuchItem (-1005)")
     func originItemNotConfirmed() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
             try runJSON(store, ["domain", "add", "web", "--origin", "http://127.0.0.1:1/"])
             let result = try runCLI(["--store", store, "--json", "fetch", "--domain", "web", "a.bin"])
-            expectError(result, exit: 1, code: "featureUnsupported", mentions: ["\"a.bin\"", "origin"])
+            expectError(result, exit: 1, code: "serverUnreachable", mentions: ["\"web\"", "origin"])
             #expect(!result.stdout.contains("-1005"))
         }
     }

@@ -82,7 +82,7 @@ struct JSONShapeTests {
         var testDescription: String { rawValue }
     }
 
-    @Test("§7 fetch prints path, owner, item, retrievedRange, flags and domainVersion",
+    @Test("§7 §10 fetch prints path, owner, item, retrievedRange, flags, domainVersion, downloadedBytes and requests",
           arguments: FetchKind.allCases, OptionPlacement.allCases)
     func fetchShape(kind: FetchKind, placement: OptionPlacement) throws {
         try withTemporaryDirectory { dir in
@@ -103,6 +103,7 @@ struct JSONShapeTests {
             let range = try json.retrievedRange()
             #expect(try json.flags() == [])
             #expect(try json.domainVersion() == 1)
+            #expect(try json.int("downloadedBytes") == 0 && json.int("requests") == 0, "a domain without an origin downloads nothing")
             switch kind {
             case .whole:
                 #expect(try json.string("owner") == "caller")

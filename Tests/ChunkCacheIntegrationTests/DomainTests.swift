@@ -169,17 +169,18 @@ import Testing
         }
     }
 
-    @Test("C2: an unknown item of a domain with an origin is not noSuchItem (-1005) but featureUnsupported until reads from origins exist")
+    @Test("C2: an unknown item of a domain whose origin refuses connections is serverUnreachable, never noSuchItem (-1005)")
     func originItemUnconfirmed() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             _ = try await cache.addDomain("web", origin: try Origin("http://127.0.0.1:1/"))
             let error = await caught { _ = try await cache.fetchContents(for: ItemIdentifier(domain: "web", "a.bin")) }
-            #expect(error?.code == .featureUnsupported)
+            #expect(error?.code == .serverUnreachable)
             #expect(error?.code.rawValue != -1005)
-            #expect(error?.message.contains("\"a.bin\"") == true && error?.message.contains("origin") == true)
+            #expect(error?.message.contains("\"web\"") == true && error?.message.contains("origin") == true)
+            #expect(try await cache.verify().damagedRecords.isEmpty)
             let versions = await caught { _ = try await cache.versions(of: ItemIdentifier(domain: "web", "a.bin")) }
-            #expect(versions?.code == .featureUnsupported)
+            #expect(versions?.code != .noSuchItem, "only the origin's 404 or 410 confirms an item gone")
         }
     }
 }

@@ -66,9 +66,15 @@ extension ChunkCache {
     ) throws -> FetchResult {
         try Self.validate(minimalRange, of: item, alignment: alignment)
         try Catalog.validate(domain: item.domain, item: item.rawValue)
-        let fetch = Fetch(item: item, version: version?.contentVersion, minimalRange: minimalRange, alignment: alignment,
-                          options: options, request: request, destination: destination)
-        return try fetch.run(store: store, checkpoint: ChunkCheckpoint(cancellation: CancellationFlag()))
+        let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimalRange, alignment: alignment)
+        let store = self.store
+        var result = try throughOriginBlocking(cold, version: version?.contentVersion) { version in
+            let fetch = Fetch(item: item, version: version, minimalRange: minimalRange, alignment: alignment,
+                              options: options, request: request, destination: destination)
+            return try fetch.run(store: store, checkpoint: ChunkCheckpoint(cancellation: CancellationFlag()))
+        }
+        result.record(cold.counters)
+        return result
     }
 
     /// Reads the item's bytes from `offset` into `buffer`, with no temp file: the buffer-returning form of a
@@ -99,16 +105,28 @@ extension ChunkCache {
         }
         try Catalog.validate(domain: item.domain, item: item.rawValue)
         let store = self.store
-        let requested = version?.contentVersion
         let minimal = ByteRange(location: offset, length: Int64(buffer.count))
-        return try Self.inFreshSnapshots(of: store, fetching: item) { txn in
-            let plan = try FetchPlanner.plan(
-                store: store, domain: item.domain, item: item.rawValue, requested: requested, minimal: minimal,
-                alignment: 1, options: options, request: request, in: txn)
-            let count = try BufferReader.read(plan, at: offset, into: buffer, store: store, in: txn)
-            return ReadResult(bytesRead: count, item: Catalog.publicItem(plan.item, domain: item.domain, version: plan.version),
-                              domainVersion: plan.domainVersion)
-        }
+        let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimal, alignment: 1)
+        nonisolated(unsafe) let buffer = buffer  // filled on this thread only
+        return try throughOriginBlocking(cold, version: version?.contentVersion) { requested in
+            try Self.inFreshSnapshots(of: store, fetching: item) { txn in
+                let plan = try FetchPlanner.plan(
+                    store: store, domain: item.domain, item: item.rawValue, requested: requested, minimal: minimal,
+                    alignment: 1, options: options, request: request, in: txn)
+                let count = try BufferReader.read(plan, at: offset, into: buffer, store: store, in: txn)
+                return ServedRead(offset: offset, result: ReadResult(
+                    bytesRead: count, item: Catalog.publicItem(plan.item, domain: item.domain, version: plan.version),
+                    domainVersion: plan.domainVersion))
+            }
+        }.result
+    }
+
+    /// A read's result and where it started, for read-ahead.
+    private struct ServedRead: ServedBytes, Sendable {
+        let offset: Int64
+        let result: ReadResult
+        var servedItem: Item { result.item }
+        var servedRange: Range<Int64> { offset..<(offset + Int64(result.bytesRead)) }
     }
 
     /// Checks a partial fetch's range and alignment.
@@ -136,6 +154,22 @@ extension ChunkCache {
         inspectClone: (@Sendable (FileDescriptor) -> Void)? = nil, beforeChunk: (@Sendable (Int64) -> Void)? = nil
     ) async throws -> FetchResult {
         try Catalog.validate(domain: item.domain, item: item.rawValue)
+        let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimalRange, alignment: alignment)
+        var result = try await throughOrigin(cold, version: version) { version in
+            try await self.fetchFromStore(
+                item, version: version, minimalRange: minimalRange, alignment: alignment, options: options, request: request,
+                destination: destination, strategies: strategies, inspectClone: inspectClone, beforeChunk: beforeChunk)
+        }
+        result.record(cold.counters)
+        return result
+    }
+
+    /// A fetch served from the store alone; on an origin domain, what the store lacks is a ``ColdMiss``.
+    private func fetchFromStore(
+        _ item: ItemIdentifier, version: [UInt8]?, minimalRange: ByteRange?, alignment: Int, options: FetchOptions,
+        request: FetchRequest, destination: FetchDestination, strategies: Set<CloneStrategy>,
+        inspectClone: (@Sendable (FileDescriptor) -> Void)?, beforeChunk: (@Sendable (Int64) -> Void)?
+    ) async throws -> FetchResult {
         let store = self.store
         let fetch = Fetch(item: item, version: version, minimalRange: minimalRange, alignment: alignment, options: options,
                           request: request, destination: destination, strategies: strategies, inspectClone: inspectClone)
@@ -163,6 +197,8 @@ extension ChunkCache {
         while true {
             do {
                 return try store.environment.read(body)
+            } catch let signal as any EngineSignal {
+                throw signal
             } catch let vanished as ChunkVanished {
                 attempts += 1
                 guard attempts < maxSnapshots else {

@@ -313,6 +313,15 @@ public struct FetchResult: Sendable {
     /// How a clone reached its destination. `nil` for a hand-off, and for a destination the engine
     /// assembled in place because it cannot share blocks with the store (each byte written once).
     public var cloneStrategy: CloneStrategy?
+    /// Bytes this fetch downloaded from the domain's origin (CONTRACT §10); 0 when the store held them.
+    public var downloadedBytes: Int64 = 0
+    /// Requests this fetch made to the domain's origin.
+    public var originRequests = 0
+
+    mutating func record(_ counters: DownloadCounters) {
+        downloadedBytes = counters.bytes.load(ordering: .relaxed)
+        originRequests = counters.requests.load(ordering: .relaxed)
+    }
 }
 
 /// Where a fetch's file goes.

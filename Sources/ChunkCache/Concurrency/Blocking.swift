@@ -12,7 +12,13 @@ func runBlocking<R: Sendable>(
         try await withCheckedThrowingContinuation { continuation in
             BlockingPool.shared.submit {
                 let result = Result {
-                    do { return try body(cancellation) } catch { throw CacheError.wrap(error, store: storePath, doing: what()) }
+                    do {
+                        return try body(cancellation)
+                    } catch let signal as any EngineSignal {
+                        throw signal
+                    } catch {
+                        throw CacheError.wrap(error, store: storePath, doing: what())
+                    }
                 }
                 // Consumed, so the pool thread holds nothing of the result (a store, say) once the caller runs.
                 continuation.resume(with: consume result)

@@ -53,14 +53,22 @@ enum FetchPlanner {
             throw CacheError(.noPermission, "process \"\(process)\" may not materialize files of domain \"\(domain)\"; nothing was downloaded")
         }
         let itemKey = Keys.item(domain: domain, id: id)
+        let strict = options.contains(.strictVersioning)
+        if domainRecord.origin != nil, try txn.get(dbs.items, key: itemKey) == nil {
+            throw ColdMiss.discover(pinned: strict ? requested : nil, range: minimal)
+        }
         let item = try Catalog.item(id, domain: domain, key: itemKey, in: txn, dbs)
         guard item.kind == .file else {
             throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(domain)\" is a \(item.kind); only files have contents")
         }
         let versions = try Catalog.versions(ofItemKey: itemKey, in: txn, dbs)
-        let strict = options.contains(.strictVersioning)
         let order = candidateOrder(of: versions, requested: requested, strict: strict)
         let domainVersion = DomainVersion(rawValue: domainRecord.version)
+        if domainRecord.origin != nil {
+            return try planFromOrigin(
+                versions, order: order, item: item, requested: requested, strict: strict, minimal: minimal,
+                alignment: alignment, domainVersion: domainVersion, in: txn, dbs)
+        }
         if let first = order.first, let plan = try serving(
             versions[first], item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion, in: txn, dbs) {
             return plan
@@ -83,6 +91,30 @@ enum FetchPlanner {
         let range = retrieved(minimal, of: lost, alignment: alignment)
         throw CacheError(.corruptData,
             "the store lost \(try lostChunks(of: lost, range: range, in: txn, dbs)) of version \"\(String(decoding: lost.contentVersion, as: UTF8.self))\" of item \"\(id)\" in domain \"\(domain)\" (range \(range)), and no newer version holds that range; run `chunkcache verify --repair`, then put the file again")
+    }
+
+    /// Plans a fetch of an origin domain, where what the store lacks is read from the origin (CONTRACT §10):
+    /// the version the candidate order puts first serves when it holds the range, else it is filled
+    /// (``ColdMiss/fill(version:range:)``); a version the store does not know is asked of the origin
+    /// (``ColdMiss/discover(pinned:range:)``) unless, without strict versioning, a newer known one serves.
+    private static func planFromOrigin<T: TransactionReading & ~Copyable>(
+        _ versions: [VersionRecord], order: (first: Int?, thenNewest: Range<Int>), item: ItemRecord, requested: [UInt8]?,
+        strict: Bool, minimal: ByteRange?, alignment: Int, domainVersion: DomainVersion, in txn: borrowing T, _ dbs: Databases
+    ) throws -> FetchPlan {
+        if let first = order.first {
+            let version = versions[first]
+            if let plan = try serving(version, item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion, in: txn, dbs) {
+                return plan
+            }
+            throw ColdMiss.fill(version: version, range: retrieved(minimal, of: version, alignment: alignment))
+        }
+        for index in order.thenNewest {
+            if let plan = try serving(
+                versions[index], item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion, in: txn, dbs) {
+                return plan
+            }
+        }
+        throw ColdMiss.discover(pinned: strict ? requested : nil, range: minimal)
     }
 
     /// Which versions may serve a fetch, in the order they are tried (CONTRACT §7 "Which version serves a

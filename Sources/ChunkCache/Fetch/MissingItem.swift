@@ -24,7 +24,7 @@ enum MissingItem {
         case .origin:
             // Not noSuchItem: the store lacking the item says nothing about the origin (C2).
             return CacheError(.featureUnsupported,
-                "item \"\(id)\" of domain \"\(domain)\" is not in the store, and reads from a domain's origin are not built in this version of chunkcache; `chunkcache put --domain \(domain)` the file to serve it from the store")
+                "item \"\(id)\" of domain \"\(domain)\" is not in the store yet, and asking its origin without fetching is not built in this version of chunkcache; fetch it (`chunkcache fetch --domain \(domain) \(id)`), which reads it from the origin")
         }
     }
 }

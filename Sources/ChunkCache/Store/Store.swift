@@ -34,6 +34,8 @@ final class Store: Sendable {
     let maxSize: Int64
     let compressionLevel: Int32
     let codecs: CodecPool
+    /// This process's origin clients, downloads in flight and read-ahead, by domain (CONTRACT §10).
+    let origins = OriginSessions()
     /// This process's lease on the pending manifests it writes, taken at its first ingest.
     private let lease = Mutex<WriterLease?>(nil)
 

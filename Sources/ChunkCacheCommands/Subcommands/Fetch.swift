@@ -66,10 +66,11 @@ struct Fetch: AsyncParsableCommand {
             ("path", .string(result.url.path)), ("owner", .string(result.owner.rawValue)), ("item", result.item.json),
             ("retrievedRange", .object([("location", .int(result.retrievedRange.location)), ("length", .int(result.retrievedRange.length))])),
             ("flags", .array(result.flags.names.map { .string($0) })), ("domainVersion", result.domainVersion.json),
+            ("downloadedBytes", .int(result.downloadedBytes)), ("requests", .int(Int64(result.originRequests))),
         ]
         if let strategy = result.cloneStrategy { fields.append(("cloneStrategy", .string(strategy.rawValue))) }
         global.emit(
             .object(fields),
-            summary: "\(result.url.path)\n\(result.owner == .caller ? "hand-off (yours to delete)" : result.cloneStrategy.map { "cloned by \($0.rawValue)" } ?? "written in place"): \(domain)/\(item) version \(result.item.itemVersion.contentVersionString), bytes \(result.retrievedRange) of \(result.item.documentSize) (\(formatSize(result.item.documentSize)))\(result.flags.names.isEmpty ? "" : ", " + result.flags.names.joined(separator: ","))")
+            summary: "\(result.url.path)\n\(result.owner == .caller ? "hand-off (yours to delete)" : result.cloneStrategy.map { "cloned by \($0.rawValue)" } ?? "written in place"): \(domain)/\(item) version \(result.item.itemVersion.contentVersionString), bytes \(result.retrievedRange) of \(result.item.documentSize) (\(formatSize(result.item.documentSize)))\(result.flags.names.isEmpty ? "" : ", " + result.flags.names.joined(separator: ","))\(result.originRequests == 0 ? "" : "\ndownloaded \(formatSize(result.downloadedBytes)) in \(result.originRequests) request\(result.originRequests == 1 ? "" : "s") from the origin")")
     }
 }

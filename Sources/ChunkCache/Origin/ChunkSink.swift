@@ -1,0 +1,171 @@
+import Foundation
+import OriginKit
+import Synchronization
+
+/// A chunk this download claimed: its flight and the hash its manifest already knows for it, if any.
+struct ClaimedChunk: Sendable {
+    let index: Int64
+    let flight: Flight
+    let expected: ChunkDigest?
+}
+
+/// A downloaded chunk whose SHA-256 is not the hash its manifest holds (CONTRACT §10 "Integrity").
+struct ChunkMismatch: Error {
+    let index: Int64
+    let expected: ChunkDigest
+    let actual: ChunkDigest?
+}
+
+/// Turns one response's bytes into stored chunks (CONTRACT §10): cuts them at chunk boundaries, hashes each
+/// with SHA-256 and checks it against the known hash, compresses it, and stores chunks in batched write
+/// transactions while the response goes on; each chunk's flight ends when its transaction commits.
+///
+/// Bytes of chunks the download did not claim (another download has them, or the store holds them) are
+/// skipped. A batch is committed when it reaches ``batchBytes`` or holds a chunk a fetch waits for, so a
+/// reader never waits for more of the response than it needs. Used by one response at a time, in order
+/// (`@unchecked Sendable`): the origin calls `deliver` sequentially.
+final class ChunkSink: @unchecked Sendable {
+    private let store: Store
+    private let version: VersionRecord
+    private let session: OriginSession
+    private let counters: DownloadCounters
+    private var claimed: [Int64: ClaimedChunk]
+    /// The chunk being filled and its bytes so far.
+    private var current: (index: Int64, bytes: [UInt8])?
+    private var batch: [(chunk: ClaimedChunk, raw: [UInt8])] = []
+    private var batchSize = 0
+
+    /// Raw bytes a batch gathers before it is committed.
+    static let batchBytes = 4 << 20
+
+    init(store: Store, version: VersionRecord, session: OriginSession, claimed: [ClaimedChunk], counters: DownloadCounters) {
+        self.store = store
+        self.version = version
+        self.session = session
+        self.counters = counters
+        self.claimed = Dictionary(uniqueKeysWithValues: claimed.map { ($0.index, $0) })
+    }
+
+    /// The byte range of the chunks still to download, or nil when none is left.
+    var remainingRange: Range<Int64>? {
+        guard let first = claimed.keys.min(), let last = claimed.keys.max() else { return nil }
+        return (first << version.layout.shift)..<min(version.size, (last + 1) << version.layout.shift)
+    }
+
+    /// Takes the response's next bytes, starting at item offset `offset`.
+    func deliver(_ offset: Int64, _ bytes: RemoteBytes) async throws {
+        counters.bytes.add(Int64(bytes.count), ordering: .relaxed)
+        let shift = version.layout.shift
+        var position = offset
+        try bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws in
+            var consumed = 0
+            while consumed < raw.count {
+                let index = position >> shift
+                let chunkEnd = min(version.size, (index + 1) << shift)
+                let take = Int(min(Int64(raw.count - consumed), chunkEnd - position))
+                if claimed[index] != nil {
+                    if current?.index != index {
+                        guard position == index << shift else {
+                            throw OriginFailure.invalidResponse(detail: "bytes began inside chunk \(index)")
+                        }
+                        current = (index, [])
+                        current?.bytes.reserveCapacity(Int(chunkEnd - position))
+                    }
+                    current?.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[consumed..<(consumed + take)]))
+                    if position + Int64(take) == chunkEnd, let done = current, let chunk = claimed.removeValue(forKey: index) {
+                        batch.append((chunk, done.bytes))
+                        batchSize += done.bytes.count
+                        current = nil
+                    }
+                }
+                consumed += take
+                position += Int64(take)
+            }
+        }
+        if batchSize >= Self.batchBytes || batch.contains(where: { $0.chunk.flight.isAwaited }) {
+            try await commitBatch()
+        }
+    }
+
+    /// Commits what is left after the response ended. Claimed chunks the response did not bring fail.
+    func finish() async throws {
+        try await commitBatch()
+        if !claimed.isEmpty {
+            throw OriginFailure.invalidResponse(detail: "the response ended before chunk \(claimed.keys.min() ?? 0)")
+        }
+    }
+
+    /// Forgets a partly received chunk, so a retry starts at the first chunk not stored.
+    func restart() {
+        current = nil
+        batch.removeAll()
+        batchSize = 0
+    }
+
+    /// Fails the flights of every chunk not stored: nothing partial is kept.
+    func abandon(_ error: any Error) {
+        let chunks = Array(claimed.values) + batch.map(\.chunk)
+        claimed.removeAll()
+        batch.removeAll()
+        current = nil
+        for chunk in chunks {
+            session.chunks.finish(ChunkKey(manifestID: version.manifestID, index: chunk.index), chunk.flight, with: .failure(error))
+        }
+    }
+
+    /// Hashes, checks and compresses the batch on the blocking pool, stores it in one write transaction, then
+    /// ends its chunks' flights. A chunk that fails its hash check is not stored; it goes back to be
+    /// downloaded again, and ``ChunkMismatch`` says which.
+    private func commitBatch() async throws {
+        guard !batch.isEmpty else { return }
+        let pending = batch
+        batch.removeAll()
+        batchSize = 0
+        let store = self.store
+        let (chunks, mismatch) = try await runBlocking(doing: "storing downloaded chunks", store: store.path) {
+            try Self.encode(pending.map { ($0.chunk, $0.raw) }, store: store)
+        }
+        let manifestID = version.manifestID
+        if !chunks.isEmpty {
+            try await store.writer.write { txn in try txn.storeDownloaded(chunks, manifestID: manifestID, store.dbs) }
+        }
+        for (chunk, _) in pending {
+            if let mismatch, chunk.index >= mismatch.index {
+                claimed[chunk.index] = chunk  // downloaded again
+            } else {
+                session.chunks.finish(ChunkKey(manifestID: manifestID, index: chunk.index), chunk.flight, with: .success(()))
+            }
+        }
+        if let mismatch { throw mismatch }
+    }
+
+    /// The chunks of a batch hashed and encoded, up to the first that fails its check.
+    private static func encode(_ pending: [(ClaimedChunk, [UInt8])], store: Store) throws -> ([DownloadedChunk], ChunkMismatch?) {
+        var out: [DownloadedChunk] = []
+        out.reserveCapacity(pending.count)
+        var scratch = [UInt8](repeating: 0, count: ChunkCodec.encodedBound(rawCount: pending.map(\.1.count).max() ?? 0))
+        for (chunk, raw) in pending {
+            let digest: ChunkDigest? = raw.withUnsafeBytes { isAllZero($0) ? nil : ChunkDigest(hashing: $0) }
+            if let expected = chunk.expected, digest != expected {
+                return (out, ChunkMismatch(index: chunk.index, expected: expected, actual: digest))
+            }
+            var encoded: [UInt8] = []
+            if digest != nil {
+                let count = try raw.withUnsafeBytes { raw in
+                    try scratch.withUnsafeMutableBytes { output in
+                        try store.codecs.withCompressor { try ChunkCodec.encode(raw, compressor: $0, into: output) }
+                    }
+                }
+                encoded = Array(scratch[..<count])
+            }
+            out.append(DownloadedChunk(index: chunk.index, digest: digest, encoded: encoded, rawLength: raw.count))
+        }
+        return (out, nil)
+    }
+}
+
+/// What one fetch brought from its origin, for ``FetchResult``.
+final class DownloadCounters: Sendable {
+    let bytes = Atomic<Int64>(0)
+    let requests = Atomic<Int>(0)
+}

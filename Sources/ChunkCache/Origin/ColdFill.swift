@@ -1,0 +1,214 @@
+import Foundation
+import LMDBKit
+import OriginKit
+
+/// Fills what a fetch of an origin domain lacks from the origin (CONTRACT §10): discovers an unknown item in
+/// the first ranged GET, downloads only the absent chunks of the range (adjacent ones in one request of at
+/// most 8 MiB) and the read-ahead after it, and waits until the range's chunks are stored.
+///
+/// Downloads run as tasks of their own, shared with every fetch that needs their chunks (single flight); a
+/// cancelled fetch stops the downloads of its own range and stops waiting.
+struct ColdFill: Sendable {
+    let store: Store
+    let session: OriginSession
+    let item: String
+    let counters: DownloadCounters
+
+    /// The most bytes one request asks for.
+    static let maxRequestBytes: Int64 = 8 << 20
+
+    /// Discovers the item with one ranged GET of the range a fetch of `minimal` retrieves (its first 8 MiB;
+    /// from the start for a whole-file fetch): the response tells size and version, the item and an all-absent
+    /// version are recorded, and the bytes it brings are stored.
+    ///
+    /// - Parameter pinned: The version the origin must hold; nil for whatever it holds now.
+    /// - Returns: The version the origin holds, or nil when a concurrent fetch discovered the item meanwhile
+    ///   (plan again).
+    func discover(pinned: [UInt8]?, minimal: ByteRange?, alignment: Int) async throws -> VersionRecord? {
+        let (flight, claimed) = session.discoveries.claim(item)
+        guard claimed else {
+            try await flight.wait()
+            return nil
+        }
+        let range = Self.discoveryRange(minimal, alignment: alignment, chunkSize: Int64(store.layout.chunkSize))
+        let state = DiscoveryState()
+        let store = self.store, session = self.session, item = self.item, counters = self.counters
+        do {
+            try await session.requests.withPermit {
+                counters.requests.add(1, ordering: .relaxed)
+                try await session.origin.read(
+                    item, range: range, version: pinned.map { String(decoding: $0, as: UTF8.self) },
+                    object: { object in
+                        let contentVersion = Array(object.version.utf8)
+                        let version = try await store.writer.write { txn in
+                            try txn.recordOriginVersion(domain: session.domain, item: item, contentVersion: contentVersion,
+                                                        size: object.size, layout: store.layout, store.dbs)
+                        }
+                        let clamped = ByteRange(location: range.lowerBound, length: max(0, min(range.upperBound, object.size) - range.lowerBound))
+                        let chunks = try self.claimAbsent(of: version, in: clamped).mine
+                        state.version = version
+                        state.sink = ChunkSink(store: store, version: version, session: session, claimed: chunks, counters: counters)
+                        session.discoveries.finish(item, flight, with: .success(()))
+                    },
+                    deliver: { offset, bytes in try await state.sink?.deliver(offset, bytes) })
+            }
+            try await state.sink?.finish()
+        } catch {
+            state.sink?.abandon(error)
+            session.discoveries.finish(item, flight, with: .failure(error))
+            throw error
+        }
+        return state.version
+    }
+
+    /// Downloads the absent chunks of `range` of `version`, and the read-ahead `ahead`, and waits for those
+    /// of `range`, including ones other fetches are downloading.
+    func fill(_ version: VersionRecord, range: ByteRange, ahead: Range<Int64>?) async throws {
+        let needed = try claimAbsent(of: version, in: range)
+        var extra: [ClaimedChunk] = []
+        if let ahead {
+            extra = try claimAbsent(of: version, in: ByteRange(location: ahead.lowerBound, length: Int64(ahead.count))).mine
+        }
+        let urgent = Set(needed.mine.map(\.index))
+        var ownDownloads: [Task<Void, Never>] = []
+        for run in Self.runs(of: needed.mine + extra, chunkShift: version.layout.shift) {
+            let task = Task { await download(run, of: version) }
+            if run.contains(where: { urgent.contains($0.index) }) { ownDownloads.append(task) }
+        }
+        do {
+            for flight in needed.awaited { try await flight.wait() }
+        } catch let error as CancellationError where Task.isCancelled {
+            for task in ownDownloads { task.cancel() }
+            throw error
+        }
+    }
+
+    /// Starts downloading `ahead` of `version` without waiting (read-ahead behind a warm fetch).
+    func prefetch(_ version: VersionRecord, ahead: Range<Int64>) throws {
+        let claimed = try claimAbsent(of: version, in: ByteRange(location: ahead.lowerBound, length: Int64(ahead.count))).mine
+        for run in Self.runs(of: claimed, chunkShift: version.layout.shift) {
+            Task { await download(run, of: version) }
+        }
+    }
+
+    /// Downloads one run of consecutive claimed chunks in one ranged request pinned to the version, storing
+    /// them as they arrive. A chunk failing its hash check is downloaded once more, then `corruptData`.
+    /// Every outcome ends the run's flights.
+    private func download(_ run: [ClaimedChunk], of version: VersionRecord) async {
+        let sink = ChunkSink(store: store, version: version, session: session, claimed: run, counters: counters)
+        let expected = String(decoding: version.contentVersion, as: UTF8.self)
+        let session = self.session, item = self.item, counters = self.counters
+        var mismatches = 0
+        while let range = sink.remainingRange {
+            do {
+                try await session.requests.withPermit {
+                    counters.requests.add(1, ordering: .relaxed)
+                    try await session.origin.read(
+                        item, range: range, version: expected,
+                        object: { object in
+                            guard object.version == expected, object.size == version.size else {
+                                throw OriginFailure.versionChanged(current: object)
+                            }
+                        },
+                        deliver: { offset, bytes in try await sink.deliver(offset, bytes) })
+                }
+                try await sink.finish()
+            } catch let mismatch as ChunkMismatch where mismatches == 0 {
+                mismatches += 1
+                _ = mismatch
+                sink.restart()
+            } catch let mismatch as ChunkMismatch {
+                sink.abandon(CacheError(.corruptData,
+                    "chunk \(mismatch.index) of item \"\(item)\" at the origin of domain \"\(session.domain)\" hashes to \(mismatch.actual.map { "\($0)" } ?? "zeros"), not \(mismatch.expected), twice; the origin serves other bytes than the version it names: check it, then retry"))
+                return
+            } catch {
+                sink.abandon(error)
+                return
+            }
+        }
+    }
+
+    /// The absent chunks of `range`: those this call claimed (it must download them), and the flights of all
+    /// of them, claimed here or by another download, to wait for.
+    ///
+    /// A bounded read of the manifest's pages, page-cache hot, on the calling thread, as warm hand-offs are
+    /// (``BlockingPool``).
+    private func claimAbsent(of version: VersionRecord, in range: ByteRange) throws -> (mine: [ClaimedChunk], awaited: [Flight]) {
+        guard range.length > 0 else { return ([], []) }
+        let layout = version.layout
+        let first = range.location >> layout.shift
+        let last = (min(range.end, version.size) - 1) >> layout.shift
+        guard last >= first else { return ([], []) }
+        let absent: [(Int64, ChunkDigest?)] = try store.environment.read { txn in
+            var cursor = ManifestCursor(manifestID: version.manifestID, dbs: store.dbs)
+            var absent: [(Int64, ChunkDigest?)] = []
+            for index in first...last {
+                if case .absent(let digest) = try cursor.entry(index, in: txn) { absent.append((index, digest)) }
+            }
+            return absent
+        }
+        var mine: [ClaimedChunk] = []
+        var awaited: [Flight] = []
+        for (index, digest) in absent {
+            let (flight, claimed) = session.chunks.claim(ChunkKey(manifestID: version.manifestID, index: index))
+            if claimed { mine.append(ClaimedChunk(index: index, flight: flight, expected: digest)) }
+            awaited.append(flight)
+        }
+        return (try releaseStored(mine, of: version), awaited)
+    }
+
+    /// Ends at once the flights of claimed chunks a download stored between the manifest read and the claim
+    /// (it ends its flights only after its commit, so a second read sees every such chunk).
+    private func releaseStored(_ claimed: [ClaimedChunk], of version: VersionRecord) throws -> [ClaimedChunk] {
+        guard !claimed.isEmpty else { return claimed }
+        let stillAbsent: [Bool] = try store.environment.read { txn in
+            var cursor = ManifestCursor(manifestID: version.manifestID, dbs: store.dbs)
+            return try claimed.map { chunk in
+                if case .absent = try cursor.entry(chunk.index, in: txn) { return true }
+                return false
+            }
+        }
+        var mine: [ClaimedChunk] = []
+        for (chunk, absent) in zip(claimed, stillAbsent) {
+            if absent {
+                mine.append(chunk)
+            } else {
+                session.chunks.finish(ChunkKey(manifestID: version.manifestID, index: chunk.index), chunk.flight, with: .success(()))
+            }
+        }
+        return mine
+    }
+
+    /// Claimed chunks grouped into runs of consecutive indices of at most ``maxRequestBytes`` each.
+    static func runs(of chunks: [ClaimedChunk], chunkShift: Int) -> [[ClaimedChunk]] {
+        let perRun = max(1, Int(maxRequestBytes >> chunkShift))
+        var runs: [[ClaimedChunk]] = []
+        for chunk in chunks.sorted(by: { $0.index < $1.index }) {
+            if let last = runs.last?.last, last.index + 1 == chunk.index, runs[runs.count - 1].count < perRun {
+                runs[runs.count - 1].append(chunk)
+            } else {
+                runs.append([chunk])
+            }
+        }
+        return runs
+    }
+
+    /// The range a discovery asks for: the chunk-and-alignment-rounded range of `minimal`, at most
+    /// ``maxRequestBytes``, at least one chunk; the file's start for a whole-file fetch.
+    static func discoveryRange(_ minimal: ByteRange?, alignment: Int, chunkSize: Int64) -> Range<Int64> {
+        guard let minimal else { return 0..<maxRequestBytes }
+        let unit = max(Int64(alignment), chunkSize)
+        let lower = minimal.location / unit * unit
+        let (end, overflow) = minimal.location.addingReportingOverflow(max(minimal.length, 1))
+        let upper = overflow ? Int64.max : end
+        let rounded = upper > Int64.max - unit ? upper : (upper + unit - 1) / unit * unit
+        return lower..<max(lower + chunkSize, min(rounded, lower + maxRequestBytes))
+    }
+}
+
+/// What a discovery learns in its response's head, for the body that follows (used in order, by one
+/// response: `@unchecked Sendable`).
+private final class DiscoveryState: @unchecked Sendable {
+    var version: VersionRecord?
+    var sink: ChunkSink?
+}

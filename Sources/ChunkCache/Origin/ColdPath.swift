@@ -1,0 +1,192 @@
+import Dispatch
+import Foundation
+import LMDBKit
+import OriginKit
+
+/// What a fetch tells the cold path about itself.
+struct ColdRequest: Sendable {
+    let item: ItemIdentifier
+    let strict: Bool
+    /// The range asked for; nil for the whole file.
+    let minimal: ByteRange?
+    let alignment: Int
+    let counters = DownloadCounters()
+}
+
+/// The bytes a fetch served, for the read-ahead that follows it.
+protocol ServedBytes {
+    var servedItem: Item { get }
+    var servedRange: Range<Int64> { get }
+}
+
+extension FetchResult: ServedBytes {
+    var servedItem: Item { item }
+    var servedRange: Range<Int64> { retrievedRange.location..<retrievedRange.end }
+}
+
+extension ChunkCache {
+    /// The most times a fetch fills from its origin and plans again before it gives up: a discovery, a fill,
+    /// and a new version when the origin moves on, with room to spare.
+    static let maxColdRounds = 6
+
+    /// Runs `attempt` (a fetch from the store) and, while it misses on an origin domain, fills what it lacks
+    /// from the origin and runs it again, with the version the origin named when it discovered one.
+    func throughOrigin<R: ServedBytes & Sendable>(
+        _ request: ColdRequest, version: [UInt8]?, _ attempt: @Sendable ([UInt8]?) async throws -> R
+    ) async throws -> R {
+        var version = version
+        var readAheadDone = false
+        var miss: ColdMiss?
+        for _ in 0..<Self.maxColdRounds {
+            if let pending = miss {
+                miss = nil
+                switch try await coldFill(pending, request, readAheadDone: &readAheadDone) {
+                case .planAgain: break
+                case .serve(let discovered): version = discovered
+                case .moveOn: miss = .discover(pinned: nil, range: request.minimal)
+                }
+                continue
+            }
+            do {
+                let served = try await attempt(version)
+                if !readAheadDone { readAhead(after: served, request) }
+                return served
+            } catch let cold as ColdMiss {
+                miss = cold
+            }
+        }
+        throw CacheError(.transient, "item \(request.item) kept changing at its origin while it was fetched; retry")
+    }
+
+    /// The synchronous form of ``throughOrigin(_:version:_:)``, for callers that own their thread: each fill
+    /// runs as a task the thread waits for.
+    @available(*, noasync)
+    func throughOriginBlocking<R: ServedBytes & Sendable>(
+        _ request: ColdRequest, version: [UInt8]?, _ attempt: ([UInt8]?) throws -> R
+    ) throws -> R {
+        var version = version
+        var readAheadDone = false
+        for _ in 0..<Self.maxColdRounds {
+            do {
+                let served = try attempt(version)
+                if !readAheadDone { readAhead(after: served, request) }
+                return served
+            } catch var cold as ColdMiss {
+                while true {
+                    let step = try Self.waitFor { [readAheadDone, cold] in
+                        var done = readAheadDone
+                        let step = try await self.coldFill(cold, request, readAheadDone: &done)
+                        return (step, done)
+                    }
+                    readAheadDone = step.1
+                    if case .serve(let discovered) = step.0 { version = discovered }
+                    guard case .moveOn = step.0 else { break }
+                    cold = .discover(pinned: nil, range: request.minimal)
+                }
+            }
+        }
+        throw CacheError(.transient, "item \(request.item) kept changing at its origin while it was fetched; retry")
+    }
+
+    /// What a fetch does after a fill.
+    enum ColdStep: Sendable {
+        /// Plan again with the same version.
+        case planAgain
+        /// Plan again with this version, the one the origin holds.
+        case serve([UInt8])
+        /// The origin moved on from the version being filled: discover the one it holds now (non-strict).
+        case moveOn
+    }
+
+    /// Fills one miss from the origin, mapping the origin's failures to the errors CONTRACT §10 names.
+    private func coldFill(_ miss: ColdMiss, _ request: ColdRequest, readAheadDone: inout Bool) async throws -> ColdStep {
+        let store = self.store
+        let item = request.item
+        let session = try originSession(of: item.domain)
+        let fill = ColdFill(store: store, session: session, item: item.rawValue, counters: request.counters)
+        do {
+            switch miss {
+            case .discover(let pinned, let minimal):
+                let version = try await fill.discover(pinned: pinned, minimal: minimal, alignment: request.alignment)
+                return version.map { .serve($0.contentVersion) } ?? .planAgain
+            case .fill(let version, let range):
+                var ahead: Range<Int64>?
+                if !readAheadDone {
+                    ahead = session.readAhead(item.rawValue, fetching: range.location..<range.end, size: version.size)
+                    readAheadDone = true
+                }
+                try await fill.fill(version, range: range, ahead: ahead)
+                return .planAgain
+            }
+        } catch let failure as OriginFailure {
+            if case .versionChanged = failure, !request.strict { return .moveOn }
+            if case .notFound = failure {
+                try await store.writer.write { txn in try txn.removeGoneItem(domain: item.domain, item: item.rawValue, store.dbs) }
+            }
+            throw CacheError.origin(failure, item: item.rawValue, domain: item.domain, strict: request.strict)
+        } catch is CancellationError {
+            // Either this fetch was cancelled, or another fetch cancelled a download this one waited for.
+            if Task.isCancelled { throw CacheError(.userCancelled, "the fetch of \(item) was cancelled") }
+            return .planAgain
+        } catch {
+            throw CacheError.wrap(error, store: store.path, doing: "fetching \(item) from its origin")
+        }
+    }
+
+    /// The origin session of `domain`.
+    private func originSession(of domain: String) throws -> OriginSession {
+        let store = self.store
+        let record = try store.environment.read { txn in try Catalog.domain(domain, in: txn, store.dbs) }
+        guard let session = try store.origins.session(for: domain, record) else {
+            throw CacheError(.transient, "domain \"\(domain)\" lost its origin while a fetch ran; retry")
+        }
+        return session
+    }
+
+    /// Records a served fetch for its item's read-ahead and starts downloading what comes next, without
+    /// waiting. Only items of domains this process already read from an origin have read-ahead state.
+    private func readAhead(after served: some ServedBytes, _ request: ColdRequest) {
+        let item = request.item
+        guard let session = store.origins.existing(item.domain),
+              let ahead = session.readAhead(item.rawValue, fetching: served.servedRange, size: served.servedItem.documentSize)
+        else { return }
+        let store = self.store
+        let contentVersion = served.servedItem.itemVersion.contentVersion
+        Task {
+            let fill = ColdFill(store: store, session: session, item: item.rawValue, counters: DownloadCounters())
+            Diagnostics.attempt("read ahead in \(item)") {
+                let key = Keys.version(itemKey: Keys.item(domain: item.domain, id: item.rawValue), contentVersion: contentVersion)
+                let version = try store.environment.read { txn in
+                    try txn.get(store.dbs.versions, key: key).map { try VersionRecord(decoding: $0, name: "a version of \(item)") }
+                }
+                if let version { try fill.prefetch(version, ahead: ahead) }
+            }
+        }
+    }
+
+    /// Runs `body` as a task and waits for it on the calling thread, which is not a Swift concurrency thread.
+    @available(*, noasync)
+    private static func waitFor<R: Sendable>(_ body: @escaping @Sendable () async throws -> R) throws -> R {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = ResultBox<R>()
+        Task {
+            outcome.set(await Result { try await body() })
+            done.signal()
+        }
+        done.wait()
+        return try outcome.get()
+    }
+}
+
+/// A result handed from a task to a waiting thread (set once, read after a semaphore: `@unchecked Sendable`).
+private final class ResultBox<R>: @unchecked Sendable {
+    private var result: Result<R, any Error>?
+    func set(_ result: Result<R, any Error>) { self.result = result }
+    func get() throws -> R { try result!.get() }
+}
+
+extension Result where Failure == any Error {
+    init(_ body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}

@@ -1,0 +1,89 @@
+import Synchronization
+
+/// One download that any number of tasks wait for (single flight, CONTRACT §10).
+final class Flight: Sendable {
+    private struct State {
+        var outcome: Result<Void, any Error>?
+        var nextTicket: UInt64 = 0
+        var waiters: [(ticket: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
+        /// Someone waits for it: the downloader commits it as soon as it is in instead of batching on.
+        var awaited = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Whether a task waits for this flight now or did.
+    var isAwaited: Bool { state.withLock { $0.awaited } }
+
+    /// Waits for the flight's outcome; a cancelled waiter stops waiting at once (the download goes on for the
+    /// others), with `CancellationError`.
+    func wait() async throws {
+        let ticket = state.withLock { state -> UInt64 in
+            state.awaited = true
+            state.nextTicket += 1
+            return state.nextTicket
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                state.withLock { state in
+                    if let outcome = state.outcome {
+                        continuation.resume(with: outcome)
+                    } else if Task.isCancelled {
+                        continuation.resume(throwing: CancellationError())
+                    } else {
+                        state.waiters.append((ticket, continuation))
+                    }
+                }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state in
+                state.waiters.firstIndex { $0.ticket == ticket }.map { state.waiters.remove(at: $0).continuation }
+            }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Ends the flight; only the first outcome counts.
+    func finish(_ outcome: Result<Void, any Error>) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            guard state.outcome == nil else { return [] }
+            state.outcome = outcome
+            defer { state.waiters.removeAll() }
+            return state.waiters.map(\.continuation)
+        }
+        for waiter in waiters { waiter.resume(with: outcome) }
+    }
+}
+
+/// The flights in progress, by what they download: the first task to ask for a key claims its flight and
+/// must finish it; later ones get the same flight to wait for.
+final class Flights<Key: Hashable & Sendable>: Sendable {
+    private let flights = Mutex<[Key: Flight]>([:])
+
+    /// The flight of `key`, and whether the caller just claimed it (then it must ``finish(_:_:with:)`` it).
+    func claim(_ key: Key) -> (flight: Flight, claimed: Bool) {
+        flights.withLock { flights in
+            if let existing = flights[key] { return (existing, false) }
+            let flight = Flight()
+            flights[key] = flight
+            return (flight, true)
+        }
+    }
+
+    /// The flight of `key` in progress, if any.
+    func current(_ key: Key) -> Flight? { flights.withLock { $0[key] } }
+
+    /// Ends a claimed flight and forgets it, so the next claim of `key` starts afresh.
+    func finish(_ key: Key, _ flight: Flight, with outcome: Result<Void, any Error>) {
+        flights.withLock { flights in
+            if flights[key] === flight { flights[key] = nil }
+        }
+        flight.finish(outcome)
+    }
+}
+
+/// A chunk of one manifest: what a chunk flight downloads.
+struct ChunkKey: Hashable, Sendable {
+    let manifestID: UInt64
+    let index: Int64
+}

@@ -1,0 +1,139 @@
+import Foundation
+import LMDBKit
+
+extension VersionRecord {
+    /// The root of a version learned from an origin: its chunks' hashes are not all known when it is
+    /// recorded, so its root is not either, and `verify` checks its pages and chunks only.
+    static let unknownRoot = ChunkDigest(bytes: [UInt8](repeating: 0, count: 32))!
+}
+
+/// A chunk downloaded from an origin, hashed and encoded, ready to be stored.
+struct DownloadedChunk: Sendable {
+    let index: Int64
+    /// nil for an all-zero chunk, which is never stored.
+    let digest: ChunkDigest?
+    /// The header and payload from ``ChunkCodec``; empty for a zero chunk.
+    let encoded: [UInt8]
+    let rawLength: Int
+}
+
+/// The catalogue changes of the cold path, each inside one write transaction on the writer.
+extension WriteTransaction {
+    /// Records what an origin said an item is: the item (created when missing) and a version whose manifest
+    /// is all `absent`, in one transaction that bumps the domain version (CONTRACT §10). A version already
+    /// recorded is returned unchanged.
+    @available(*, noasync)
+    mutating func recordOriginVersion(
+        domain name: String, item id: String, contentVersion: [UInt8], size: Int64, layout: ChunkLayout, _ dbs: Databases
+    ) throws -> VersionRecord {
+        let itemKey = Keys.item(domain: name, id: id)
+        let versionKey = Keys.version(itemKey: itemKey, contentVersion: contentVersion)
+        if let raw = try get(dbs.versions, key: versionKey) {
+            return try VersionRecord(decoding: raw, name: RecordNames.version(contentVersion, of: RecordNames.item(id, domain: name)))
+        }
+        try ChunkLayout.checkItemLength(size, of: "item \"\(id)\" at the origin of domain \"\(name)\"")
+        var domain = try domainForChange(name, create: false, dbs)
+        var record: ItemRecord
+        if let raw = try get(dbs.items, key: itemKey) {
+            record = try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: name))
+            guard record.kind == .file else {
+                throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(name)\" is a \(record.kind) in the store but a file at the origin; remove it with `chunkcache domain rm`, then fetch again")
+            }
+        } else {
+            record = ItemRecord(
+                identifier: id, parent: Item.rootContainer, filename: String(id.split(separator: "/").last ?? Substring(id)),
+                kind: .file, metadataVersion: [], createdAt: Date().timeIntervalSince1970)
+        }
+        let manifestID = max(1, try counter(dbs, MetaKey.nextManifestID))
+        try setCounter(dbs, MetaKey.nextManifestID, manifestID + 1)
+        try writeAbsentManifest(manifestID, chunkCount: layout.chunkCount(forLength: size), dbs)
+        let domainVersion = try bump(&domain, named: name, dbs)
+        record.metadataVersion = contentVersion
+        try put(dbs.items, key: itemKey, value: record.encoded())
+        let version = VersionRecord(
+            contentVersion: contentVersion, manifestID: manifestID, size: size, chunkShift: layout.shift,
+            sequence: domainVersion.rawValue, createdAt: Date().timeIntervalSince1970, root: VersionRecord.unknownRoot)
+        try put(dbs.versions, key: versionKey, value: version.encoded())
+        try addToCounter(dbs, MetaKey.logicalBytes, size)
+        return version
+    }
+
+    /// Writes a manifest of `chunkCount` entries, all `absent` with no known hash.
+    @available(*, noasync)
+    private mutating func writeAbsentManifest(_ manifestID: UInt64, chunkCount: Int64, _ dbs: Databases) throws {
+        var page: [UInt8] = []
+        var first: Int64 = 0
+        while first < chunkCount {
+            let count = min(ManifestPage.entriesPerPage, chunkCount - first)
+            page.removeAll(keepingCapacity: true)
+            for _ in 0..<count { ManifestPage.append(.absent(nil), to: &page) }
+            try ManifestPage.store(&page, manifest: manifestID, page: first / ManifestPage.entriesPerPage, in: &self, dbs)
+            first += count
+        }
+    }
+
+    /// Stores downloaded chunks of a manifest and sets their entries, deduplicated against the whole store.
+    /// Only entries still `absent` change: a chunk another process stored meanwhile is left as it is, and a
+    /// manifest that is gone (its version removed) takes nothing.
+    @available(*, noasync)
+    mutating func storeDownloaded(_ chunks: [DownloadedChunk], manifestID: UInt64, _ dbs: Databases) throws {
+        var index = 0
+        while index < chunks.count {
+            let pageIndex = ManifestPage.page(ofChunk: chunks[index].index)
+            var end = index
+            while end < chunks.count && ManifestPage.page(ofChunk: chunks[end].index) == pageIndex { end += 1 }
+            defer { index = end }
+            let key = Keys.manifestPage(manifestID, page: pageIndex)
+            guard let raw = try get(dbs.manifests, key: key) else { continue }
+            guard let stored = ManifestPage.entries(ofStored: raw) else { throw ManifestPage.damaged(manifestID, page: pageIndex, in: self, dbs) }
+            var entries = Array(stored)
+            for chunk in chunks[index..<end] {
+                let slot = Int(chunk.index - pageIndex * ManifestPage.entriesPerPage)
+                let current = try entries.withUnsafeBytes { try ManifestPage.entry(in: $0, at: slot) }
+                guard case .absent = current else { continue }
+                let entry: ManifestEntry
+                if let digest = chunk.digest {
+                    if try !retainChunk(digest, dbs) {
+                        try chunk.encoded.withUnsafeBytes { try insertChunk(digest, encoded: $0, rawLength: chunk.rawLength, dbs) }
+                    }
+                    entry = .stored(digest)
+                } else {
+                    entry = .zero
+                }
+                ManifestPage.replace(slot: slot, with: entry, in: &entries)
+            }
+            try ManifestPage.store(&entries, manifest: manifestID, page: pageIndex, in: &self, dbs)
+        }
+    }
+
+    /// Removes an item the origin says is gone (404 or 410, C2) with all its versions, bumping the domain
+    /// version. Nothing happens when the store does not hold it.
+    @available(*, noasync)
+    mutating func removeGoneItem(domain name: String, item id: String, _ dbs: Databases) throws {
+        let itemKey = Keys.item(domain: name, id: id)
+        guard try get(dbs.items, key: itemKey) != nil else { return }
+        var versionKeys: [([UInt8], VersionRecord)] = []
+        try scan(dbs.versions, prefix: itemKey) { key, value in
+            versionKeys.append((Array(key), try VersionRecord(decoding: value, name: RecordNames.version(key: key, in: self, dbs))))
+            return true
+        }
+        for (key, version) in versionKeys {
+            try dropManifest(version.manifestID, dbs)
+            try delete(dbs.versions, key: key)
+            try addToCounter(dbs, MetaKey.logicalBytes, -version.size)
+        }
+        try delete(dbs.items, key: itemKey)
+        var domain = try domainForChange(name, create: false, dbs)
+        _ = try bump(&domain, named: name, dbs)
+    }
+}
+
+extension ManifestPage {
+    /// Replaces the entry in `slot` of a page's unsealed entries.
+    static func replace(slot: Int, with entry: ManifestEntry, in entries: inout [UInt8]) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(entrySize)
+        append(entry, to: &bytes)
+        entries.replaceSubrange((slot * entrySize)..<((slot + 1) * entrySize), with: bytes)
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import OriginKit
+import SigV4
+import Synchronization
+
+/// What this process keeps per origin domain of a store: the origin client, the limit on requests in flight,
+/// the downloads in flight and each item's read-ahead.
+final class OriginSession: Sendable {
+    let domain: String
+    let settings: Settings
+    let origin: any RemoteOrigin
+    /// At most `--pipeline-depth` requests in flight (CONTRACT §10).
+    let requests: AsyncLimiter
+    /// Chunks being downloaded: every fetch that needs one waits for the same download.
+    let chunks = Flights<ChunkKey>()
+    /// Items being discovered: concurrent first fetches of an item make one request.
+    let discoveries = Flights<String>()
+    private let readAheads = Mutex<[String: ReadAhead]>([:])
+
+    /// The domain settings a session is made from; a change makes a new session.
+    struct Settings: Sendable, Equatable {
+        let origin: Origin
+        let headers: [OriginHeader]
+        let pipelineDepth: Int
+        let readAhead: Int64
+        let policy: OriginPolicy
+    }
+
+    /// Items whose read-ahead is remembered; beyond it the state of an arbitrary one is dropped.
+    static let rememberedItems = 4096
+
+    init(domain: String, settings: Settings) throws(CacheError) {
+        self.domain = domain
+        self.settings = settings
+        requests = AsyncLimiter(limit: settings.pipelineDepth)
+        origin = try Self.endpoint(domain: domain, settings).makeOrigin()
+    }
+
+    /// Records a fetch of `range` of `item` and returns what to download ahead of it (``ReadAhead``).
+    func readAhead(_ item: String, fetching range: Range<Int64>, size: Int64) -> Range<Int64>? {
+        readAheads.withLock { states in
+            if states[item] == nil && states.count >= Self.rememberedItems { states.remove(at: states.startIndex) }
+            return states[item, default: ReadAhead()].advance(fetching: range, size: size, limit: settings.readAhead)
+        }
+    }
+
+    private static func endpoint(domain: String, _ settings: Settings) throws(CacheError) -> OriginEndpoint {
+        let headers = settings.headers.map { (name: $0.name, value: $0.value) }
+        let origin = settings.origin
+        switch origin.kind {
+        case .http:
+            return OriginEndpoint(location: .http(base: origin.url), headers: headers, policy: settings.policy)
+        case .s3:
+            let credentials: AWSCredentials?
+            do {
+                credentials = try AWSCredentials.load()
+            } catch {
+                throw CacheError(.notAuthenticated, "the AWS credentials for the origin of domain \"\(domain)\" cannot be read: \(error)")
+            }
+            return OriginEndpoint(
+                location: .s3(endpoint: origin.endpoint ?? "", region: origin.region ?? "", bucket: origin.bucket ?? "",
+                              prefix: origin.prefix ?? ""),
+                headers: headers, credentials: credentials, policy: settings.policy)
+        }
+    }
+}
+
+/// The origin sessions of one open store, by domain.
+final class OriginSessions: Sendable {
+    private let sessions = Mutex<[String: OriginSession]>([:])
+    /// Timeouts and retries of origin requests: CONTRACT §10's, shortened by tests.
+    let policy = Mutex(OriginPolicy())
+
+    /// The session of `domain` made by an earlier fill, if any.
+    func existing(_ domain: String) -> OriginSession? { sessions.withLock { $0[domain] } }
+
+    /// The session of `domain` as `record` configures it, made anew when its settings changed.
+    func session(for domain: String, _ record: DomainRecord) throws(CacheError) -> OriginSession? {
+        guard let origin = record.origin else { return nil }
+        let settings = OriginSession.Settings(
+            origin: origin, headers: record.headers, pipelineDepth: record.pipelineDepth, readAhead: record.readAhead,
+            policy: policy.withLock { $0 })
+        if let existing = sessions.withLock({ $0[domain] }), existing.settings == settings { return existing }
+        let session = try OriginSession(domain: domain, settings: settings)
+        return sessions.withLock { sessions in
+            if let existing = sessions[domain], existing.settings == settings { return existing }
+            sessions[domain] = session
+            return session
+        }
+    }
+}

@@ -1,0 +1,37 @@
+/// Sequential read-ahead of one item (CONTRACT §10, A19): while fetches arrive in order, the bytes after
+/// them are downloaded ahead in a window that starts at a quarter of the limit (or the fetch's length) and
+/// doubles up to the limit; a fetch out of order resets it, so a random fetch downloads only its range.
+///
+/// The window is topped up only when less than half of it is left ahead of the reader, so a long sequential
+/// read costs one request per half window, not one per fetch.
+struct ReadAhead: Sendable {
+    /// Where the next sequential fetch starts: the end of the last one.
+    private var expected: Int64 = -1
+    private var window: Int64 = 0
+    /// How far ahead downloads were started.
+    private var frontier: Int64 = 0
+
+    /// Records a fetch of `range` (chunk-aligned) of an item of `size` bytes and returns the bytes to
+    /// download after it, if any.
+    mutating func advance(fetching range: Range<Int64>, size: Int64, limit: Int64) -> Range<Int64>? {
+        defer { expected = range.upperBound }
+        let sequential = expected > 0 && range.lowerBound <= expected && expected <= range.upperBound
+        guard sequential, limit > 0 else {
+            window = 0
+            frontier = range.upperBound
+            return nil
+        }
+        frontier = max(frontier, range.upperBound)
+        if window == 0 {
+            window = min(limit, max(Int64(range.count), limit / 4))
+        } else if frontier - range.upperBound >= window / 2 {
+            return nil
+        } else {
+            window = min(limit, window * 2)
+        }
+        let end = min(size, range.upperBound + window)
+        guard end > frontier else { return nil }
+        defer { frontier = end }
+        return frontier..<end
+    }
+}
