@@ -197,11 +197,12 @@ struct ColdFill: Sendable {
     /// ``maxRequestBytes``, at least one chunk; the file's start for a whole-file fetch.
     static func discoveryRange(_ minimal: ByteRange?, alignment: Int, chunkSize: Int64) -> Range<Int64> {
         guard let minimal else { return 0..<maxRequestBytes }
+        // No item is longer than 1 PiB: clamping there keeps the arithmetic far from overflow.
+        let limit = ChunkLayout.maxItemLength
         let unit = max(Int64(alignment), chunkSize)
-        let lower = minimal.location / unit * unit
-        let (end, overflow) = minimal.location.addingReportingOverflow(max(minimal.length, 1))
-        let upper = overflow ? Int64.max : end
-        let rounded = upper > Int64.max - unit ? upper : (upper + unit - 1) / unit * unit
+        let lower = min(minimal.location, limit) / unit * unit
+        let upper = min(minimal.location, limit) + min(max(minimal.length, 1), limit)
+        let rounded = (upper + unit - 1) / unit * unit
         return lower..<max(lower + chunkSize, min(rounded, lower + maxRequestBytes))
     }
 }
