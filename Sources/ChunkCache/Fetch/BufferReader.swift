@@ -31,9 +31,9 @@ enum BufferReader {
                 case .stored(let digest):
                     let stored = try RangeAssembler.storedChunk(digest, of: plan, dbs: dbs, in: txn)
                     let whole = lower == chunk.location && upper == chunk.end
-                    let bytes = try ChunkCodec.decode(
+                    let bytes = try plan.decode(
                         stored, rawCount: Int(chunk.length), decompressor: context.decompressor,
-                        buffer: whole ? target : context.buffer, digest: digest)
+                        buffer: whole ? target : context.buffer, digest: digest, index: index)
                     if bytes.baseAddress != UnsafeRawPointer(target.baseAddress) {
                         target.copyMemory(from: UnsafeRawBufferPointer(
                             rebasing: bytes[Int(lower - chunk.location)..<Int(upper - chunk.location)]))

@@ -10,6 +10,8 @@ struct FetchPlan: Sendable {
     /// The retrieved range holds at least one zero chunk.
     let hasZeroChunks: Bool
     let domainVersion: DomainVersion
+    /// The domain has an origin: a stored chunk that fails its check is downloaded again (CONTRACT §10).
+    var fromOrigin = false
 }
 
 
@@ -103,14 +105,16 @@ enum FetchPlanner {
     ) throws -> FetchPlan {
         if let first = order.first {
             let version = versions[first]
-            if let plan = try serving(version, item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion, in: txn, dbs) {
+            if var plan = try serving(version, item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion, in: txn, dbs) {
+                plan.fromOrigin = true
                 return plan
             }
             throw ColdMiss.fill(version: version, range: retrieved(minimal, of: version, alignment: alignment))
         }
         for index in order.thenNewest {
-            if let plan = try serving(
+            if var plan = try serving(
                 versions[index], item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion, in: txn, dbs) {
+                plan.fromOrigin = true
                 return plan
             }
         }

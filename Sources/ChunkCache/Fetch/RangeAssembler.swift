@@ -113,9 +113,9 @@ enum RangeAssembler {
                 if !plan.wholeFile { try run.append(ZeroBytes.prefix(length), at: range.location) }
             case .stored(let digest):
                 let stored = try storedChunk(digest, of: plan, dbs: dbs, in: txn)
-                let bytes = try ChunkCodec.decode(
+                let bytes = try plan.decode(
                     stored, rawCount: length, decompressor: context.decompressor,
-                    buffer: try run.space(length, at: range.location), digest: digest)
+                    buffer: try run.space(length, at: range.location), digest: digest, index: index)
                 try run.append(bytes, at: range.location)
                 written += range.length
             case .absent:

@@ -38,7 +38,12 @@ final class ChunkSink: @unchecked Sendable {
     /// Raw bytes a batch gathers before it is committed.
     static let batchBytes = 4 << 20
 
-    init(store: Store, version: VersionRecord, session: OriginSession, claimed: [ClaimedChunk], counters: DownloadCounters) {
+    /// The chunks replace damaged stored copies (``WriteTransaction/storeDownloaded(_:manifestID:replacing:_:)``).
+    private let replacing: Bool
+
+    init(store: Store, version: VersionRecord, session: OriginSession, claimed: [ClaimedChunk], counters: DownloadCounters,
+         replacing: Bool = false) {
+        self.replacing = replacing
         self.store = store
         self.version = version
         self.session = session
@@ -125,9 +130,11 @@ final class ChunkSink: @unchecked Sendable {
         let (chunks, mismatch) = try await runBlocking(doing: "storing downloaded chunks", store: store.path) {
             try Self.encode(pending.map { ($0.chunk, $0.raw) }, store: store)
         }
-        let manifestID = version.manifestID
+        let manifestID = version.manifestID, replacing = self.replacing
         if !chunks.isEmpty {
-            try await store.writer.write { txn in try txn.storeDownloaded(chunks, manifestID: manifestID, store.dbs) }
+            try await store.writer.write { txn in
+                try txn.storeDownloaded(chunks, manifestID: manifestID, replacing: replacing, store.dbs)
+            }
         }
         for (chunk, _) in pending {
             if let mismatch, chunk.index >= mismatch.index {

@@ -83,6 +83,17 @@ struct ColdFill: Sendable {
         }
     }
 
+    /// Downloads chunk `index` of `version` again and overwrites the stored copy of `digest`, which failed its
+    /// check on read (CONTRACT §10 "Integrity"), waiting until it is stored.
+    func replace(_ version: VersionRecord, index: Int64, digest: ChunkDigest) async throws {
+        let (flight, claimed) = session.chunks.claim(ChunkKey(manifestID: version.manifestID, index: index))
+        if claimed {
+            let run = [ClaimedChunk(index: index, flight: flight, expected: digest)]
+            Task { await download(run, of: version, replacing: true) }
+        }
+        try await flight.wait()
+    }
+
     /// Starts downloading `ahead` of `version` without waiting (read-ahead behind a warm fetch).
     func prefetch(_ version: VersionRecord, ahead: Range<Int64>) throws {
         let claimed = try claimAbsent(of: version, in: ByteRange(location: ahead.lowerBound, length: Int64(ahead.count))).mine
@@ -94,8 +105,8 @@ struct ColdFill: Sendable {
     /// Downloads one run of consecutive claimed chunks in one ranged request pinned to the version, storing
     /// them as they arrive. A chunk failing its hash check is downloaded once more, then `corruptData`.
     /// Every outcome ends the run's flights.
-    private func download(_ run: [ClaimedChunk], of version: VersionRecord) async {
-        let sink = ChunkSink(store: store, version: version, session: session, claimed: run, counters: counters)
+    private func download(_ run: [ClaimedChunk], of version: VersionRecord, replacing: Bool = false) async {
+        let sink = ChunkSink(store: store, version: version, session: session, claimed: run, counters: counters, replacing: replacing)
         let expected = String(decoding: version.contentVersion, as: UTF8.self)
         let session = self.session, item = self.item, counters = self.counters
         var mismatches = 0

@@ -1,3 +1,5 @@
+import ZstdKit
+
 /// An error that is an instruction inside the engine, not a failure: passed through every wrapping unchanged
 /// so the code that acts on it sees it.
 protocol EngineSignal: Error {}
@@ -11,4 +13,24 @@ enum ColdMiss: EngineSignal {
     case discover(pinned: [UInt8]?, range: ByteRange?)
     /// The version is known but chunks of `range` are absent.
     case fill(version: VersionRecord, range: ByteRange)
+    /// Stored chunk `index` (`digest`) of the version failed its check on read: it is downloaded again and
+    /// replaces the damaged copy.
+    case replace(version: VersionRecord, index: Int64, digest: ChunkDigest)
+}
+
+extension FetchPlan {
+    /// Decodes a stored chunk of the plan (``ChunkCodec/decode(_:rawCount:decompressor:buffer:digest:)``). On an
+    /// origin domain a chunk that fails its check is a ``ColdMiss/replace(version:index:digest:)``: the fetch
+    /// downloads it again and succeeds (CONTRACT §10); elsewhere it is `corruptData`.
+    func decode(
+        _ stored: UnsafeRawBufferPointer, rawCount: Int, decompressor: Decompressor, buffer: UnsafeMutableRawBufferPointer,
+        digest: ChunkDigest, index: Int64
+    ) throws -> UnsafeRawBufferPointer {
+        do {
+            return try ChunkCodec.decode(stored, rawCount: rawCount, decompressor: decompressor, buffer: buffer, digest: digest)
+        } catch {
+            guard fromOrigin else { throw error }
+            throw ColdMiss.replace(version: version, index: index, digest: digest)
+        }
+    }
 }

@@ -117,6 +117,9 @@ extension ChunkCache {
                 }
                 try await fill.fill(version, range: range, ahead: ahead)
                 return .planAgain
+            case .replace(let version, let index, let digest):
+                try await fill.replace(version, index: index, digest: digest)
+                return .planAgain
             }
         } catch let failure as OriginFailure {
             if case .versionChanged = failure, !request.strict { return .moveOn }

@@ -75,8 +75,11 @@ extension WriteTransaction {
     /// Stores downloaded chunks of a manifest and sets their entries, deduplicated against the whole store.
     /// Only entries still `absent` change: a chunk another process stored meanwhile is left as it is, and a
     /// manifest that is gone (its version removed) takes nothing.
+    ///
+    /// - Parameter replacing: The chunks replace stored copies that failed their check: an entry `stored`
+    ///   with the same digest has its chunk's bytes overwritten.
     @available(*, noasync)
-    mutating func storeDownloaded(_ chunks: [DownloadedChunk], manifestID: UInt64, _ dbs: Databases) throws {
+    mutating func storeDownloaded(_ chunks: [DownloadedChunk], manifestID: UInt64, replacing: Bool = false, _ dbs: Databases) throws {
         var index = 0
         while index < chunks.count {
             let pageIndex = ManifestPage.page(ofChunk: chunks[index].index)
@@ -90,6 +93,10 @@ extension WriteTransaction {
             for chunk in chunks[index..<end] {
                 let slot = Int(chunk.index - pageIndex * ManifestPage.entriesPerPage)
                 let current = try entries.withUnsafeBytes { try ManifestPage.entry(in: $0, at: slot) }
+                if replacing, case .stored(let digest) = current, digest == chunk.digest {
+                    try replaceChunk(digest, encoded: chunk.encoded, dbs)
+                    continue
+                }
                 guard case .absent = current else { continue }
                 let entry: ManifestEntry
                 if let digest = chunk.digest {
@@ -103,6 +110,20 @@ extension WriteTransaction {
                 ManifestPage.replace(slot: slot, with: entry, in: &entries)
             }
             try ManifestPage.store(&entries, manifest: manifestID, page: pageIndex, in: &self, dbs)
+        }
+    }
+
+    /// Overwrites the stored bytes of a chunk that failed its check with a good copy of the same content.
+    @available(*, noasync)
+    private mutating func replaceChunk(_ digest: ChunkDigest, encoded: [UInt8], _ dbs: Databases) throws {
+        try digest.withUnsafeBytes { key in
+            guard let raw = try get(dbs.refs, key: key) else { return }  // dropped meanwhile: nothing to mend
+            var ref = try ChunkRef(decoding: raw, name: RecordNames.chunkReference(digest))
+            let storedLength = UInt32(encoded.count - ChunkCodec.headerSize)
+            try addToCounter(dbs, MetaKey.storedBytes, Int64(storedLength) - Int64(ref.storedLength))
+            ref.storedLength = storedLength
+            try encoded.withUnsafeBytes { try put(dbs.chunks, key: key, value: $0) }
+            try ref.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
         }
     }
 
