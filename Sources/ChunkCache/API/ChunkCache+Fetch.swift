@@ -66,7 +66,7 @@ extension ChunkCache {
     ) throws -> FetchResult {
         try Self.validate(minimalRange, of: item, alignment: alignment)
         try Catalog.validate(domain: item.domain, item: item.rawValue)
-        let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimalRange, alignment: alignment)
+        let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimalRange, alignment: alignment, progress: request.progress)
         let store = self.store
         var result = try throughOriginBlocking(cold, version: version?.contentVersion) { version in
             let fetch = Fetch(item: item, version: version, minimalRange: minimalRange, alignment: alignment,
@@ -106,7 +106,7 @@ extension ChunkCache {
         try Catalog.validate(domain: item.domain, item: item.rawValue)
         let store = self.store
         let minimal = ByteRange(location: offset, length: Int64(buffer.count))
-        let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimal, alignment: 1)
+        let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimal, alignment: 1, progress: request.progress)
         nonisolated(unsafe) let buffer = buffer  // filled on this thread only
         return try throughOriginBlocking(cold, version: version?.contentVersion) { requested in
             try Self.inFreshSnapshots(of: store, fetching: item) { txn in
@@ -154,7 +154,7 @@ extension ChunkCache {
         inspectClone: (@Sendable (FileDescriptor) -> Void)? = nil, beforeChunk: (@Sendable (Int64) -> Void)? = nil
     ) async throws -> FetchResult {
         try Catalog.validate(domain: item.domain, item: item.rawValue)
-        let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimalRange, alignment: alignment)
+        let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimalRange, alignment: alignment, progress: request.progress)
         var result = try await throughOrigin(cold, version: version) { version in
             try await self.fetchFromStore(
                 item, version: version, minimalRange: minimalRange, alignment: alignment, options: options, request: request,

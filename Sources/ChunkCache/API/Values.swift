@@ -281,10 +281,13 @@ public struct FetchRequest: Sendable, Hashable {
     public var requestingProcess: String?
     /// The domain version the requester last saw.
     public var domainVersion: DomainVersion?
+    /// Updated as the fetch downloads from the domain's origin, for a progress display.
+    public var progress: DownloadProgress?
 
-    public init(requestingProcess: String? = nil, domainVersion: DomainVersion? = nil) {
+    public init(requestingProcess: String? = nil, domainVersion: DomainVersion? = nil, progress: DownloadProgress? = nil) {
         self.requestingProcess = requestingProcess
         self.domainVersion = domainVersion
+        self.progress = progress
     }
 }
 
@@ -318,9 +321,9 @@ public struct FetchResult: Sendable {
     /// Requests this fetch made to the domain's origin.
     public var originRequests = 0
 
-    mutating func record(_ counters: DownloadCounters) {
-        downloadedBytes = counters.bytes.load(ordering: .relaxed)
-        originRequests = counters.requests.load(ordering: .relaxed)
+    mutating func record(_ progress: DownloadProgress) {
+        downloadedBytes = progress.downloadedBytes
+        originRequests = progress.originRequests
     }
 }
 

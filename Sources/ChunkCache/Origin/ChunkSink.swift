@@ -28,7 +28,7 @@ final class ChunkSink: @unchecked Sendable {
     private let store: Store
     private let version: VersionRecord
     private let session: OriginSession
-    private let counters: DownloadCounters
+    private let counters: DownloadProgress
     private var claimed: [Int64: ClaimedChunk]
     /// The chunk being filled and its bytes so far.
     private var current: (index: Int64, bytes: [UInt8])?
@@ -41,7 +41,7 @@ final class ChunkSink: @unchecked Sendable {
     /// The chunks replace damaged stored copies (``WriteTransaction/storeDownloaded(_:manifestID:replacing:_:)``).
     private let replacing: Bool
 
-    init(store: Store, version: VersionRecord, session: OriginSession, claimed: [ClaimedChunk], counters: DownloadCounters,
+    init(store: Store, version: VersionRecord, session: OriginSession, claimed: [ClaimedChunk], counters: DownloadProgress,
          replacing: Bool = false) {
         self.replacing = replacing
         self.store = store
@@ -171,8 +171,3 @@ final class ChunkSink: @unchecked Sendable {
     }
 }
 
-/// What one fetch brought from its origin, for ``FetchResult``.
-final class DownloadCounters: Sendable {
-    let bytes = Atomic<Int64>(0)
-    let requests = Atomic<Int>(0)
-}

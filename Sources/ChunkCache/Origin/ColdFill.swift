@@ -12,7 +12,7 @@ struct ColdFill: Sendable {
     let store: Store
     let session: OriginSession
     let item: String
-    let counters: DownloadCounters
+    let counters: DownloadProgress
 
     /// The most bytes one request asks for.
     static let maxRequestBytes: Int64 = 8 << 20

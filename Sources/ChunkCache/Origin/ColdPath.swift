@@ -10,7 +10,15 @@ struct ColdRequest: Sendable {
     /// The range asked for; nil for the whole file.
     let minimal: ByteRange?
     let alignment: Int
-    let counters = DownloadCounters()
+    let counters: DownloadProgress
+
+    init(item: ItemIdentifier, strict: Bool, minimal: ByteRange?, alignment: Int, progress: DownloadProgress?) {
+        self.item = item
+        self.strict = strict
+        self.minimal = minimal
+        self.alignment = alignment
+        counters = progress ?? DownloadProgress()
+    }
 }
 
 /// The bytes a fetch served, for the read-ahead that follows it.
@@ -156,7 +164,7 @@ extension ChunkCache {
         let store = self.store
         let contentVersion = served.servedItem.itemVersion.contentVersion
         Task {
-            let fill = ColdFill(store: store, session: session, item: item.rawValue, counters: DownloadCounters())
+            let fill = ColdFill(store: store, session: session, item: item.rawValue, counters: DownloadProgress())
             Diagnostics.attempt("read ahead in \(item)") {
                 let key = Keys.version(itemKey: Keys.item(domain: item.domain, id: item.rawValue), contentVersion: contentVersion)
                 let version = try store.environment.read { txn in

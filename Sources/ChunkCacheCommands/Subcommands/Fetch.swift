@@ -49,19 +49,27 @@ struct Fetch: AsyncParsableCommand {
     func run() async throws {
         let cache = try await global.openCache()
         let id = ItemIdentifier(domain: domain, item)
-        let request = FetchRequest(requestingProcess: process)
+        let progress = DownloadProgress()
+        let request = FetchRequest(requestingProcess: process, progress: progress)
+        let display = DownloadProgressDisplay(progress)
         let requested = version.map { ItemVersion($0) }
         let options: FetchOptions = strict ? .strictVersioning : []
         let destination: FetchDestination = out.map { .clone(to: $0, replaceExisting: force) } ?? .handOff
         let result: FetchResult
-        if let range {
-            result = try await cache.fetchPartialContents(
-                for: id, version: requested, request: request, minimalRange: range.range,
-                aligningTo: Int(align?.bytes ?? 4096), options: options, destination: destination)
-        } else {
-            result = try await cache.fetchContents(
-                for: id, version: requested, request: request, options: options, destination: destination)
+        do {
+            if let range {
+                result = try await cache.fetchPartialContents(
+                    for: id, version: requested, request: request, minimalRange: range.range,
+                    aligningTo: Int(align?.bytes ?? 4096), options: options, destination: destination)
+            } else {
+                result = try await cache.fetchContents(
+                    for: id, version: requested, request: request, options: options, destination: destination)
+            }
+        } catch {
+            await display.finish()
+            throw error
         }
+        await display.finish()
         var fields: [(String, JSON)] = [
             ("path", .string(result.url.path)), ("owner", .string(result.owner.rawValue)), ("item", result.item.json),
             ("retrievedRange", .object([("location", .int(result.retrievedRange.location)), ("length", .int(result.retrievedRange.length))])),
