@@ -34,7 +34,7 @@ let package = Package(
             name: "OriginKit",
             dependencies: [
                 "SigV4", .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
 

@@ -32,6 +32,15 @@ import Testing
                 "a jump resets the window")
     }
 
+    @Test("§10: the same range fetched again (concurrent readers) neither reads ahead nor breaks the sequence")
+    func repeatedRange() {
+        var state = ReadAhead()
+        _ = state.advance(fetching: 0..<Self.chunk, size: 1 << 30, limit: Self.limit)
+        #expect(state.advance(fetching: 0..<Self.chunk, size: 1 << 30, limit: Self.limit) == nil)
+        #expect(state.advance(fetching: Self.chunk..<(2 * Self.chunk), size: 1 << 30, limit: Self.limit) != nil, "still a sequence")
+        #expect(state.advance(fetching: Self.chunk..<(2 * Self.chunk), size: 1 << 30, limit: Self.limit) == nil)
+    }
+
     @Test("§10: read-ahead stops at the end of the file and is off with a zero limit")
     func readAheadBounds() {
         var state = ReadAhead()

@@ -7,6 +7,8 @@
 struct ReadAhead: Sendable {
     /// Where the next sequential fetch starts: the end of the last one.
     private var expected: Int64 = -1
+    /// Where the last fetch started.
+    private var previousStart: Int64 = 0
     private var window: Int64 = 0
     /// How far ahead downloads were started.
     private var frontier: Int64 = 0
@@ -14,8 +16,13 @@ struct ReadAhead: Sendable {
     /// Records a fetch of `range` (chunk-aligned) of an item of `size` bytes and returns the bytes to
     /// download after it, if any.
     mutating func advance(fetching range: Range<Int64>, size: Int64, limit: Int64) -> Range<Int64>? {
-        defer { expected = range.upperBound }
-        let sequential = expected > 0 && range.lowerBound <= expected && expected <= range.upperBound
+        // The same bytes again (concurrent readers of one range, a retry) neither advance nor break a sequence.
+        if expected > 0 && range.upperBound <= expected && range.lowerBound >= previousStart { return nil }
+        defer {
+            expected = range.upperBound
+            previousStart = range.lowerBound
+        }
+        let sequential = expected > 0 && range.lowerBound <= expected && expected < range.upperBound
         guard sequential, limit > 0 else {
             window = 0
             frontier = range.upperBound

@@ -1,0 +1,110 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import SigV4
+
+/// An HTTP(S) server as an origin (CONTRACT §10): `Range` GETs pinned with `If-Match`, versions from the
+/// strong `ETag` (else `Last-Modified` and size), listings from nginx's `autoindex_format json`.
+struct HTTPOrigin: RemoteOrigin {
+    let dialect: HTTPDialect
+    let reader: RangedReader
+
+    init(base: String, headers: [(name: String, value: String)], policy: OriginPolicy) {
+        dialect = HTTPDialect(base: base, headers: headers)
+        reader = RangedReader(client: HTTPClients.client(for: policy), dialect: dialect, policy: policy)
+    }
+
+    func read(
+        _ item: String, range: Range<Int64>, version: String?,
+        object: @Sendable (RemoteObject) async throws -> Void,
+        deliver: @Sendable (Int64, RemoteBytes) async throws -> Void
+    ) async throws {
+        try await reader.read(item, range: range, version: version, object: object, deliver: deliver)
+    }
+
+    func head(_ item: String, version: String?) async throws -> RemoteObject {
+        try await reader.head(item, version: version)
+    }
+
+    func list(page: @Sendable ([RemoteEntry]) async throws -> Void) async throws {
+        try await list(folder: "", page: page)
+    }
+
+    /// Lists one folder's files as a page, then walks its subfolders.
+    private func list(folder: String, page: @Sendable ([RemoteEntry]) async throws -> Void) async throws {
+        var request = HTTPClientRequest(url: dialect.url(folder))
+        for (name, value) in dialect.headers { request.headers.add(name: name, value: value) }
+        let response = try await reader.execute(request, folder)
+        guard response.status == .ok else {
+            throw dialect.failure(status: Int(response.status.code), body: "", item: folder.isEmpty ? "/" : folder)
+                ?? OriginFailure.transient(detail: "\(dialect.host) answered \(response.status.code) for the listing of \(folder)")
+        }
+        var body = try await response.body.collect(upTo: 64 << 20)
+        guard let json = try? JSONSerialization.jsonObject(with: Data(body.readBytes(length: body.readableBytes) ?? [])) as? [[String: Any]] else {
+            throw OriginFailure.invalidResponse(detail: "\(dialect.host) gave no JSON listing for \(folder.isEmpty ? "/" : folder); the origin must be nginx with `autoindex_format json`")
+        }
+        var files: [RemoteEntry] = []
+        var folders: [String] = []
+        for entry in json {
+            guard let name = entry["name"] as? String, let type = entry["type"] as? String else { continue }
+            if type == "directory" {
+                folders.append(folder + name + "/")
+            } else if type == "file" {
+                files.append(RemoteEntry(item: folder + name, size: (entry["size"] as? NSNumber)?.int64Value ?? 0, version: nil))
+            }
+        }
+        if !files.isEmpty { try await page(files) }
+        for subfolder in folders { try await list(folder: subfolder, page: page) }
+    }
+}
+
+/// How HTTP requests are spelled and answers read.
+struct HTTPDialect: OriginDialect {
+    let base: String
+    let headers: [(name: String, value: String)]
+    let host: String
+
+    init(base: String, headers: [(name: String, value: String)]) {
+        self.base = base
+        self.headers = headers
+        host = URLComponents(string: base).map { "\($0.scheme ?? "http")://\($0.host ?? "?")\($0.port.map { ":\($0)" } ?? "")" } ?? "the origin"
+    }
+
+    /// The URL of `item` (or of a folder ending in `/`): each segment percent-encoded once.
+    func url(_ item: String) -> String {
+        base + item.split(separator: "/", omittingEmptySubsequences: false).map { SigV4Signer.percentEncode(String($0)) }.joined(separator: "/")
+    }
+
+    func request(_ item: String, range: Range<Int64>?, version: String?) throws -> HTTPClientRequest {
+        var request = HTTPClientRequest(url: url(item))
+        request.method = range == nil ? .HEAD : .GET
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let range { request.headers.add(name: "Range", value: "bytes=\(range.lowerBound)-\(max(range.lowerBound, range.upperBound - 1))") }
+        if let version { request.headers.add(name: "If-Match", value: version) }
+        return request
+    }
+
+    /// Only a strong ETag can go in `If-Match`.
+    func pins(_ version: String) -> Bool { version.hasPrefix("\"") }
+
+    func version(of headers: HTTPHeaders, size: Int64) -> String {
+        if let etag = headers.first(name: "etag"), etag.hasPrefix("\"") { return etag }
+        return RemoteObject.fallbackVersion(lastModified: headers.first(name: "last-modified") ?? "no date", size: size)
+    }
+
+    func failure(status: Int, body: String, item: String) -> OriginFailure? { commonFailure(status: status, item: item) }
+}
+
+public extension OriginEndpoint {
+    /// The origin client for this endpoint.
+    func makeOrigin() -> any RemoteOrigin {
+        switch location {
+        case .http(let base):
+            return HTTPOrigin(base: base, headers: headers, policy: policy)
+        case .s3(let endpoint, let region, let bucket, let prefix):
+            return S3Origin(endpoint: endpoint, region: region, bucket: bucket, prefix: prefix, headers: headers,
+                            credentials: credentials, policy: policy)
+        }
+    }
+}

@@ -1,0 +1,233 @@
+import Foundation
+import TestSupport
+import Testing
+@testable import ChunkCache
+
+/// The cold path against a real nginx on 127.0.0.1 (CONTRACT §10): what is downloaded, in how many requests,
+/// and what the store holds after; the access log is the witness.
+@Suite(.serialized) struct ColdPathTests {
+    static let chunk = 65_536
+
+    /// A store with domain "web" whose origin is an nginx serving `files` (name → bytes) from `dir/origin`.
+    static func withOrigin(
+        _ files: [String: [UInt8]], readAhead: Int64 = DomainInfo.defaultReadAhead,
+        _ body: (ChunkCache, NginxServer, String) async throws -> Void
+    ) async throws {
+        try await withTemporaryDirectory { dir in
+            let root = dir + "/origin"
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            for (name, bytes) in files { try TestData.write(bytes, to: root + "/" + name) }
+            let server = try await NginxServer.start(root: URL(fileURLWithPath: root))
+            do {
+                let cache = try await makeCache(dir)
+                _ = try await cache.addDomain("web", origin: try Origin(server.baseURL), readAhead: readAhead)
+                try await body(cache, server, root)
+                await server.stop()
+            } catch {
+                await server.stop()
+                throw error
+            }
+        }
+    }
+
+    static func fetch(_ cache: ChunkCache, _ item: String, _ location: Int64, _ length: Int64, version: String? = nil,
+                      strict: Bool = false) async throws -> FetchResult {
+        try await cache.fetchPartialContents(
+            for: ItemIdentifier(domain: "web", item), version: version.map { ItemVersion($0) },
+            minimalRange: ByteRange(location: location, length: length), aligningTo: 4096,
+            options: strict ? .strictVersioning : [])
+    }
+
+    static func expectBytes(_ result: FetchResult, _ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let range = result.retrievedRange
+        #expect(try readRange(result.url.path, range) == Array(bytes[Int(range.location)..<Int(range.end)]), sourceLocation: sourceLocation)
+        try? FileManager.default.removeItem(at: result.url)
+    }
+
+    @Test("§10: the first fetch of an unknown item is one ranged GET that tells its size and version", .requires(NginxServer.self))
+    func discoveryIsOneRequest() async throws {
+        let bytes = TestData.random(count: 1 << 20, seed: 1)
+        try await Self.withOrigin(["a.bin": bytes]) { cache, server, _ in
+            let result = try await Self.fetch(cache, "a.bin", 131_072 + 10, 100)
+            try Self.expectBytes(result, bytes)
+            #expect(result.retrievedRange == ByteRange(location: 131_072, length: 65_536))
+            #expect(result.item.documentSize == 1 << 20)
+            #expect(result.item.itemVersion.contentVersionString.hasPrefix("\""), "the strong ETag, quotes included")
+            #expect(result.downloadedBytes == 65_536 && result.originRequests == 1)
+            let log = try await server.accessLog(atLeast: 1)
+            #expect(log.count == 1)
+            #expect(log.first?.method == "GET" && log.first?.range == "bytes=131072-196607")
+            #expect(log.first?.ifMatch == nil, "nothing to pin before the version is known")
+        }
+    }
+
+    @Test("§10 single flight: 32 concurrent fetches of one cold 64 KiB range make exactly one GET", .requires(NginxServer.self))
+    func singleFlight() async throws {
+        let bytes = TestData.random(count: 1 << 20, seed: 2)
+        try await Self.withOrigin(["a.bin": bytes]) { cache, server, _ in
+            try await withThrowingTaskGroup(of: FetchResult.self) { group in
+                for _ in 0..<32 { group.addTask { try await Self.fetch(cache, "a.bin", 65_536, 65_536) } }
+                for try await result in group { try Self.expectBytes(result, bytes) }
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            let log = try await server.accessLog()
+            #expect(log.count == 1, "\(log.map(\.range))")
+        }
+    }
+
+    @Test("§10: a cold 1 MiB range is one GET pinned with If-Match, not 16; the same range again makes none", .requires(NginxServer.self))
+    func coalescedAndWarm() async throws {
+        let bytes = TestData.random(count: 8 << 20, seed: 3)
+        try await Self.withOrigin(["a.bin": bytes]) { cache, server, _ in
+            let first = try await Self.fetch(cache, "a.bin", 0, 100)
+            let version = first.item.itemVersion.contentVersionString
+            try Self.expectBytes(first, bytes)
+            _ = try await server.accessLog(atLeast: 1)
+            try await server.clearAccessLog()
+            let range = try await Self.fetch(cache, "a.bin", 4 << 20, 1 << 20)
+            try Self.expectBytes(range, bytes)
+            #expect(range.originRequests == 1 && range.downloadedBytes == 1 << 20)
+            let log = try await server.accessLog(atLeast: 1)
+            #expect(log.count == 1)
+            #expect(log.first?.range == "bytes=4194304-5242879")
+            #expect(log.first?.ifMatch == version, "A10: every ranged request is pinned to the version")
+            try await server.clearAccessLog()
+            let again = try await Self.fetch(cache, "a.bin", 4 << 20, 1 << 20)
+            try Self.expectBytes(again, bytes)
+            #expect(again.originRequests == 0 && again.downloadedBytes == 0)
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(try await server.accessLog().isEmpty)
+        }
+    }
+
+    @Test("A19: random fetches download only their own ranges, nothing ahead", .requires(NginxServer.self))
+    func randomFetchNoReadAhead() async throws {
+        let bytes = TestData.random(count: 16 << 20, seed: 4)
+        try await Self.withOrigin(["a.bin": bytes]) { cache, server, _ in
+            for offset in [Int64(10 << 20), 3 << 20, 12 << 20, 1 << 20] {
+                try Self.expectBytes(try await Self.fetch(cache, "a.bin", offset, 65_536), bytes)
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            let log = try await server.accessLog()
+            #expect(log.map(\.range) == ["bytes=10485760-10551295", "bytes=3145728-3211263", "bytes=12582912-12648447", "bytes=1048576-1114111"])
+        }
+    }
+
+    @Test("§10 read-ahead: 200 sequential 64 KiB fetches make at most 10 requests", .requires(NginxServer.self))
+    func sequentialReadAhead() async throws {
+        let bytes = TestData.random(count: 16 << 20, seed: 5)
+        try await Self.withOrigin(["a.bin": bytes]) { cache, server, _ in
+            var requests = 0
+            for i in 0..<200 {
+                let result = try await Self.fetch(cache, "a.bin", Int64(i) * 65_536, 65_536)
+                requests += result.originRequests
+                try Self.expectBytes(result, bytes)
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            let log = try await server.accessLog()
+            #expect(log.count <= 10, "\(log.map(\.range))")
+            #expect(log.count >= 3, "the window grew in steps")
+            #expect(requests < 200)
+        }
+    }
+
+    @Test("A10: the file replaced at the origin: strict is versionNoLongerAvailable, non-strict serves the new version whole", .requires(NginxServer.self))
+    func replacedAtOrigin() async throws {
+        let old = TestData.random(count: 4 << 20, seed: 6)
+        let new = TestData.random(count: 4 << 20, seed: 7)
+        try await Self.withOrigin(["a.bin": old]) { cache, server, root in
+            let first = try await Self.fetch(cache, "a.bin", 0, 65_536)
+            try Self.expectBytes(first, old)
+            let oldVersion = first.item.itemVersion.contentVersionString
+            try await Task.sleep(for: .milliseconds(1100))  // nginx's ETag holds the mtime in seconds
+            try TestData.write(new, to: root + "/a.bin.tmp")
+            #expect(rename(root + "/a.bin.tmp", root + "/a.bin") == 0)
+            let strict = await errorCode { _ = try await Self.fetch(cache, "a.bin", 2 << 20, 65_536, version: oldVersion, strict: true) }
+            #expect(strict == .versionNoLongerAvailable)
+            let moved = try await Self.fetch(cache, "a.bin", 2 << 20, 65_536, version: oldVersion)
+            #expect(moved.item.itemVersion.contentVersionString != oldVersion, "the new version, reported")
+            try Self.expectBytes(moved, new)
+            let log = try await server.accessLog(atLeast: 3)
+            #expect(log.contains { $0.status == 412 && $0.ifMatch == oldVersion })
+            let stillOld = try await Self.fetch(cache, "a.bin", 0, 65_536, version: oldVersion, strict: true)
+            try Self.expectBytes(stillOld, old)  // what the store holds of the old version still serves it
+        }
+    }
+
+    @Test("C2: a 404 of the item is noSuchItem and removes it from the store; an item never there is noSuchItem", .requires(NginxServer.self))
+    func goneAtOrigin() async throws {
+        let bytes = TestData.random(count: 1 << 20, seed: 8)
+        try await Self.withOrigin(["a.bin": bytes]) { cache, _, root in
+            try Self.expectBytes(try await Self.fetch(cache, "a.bin", 0, 65_536), bytes)
+            try FileManager.default.removeItem(atPath: root + "/a.bin")
+            #expect(await errorCode { _ = try await Self.fetch(cache, "a.bin", 512 << 10, 65_536) } == .noSuchItem)
+            #expect(await errorCode { _ = try await Self.fetch(cache, "a.bin", 0, 65_536) } == .noSuchItem,
+                    "the item is gone from the store too: what it held no longer serves")
+            #expect(await errorCode { _ = try await Self.fetch(cache, "never.bin", 0, 1) } == .noSuchItem)
+            let report = try await cache.verify()
+            #expect(report.damagedRecords.isEmpty && report.damagedVersions.isEmpty)
+        }
+    }
+
+    @Test("§10: a stopped origin is serverUnreachable, and the store verifies clean", .requires(NginxServer.self))
+    func stoppedOrigin() async throws {
+        let bytes = TestData.random(count: 2 << 20, seed: 9)
+        try await Self.withOrigin(["a.bin": bytes]) { cache, server, _ in
+            try Self.expectBytes(try await Self.fetch(cache, "a.bin", 0, 65_536), bytes)
+            await server.stop()
+            #expect(await errorCode { _ = try await Self.fetch(cache, "a.bin", 1 << 20, 65_536) } == .serverUnreachable)
+            #expect(await errorCode { _ = try await Self.fetch(cache, "b.bin", 0, 65_536) } == .serverUnreachable)
+            let report = try await cache.verify()
+            #expect(report.damagedRecords.isEmpty && report.damagedVersions.isEmpty)
+            try Self.expectBytes(try await Self.fetch(cache, "a.bin", 0, 65_536), bytes)
+        }
+    }
+
+    @Test("§4 §10: a whole 20 MiB file comes in requests of at most 8 MiB, byte for byte", .requires(NginxServer.self))
+    func wholeFile() async throws {
+        var bytes = TestData.random(count: 20 << 20, seed: 10)
+        for i in (5 << 20)..<(6 << 20) { bytes[i] = 0 }  // zero chunks stay holes
+        try await Self.withOrigin(["a.bin": bytes]) { cache, server, _ in
+            let result = try await cache.fetchContents(for: ItemIdentifier(domain: "web", "a.bin"))
+            #expect(result.retrievedRange == ByteRange(location: 0, length: 20 << 20))
+            #expect(try TestData.read(result.url.path, count: 20 << 20) == bytes)
+            #expect(result.flags.contains(.knownSparseRanges))
+            #expect(result.downloadedBytes == 20 << 20)
+            let log = try await server.accessLog(atLeast: result.originRequests)
+            #expect(log.count == result.originRequests && log.count >= 3)
+            for entry in log {
+                let parts = entry.range?.dropFirst("bytes=".count).split(separator: "-").compactMap { Int64($0) } ?? []
+                #expect(parts.count == 2 && parts[1] - parts[0] + 1 <= 8 << 20, "\(entry.range ?? "no range")")
+            }
+            try? FileManager.default.removeItem(at: result.url)
+        }
+    }
+
+    @Test("§10: read(into:) of a cold item on the caller's thread fills from the origin", .requires(NginxServer.self))
+    func synchronousRead() async throws {
+        let bytes = TestData.random(count: 1 << 20, seed: 11)
+        try await Self.withOrigin(["a.bin": bytes]) { cache, _, _ in
+            let result = try await Task.detached {
+                try readOnThread(cache, ItemIdentifier(domain: "web", "a.bin"), at: 300_000, count: 5000)
+            }.value
+            #expect(result == Array(bytes[300_000..<305_000]))
+        }
+    }
+}
+
+/// `ChunkCache.read(_:version:at:into:)` on a thread of its own, as a FUSE worker calls it.
+private func readOnThread(_ cache: ChunkCache, _ item: ItemIdentifier, at offset: Int64, count: Int) throws -> [UInt8] {
+    let done = DispatchSemaphore(value: 0)
+    nonisolated(unsafe) var outcome: Result<[UInt8], any Error>?
+    let thread = Thread {
+        var buffer = [UInt8](repeating: 0, count: count)
+        outcome = Result {
+            let read = try buffer.withUnsafeMutableBytes { try cache.read(item, version: nil, at: offset, into: $0) }
+            return Array(buffer[..<read.bytesRead])
+        }
+        done.signal()
+    }
+    thread.start()
+    done.wait()
+    return try outcome!.get()
+}
