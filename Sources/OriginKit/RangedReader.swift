@@ -59,7 +59,8 @@ struct RangedReader: Sendable {
                     throw OriginFailure.invalidResponse(detail: "\(dialect.host) sent bytes \(sent) of \(item), not from \(next)")
                 }
                 var position = sent.lowerBound
-                for try await buffer in response.body {
+                var body = response.body.makeAsyncIterator()
+                while let buffer = try await Self.next(&body) {
                     var buffer = buffer
                     let skip = Int(max(0, min(Int64(buffer.readableBytes), next - position)))
                     position += Int64(buffer.readableBytes)
@@ -80,6 +81,14 @@ struct RangedReader: Sendable {
                 throw failure
             } catch let retry as Retry {
                 try await wait(before: attempt + 1, retry)
+            } catch let broken as BrokenBody {
+                if Task.isCancelled { throw CancellationError() }
+                // A body that breaks off is retried from the first byte not delivered; one that goes silent
+                // means the origin is gone.
+                if let timeout = broken.error as? HTTPClientError, timeout == .readTimeout {
+                    throw OriginFailure.unreachable(detail: "\(dialect.host) sent nothing for \(policy.idleTimeout)")
+                }
+                try await wait(before: attempt + 1, Retry(detail: "\(dialect.host) broke off \(item) at byte \(next): \(broken.error)"))
             } catch {
                 if Task.isCancelled { throw CancellationError() }
                 let failure = classify(error, item: item)
@@ -87,6 +96,16 @@ struct RangedReader: Sendable {
                 try await wait(before: attempt + 1, Retry(detail: detail))
             }
         }
+    }
+
+    /// An error while a response's body streamed.
+    private struct BrokenBody: Error {
+        let error: any Error
+    }
+
+    /// The body's next bytes, its errors marked as breaking the body.
+    private static func next(_ body: inout HTTPClientResponse.Body.AsyncIterator) async throws -> ByteBuffer? {
+        do { return try await body.next() } catch { throw BrokenBody(error: error) }
     }
 
     /// `HEAD` of the item.

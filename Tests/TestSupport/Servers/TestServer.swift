@@ -56,6 +56,32 @@ enum ServerProcess {
         }
     }
 
+    /// Sends `request` to 127.0.0.1:`port` and returns what comes back until the server closes (a short
+    /// control request of a test server; blocks for one local round trip).
+    static func exchange(_ port: Int, _ request: String) throws -> String {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ServerError("socket: errno \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard connected else { throw ServerError("connect to port \(port): errno \(errno)") }
+        let bytes = Array(request.utf8)
+        guard write(fd, bytes, bytes.count) == bytes.count else { throw ServerError("write: errno \(errno)") }
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n <= 0 { break }
+            answer += buffer[..<n]
+        }
+        return String(decoding: answer, as: UTF8.self)
+    }
+
     /// Starts `arguments` so that it dies with the test process (`setpriv --pdeathsig KILL`): a crashed test
     /// leaves no server behind.
     static func launch(_ arguments: [String], environment: [String: String] = [:], log: String) throws -> Process {
