@@ -17,7 +17,7 @@ public final class FaultOrigin: TestServer, @unchecked Sendable {
     private let process: Process
 
     public static var unavailableReason: String? {
-        Capabilities.path(of: "python3") == nil ? "python3 is not installed: apt-get install python3" : nil
+        ServerProcess.python == nil ? "python3 is not installed: apt-get install python3" : nil
     }
 
     private init(port: Int, directory: String, process: Process) {
@@ -30,7 +30,7 @@ public final class FaultOrigin: TestServer, @unchecked Sendable {
     public func baseURL(behaviour: String) -> String { "http://127.0.0.1:\(port)/\(behaviour)/" }
 
     public static func start(root: URL) async throws -> FaultOrigin {
-        guard let python = Capabilities.path(of: "python3") else { throw ServerError(unavailableReason ?? "no python3") }
+        guard let python = ServerProcess.python else { throw ServerError(unavailableReason ?? "no python3") }
         let directory = NSTemporaryDirectory() + "fault-origin-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try script.write(toFile: directory + "/origin.py", atomically: true, encoding: .utf8)

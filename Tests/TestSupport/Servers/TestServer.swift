@@ -23,6 +23,28 @@ extension Trait where Self == ConditionTrait {
 
 /// Shared plumbing of the test servers.
 enum ServerProcess {
+    /// The python3 interpreter of the test's own `PATH` (where `scripts/install-deps.sh` put moto), resolved
+    /// to its executable; nil without one.
+    static let python: String? = {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", "import sys; print(sys.executable)"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let path = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        return process.terminationStatus == 0 && !path.isEmpty ? path : nil
+    }()
+
+    /// Whether `python` imports `modules` (comma-separated).
+    static func pythonHas(_ modules: String) -> Bool {
+        guard let python else { return false }
+        return (try? runTool(python, "-c", "import \(modules)")) != nil
+    }
+
     /// A TCP port free on 127.0.0.1 now (the kernel's pick for port 0).
     static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
