@@ -59,6 +59,7 @@ let package = Package(
         .testTarget(name: "ZstdKitTests", dependencies: ["ZstdKit", "TestSupport"]),
         .testTarget(name: "FileIOTests", dependencies: ["FileIO", "TestSupport"]),
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4"]),
+        .testTarget(name: "OriginKitTests", dependencies: ["OriginKit", "SigV4", "TestSupport"]),
         .testTarget(name: "ChunkCacheTests", dependencies: ["ChunkCache", "FileIO", "TestSupport"]),
         .testTarget(name: "ChunkCacheIntegrationTests", dependencies: ["ChunkCache", "FileIO", "LMDBKit", "TestSupport"]),
         .testTarget(name: "ChunkCacheCommandsTests", dependencies: ["ChunkCacheCommands", "ChunkCache", "ChunkCacheBench", "TestSupport"]),

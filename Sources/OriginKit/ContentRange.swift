@@ -8,14 +8,14 @@ struct ContentRange: Equatable {
         let trimmed = header.trimmingCharacters(in: .whitespaces)
         guard trimmed.hasPrefix("bytes ") else { return nil }
         let spec = trimmed.dropFirst("bytes ".count)
-        let parts = spec.split(separator: "/", maxSplits: 1)
+        let parts = spec.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2, let size = Int64(parts[1]), size >= 0 else { return nil }
         self.size = size
         if parts[0] == "*" {
             range = nil
             return
         }
-        let bounds = parts[0].split(separator: "-", maxSplits: 1)
+        let bounds = parts[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]),
               first >= 0, last >= first, last < size else { return nil }
         range = first..<(last + 1)

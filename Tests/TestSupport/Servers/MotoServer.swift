@@ -57,6 +57,11 @@ public final class MotoServer: TestServer, @unchecked Sendable {
         return id.isEmpty || id == "None" ? nil : id
     }
 
+    /// Uploads `file` under each of `keys` (in one helper run: many objects, one process start).
+    public func putObjects(bucket: String, keys: [String], file: URL) async throws {
+        _ = try await call(["put-many", bucket, file.path] + keys)
+    }
+
     public func deleteObject(bucket: String, key: String) async throws {
         _ = try await call(["delete", bucket, key])
     }
@@ -127,6 +132,11 @@ elif command == "create-bucket":
 elif command == "put":
     with open(args[2], "rb") as f:
         print(client("s3").put_object(Bucket=args[0], Key=args[1], Body=f).get("VersionId"))
+elif command == "put-many":
+    s3 = client("s3")
+    body = open(args[1], "rb").read()
+    for key in args[2:]:
+        s3.put_object(Bucket=args[0], Key=key, Body=body)
 elif command == "delete":
     client("s3").delete_object(Bucket=args[0], Key=args[1])
 elif command == "forged":
