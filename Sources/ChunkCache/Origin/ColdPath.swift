@@ -155,7 +155,9 @@ extension ChunkCache {
     }
 
     /// Records a served fetch for its item's read-ahead and starts downloading what comes next, without
-    /// waiting. Only items of domains this process already read from an origin have read-ahead state.
+    /// waiting for it. The chunks are claimed before this returns, so the next fetch finds them in flight
+    /// instead of asking for them again. Only items of domains this process already read from an origin have
+    /// read-ahead state.
     private func readAhead(after served: some ServedBytes, _ request: ColdRequest) {
         let item = request.item
         guard let session = store.origins.existing(item.domain),
@@ -163,15 +165,13 @@ extension ChunkCache {
         else { return }
         let store = self.store
         let contentVersion = served.servedItem.itemVersion.contentVersion
-        Task {
-            let fill = ColdFill(store: store, session: session, item: item.rawValue, counters: DownloadProgress())
-            Diagnostics.attempt("read ahead in \(item)") {
-                let key = Keys.version(itemKey: Keys.item(domain: item.domain, id: item.rawValue), contentVersion: contentVersion)
-                let version = try store.environment.read { txn in
-                    try txn.get(store.dbs.versions, key: key).map { try VersionRecord(decoding: $0, name: "a version of \(item)") }
-                }
-                if let version { try fill.prefetch(version, ahead: ahead) }
+        Diagnostics.attempt("read ahead in \(item)") {
+            let key = Keys.version(itemKey: Keys.item(domain: item.domain, id: item.rawValue), contentVersion: contentVersion)
+            let version = try store.environment.read { txn in
+                try txn.get(store.dbs.versions, key: key).map { try VersionRecord(decoding: $0, name: "a version of \(item)") }
             }
+            let fill = ColdFill(store: store, session: session, item: item.rawValue, counters: DownloadProgress())
+            if let version { try fill.prefetch(version, ahead: ahead) }
         }
     }
 
