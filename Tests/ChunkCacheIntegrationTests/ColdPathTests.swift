@@ -203,6 +203,23 @@ import Testing
         }
     }
 
+    @Test("§10: versions of an item the store lacks is one HEAD; the item is recorded, nothing downloaded", .requires(NginxServer.self))
+    func versionsByHead() async throws {
+        let bytes = TestData.random(count: 300_000, seed: 12)
+        try await Self.withOrigin(["a.bin": bytes]) { cache, server, _ in
+            let listed = try await cache.versions(of: ItemIdentifier(domain: "web", "a.bin"))
+            #expect(listed.versions.count == 1 && listed.versions.first?.size == 300_000)
+            #expect(listed.versions.first?.cachedBytes == 0)
+            #expect(listed.versions.first?.contentVersion.hasPrefix("\"") == true)
+            let log = try await server.accessLog(atLeast: 1)
+            #expect(log.map(\.method) == ["HEAD"])
+            #expect(await errorCode { _ = try await cache.versions(of: ItemIdentifier(domain: "web", "none.bin")) } == .noSuchItem)
+            let fetched = try await Self.fetch(cache, "a.bin", 0, 10)
+            #expect(fetched.item.itemVersion.contentVersionString == listed.versions.first?.contentVersion)
+            try Self.expectBytes(fetched, bytes)
+        }
+    }
+
     @Test("§10: read(into:) of a cold item on the caller's thread fills from the origin", .requires(NginxServer.self))
     func synchronousRead() async throws {
         let bytes = TestData.random(count: 1 << 20, seed: 11)

@@ -14,10 +14,14 @@ extension ChunkCache {
         public var cachedBytes: Int64
     }
 
-    /// The item (at its newest version) and all its versions, newest first.
-    /// - Throws: `noSuchItem` for an unknown domain or item.
+    /// The item (at its newest version) and all its versions, newest first. An item of an origin domain that
+    /// the store does not hold yet is asked of the origin (`HEAD`, CONTRACT §10) and recorded, none of its
+    /// bytes downloaded.
+    /// - Throws: `noSuchItem` for an unknown domain or item (of an origin domain: only on the origin's 404
+    ///   or 410), the origin's errors as a fetch maps them.
     public func versions(of item: ItemIdentifier) async throws -> (item: Item, versions: [VersionInfo]) {
         try Catalog.validate(domain: item.domain, item: item.rawValue)
+        try await discoverByHead(item)
         let store = self.store
         return try await runBlocking(doing: "listing the versions of \(item)", store: store.path) { _ in
             try store.environment.read { txn in

@@ -1,0 +1,37 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `chunkcache fetch` of an origin domain, process after process, against nginx on 127.0.0.1 (CONTRACT §10).
+@Suite(.serialized) struct ColdFetchCommandTests {
+    @Test("§10: fetch --json reports downloadedBytes and requests; another process finds the chunks in the store and asks nothing",
+          .requires(NginxServer.self))
+    func downloadedAcrossProcesses() async throws {
+        try await withTemporaryDirectory { dir in
+            let root = dir + "/origin"
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            let bytes = TestData.random(count: 3 << 20, seed: 41)
+            try TestData.write(bytes, to: root + "/movie.bin")
+            let server = try await NginxServer.start(root: URL(fileURLWithPath: root))
+            do {
+                let store = dir + "/store"
+                try runJSON(store, ["domain", "add", "web", "--origin", server.baseURL])
+                let first = try runJSON(store, ["fetch", "--domain", "web", "movie.bin", "--range", "1048576:100000"])
+                #expect(try first.int("downloadedBytes") == 131_072 && first.int("requests") == 1)
+                let path = try first.string("path")
+                #expect(try TestData.read(path, offset: 1_048_576, count: 100_000) == Array(bytes[1_048_576..<1_148_576]))
+                let second = try runJSON(store, ["fetch", "--domain", "web", "movie.bin", "--range", "1048576:100000"])
+                #expect(try second.int("downloadedBytes") == 0 && second.int("requests") == 0)
+                let whole = try runJSON(store, ["fetch", "--domain", "web", "movie.bin"])
+                #expect(try whole.int("downloadedBytes") == (3 << 20) - 131_072, "only what the store lacked")
+                #expect(try TestData.read(try whole.string("path"), count: 3 << 20) == bytes)
+                let log = try await server.accessLog(atLeast: 2)
+                #expect(log.filter { $0.method == "GET" }.count == 1 + (try whole.int("requests")))
+                await server.stop()
+            } catch {
+                await server.stop()
+                throw error
+            }
+        }
+    }
+}
