@@ -93,6 +93,8 @@ struct HTTPDialect: OriginDialect {
         return RemoteObject.fallbackVersion(lastModified: headers.first(name: "last-modified") ?? "no date", size: size)
     }
 
+    func namesVersion(_ headers: HTTPHeaders) -> Bool { headers.contains(name: "etag") || headers.contains(name: "last-modified") }
+
     func failure(status: Int, body: String, item: String) -> OriginFailure? { commonFailure(status: status, item: item) }
 }
 

@@ -17,6 +17,9 @@ protocol OriginDialect: Sendable {
     /// The version a response names, for an item of `size` bytes.
     func version(of headers: HTTPHeaders, size: Int64) -> String
 
+    /// Whether a response names a version at all (an error response may carry neither ETag nor date).
+    func namesVersion(_ headers: HTTPHeaders) -> Bool
+
     /// The failure a final (non-retried) status means, given the start of its body; nil for a status to
     /// retry (5xx, 429).
     func failure(status: Int, body: String, item: String) -> OriginFailure?

@@ -43,7 +43,11 @@ struct RangedReader: Sendable {
                                 retryAfter: Backoff.retryAfter(response.headers.first(name: "retry-after")))
                 }
                 let (sent, size) = try Self.extent(of: response, status: status, item: item, host: dialect.host)
-                let current = RemoteObject(size: size, version: dialect.version(of: response.headers, size: size))
+                var current = RemoteObject(size: size, version: dialect.version(of: response.headers, size: size))
+                if status == 416 && !dialect.namesVersion(response.headers) {
+                    // nginx sends no ETag with a 416: a range past the end costs a HEAD to learn the version.
+                    current = try await head(item, version: told?.version ?? version)
+                }
                 if let expected = told?.version ?? version, current.version != expected {
                     throw OriginFailure.versionChanged(current: current)
                 }

@@ -97,6 +97,8 @@ struct S3Dialect: OriginDialect {
         return headers.first(name: "etag") ?? RemoteObject.fallbackVersion(lastModified: headers.first(name: "last-modified") ?? "no date", size: size)
     }
 
+    func namesVersion(_ headers: HTTPHeaders) -> Bool { headers.contains(name: "etag") || headers.contains(name: "x-amz-version-id") }
+
     /// S3's error codes say what a 404 or 400 means: a missing key is gone (C2), a missing version moved on,
     /// a missing bucket is a misconfigured domain, not a gone item.
     func failure(status: Int, body: String, item: String) -> OriginFailure? {

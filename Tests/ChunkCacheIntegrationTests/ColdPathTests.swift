@@ -203,6 +203,27 @@ import Testing
         }
     }
 
+    @Test("§3 §10: a first fetch past the end is answered 416, which tells the size (a HEAD the version); an empty file is one GET", .requires(NginxServer.self))
+    func pastTheEnd() async throws {
+        let bytes = TestData.random(count: 100_000, seed: 13)
+        try await Self.withOrigin(["a.bin": bytes, "empty.bin": []]) { cache, server, _ in
+            let empty = try await Self.fetch(cache, "empty.bin", 0, 10)
+            #expect(empty.retrievedRange == ByteRange(location: 0, length: 0) && empty.item.documentSize == 0)
+            #expect(empty.item.itemVersion.contentVersionString.hasPrefix("\""))
+            let past = try await Self.fetch(cache, "a.bin", 5 << 20, 10)
+            #expect(past.retrievedRange == ByteRange(location: 65_536, length: 100_000 - 65_536), "§3: clamped to the last chunk")
+            #expect(past.item.documentSize == 100_000)
+            try Self.expectBytes(past, bytes)
+            let log = try await server.accessLog(atLeast: 4)
+            // nginx answers a Range of an empty file with 200; past the end of another with 416 and no ETag.
+            #expect(log.map { "\($0.method) \($0.status)" } == ["GET 200", "GET 416", "HEAD 200", "GET 206"])
+            let tail = try await Self.fetch(cache, "a.bin", 99_990, 100)
+            #expect(tail.retrievedRange == ByteRange(location: 65_536, length: 100_000 - 65_536))
+            try Self.expectBytes(tail, bytes)
+            try? FileManager.default.removeItem(at: empty.url)
+        }
+    }
+
     @Test("§10: versions of an item the store lacks is one HEAD; the item is recorded, nothing downloaded", .requires(NginxServer.self))
     func versionsByHead() async throws {
         let bytes = TestData.random(count: 300_000, seed: 12)
