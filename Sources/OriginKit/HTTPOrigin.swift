@@ -6,25 +6,13 @@ import SigV4
 
 /// An HTTP(S) server as an origin (CONTRACT §10): `Range` GETs pinned with `If-Match`, versions from the
 /// strong `ETag` (else `Last-Modified` and size), listings from nginx's `autoindex_format json`.
-struct HTTPOrigin: RemoteOrigin {
+struct HTTPOrigin: ReadingOrigin {
     let dialect: HTTPDialect
     let reader: RangedReader
 
     init(base: String, headers: [(name: String, value: String)], policy: OriginPolicy) {
         dialect = HTTPDialect(base: base, headers: headers)
         reader = RangedReader(client: HTTPClients.client(for: policy), dialect: dialect, policy: policy)
-    }
-
-    func read(
-        _ item: String, range: Range<Int64>, version: String?,
-        object: @Sendable (RemoteObject) async throws -> Void,
-        deliver: @Sendable (Int64, RemoteBytes) async throws -> Void
-    ) async throws {
-        try await reader.read(item, range: range, version: version, object: object, deliver: deliver)
-    }
-
-    func head(_ item: String, version: String?) async throws -> RemoteObject {
-        try await reader.head(item, version: version)
     }
 
     func list(page: @Sendable ([RemoteEntry]) async throws -> Void) async throws {
@@ -56,6 +44,25 @@ struct HTTPOrigin: RemoteOrigin {
         }
         if !files.isEmpty { try await page(files) }
         for subfolder in folders { try await list(folder: subfolder, page: page) }
+    }
+}
+
+/// An origin whose reads and probes are a ``RangedReader``'s: HTTP and S3 differ in their dialect only.
+protocol ReadingOrigin: RemoteOrigin {
+    var reader: RangedReader { get }
+}
+
+extension ReadingOrigin {
+    func read(
+        _ item: String, range: Range<Int64>, version: String?,
+        object: @Sendable (RemoteObject) async throws -> Void,
+        deliver: @Sendable (Int64, RemoteBytes) async throws -> Void
+    ) async throws {
+        try await reader.read(item, range: range, version: version, object: object, deliver: deliver)
+    }
+
+    func head(_ item: String, version: String?) async throws -> RemoteObject {
+        try await reader.head(item, version: version)
     }
 }
 

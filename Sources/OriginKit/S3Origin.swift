@@ -7,7 +7,7 @@ import SigV4
 /// An S3 bucket (AWS, Ceph RGW, MinIO, moto) as an origin (CONTRACT §10): path-style requests signed with
 /// SigV4, ranged `GetObject` pinned by `versionId` (versioned buckets) or `If-Match` (the ETag otherwise),
 /// `HeadObject`, and `ListObjectsV2` over every page.
-struct S3Origin: RemoteOrigin {
+struct S3Origin: ReadingOrigin {
     let dialect: S3Dialect
     let reader: RangedReader
 
@@ -16,18 +16,6 @@ struct S3Origin: RemoteOrigin {
         dialect = S3Dialect(endpoint: endpoint, bucket: bucket, prefix: prefix, headers: headers,
                             signer: credentials.map { SigV4Signer(credentials: $0, region: region) })
         reader = RangedReader(client: HTTPClients.client(for: policy), dialect: dialect, policy: policy)
-    }
-
-    func read(
-        _ item: String, range: Range<Int64>, version: String?,
-        object: @Sendable (RemoteObject) async throws -> Void,
-        deliver: @Sendable (Int64, RemoteBytes) async throws -> Void
-    ) async throws {
-        try await reader.read(item, range: range, version: version, object: object, deliver: deliver)
-    }
-
-    func head(_ item: String, version: String?) async throws -> RemoteObject {
-        try await reader.head(item, version: version)
     }
 
     /// The keys below the prefix, a `ListObjectsV2` page at a time.

@@ -134,7 +134,7 @@ import Testing
             let server = try await MotoServer.start()
             try await server.createBucket("many", versioned: false)
             try TestData.write([1, 2, 3], to: dir + "/f")
-            try await server.putObjects(bucket: "many", keys: (0..<1005).map { "p/\($0).bin" }, file: URL(fileURLWithPath: dir + "/f"))
+            try await server.putObjects(bucket: "many", prefix: "p/", count: 1005, file: URL(fileURLWithPath: dir + "/f"))
             let origin = OriginEndpoint(location: .s3(endpoint: server.endpoint, region: server.region, bucket: "many", prefix: "p/"),
                                         credentials: AWSCredentials(accessKeyID: "testing", secretAccessKey: "testing")).makeOrigin()
             let pages = Mutex<[[RemoteEntry]]>([])

@@ -2,54 +2,33 @@ import Synchronization
 
 /// One download that any number of tasks wait for (single flight, CONTRACT §10).
 final class Flight: Sendable {
-    private struct State {
+    private struct Progress: Sendable {
         var outcome: Result<Void, any Error>?
-        var nextTicket: UInt64 = 0
-        var waiters: [(ticket: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
         /// Someone waits for it: the downloader commits it as soon as it is in instead of batching on.
         var awaited = false
     }
 
-    private let state = Mutex(State())
+    private let queue = WaitQueue(Progress())
 
     /// Whether a task waits for this flight now or did.
-    var isAwaited: Bool { state.withLock { $0.awaited } }
+    var isAwaited: Bool { queue.withLock { progress, _ in progress.awaited } }
 
     /// Waits for the flight's outcome; a cancelled waiter stops waiting at once (the download goes on for the
     /// others), with `CancellationError`.
     func wait() async throws {
-        let ticket = state.withLock { state -> UInt64 in
-            state.awaited = true
-            state.nextTicket += 1
-            return state.nextTicket
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                state.withLock { state in
-                    if let outcome = state.outcome {
-                        continuation.resume(with: outcome)
-                    } else if Task.isCancelled {
-                        continuation.resume(throwing: CancellationError())
-                    } else {
-                        state.waiters.append((ticket, continuation))
-                    }
-                }
-            }
-        } onCancel: {
-            let waiter = state.withLock { state in
-                state.waiters.firstIndex { $0.ticket == ticket }.map { state.waiters.remove(at: $0).continuation }
-            }
-            waiter?.resume(throwing: CancellationError())
+        try await queue.wait { progress, _ in
+            progress.awaited = true
+            return progress.outcome
         }
     }
 
     /// Ends the flight; only the first outcome counts.
     func finish(_ outcome: Result<Void, any Error>) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
-            guard state.outcome == nil else { return [] }
-            state.outcome = outcome
-            defer { state.waiters.removeAll() }
-            return state.waiters.map(\.continuation)
+        let waiters = queue.withLock { progress, waiters -> [WaitQueue<Progress>.Waiter] in
+            guard progress.outcome == nil else { return [] }
+            progress.outcome = outcome
+            defer { waiters.removeAll() }
+            return waiters
         }
         for waiter in waiters { waiter.resume(with: outcome) }
     }

@@ -57,9 +57,9 @@ public final class MotoServer: TestServer, @unchecked Sendable {
         return id.isEmpty || id == "None" ? nil : id
     }
 
-    /// Uploads `file` under each of `keys` (in one helper run: many objects, one process start).
-    public func putObjects(bucket: String, keys: [String], file: URL) async throws {
-        _ = try await call(["put-many", bucket, file.path] + keys)
+    /// Uploads `file` as `PREFIX0.bin` … `PREFIX(count-1).bin` (in one helper run: many objects, one process).
+    public func putObjects(bucket: String, prefix: String, count: Int, file: URL) async throws {
+        _ = try await call(["put-many", bucket, file.path, prefix, String(count)])
     }
 
     public func deleteObject(bucket: String, key: String) async throws {
@@ -102,7 +102,7 @@ public final class MotoServer: TestServer, @unchecked Sendable {
                     let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                     process.waitUntilExit()
                     guard process.terminationStatus == 0 else {
-                        throw ServerError("s3.py \(arguments.joined(separator: " ")) failed: \(text)")
+                        throw ServerError("s3.py \(arguments.prefix(3).joined(separator: " ")) failed: \(text.suffix(2000))")
                     }
                     continuation.resume(returning: text)
                 } catch {
@@ -115,7 +115,8 @@ public final class MotoServer: TestServer, @unchecked Sendable {
     private static let helper = #"""
 import sys, boto3, botocore.config, urllib.request
 endpoint, command, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-config = botocore.config.Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1})
+# Retries: a test machine under load may drop a connection now and then.
+config = botocore.config.Config(s3={"addressing_style": "path"}, retries={"max_attempts": 5, "mode": "standard"})
 def client(name): return boto3.client(name, endpoint_url=endpoint, region_name="us-east-1", config=config)
 if command == "make-user":
     iam = client("iam")
@@ -135,8 +136,8 @@ elif command == "put":
 elif command == "put-many":
     s3 = client("s3")
     body = open(args[1], "rb").read()
-    for key in args[2:]:
-        s3.put_object(Bucket=args[0], Key=key, Body=body)
+    for i in range(int(args[3])):
+        s3.put_object(Bucket=args[0], Key="%s%d.bin" % (args[2], i), Body=body)
 elif command == "delete":
     client("s3").delete_object(Bucket=args[0], Key=args[1])
 elif command == "forged":

@@ -69,6 +69,11 @@ enum ServerProcess {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
+        return connectLoopback(fd, port)
+    }
+
+    /// Connects `fd` to 127.0.0.1:`port`.
+    private static func connectLoopback(_ fd: Int32, _ port: Int) -> Bool {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -84,14 +89,7 @@ enum ServerProcess {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ServerError("socket: errno \(errno)") }
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        guard connected else { throw ServerError("connect to port \(port): errno \(errno)") }
+        guard connectLoopback(fd, port) else { throw ServerError("connect to port \(port): errno \(errno)") }
         let bytes = Array(request.utf8)
         guard write(fd, bytes, bytes.count) == bytes.count else { throw ServerError("write: errno \(errno)") }
         var answer: [UInt8] = []
@@ -117,7 +115,7 @@ enum ServerProcess {
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
         process.standardOutput = handle
         process.standardError = handle
-        try process.run()
+        try SpawningThread.shared.run { try process.run() }
         return process
     }
 
@@ -145,6 +143,44 @@ enum ServerProcess {
                 done.resume()
             }
         }
+    }
+}
+
+/// The one thread that starts servers. `PR_SET_PDEATHSIG` fires when the *thread* that forked the child
+/// ends, and pool threads come and go: forking from a thread that lives as long as the process makes the
+/// signal mean "the test process died".
+final class SpawningThread: @unchecked Sendable {
+    static let shared = SpawningThread()
+    private let lock = NSCondition()
+    private var jobs: [() -> Void] = []
+
+    private init() {
+        let thread = Thread { [self] in
+            while true {
+                lock.lock()
+                while jobs.isEmpty { lock.wait() }
+                let job = jobs.removeFirst()
+                lock.unlock()
+                job()
+            }
+        }
+        thread.name = "test-server-spawner"
+        thread.start()
+    }
+
+    /// Runs `body` on the spawning thread and waits for it.
+    func run(_ body: @escaping () throws -> Void) throws {
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var failure: (any Error)?
+        lock.lock()
+        jobs.append {
+            do { try body() } catch { failure = error }
+            done.signal()
+        }
+        lock.signal()
+        lock.unlock()
+        done.wait()
+        if let failure { throw failure }
     }
 }
 

@@ -1,0 +1,58 @@
+import Synchronization
+
+/// State behind a lock, and the tasks waiting for it to change: what ``AsyncLimiter`` and ``Flight`` are made of.
+///
+/// Waiting suspends the task (no thread is parked); a cancelled waiter leaves the queue at once with
+/// `CancellationError`.
+final class WaitQueue<State: Sendable>: Sendable {
+    typealias Waiter = CheckedContinuation<Void, any Error>
+
+    private struct Inside {
+        var state: State
+        var nextTicket: UInt64 = 0
+        var waiters: [(ticket: UInt64, waiter: Waiter)] = []
+    }
+
+    private let inside: Mutex<Inside>
+
+    init(_ state: State) { inside = Mutex(Inside(state: state)) }
+
+    /// Runs `body` under the lock with the state and the waiters, oldest first (`body` may remove some and
+    /// return them to be resumed outside the lock).
+    func withLock<R>(_ body: (inout State, inout [Waiter]) -> R) -> R {
+        inside.withLock { inside in
+            var waiters = inside.waiters.map(\.waiter)
+            let before = waiters.count
+            let result = body(&inside.state, &waiters)
+            // Waiters only ever leave from the front.
+            inside.waiters.removeFirst(before - waiters.count)
+            return result
+        }
+    }
+
+    /// Waits unless `admit`, run under the lock, returns an outcome at once; then until a waiter is resumed.
+    func wait(admit: (inout State, _ queued: Bool) -> Result<Void, any Error>?) async throws {
+        let ticket = inside.withLock { inside -> UInt64 in
+            inside.nextTicket += 1
+            return inside.nextTicket
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (waiter: Waiter) in
+                inside.withLock { inside in
+                    if let outcome = admit(&inside.state, !inside.waiters.isEmpty) {
+                        waiter.resume(with: outcome)
+                    } else if Task.isCancelled {
+                        waiter.resume(throwing: CancellationError())
+                    } else {
+                        inside.waiters.append((ticket, waiter))
+                    }
+                }
+            }
+        } onCancel: {
+            let waiter = inside.withLock { inside in
+                inside.waiters.firstIndex { $0.ticket == ticket }.map { inside.waiters.remove(at: $0).waiter }
+            }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+}
