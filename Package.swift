@@ -67,7 +67,7 @@ let package = Package(
         .executableTarget(
             name: "ChunkCacheBenchmarks",
             dependencies: [
-                "ChunkCache", "ChunkCacheBench", "ZstdKit", "FileIO",
+                "ChunkCache", "ChunkCacheBench", "ZstdKit", "FileIO", "OriginKit",
                 .product(name: "Benchmark", package: "package-benchmark"),
             ],
             path: "Benchmarks/ChunkCacheBenchmarks",

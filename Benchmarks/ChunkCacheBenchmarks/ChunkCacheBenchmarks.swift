@@ -158,6 +158,10 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // MARK: - The cold path: bytes from an origin (nginx on loopback, and 20 ms away through a proxy).
+
+    registerColdBenchmarks(settings)
+
     // MARK: - Fetch latency against the store's size (64 KiB range, 64 KiB chunks, warm).
 
     for (label, bytes) in settings.scaleSizes {
