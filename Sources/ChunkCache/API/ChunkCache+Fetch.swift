@@ -154,8 +154,19 @@ extension ChunkCache {
         inspectClone: (@Sendable (FileDescriptor) -> Void)? = nil, beforeChunk: (@Sendable (Int64) -> Void)? = nil
     ) async throws -> FetchResult {
         try Catalog.validate(domain: item.domain, item: item.rawValue)
+        // The warm path first, with nothing of the cold path's allocated until something is missing.
+        let firstMiss: ColdMiss
+        do {
+            let served = try await fetchFromStore(
+                item, version: version, minimalRange: minimalRange, alignment: alignment, options: options, request: request,
+                destination: destination, strategies: strategies, inspectClone: inspectClone, beforeChunk: beforeChunk)
+            readAhead(after: served, item)
+            return served
+        } catch let miss as ColdMiss {
+            firstMiss = miss
+        }
         let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimalRange, alignment: alignment, progress: request.progress)
-        var result = try await throughOrigin(cold, version: version) { version in
+        var result = try await throughOrigin(cold, version: version, firstMiss: firstMiss) { version in
             try await self.fetchFromStore(
                 item, version: version, minimalRange: minimalRange, alignment: alignment, options: options, request: request,
                 destination: destination, strategies: strategies, inspectClone: inspectClone, beforeChunk: beforeChunk)

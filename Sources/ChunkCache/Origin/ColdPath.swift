@@ -39,12 +39,14 @@ extension ChunkCache {
 
     /// Runs `attempt` (a fetch from the store) and, while it misses on an origin domain, fills what it lacks
     /// from the origin and runs it again, with the version the origin named when it discovered one.
+    ///
+    /// - Parameter firstMiss: What a first attempt, made by the caller, lacked.
     func throughOrigin<R: ServedBytes & Sendable>(
-        _ request: ColdRequest, version: [UInt8]?, _ attempt: @Sendable ([UInt8]?) async throws -> R
+        _ request: ColdRequest, version: [UInt8]?, firstMiss: ColdMiss? = nil, _ attempt: @Sendable ([UInt8]?) async throws -> R
     ) async throws -> R {
         var version = version
         var readAheadDone = false
-        var miss: ColdMiss?
+        var miss = firstMiss
         for _ in 0..<Self.maxColdRounds {
             if let pending = miss {
                 miss = nil
@@ -57,7 +59,7 @@ extension ChunkCache {
             }
             do {
                 let served = try await attempt(version)
-                if !readAheadDone { readAhead(after: served, request) }
+                if !readAheadDone { readAhead(after: served, request.item) }
                 return served
             } catch let cold as ColdMiss {
                 miss = cold
@@ -77,7 +79,7 @@ extension ChunkCache {
         for _ in 0..<Self.maxColdRounds {
             do {
                 let served = try attempt(version)
-                if !readAheadDone { readAhead(after: served, request) }
+                if !readAheadDone { readAhead(after: served, request.item) }
                 return served
             } catch var cold as ColdMiss {
                 while true {
@@ -184,8 +186,7 @@ extension ChunkCache {
     /// waiting for it. The chunks are claimed before this returns, so the next fetch finds them in flight
     /// instead of asking for them again. Only items of domains this process already read from an origin have
     /// read-ahead state.
-    private func readAhead(after served: some ServedBytes, _ request: ColdRequest) {
-        let item = request.item
+    func readAhead(after served: some ServedBytes, _ item: ItemIdentifier) {
         guard let session = store.origins.existing(item.domain),
               let ahead = session.readAhead(item.rawValue, fetching: served.servedRange, size: served.servedItem.documentSize)
         else { return }
