@@ -3,6 +3,8 @@
 # one markdown table: ingest MB/s, store bytes after all versions, dedup ratio, full extract time of the
 # last version, peak RSS. Every extract is compared with the original (cmp); a mismatch fails the run.
 #
+#   Benchmarks/peers.sh --cold [--reads N]    cold reads from an HTTP origin instead: chunkcache, rclone,
+#                                             casync and curl, on loopback and 20 ms away (Benchmarks/peers/cold.sh)
 #   Benchmarks/peers.sh [--small] [--datasets DIR] [--results DIR] [--tools "chunkcache casync borg"]
 #                       [--series "toolchain sqlite inserts compressed"] [--chunk-size 64KiB]
 #
@@ -17,6 +19,7 @@ export LC_ALL=C
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
+if [ "${1:-}" = --cold ]; then shift; exec bash "$HERE/peers/cold.sh" "$@"; fi
 
 small=0; datasets=""; results=""; tools="chunkcache casync borg"
 ORDER="toolchain sqlite inserts compressed"; chunk_size=64KiB

@@ -338,56 +338,22 @@ else
 fi
 
 # The cold benchmarks read from an origin: nginx on 127.0.0.1 serving random files made once (256 MiB read
-# in order, 1 GiB whole, 600 small items for first fetches; a few MiB in a smoke run), and the same through
-# scripts/delay-proxy.py, which adds 20 ms of round-trip time. Both stop when the run ends.
-start_cold_origin() {
-    local dir="$root/origin" run="$root/origin-run" sequential full items port proxy_port
-    if ! command -v nginx >/dev/null && [[ ! -x /usr/sbin/nginx ]]; then
-        echo "== no nginx (apt-get install nginx-light): the cold benchmarks are left out" >&2
-        return
-    fi
+# in order, 1 GiB whole, 600 small items for first fetches; a few MiB in a smoke run), and the same 20 ms
+# away through scripts/delay-proxy.py. Both stop when the run ends.
+source Benchmarks/origin.sh
+if command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]]; then
     if ((smoke)); then sequential=$((8 << 20)); full=$((16 << 20)); items=8; else sequential=$((256 << 20)); full=$((1 << 30)); items=600; fi
-    mkdir -p "$dir/items" "$run"
-    [[ -f "$dir/random.bin" && $(stat -c %s "$dir/random.bin") == "$sequential" ]] || head -c "$sequential" /dev/urandom >"$dir/random.bin"
-    [[ -f "$dir/full.bin" && $(stat -c %s "$dir/full.bin") == "$full" ]] || head -c "$full" /dev/urandom >"$dir/full.bin"
-    if [[ $(ls "$dir/items" | wc -l) != "$items" ]]; then
-        rm -f "$dir"/items/*.bin
-        for ((i = 0; i < items; i++)); do head -c $((256 << 10)) /dev/urandom >"$dir/items/$i.bin"; done
-    fi
-    port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-    cat >"$run/nginx.conf" <<CONF
-daemon off;
-master_process off;
-worker_processes 1;
-pid $run/nginx.pid;
-error_log $run/error.log warn;
-events { worker_connections 1024; }
-http {
-    default_type application/octet-stream;
-    client_body_temp_path $run/body;
-    proxy_temp_path $run/proxy;
-    fastcgi_temp_path $run/fastcgi;
-    uwsgi_temp_path $run/uwsgi;
-    scgi_temp_path $run/scgi;
-    access_log off;
-    sendfile on;
-    keepalive_requests 1000000;
-    server { listen 127.0.0.1:$port; root $dir; etag on; }
-}
-CONF
-    "$(command -v nginx || echo /usr/sbin/nginx)" -c "$run/nginx.conf" -p "$run" &
-    local nginx_pid=$!
-    cleanup+=("kill -9 $nginx_pid")
-    rm -f "$run/proxy.port"
-    python3 scripts/delay-proxy.py --target "127.0.0.1:$port" --delay-ms 10 --port-file "$run/proxy.port" &
-    cleanup+=("kill $!")
-    for _ in $(seq 100); do [[ -f "$run/proxy.port" ]] && curl -sf -o /dev/null -r 0-0 "http://127.0.0.1:$port/random.bin" && break; sleep 0.1; done
-    proxy_port="$(cat "$run/proxy.port")"
-    export CHUNKCACHE_BENCH_ORIGIN="http://127.0.0.1:$port/" CHUNKCACHE_BENCH_ORIGIN_20MS="http://127.0.0.1:$proxy_port/"
-    export CHUNKCACHE_BENCH_ORIGIN_DIR="$dir"
-    echo "== origin: nginx at $CHUNKCACHE_BENCH_ORIGIN, 20 ms away at $CHUNKCACHE_BENCH_ORIGIN_20MS (files in $dir)"
-}
-start_cold_origin
+    mkdir -p "$root/origin/items"
+    make_random "$root/origin/random.bin" "$sequential"
+    make_random "$root/origin/full.bin" "$full"
+    for ((i = 0; i < items; i++)); do make_random "$root/origin/items/$i.bin" $((256 << 10)); done
+    start_origin "$root/origin" "$root/origin-run" "$PWD"
+    cleanup+=("kill -9 $ORIGIN_PIDS")
+    export CHUNKCACHE_BENCH_ORIGIN="$ORIGIN_URL" CHUNKCACHE_BENCH_ORIGIN_20MS="$ORIGIN_URL_20MS" CHUNKCACHE_BENCH_ORIGIN_DIR="$root/origin"
+    echo "== origin: nginx at $ORIGIN_URL, 20 ms away at $ORIGIN_URL_20MS (files in $root/origin)"
+else
+    echo "== no nginx (apt-get install nginx-light): the cold benchmarks are left out" >&2
+fi
 
 args=(--target ChunkCacheBenchmarks --no-progress --format "$format" --benchmark-build-configuration "$configuration")
 [[ -n "$filter" ]] && args+=(--filter "$filter")
