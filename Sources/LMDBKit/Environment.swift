@@ -206,8 +206,15 @@ public final class Environment: @unchecked Sendable {
     /// LMDB binds a write transaction to the thread that began it, so `body` is synchronous and this
     /// function is unavailable from async code: call it from the one writer thread.
     /// The corresponding C functions are `mdb_txn_begin`, `mdb_txn_commit` and `mdb_txn_abort`.
+    ///
+    /// - Parameter durability: `.full` (the default) flushes data and metadata at commit. `.deferMeta`
+    ///   (`MDB_NOMETASYNC` for this commit) flushes the data only: the database stays intact whatever happens,
+    ///   but a system crash may undo this transaction. For writes that can be made again (a cache's
+    ///   downloads). Only one thread of the process may write, so changing the flag around one commit is safe.
     @available(*, noasync, message: "a write transaction must begin and commit on one thread")
-    public func write<R>(_ body: (inout WriteTransaction) throws -> R) throws -> R {
+    public func write<R>(durability: Durability = .full, _ body: (inout WriteTransaction) throws -> R) throws -> R {
+        if durability == .deferMeta { try check(mdb_env_set_flags(handle, UInt32(MDB_NOMETASYNC), 1)) }
+        defer { if durability == .deferMeta { mdb_env_set_flags(handle, UInt32(MDB_NOMETASYNC), 0) } }
         var raw: OpaquePointer?
         try check(mdb_txn_begin(handle, nil, 0, &raw))
         var txn = WriteTransaction(handle: raw!)
@@ -220,6 +227,14 @@ public final class Environment: @unchecked Sendable {
         }
         try check(mdb_txn_commit(raw))
         return result
+    }
+
+    /// What a commit flushes to disk.
+    public enum Durability: Sendable {
+        /// Data and metadata: a committed transaction survives a system crash.
+        case full
+        /// Data only (`MDB_NOMETASYNC`): intact after a crash, but the transaction may be undone.
+        case deferMeta
     }
 
     /// Flushes the data file to disk. The corresponding C function is `mdb_env_sync`.

@@ -15,10 +15,16 @@ final class Writer: Sendable {
     init(environment: Environment) { self.environment = environment }
 
     /// Runs `body` in one write transaction on the writer queue, committing when it returns.
-    func write<R: Sendable>(_ body: @escaping @Sendable (inout WriteTransaction) throws -> R) async throws -> R {
+    ///
+    /// - Parameter durability: `.deferMeta` for writes that can be made again (chunks downloaded from an
+    ///   origin): one flush per commit instead of two; a system crash may undo the transaction, never damage
+    ///   the store.
+    func write<R: Sendable>(
+        durability: Environment.Durability = .full, _ body: @escaping @Sendable (inout WriteTransaction) throws -> R
+    ) async throws -> R {
         try await withCheckedThrowingContinuation { continuation in
             queue.async {
-                continuation.resume(with: Result { try self.transaction(body) })
+                continuation.resume(with: Result { try self.transaction(durability: durability, body) })
             }
         }
     }
@@ -37,8 +43,8 @@ final class Writer: Sendable {
 
     /// One transaction, on the writer queue.
     @available(*, noasync)
-    private func transaction<R>(_ body: (inout WriteTransaction) throws -> R) throws -> R {
+    private func transaction<R>(durability: Environment.Durability = .full, _ body: (inout WriteTransaction) throws -> R) throws -> R {
         defer { afterEachTransaction.withLock { $0 }?() }
-        return try environment.write(body)
+        return try environment.write(durability: durability, body)
     }
 }
