@@ -26,7 +26,8 @@ http {
     access_log off;
     sendfile on;
     keepalive_requests 1000000;
-    server { listen 127.0.0.1:$port; root $dir; etag on; autoindex on; autoindex_format json; }
+    # HTML autoindex: rclone's http remote lists folders from it.
+    server { listen 127.0.0.1:$port; root $dir; etag on; autoindex on; }
 }
 CONF
     "$nginx" -c "$run/nginx.conf" -p "$run" &

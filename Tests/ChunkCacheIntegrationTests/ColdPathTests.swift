@@ -100,6 +100,30 @@ import Testing
         }
     }
 
+    @Test("§10 store behind: a cold range is returned as it arrives and stored behind the fetch; then it is warm", .requires(NginxServer.self))
+    func storedBehind() async throws {
+        let bytes = TestData.random(count: 4 << 20, seed: 14)
+        try await Self.withOrigin(["a.bin": bytes]) { cache, server, _ in
+            try Self.expectBytes(try await Self.fetch(cache, "a.bin", 0, 10), bytes)
+            for offset in [Int64(1 << 20), 3 << 20] {
+                let cold = try await Self.fetch(cache, "a.bin", offset + 100, 200_000)
+                #expect(cold.retrievedRange == ByteRange(location: offset, length: 262_144))
+                #expect(cold.originRequests == 1 && cold.downloadedBytes == 262_144)
+                try Self.expectBytes(cold, bytes)
+            }
+            await cache.waitForDownloads()
+            let listed = try await cache.versions(of: ItemIdentifier(domain: "web", "a.bin"))
+            let cached = try #require(listed.versions.first).cachedBytes
+            #expect(cached == 65_536 + 2 * 262_144, "what was handed over is stored")
+            let warm = try await Self.fetch(cache, "a.bin", (1 << 20) + 100, 200_000)
+            #expect(warm.originRequests == 0)
+            try Self.expectBytes(warm, bytes)
+            #expect(try await server.accessLog(atLeast: 3).count == 3)
+            let report = try await cache.verify()
+            #expect(report.damagedRecords.isEmpty && report.damagedVersions.isEmpty)
+        }
+    }
+
     @Test("A19: random fetches download only their own ranges, nothing ahead", .requires(NginxServer.self))
     func randomFetchNoReadAhead() async throws {
         let bytes = TestData.random(count: 16 << 20, seed: 4)

@@ -165,7 +165,8 @@ extension ChunkCache {
         } catch let miss as ColdMiss {
             firstMiss = miss
         }
-        let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimalRange, alignment: alignment, progress: request.progress)
+        let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimalRange, alignment: alignment,
+                               progress: request.progress, handOver: minimalRange != nil && destination == .handOff && beforeChunk == nil)
         var result = try await throughOrigin(cold, version: version, firstMiss: firstMiss) { version in
             try await self.fetchFromStore(
                 item, version: version, minimalRange: minimalRange, alignment: alignment, options: options, request: request,

@@ -109,7 +109,8 @@ enum FetchPlanner {
                 plan.fromOrigin = true
                 return plan
             }
-            throw ColdMiss.fill(version: version, range: retrieved(minimal, of: version, alignment: alignment))
+            throw ColdMiss.fill(version: version, range: retrieved(minimal, of: version, alignment: alignment), item: item,
+                                domainVersion: domainVersion)
         }
         for index in order.thenNewest {
             if var plan = try serving(

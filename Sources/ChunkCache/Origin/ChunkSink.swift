@@ -40,10 +40,13 @@ final class ChunkSink: @unchecked Sendable {
 
     /// The chunks replace damaged stored copies (``WriteTransaction/storeDownloaded(_:manifestID:replacing:_:)``).
     private let replacing: Bool
+    /// A fetch that takes its range's bytes as they arrive, before they are stored.
+    private let direct: DirectBytes?
 
     init(store: Store, version: VersionRecord, session: OriginSession, claimed: [ClaimedChunk], counters: DownloadProgress,
-         replacing: Bool = false) {
+         replacing: Bool = false, direct: DirectBytes? = nil) {
         self.replacing = replacing
+        self.direct = direct
         self.store = store
         self.version = version
         self.session = session
@@ -78,6 +81,7 @@ final class ChunkSink: @unchecked Sendable {
                     }
                     current?.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[consumed..<(consumed + take)]))
                     if position + Int64(take) == chunkEnd, let done = current, let chunk = claimed.removeValue(forKey: index) {
+                        if let direct, direct.wants(index) { direct.take(index, done.bytes, expected: chunk.expected) }
                         batch.append((chunk, done.bytes))
                         batchSize += done.bytes.count
                         current = nil
@@ -109,6 +113,7 @@ final class ChunkSink: @unchecked Sendable {
 
     /// Fails the flights of every chunk not stored: nothing partial is kept.
     func abandon(_ error: any Error) {
+        direct?.fail(error)
         let chunks = Array(claimed.values) + batch.map(\.chunk)
         claimed.removeAll()
         batch.removeAll()

@@ -21,13 +21,21 @@ struct ColdFill: Sendable {
     /// from the start for a whole-file fetch): the response tells size and version, the item and an all-absent
     /// version are recorded, and the bytes it brings are stored.
     ///
-    /// - Parameter pinned: The version the origin must hold; nil for whatever it holds now.
+    /// - Parameters:
+    ///   - pinned: The version the origin must hold; nil for whatever it holds now.
+    ///   - refresh: Ask even when the store knows the item (its version is stale).
     /// - Returns: The version the origin holds, or nil when a concurrent fetch discovered the item meanwhile
     ///   (plan again).
-    func discover(pinned: [UInt8]?, minimal: ByteRange?, alignment: Int) async throws -> VersionRecord? {
+    func discover(pinned: [UInt8]?, minimal: ByteRange?, alignment: Int, refresh: Bool = false) async throws -> VersionRecord? {
         let (flight, claimed) = session.discoveries.claim(item)
         guard claimed else {
             try await flight.wait()
+            return nil
+        }
+        // A discovery that ended between this fetch's plan and its claim recorded what this one would: plan
+        // again rather than ask twice.
+        if !refresh, try recorded(pinned) {
+            session.discoveries.finish(item, flight, with: .success(()))
             return nil
         }
         let range = Self.discoveryRange(minimal, alignment: alignment, chunkSize: Int64(store.layout.chunkSize))
@@ -61,22 +69,43 @@ struct ColdFill: Sendable {
         return state.version
     }
 
+    /// Whether the store holds the item (at version `pinned`, when given).
+    private func recorded(_ pinned: [UInt8]?) throws -> Bool {
+        let itemKey = Keys.item(domain: session.domain, id: item)
+        return try store.environment.read { txn in
+            guard try txn.get(store.dbs.items, key: itemKey) != nil else { return false }
+            guard let pinned else { return true }
+            return try txn.get(store.dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: pinned)) != nil
+        }
+    }
+
     /// Downloads the absent chunks of `range` of `version`, and the read-ahead `ahead`, and waits for those
     /// of `range`, including ones other fetches are downloading.
-    func fill(_ version: VersionRecord, range: ByteRange, ahead: Range<Int64>?) async throws {
+    ///
+    /// - Parameter direct: The caller can take the range's bytes before they are stored: when this fill
+    ///   downloads every chunk of a range of at most ``FetchThresholds/inlineBytes``, it returns them as soon
+    ///   as they arrive (checked against known hashes) and the chunks are stored behind it.
+    /// - Returns: The range's bytes when they were handed over directly; nil when they are in the store.
+    func fill(_ version: VersionRecord, range: ByteRange, ahead: Range<Int64>?, direct: Bool = false) async throws -> [UInt8]? {
         let needed = try claimAbsent(of: version, in: range)
         var extra: [ClaimedChunk] = []
         if let ahead {
             extra = try claimAbsent(of: version, in: ByteRange(location: ahead.lowerBound, length: Int64(ahead.count))).mine
         }
+        let chunksInRange = range.length > 0 ? ((range.end - 1) >> version.layout.shift) - (range.location >> version.layout.shift) + 1 : 0
+        let handOver = direct && range.length > 0 && range.length <= FetchThresholds.inlineBytes
+            && needed.mine.count == chunksInRange && needed.awaited.count == needed.mine.count
+            ? DirectBytes(range: range, chunkShift: version.layout.shift) : nil
         let urgent = Set(needed.mine.map(\.index))
         var ownDownloads: [Task<Void, Never>] = []
         for run in Self.runs(of: needed.mine + extra, chunkShift: version.layout.shift) {
-            let task = Task { await download(run, of: version) }
+            let task = Task { await download(run, of: version, direct: handOver) }
             if run.contains(where: { urgent.contains($0.index) }) { ownDownloads.append(task) }
         }
         do {
+            if let handOver, let bytes = try? await handOver.wait() { return bytes }
             for flight in needed.awaited { try await flight.wait() }
+            return nil
         } catch let error as CancellationError where Task.isCancelled {
             for task in ownDownloads { task.cancel() }
             throw error
@@ -105,8 +134,11 @@ struct ColdFill: Sendable {
     /// Downloads one run of consecutive claimed chunks in one ranged request pinned to the version, storing
     /// them as they arrive. A chunk failing its hash check is downloaded once more, then `corruptData`.
     /// Every outcome ends the run's flights.
-    private func download(_ run: [ClaimedChunk], of version: VersionRecord, replacing: Bool = false) async {
-        let sink = ChunkSink(store: store, version: version, session: session, claimed: run, counters: counters, replacing: replacing)
+    private func download(_ run: [ClaimedChunk], of version: VersionRecord, replacing: Bool = false, direct: DirectBytes? = nil) async {
+        session.downloads.begin()
+        defer { session.downloads.end() }
+        let sink = ChunkSink(store: store, version: version, session: session, claimed: run, counters: counters,
+                             replacing: replacing, direct: direct)
         let expected = String(decoding: version.contentVersion, as: UTF8.self)
         let session = self.session, item = self.item, counters = self.counters
         var mismatches = 0

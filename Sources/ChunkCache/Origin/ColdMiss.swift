@@ -10,9 +10,10 @@ enum ColdMiss: EngineSignal {
     /// The store does not hold the item, or not the version asked for: one ranged GET of `range` (or of the
     /// range's first chunks) tells its size and version and brings the first bytes.
     /// - pinned: the version the origin must have (a strict fetch's), nil for whatever it holds now.
-    case discover(pinned: [UInt8]?, range: ByteRange?)
-    /// The version is known but chunks of `range` are absent.
-    case fill(version: VersionRecord, range: ByteRange)
+    /// - refresh: the store's version is stale (the origin moved on): ask even though the item is known.
+    case discover(pinned: [UInt8]?, range: ByteRange?, refresh: Bool = false)
+    /// The version is known but chunks of `range` are absent (of `item`, in the domain at `domainVersion`).
+    case fill(version: VersionRecord, range: ByteRange, item: ItemRecord, domainVersion: DomainVersion)
     /// Stored chunk `index` (`digest`) of the version failed its check on read: it is downloaded again and
     /// replaces the damaged copy.
     case replace(version: VersionRecord, index: Int64, digest: ChunkDigest)

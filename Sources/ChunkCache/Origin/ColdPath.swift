@@ -1,4 +1,5 @@
 import Dispatch
+import FileIO
 import Foundation
 import LMDBKit
 import OriginKit
@@ -11,8 +12,11 @@ struct ColdRequest: Sendable {
     let minimal: ByteRange?
     let alignment: Int
     let counters: DownloadProgress
+    /// The fetch returns a hand-off file and may take its bytes before they are stored (``DirectBytes``).
+    let handOver: Bool
 
-    init(item: ItemIdentifier, strict: Bool, minimal: ByteRange?, alignment: Int, progress: DownloadProgress?) {
+    init(item: ItemIdentifier, strict: Bool, minimal: ByteRange?, alignment: Int, progress: DownloadProgress?, handOver: Bool = false) {
+        self.handOver = handOver
         self.item = item
         self.strict = strict
         self.minimal = minimal
@@ -33,17 +37,29 @@ extension FetchResult: ServedBytes {
 }
 
 extension ChunkCache {
+    /// Waits until every download this process started from an origin is stored.
+    ///
+    /// A fetch of a small cold range returns its bytes as soon as they arrive and stores the chunks behind it
+    /// (read-ahead stores behind too): call this before the process exits so what was downloaded is kept
+    /// (what is not is downloaded again next time; the store is never damaged).
+    public func waitForDownloads() async {
+        await store.origins.waitUntilStored()
+    }
+
     /// The most times a fetch fills from its origin and plans again before it gives up: a discovery, a fill,
     /// and a new version when the origin moves on, with room to spare.
     static let maxColdRounds = 6
 
     /// Runs `attempt` (a fetch from the store) and, while it misses on an origin domain, fills what it lacks
-    /// from the origin and runs it again, with the version the origin named when it discovered one.
+    /// from the origin and runs it again, with the version the origin named when it discovered one. A
+    /// hand-off of a small range whose every chunk this fetch downloads is written from the downloaded bytes
+    /// at once, the chunks stored behind it (``DirectBytes``).
     ///
     /// - Parameter firstMiss: What a first attempt, made by the caller, lacked.
-    func throughOrigin<R: ServedBytes & Sendable>(
-        _ request: ColdRequest, version: [UInt8]?, firstMiss: ColdMiss? = nil, _ attempt: @Sendable ([UInt8]?) async throws -> R
-    ) async throws -> R {
+    func throughOrigin(
+        _ request: ColdRequest, version: [UInt8]?, firstMiss: ColdMiss? = nil,
+        _ attempt: @Sendable ([UInt8]?) async throws -> FetchResult
+    ) async throws -> FetchResult {
         var version = version
         var readAheadDone = false
         var miss = firstMiss
@@ -53,7 +69,9 @@ extension ChunkCache {
                 switch try await coldFill(pending, request, readAheadDone: &readAheadDone) {
                 case .planAgain: break
                 case .serve(let discovered): version = discovered
-                case .moveOn: miss = .discover(pinned: nil, range: request.minimal)
+                case .moveOn: miss = .discover(pinned: nil, range: request.minimal, refresh: true)
+                case .handOver(let bytes, let filled):
+                    return try handOff(bytes, filled)
                 }
                 continue
             }
@@ -66,6 +84,29 @@ extension ChunkCache {
             }
         }
         throw CacheError(.transient, "item \(request.item) kept changing at its origin while it was fetched; retry")
+    }
+
+    /// Writes downloaded bytes into a new hand-off file, at their own offsets in a file of the item's size.
+    /// Bounded work (at most ``FetchThresholds/inlineBytes``) on the calling thread, as warm hand-offs are.
+    private func handOff(_ bytes: [UInt8], _ filled: FilledRange) throws -> FetchResult {
+        let store = self.store
+        do {
+            let (file, path) = try HandOff.createUniqueFile(in: store.tmpPath, prefix: "fetch-")
+            var keep = false
+            defer {
+                try? file.close()
+                if !keep { try? FileSystem.unlink(path) }
+            }
+            try file.resize(to: filled.version.size)
+            try bytes.withUnsafeBytes { try file.writeAll(toAbsoluteOffset: filled.range.location, $0) }
+            keep = true
+            return FetchResult(
+                url: URL(fileURLWithPath: path, isDirectory: false),
+                item: Catalog.publicItem(filled.item, domain: filled.domain, version: filled.version), retrievedRange: filled.range,
+                flags: [], owner: .caller, domainVersion: filled.domainVersion, cloneStrategy: nil)
+        } catch {
+            throw CacheError.wrap(error, store: store.path, doing: "writing the downloaded range of \(filled.item.identifier)")
+        }
     }
 
     /// The synchronous form of ``throughOrigin(_:version:_:)``, for callers that own their thread: each fill
@@ -90,16 +131,28 @@ extension ChunkCache {
                     }
                     readAheadDone = step.1
                     if case .serve(let discovered) = step.0 { version = discovered }
+                    precondition({ if case .handOver = step.0 { return false } else { return true } }(), "a blocking fetch asks for no hand-over")
                     guard case .moveOn = step.0 else { break }
-                    cold = .discover(pinned: nil, range: request.minimal)
+                    cold = .discover(pinned: nil, range: request.minimal, refresh: true)
                 }
             }
         }
         throw CacheError(.transient, "item \(request.item) kept changing at its origin while it was fetched; retry")
     }
 
+    /// A range filled from the origin, for a hand-off written from its bytes.
+    struct FilledRange: Sendable {
+        let domain: String
+        let item: ItemRecord
+        let version: VersionRecord
+        let range: ByteRange
+        let domainVersion: DomainVersion
+    }
+
     /// What a fetch does after a fill.
     enum ColdStep: Sendable {
+        /// The range's bytes, downloaded by this fetch: written to its hand-off while they are stored.
+        case handOver([UInt8], FilledRange)
         /// Plan again with the same version.
         case planAgain
         /// Plan again with this version, the one the origin holds.
@@ -116,17 +169,17 @@ extension ChunkCache {
         let fill = ColdFill(store: store, session: session, item: item.rawValue, counters: request.counters)
         do {
             switch miss {
-            case .discover(let pinned, let minimal):
-                let version = try await fill.discover(pinned: pinned, minimal: minimal, alignment: request.alignment)
+            case .discover(let pinned, let minimal, let refresh):
+                let version = try await fill.discover(pinned: pinned, minimal: minimal, alignment: request.alignment, refresh: refresh)
                 return version.map { .serve($0.contentVersion) } ?? .planAgain
-            case .fill(let version, let range):
+            case .fill(let version, let range, let record, let domainVersion):
                 var ahead: Range<Int64>?
                 if !readAheadDone {
                     ahead = session.readAhead(item.rawValue, fetching: range.location..<range.end, size: version.size)
                     readAheadDone = true
                 }
-                try await fill.fill(version, range: range, ahead: ahead)
-                return .planAgain
+                guard let bytes = try await fill.fill(version, range: range, ahead: ahead, direct: request.handOver) else { return .planAgain }
+                return .handOver(bytes, FilledRange(domain: item.domain, item: record, version: version, range: range, domainVersion: domainVersion))
             case .replace(let version, let index, let digest):
                 try await fill.replace(version, index: index, digest: digest)
                 return .planAgain

@@ -15,6 +15,8 @@ final class OriginSession: Sendable {
     let chunks = Flights<ChunkKey>()
     /// Items being discovered: concurrent first fetches of an item make one request.
     let discoveries = Flights<String>()
+    /// Downloads running, some of them storing bytes a fetch already returned.
+    let downloads = RunningCount()
     private let readAheads = Mutex<[String: ReadAhead]>([:])
 
     /// The domain settings a session is made from; a change makes a new session.
@@ -71,6 +73,11 @@ final class OriginSessions: Sendable {
     /// Timeouts and retries of origin requests: CONTRACT §10's, shortened by tests.
     let policy = Mutex(OriginPolicy())
 
+    /// Waits until no download of this store runs: everything a fetch returned before it was stored is stored.
+    func waitUntilStored() async {
+        for session in sessions.withLock({ Array($0.values) }) { await session.downloads.waitForZero() }
+    }
+
     /// The session of `domain` made by an earlier fill, if any.
     func existing(_ domain: String) -> OriginSession? { sessions.withLock { $0[domain] } }
 
@@ -87,5 +94,27 @@ final class OriginSessions: Sendable {
             sessions[domain] = session
             return session
         }
+    }
+}
+
+/// How many of something run, and a way to wait until none does.
+final class RunningCount: Sendable {
+    private let queue = WaitQueue(0)
+
+    func begin() { queue.withLock { count, _ in count += 1 } }
+
+    func end() {
+        let waiters = queue.withLock { count, waiters -> [WaitQueue<Int>.Waiter] in
+            count -= 1
+            guard count == 0 else { return [] }
+            defer { waiters.removeAll() }
+            return waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once the count is zero (at once when it is).
+    func waitForZero() async {
+        try? await queue.wait { count, _ in count == 0 ? .success(()) : nil }
     }
 }

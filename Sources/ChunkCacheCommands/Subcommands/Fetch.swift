@@ -69,6 +69,8 @@ struct Fetch: AsyncParsableCommand {
             await display.finish()
             throw error
         }
+        // Chunks downloaded for this fetch may still be committing behind it: keep them before exiting.
+        await cache.waitForDownloads()
         await display.finish()
         var fields: [(String, JSON)] = [
             ("path", .string(result.url.path)), ("owner", .string(result.owner.rawValue)), ("item", result.item.json),
