@@ -67,7 +67,7 @@ for net in loopback 20ms; do
             out="$work/read"
             t0=$(now)
             case "$tool" in
-                chunkcache) path="$("$CC" --store "$store" --json fetch --domain web random.bin --range "$off:65536" | python3 -c 'import json,sys; print(json.load(sys.stdin)["path"])')"
+                chunkcache) path="$("$CC" --store "$store" fetch --domain web random.bin --range "$off:65536" | head -1)"
                             dd if="$path" of="$out" bs=65536 skip=$((off / 65536)) count=1 status=none; rm -f "$path" ;;
                 curl) curl -s -f -r "$off-$((off + 65535))" -o "$out" "${url}random.bin" ;;
                 rclone) rclone cat --http-url "$url" ":http:random.bin" --offset "$off" --count 65536 >"$out" 2>/dev/null ;;
