@@ -1,6 +1,7 @@
 import Foundation
 import LMDBKit
 import OriginKit
+import Synchronization
 
 /// Fills what a fetch of an origin domain lacks from the origin (CONTRACT §10): discovers an unknown item in
 /// the first ranged GET, downloads only the absent chunks of the range (adjacent ones in one request of at
@@ -17,6 +18,15 @@ struct ColdFill: Sendable {
     /// The most bytes one request asks for.
     static let maxRequestBytes: Int64 = 8 << 20
 
+    /// What a discovery learned, and the fetch's bytes when they were handed over before being stored.
+    struct Discovered: Sendable {
+        let version: VersionRecord
+        let item: ItemRecord
+        let domainVersion: DomainVersion
+        /// The retrieved range of the fetch and its bytes (``DirectBytes``), or nil: plan again.
+        let handedOver: (range: ByteRange, bytes: [UInt8])?
+    }
+
     /// Discovers the item with one ranged GET of the range a fetch of `minimal` retrieves (its first 8 MiB;
     /// from the start for a whole-file fetch): the response tells size and version, the item and an all-absent
     /// version are recorded, and the bytes it brings are stored.
@@ -24,9 +34,10 @@ struct ColdFill: Sendable {
     /// - Parameters:
     ///   - pinned: The version the origin must hold; nil for whatever it holds now.
     ///   - refresh: Ask even when the store knows the item (its version is stale).
-    /// - Returns: The version the origin holds, or nil when a concurrent fetch discovered the item meanwhile
-    ///   (plan again).
-    func discover(pinned: [UInt8]?, minimal: ByteRange?, alignment: Int, refresh: Bool = false) async throws -> VersionRecord? {
+    ///   - direct: The fetch may take its range's bytes before they are stored (a small hand-off).
+    /// - Returns: What the origin holds, or nil when a concurrent fetch discovered the item meanwhile (plan
+    ///   again).
+    func discover(pinned: [UInt8]?, minimal: ByteRange?, alignment: Int, refresh: Bool = false, direct: Bool = false) async throws -> Discovered? {
         let (flight, claimed) = session.discoveries.claim(item)
         guard claimed else {
             try await flight.wait()
@@ -41,32 +52,72 @@ struct ColdFill: Sendable {
         let range = Self.discoveryRange(minimal, alignment: alignment, chunkSize: Int64(store.layout.chunkSize))
         let state = DiscoveryState()
         let store = self.store, session = self.session, item = self.item, counters = self.counters
-        do {
-            try await session.requests.withPermit {
-                counters.requests.add(1, ordering: .relaxed)
-                try await session.origin.read(
-                    item, range: range, version: pinned.map { String(decoding: $0, as: UTF8.self) },
-                    object: { object in
-                        let contentVersion = Array(object.version.utf8)
-                        let version = try await store.writer.write { txn in
-                            try txn.recordOriginVersion(domain: session.domain, item: item, contentVersion: contentVersion,
-                                                        size: object.size, layout: store.layout, store.dbs)
-                        }
-                        let clamped = ByteRange(location: range.lowerBound, length: max(0, min(range.upperBound, object.size) - range.lowerBound))
-                        let chunks = try self.claimAbsent(of: version, in: clamped).mine
-                        state.version = version
-                        state.sink = ChunkSink(store: store, version: version, session: session, claimed: chunks, counters: counters)
-                        session.discoveries.finish(item, flight, with: .success(()))
-                    },
-                    deliver: { offset, bytes in try await state.sink?.deliver(offset, bytes) })
+        // The request runs on its own, so the fetch can return as soon as its bytes are in while they are stored.
+        let download = Task {
+            session.downloads.begin()
+            defer { session.downloads.end() }
+            do {
+                try await session.requests.withPermit {
+                    counters.requests.add(1, ordering: .relaxed)
+                    try await session.origin.read(
+                        item, range: range, version: pinned.map { String(decoding: $0, as: UTF8.self) },
+                        object: { object in
+                            let recorded = try await store.writer.write { txn in
+                                try txn.recordOriginVersion(domain: session.domain, item: item, contentVersion: Array(object.version.utf8),
+                                                            size: object.size, layout: store.layout, store.dbs)
+                            }
+                            let version = recorded.version
+                            let end = min(range.upperBound, object.size)
+                            let chunks = try self.claimAbsent(of: version, in: ByteRange(location: range.lowerBound, length: max(0, end - range.lowerBound))).mine
+                            var handOver: DirectBytes?
+                            if direct, let minimal {
+                                let retrieved = version.layout.retrievedRange(for: minimal, aligningTo: Int64(alignment), length: object.size)
+                                let claimedIndices = Set(chunks.map(\.index))
+                                let indices = retrieved.length > 0 ? Array((retrieved.location >> version.layout.shift)...((retrieved.end - 1) >> version.layout.shift)) : []
+                                if retrieved.length > 0 && retrieved.length <= FetchThresholds.inlineBytes && indices.allSatisfy(claimedIndices.contains) {
+                                    handOver = DirectBytes(range: retrieved, chunkShift: version.layout.shift)
+                                }
+                            }
+                            state.set(recorded, sink: ChunkSink(store: store, version: version, session: session, claimed: chunks,
+                                                                counters: counters, direct: handOver), direct: handOver)
+                            session.discoveries.finish(item, flight, with: .success(()))
+                        },
+                        deliver: { offset, bytes in try await state.sink?.deliver(offset, bytes) })
+                }
+                try await state.sink?.finish()
+            } catch {
+                state.sink?.abandon(error)
+                session.discoveries.finish(item, flight, with: .failure(error))
+                throw error
             }
-            try await state.sink?.finish()
+        }
+        // Cancelling the fetch cancels the download it started (the waits below do not pass it on by themselves).
+        let finished = { try await withTaskCancellationHandler { try await download.value } onCancel: { download.cancel() } }
+        do {
+            try await flight.wait()
+            guard let recorded = state.recorded else {
+                try await finished()
+                return nil
+            }
+            if let direct = state.direct {
+                do {
+                    let bytes = try await direct.wait()
+                    return Discovered(version: recorded.version, item: recorded.item, domainVersion: recorded.domainVersion,
+                                      handedOver: (direct.range, bytes))
+                } catch is CancellationError where Task.isCancelled {
+                    throw CancellationError()
+                } catch {
+                    // The hand-over failed with the download: its own error follows.
+                }
+            }
+            try await finished()
+            return Discovered(version: recorded.version, item: recorded.item, domainVersion: recorded.domainVersion, handedOver: nil)
         } catch {
-            state.sink?.abandon(error)
-            session.discoveries.finish(item, flight, with: .failure(error))
+            download.cancel()
+            // The download's own failure says more than a waiter's.
+            if case .failure(let failure) = await download.result { throw failure }
             throw error
         }
-        return state.version
     }
 
     /// Whether the store holds the item (at version `pinned`, when given).
@@ -250,9 +301,15 @@ struct ColdFill: Sendable {
     }
 }
 
-/// What a discovery learns in its response's head, for the body that follows (used in order, by one
-/// response: `@unchecked Sendable`).
-private final class DiscoveryState: @unchecked Sendable {
-    var version: VersionRecord?
-    var sink: ChunkSink?
+/// What a discovery learns in its response's head, for the body that follows and for the fetch waiting on it.
+private final class DiscoveryState: Sendable {
+    private let state = Mutex<(recorded: RecordedVersion?, sink: ChunkSink?, direct: DirectBytes?)>((nil, nil, nil))
+
+    var recorded: RecordedVersion? { state.withLock { $0.recorded } }
+    var sink: ChunkSink? { state.withLock { $0.sink } }
+    var direct: DirectBytes? { state.withLock { $0.direct } }
+
+    func set(_ recorded: RecordedVersion, sink: ChunkSink, direct: DirectBytes?) {
+        state.withLock { $0 = (recorded, sink, direct) }
+    }
 }

@@ -71,7 +71,9 @@ extension ChunkCache {
                 case .serve(let discovered): version = discovered
                 case .moveOn: miss = .discover(pinned: nil, range: request.minimal, refresh: true)
                 case .handOver(let bytes, let filled):
-                    return try handOff(bytes, filled)
+                    let served = try handOff(bytes, filled)
+                    if !readAheadDone { readAhead(after: served, request.item) }
+                    return served
                 }
                 continue
             }
@@ -170,8 +172,12 @@ extension ChunkCache {
         do {
             switch miss {
             case .discover(let pinned, let minimal, let refresh):
-                let version = try await fill.discover(pinned: pinned, minimal: minimal, alignment: request.alignment, refresh: refresh)
-                return version.map { .serve($0.contentVersion) } ?? .planAgain
+                guard let found = try await fill.discover(
+                    pinned: pinned, minimal: minimal, alignment: request.alignment, refresh: refresh, direct: request.handOver)
+                else { return .planAgain }
+                guard let (range, bytes) = found.handedOver else { return .serve(found.version.contentVersion) }
+                return .handOver(bytes, FilledRange(domain: item.domain, item: found.item, version: found.version, range: range,
+                                                    domainVersion: found.domainVersion))
             case .fill(let version, let range, let record, let domainVersion):
                 var ahead: Range<Int64>?
                 if !readAheadDone {

@@ -7,6 +7,13 @@ extension VersionRecord {
     static let unknownRoot = ChunkDigest(bytes: [UInt8](repeating: 0, count: 32))!
 }
 
+/// An item and version as an origin's answer recorded them, and the domain version after.
+struct RecordedVersion: Sendable {
+    let item: ItemRecord
+    let version: VersionRecord
+    let domainVersion: DomainVersion
+}
+
 /// A chunk downloaded from an origin, hashed and encoded, ready to be stored.
 struct DownloadedChunk: Sendable {
     let index: Int64
@@ -25,11 +32,13 @@ extension WriteTransaction {
     @available(*, noasync)
     mutating func recordOriginVersion(
         domain name: String, item id: String, contentVersion: [UInt8], size: Int64, layout: ChunkLayout, _ dbs: Databases
-    ) throws -> VersionRecord {
+    ) throws -> RecordedVersion {
         let itemKey = Keys.item(domain: name, id: id)
         let versionKey = Keys.version(itemKey: itemKey, contentVersion: contentVersion)
         if let raw = try get(dbs.versions, key: versionKey) {
-            return try VersionRecord(decoding: raw, name: RecordNames.version(contentVersion, of: RecordNames.item(id, domain: name)))
+            let version = try VersionRecord(decoding: raw, name: RecordNames.version(contentVersion, of: RecordNames.item(id, domain: name)))
+            let item = try Catalog.item(id, domain: name, key: itemKey, in: self, dbs)
+            return RecordedVersion(item: item, version: version, domainVersion: DomainVersion(rawValue: try Catalog.domain(name, in: self, dbs).version))
         }
         try ChunkLayout.checkItemLength(size, of: "item \"\(id)\" at the origin of domain \"\(name)\"")
         var domain = try domainForChange(name, create: false, dbs)
@@ -55,7 +64,7 @@ extension WriteTransaction {
             sequence: domainVersion.rawValue, createdAt: Date().timeIntervalSince1970, root: VersionRecord.unknownRoot)
         try put(dbs.versions, key: versionKey, value: version.encoded())
         try addToCounter(dbs, MetaKey.logicalBytes, size)
-        return version
+        return RecordedVersion(item: record, version: version, domainVersion: domainVersion)
     }
 
     /// Writes a manifest of `chunkCount` entries, all `absent` with no known hash.
