@@ -146,6 +146,29 @@ import Testing
         }
     }
 
+    @Test("§10 --pipeline-depth: 8 concurrent cold fetches of a depth-2 domain never have more than 2 requests in flight",
+          .requires(FaultOrigin.self))
+    func pipelineDepth() async throws {
+        try await Self.withFaultOrigin { cache, origin, _ in
+            _ = try await cache.addDomain("deep", origin: try Origin(origin.baseURL(behaviour: "slow")), pipelineDepth: 2)
+            _ = try await Self.fetch(cache, "deep", 0, 1)
+            try await origin.clear()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in 0..<8 {
+                    group.addTask {
+                        let offset = Int64(2 + 3 * i) * 65_536
+                        let result = try await Self.fetch(cache, "deep", offset, 65_536)
+                        #expect(try readRange(result.url.path, result.retrievedRange) == Array(Self.bytes[Int(offset)..<Int(offset + 65_536)]))
+                        try? FileManager.default.removeItem(at: result.url)
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(try await origin.requests().count == 8)
+            #expect(try await origin.mostInFlight() == 2)
+        }
+    }
+
     @Test("§10: a server that ignores Range still serves exactly the range asked for", .requires(FaultOrigin.self))
     func ignoredRange() async throws {
         try await Self.withFaultOrigin { cache, _, domain in

@@ -11,6 +11,7 @@ import Foundation
 /// - `changing`: the k-th GET of a path serves version k % 2 (version 1: every byte XOR 0xFF, another ETag);
 ///   `If-Match` is checked against the version being served.
 /// - `no-etag`, `weak-etag`: `Last-Modified` only, or a weak ETag. `ignore-range`: always 200 with the whole file.
+/// - `slow`: every GET waits 100 ms first; ``mostInFlight()`` says how many waited at once.
 public final class FaultOrigin: TestServer, @unchecked Sendable {
     public let port: Int
     private let directory: String
@@ -54,6 +55,15 @@ public final class FaultOrigin: TestServer, @unchecked Sendable {
         guard answer.hasPrefix("HTTP/1.0 204") || answer.hasPrefix("HTTP/1.1 204") else { throw ServerError("the fault origin did not clear: \(answer.prefix(80))") }
     }
 
+    /// The most `slow` requests that were in flight at once since the start or the last ``clear()``.
+    public func mostInFlight() async throws -> Int {
+        let answer = try ServerProcess.exchange(port, "POST /__most-in-flight HTTP/1.0\r\nContent-Length: 0\r\n\r\n")
+        guard let body = answer.components(separatedBy: "\r\n\r\n").last, let most = Int(body) else {
+            throw ServerError("the fault origin did not say how many requests were in flight: \(answer.prefix(80))")
+        }
+        return most
+    }
+
     public func stop() async {
         await ServerProcess.stop(process)
         try? FileManager.default.removeItem(atPath: directory)
@@ -66,6 +76,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 ROOT, PORT, LOG = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 lock = threading.Lock()
 counts = {}
+in_flight = [0, 0]  # now, most ever (behaviour `slow`)
 
 def count(key):
     with lock:
@@ -81,9 +92,15 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args): pass
 
     def do_POST(self):
+        if self.path == "/__most-in-flight":
+            body = str(in_flight[1]).encode()
+            self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+            self.wfile.write(body)
+            return
         if self.path == "/__clear":
             with lock:
                 counts.clear()
+                in_flight[1] = in_flight[0]
                 open(LOG, "w").close()
             self.send_response(204); self.send_header("Content-Length", "0"); self.end_headers()
 
@@ -110,6 +127,13 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(429, b"slow down", [("Retry-After", "1")])
         if behaviour.startswith("fail-5xx-") and count(key) < int(behaviour[9:]):
             return self.answer(503, b"unavailable")
+        if behaviour == "slow" and not head:
+            with lock:
+                in_flight[0] += 1
+                in_flight[1] = max(in_flight[1], in_flight[0])
+            time.sleep(0.1)
+            with lock:
+                in_flight[0] -= 1
         if behaviour == "stall":
             log(self.command, self.path, self.headers.get("Range"), self.headers.get("If-Match"), 0)
             time.sleep(3600); return
