@@ -134,6 +134,19 @@ import Testing
         }
     }
 
+    @Test("§10: an origin stopped mid-transfer is serverUnreachable, and the store verifies clean", .requires(FaultOrigin.self))
+    func stoppedMidTransfer() async throws {
+        try await Self.withFaultOrigin { cache, origin, domain in
+            let name = try await domain("stall-body")
+            let fetch = Task { try await Self.fetch(cache, name, 0, 1 << 20) }
+            try await Task.sleep(for: .milliseconds(300))
+            await origin.stop()
+            #expect(await errorCode { _ = try await fetch.value } == .serverUnreachable)
+            await cache.waitForDownloads()
+            try await Self.expectClean(cache)
+        }
+    }
+
     @Test("§10: an origin without a strong ETag versions items by Last-Modified and size", .requires(FaultOrigin.self),
           arguments: ["no-etag", "weak-etag"])
     func fallbackVersion(behaviour: String) async throws {

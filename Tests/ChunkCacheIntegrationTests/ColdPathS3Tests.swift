@@ -44,6 +44,10 @@ import Testing
                     aligningTo: 4096, options: .strictVersioning)
                 #expect(newer.item.itemVersion.contentVersionString == newID)
                 #expect(try readRange(newer.url.path, newer.retrievedRange) == Array(new[(1 << 20)..<((1 << 20) + 65_536)]))
+                let otherID = try #require(try await server.putObject(bucket: "media", key: "films/b.bin", file: URL(fileURLWithPath: dir + "/old")))
+                let listed = try await cache.versions(of: ItemIdentifier(domain: "s3", "b.bin"))
+                #expect(listed.versions.map(\.contentVersion) == [otherID], "a HeadObject tells the VersionId")
+                #expect(listed.versions.first?.cachedBytes == 0)
                 try await server.deleteObject(bucket: "media", key: "films/a.bin")
                 #expect(await errorCode {
                     _ = try await cache.fetchPartialContents(

@@ -124,6 +124,44 @@ import Testing
         }
     }
 
+    @Test("§10 integrity: a stored chunk that fails its check on read is downloaded again and replaced; the fetch succeeds",
+          .requires(NginxServer.self))
+    func damagedChunkRefetched() async throws {
+        let bytes = TestData.random(count: 1 << 20, seed: 15)
+        try await Self.withOrigin(["a.bin": bytes]) { cache, server, _ in
+            let first = try await Self.fetch(cache, "a.bin", 0, 4 * 65_536)
+            try Self.expectBytes(first, bytes)
+            await cache.waitForDownloads()
+            let version = first.item.itemVersion.contentVersionString
+            let digest = try IntegrityTests.digest(ofChunk: 2, item: ItemIdentifier(domain: "web", "a.bin"), version: version, in: cache)
+            try IntegrityTests.flipStoredByte(of: digest, in: cache)
+            try await server.clearAccessLog()
+            let again = try await Self.fetch(cache, "a.bin", 0, 4 * 65_536)
+            try Self.expectBytes(again, bytes)
+            #expect(again.originRequests == 1 && again.downloadedBytes == 65_536, "only the damaged chunk")
+            #expect(try await server.accessLog(atLeast: 1).first?.range == "bytes=131072-196607")
+            let report = try await cache.verify()
+            #expect(report.damagedRecords.isEmpty && report.damagedVersions.isEmpty && report.corrupt.isEmpty,
+                    "the damaged copy was replaced")
+        }
+    }
+
+    @Test("§10: downloaded chunks are deduplicated against everything in the store (two items with the same bytes)",
+          .requires(NginxServer.self))
+    func deduplicated() async throws {
+        let bytes = TestData.random(count: 1 << 20, seed: 16)
+        try await Self.withOrigin(["a.bin": bytes, "copy.bin": bytes]) { cache, _, _ in
+            for name in ["a.bin", "copy.bin"] {
+                let whole = try await cache.fetchContents(for: ItemIdentifier(domain: "web", name))
+                #expect(try TestData.read(whole.url.path, count: 1 << 20) == bytes)
+                try? FileManager.default.removeItem(at: whole.url)
+            }
+            await cache.waitForDownloads()
+            let stats = try await cache.statistics()
+            #expect(stats.logicalBytes == 2 << 20 && stats.uniqueBytes == 1 << 20)
+        }
+    }
+
     @Test("A19: random fetches download only their own ranges, nothing ahead", .requires(NginxServer.self))
     func randomFetchNoReadAhead() async throws {
         let bytes = TestData.random(count: 16 << 20, seed: 4)

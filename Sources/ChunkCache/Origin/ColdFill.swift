@@ -62,7 +62,8 @@ struct ColdFill: Sendable {
                     try await session.origin.read(
                         item, range: range, version: pinned.map { String(decoding: $0, as: UTF8.self) },
                         object: { object in
-                            let recorded = try await store.writer.write { txn in
+                            // What the origin said can be asked again: a crash may lose this record, never damage the store.
+                            let recorded = try await store.writer.write(durability: .deferMeta) { txn in
                                 try txn.recordOriginVersion(domain: session.domain, item: item, contentVersion: Array(object.version.utf8),
                                                             size: object.size, layout: store.layout, store.dbs)
                             }
