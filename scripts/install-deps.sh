@@ -4,9 +4,9 @@
 #   lmdb, libzstd, libxxhash); xfsprogs: mkfs.xfs for the reflink test; lmdb-utils: mdb_stat for looking
 #   inside a store; zstd: the CLI the benchmarks compare against; jq: run.sh reads JSON with it;
 #   nginx-light: the HTTP origin the cold-path tests start themselves on 127.0.0.1 (no service is enabled:
-#   the tests run their own with a generated config); curl: the benchmarks' download floor.
+#   the tests run their own with a generated config); curl: the benchmarks' download floor; openssl: the TLS test's certificate.
 set -euo pipefail
-packages=(liblmdb-dev libzstd-dev libxxhash-dev pkg-config xfsprogs lmdb-utils zstd jq nginx-light curl)
+packages=(liblmdb-dev libzstd-dev libxxhash-dev pkg-config xfsprogs lmdb-utils zstd jq nginx-light curl openssl)
 missing=()
 for package in "${packages[@]}"; do
     dpkg -s "$package" 2>/dev/null | grep -q '^Status: install ok installed' || missing+=("$package")

@@ -231,6 +231,31 @@ import Testing
         }
     }
 
+    @Test("§10: a TLS failure (an HTTPS origin whose certificate no one trusts) is serverUnreachable, never noSuchItem",
+          .requires(NginxServer.self))
+    func untrustedTLS() async throws {
+        try await withTemporaryDirectory { dir in
+            try TestData.write(TestData.random(count: 100_000, seed: 17), to: dir + "/a.bin")
+            let server = try await NginxServer.start(root: URL(fileURLWithPath: dir), tls: true)
+            do {
+                #expect(server.baseURL.hasPrefix("https://"))
+                let cache = try await makeCache(dir + "/cache")
+                _ = try await cache.addDomain("tls", origin: try Origin(server.baseURL))
+                let error = await caught {
+                    _ = try await cache.fetchPartialContents(
+                        for: ItemIdentifier(domain: "tls", "a.bin"), version: nil, minimalRange: ByteRange(location: 0, length: 1), aligningTo: 1)
+                }
+                #expect(error?.code == .serverUnreachable, "\(String(describing: error))")
+                #expect(error?.message.contains("127.0.0.1") == true)
+                #expect(try await server.accessLog().isEmpty, "no request got through the failed handshake")
+                await server.stop()
+            } catch {
+                await server.stop()
+                throw error
+            }
+        }
+    }
+
     @Test("§10: a stopped origin is serverUnreachable, and the store verifies clean", .requires(NginxServer.self))
     func stoppedOrigin() async throws {
         let bytes = TestData.random(count: 2 << 20, seed: 9)

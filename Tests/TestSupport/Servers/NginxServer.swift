@@ -4,8 +4,9 @@ import Foundation
 /// a JSON autoindex, and an access log the tests read to count requests and bytes.
 public final class NginxServer: TestServer, @unchecked Sendable {
     public let port: Int
-    /// `http://127.0.0.1:PORT/`.
-    public var baseURL: String { "http://127.0.0.1:\(port)/" }
+    /// `http://127.0.0.1:PORT/` (`https` for a TLS server).
+    public var baseURL: String { "\(scheme)://127.0.0.1:\(port)/" }
+    private let scheme: String
     private let directory: String
     private let process: Process
 
@@ -13,18 +14,26 @@ public final class NginxServer: TestServer, @unchecked Sendable {
         Capabilities.path(of: "nginx") == nil ? "nginx is not installed: run scripts/install-deps.sh (Debian package nginx-light)" : nil
     }
 
-    private init(port: Int, directory: String, process: Process) {
+    private init(port: Int, directory: String, process: Process, scheme: String) {
+        self.scheme = scheme
         self.port = port
         self.directory = directory
         self.process = process
     }
 
-    /// Starts nginx serving `root`.
-    public static func start(root: URL) async throws -> NginxServer {
+    /// Starts nginx serving `root`; with `tls`, over HTTPS with a self-signed certificate made for the run
+    /// (which no client trusts: the TLS failure tests).
+    public static func start(root: URL, tls: Bool = false) async throws -> NginxServer {
         guard let nginx = Capabilities.path(of: "nginx") else { throw ServerError(unavailableReason ?? "no nginx") }
         let directory = NSTemporaryDirectory() + "nginx-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let port = try ServerProcess.freePort()
+        var listen = "listen 127.0.0.1:\(port);"
+        if tls {
+            try runTool("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                        "-keyout", directory + "/key.pem", "-out", directory + "/cert.pem")
+            listen = "listen 127.0.0.1:\(port) ssl; ssl_certificate \(directory)/cert.pem; ssl_certificate_key \(directory)/key.pem;"
+        }
         let config = """
             daemon off;
             master_process off;
@@ -46,7 +55,7 @@ public final class NginxServer: TestServer, @unchecked Sendable {
                 keepalive_requests 100000;
                 keepalive_timeout 60s;
                 server {
-                    listen 127.0.0.1:\(port);
+                    \(listen)
                     root \(root.path);
                     etag on;
                     autoindex on;
@@ -58,7 +67,7 @@ public final class NginxServer: TestServer, @unchecked Sendable {
         let log = directory + "/stdout.log"
         let process = try ServerProcess.launch([nginx, "-c", directory + "/nginx.conf", "-p", directory], log: log)
         try await ServerProcess.waitUntilListening(port, process: process, log: log)
-        return NginxServer(port: port, directory: directory, process: process)
+        return NginxServer(port: port, directory: directory, process: process, scheme: tls ? "https" : "http")
     }
 
     /// Every request logged so far, oldest first.
