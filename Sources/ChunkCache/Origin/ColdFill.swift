@@ -53,8 +53,8 @@ struct ColdFill: Sendable {
         let state = DiscoveryState()
         let store = self.store, session = self.session, item = self.item, counters = self.counters
         // The request runs on its own, so the fetch can return as soon as its bytes are in while they are stored.
+        session.downloads.begin()  // counted before the task starts, so waitForDownloads() cannot miss it
         let download = Task {
-            session.downloads.begin()
             defer { session.downloads.end() }
             do {
                 try await session.requests.withPermit {
@@ -151,7 +151,7 @@ struct ColdFill: Sendable {
         let urgent = Set(needed.mine.map(\.index))
         var ownDownloads: [Task<Void, Never>] = []
         for run in Self.runs(of: needed.mine + extra, chunkShift: version.layout.shift) {
-            let task = Task { await download(run, of: version, direct: handOver) }
+            let task = startDownload(run, of: version, direct: handOver)
             if run.contains(where: { urgent.contains($0.index) }) { ownDownloads.append(task) }
         }
         do {
@@ -170,7 +170,7 @@ struct ColdFill: Sendable {
         let (flight, claimed) = session.chunks.claim(ChunkKey(manifestID: version.manifestID, index: index))
         if claimed {
             let run = [ClaimedChunk(index: index, flight: flight, expected: digest)]
-            Task { await download(run, of: version, replacing: true) }
+            startDownload(run, of: version, replacing: true)
         }
         try await flight.wait()
     }
@@ -179,16 +179,25 @@ struct ColdFill: Sendable {
     func prefetch(_ version: VersionRecord, ahead: Range<Int64>) throws {
         let claimed = try claimAbsent(of: version, in: ByteRange(location: ahead.lowerBound, length: Int64(ahead.count))).mine
         for run in Self.runs(of: claimed, chunkShift: version.layout.shift) {
-            Task { await download(run, of: version) }
+            startDownload(run, of: version)
         }
     }
 
     /// Downloads one run of consecutive claimed chunks in one ranged request pinned to the version, storing
     /// them as they arrive. A chunk failing its hash check is downloaded once more, then `corruptData`.
     /// Every outcome ends the run's flights.
-    private func download(_ run: [ClaimedChunk], of version: VersionRecord, replacing: Bool = false, direct: DirectBytes? = nil) async {
+    /// Starts ``download(_:of:replacing:direct:)`` as a task of its own, counted at once in the session's
+    /// running downloads (``ChunkCache/waitForDownloads()``).
+    @discardableResult
+    private func startDownload(_ run: [ClaimedChunk], of version: VersionRecord, replacing: Bool = false, direct: DirectBytes? = nil) -> Task<Void, Never> {
         session.downloads.begin()
-        defer { session.downloads.end() }
+        return Task {
+            defer { session.downloads.end() }
+            await download(run, of: version, replacing: replacing, direct: direct)
+        }
+    }
+
+    private func download(_ run: [ClaimedChunk], of version: VersionRecord, replacing: Bool = false, direct: DirectBytes? = nil) async {
         let sink = ChunkSink(store: store, version: version, session: session, claimed: run, counters: counters,
                              replacing: replacing, direct: direct)
         let expected = String(decoding: version.contentVersion, as: UTF8.self)
