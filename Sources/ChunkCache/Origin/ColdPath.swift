@@ -111,37 +111,6 @@ extension ChunkCache {
         }
     }
 
-    /// The synchronous form of ``throughOrigin(_:version:_:)``, for callers that own their thread: each fill
-    /// runs as a task the thread waits for.
-    @available(*, noasync)
-    func throughOriginBlocking<R: ServedBytes & Sendable>(
-        _ request: ColdRequest, version: [UInt8]?, _ attempt: ([UInt8]?) throws -> R
-    ) throws -> R {
-        var version = version
-        var readAheadDone = false
-        for _ in 0..<Self.maxColdRounds {
-            do {
-                let served = try attempt(version)
-                if !readAheadDone { readAhead(after: served, request.item) }
-                return served
-            } catch var cold as ColdMiss {
-                while true {
-                    let step = try Self.waitFor { [readAheadDone, cold] in
-                        var done = readAheadDone
-                        let step = try await self.coldFill(cold, request, readAheadDone: &done)
-                        return (step, done)
-                    }
-                    readAheadDone = step.1
-                    if case .serve(let discovered) = step.0 { version = discovered }
-                    precondition({ if case .handOver = step.0 { return false } else { return true } }(), "a blocking fetch asks for no hand-over")
-                    guard case .moveOn = step.0 else { break }
-                    cold = .discover(pinned: nil, range: request.minimal, refresh: true)
-                }
-            }
-        }
-        throw CacheError(.transient, "item \(request.item) kept changing at its origin while it was fetched; retry")
-    }
-
     /// A range filled from the origin, for a hand-off written from its bytes.
     struct FilledRange: Sendable {
         let domain: String
@@ -164,7 +133,7 @@ extension ChunkCache {
     }
 
     /// Fills one miss from the origin, mapping the origin's failures to the errors CONTRACT §10 names.
-    private func coldFill(_ miss: ColdMiss, _ request: ColdRequest, readAheadDone: inout Bool) async throws -> ColdStep {
+    func coldFill(_ miss: ColdMiss, _ request: ColdRequest, readAheadDone: inout Bool) async throws -> ColdStep {
         let store = self.store
         let item = request.item
         let session = try originSession(of: item.domain)
@@ -205,34 +174,8 @@ extension ChunkCache {
         }
     }
 
-    /// Records an item of an origin domain that the store lacks from a `HEAD` of it: the item and an
-    /// all-absent version, nothing downloaded. Does nothing for a domain without an origin or an item the
-    /// store holds.
-    func discoverByHead(_ item: ItemIdentifier) async throws {
-        let store = self.store
-        let missing = try store.environment.read { txn in
-            let domain = try Catalog.domain(item.domain, in: txn, store.dbs)
-            return try domain.origin != nil && txn.get(store.dbs.items, key: Keys.item(domain: item.domain, id: item.rawValue)) == nil
-        }
-        guard missing else { return }
-        let session = try originSession(of: item.domain)
-        do {
-            let object = try await session.requests.withPermit { try await session.origin.head(item.rawValue, version: nil) }
-            _ = try await store.writer.write { txn in
-                try txn.recordOriginVersion(domain: item.domain, item: item.rawValue, contentVersion: Array(object.version.utf8),
-                                            size: object.size, layout: store.layout, store.dbs)
-            }
-        } catch let failure as OriginFailure {
-            throw CacheError.origin(failure, item: item.rawValue, domain: item.domain, strict: false)
-        } catch is CancellationError {
-            throw CacheError(.userCancelled, "listing the versions of \(item) was cancelled")
-        } catch {
-            throw CacheError.wrap(error, store: store.path, doing: "asking the origin of \(item.domain) about \(item)")
-        }
-    }
-
     /// The origin session of `domain`.
-    private func originSession(of domain: String) throws -> OriginSession {
+    func originSession(of domain: String) throws -> OriginSession {
         let store = self.store
         let record = try store.environment.read { txn in try Catalog.domain(domain, in: txn, store.dbs) }
         guard let session = try store.origins.session(for: domain, record) else {
@@ -261,29 +204,4 @@ extension ChunkCache {
         }
     }
 
-    /// Runs `body` as a task and waits for it on the calling thread, which is not a Swift concurrency thread.
-    @available(*, noasync)
-    private static func waitFor<R: Sendable>(_ body: @escaping @Sendable () async throws -> R) throws -> R {
-        let done = DispatchSemaphore(value: 0)
-        let outcome = ResultBox<R>()
-        Task {
-            outcome.set(await Result { try await body() })
-            done.signal()
-        }
-        done.wait()
-        return try outcome.get()
-    }
-}
-
-/// A result handed from a task to a waiting thread (set once, read after a semaphore: `@unchecked Sendable`).
-private final class ResultBox<R>: @unchecked Sendable {
-    private var result: Result<R, any Error>?
-    func set(_ result: Result<R, any Error>) { self.result = result }
-    func get() throws -> R { try result!.get() }
-}
-
-extension Result where Failure == any Error {
-    init(_ body: () async throws -> Success) async {
-        do { self = .success(try await body()) } catch { self = .failure(error) }
-    }
 }
