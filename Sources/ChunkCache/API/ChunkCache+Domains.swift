@@ -64,6 +64,7 @@ extension ChunkCache {
                     throw CacheError(.fileExists, "domain \"\(name)\" already exists; change it with `chunkcache domain set \(name) …` or pick another name")
                 }
                 var record = DomainRecord(version: 0, createdAt: Date().timeIntervalSince1970)
+                record.epoch = UInt64.random(in: 1...UInt64.max)
                 record.origin = origin
                 record.headers = headers
                 record.pipelineDepth = pipelineDepth
@@ -145,6 +146,8 @@ extension ChunkCache {
                     try txn.delete(dbs.versions, key: version.key)
                 }
                 for key in itemKeys { try txn.delete(dbs.items, key: key) }
+                try txn.deleteAll(under: prefix, in: dbs.changes)
+                try txn.deleteAll(under: prefix, in: dbs.listing)
                 try txn.delete(dbs.domains, key: prefix)
             }
         } catch {

@@ -49,13 +49,16 @@ extension ChunkCache {
     ) throws -> PutResult {
         let file = try openRegularFile(path)
         return try file.closeAfter {
-            let length = Int64(try file.status().st_size)
-            let content = try Ingestor(store: store, cancellation: cancellation).ingest(file, length: length, path: path)
+            let status = try file.status()
+            let content = try Ingestor(store: store, cancellation: cancellation).ingest(file, length: Int64(status.st_size), path: path)
             let published: PublishedVersion
             do {
                 published = try store.writer.writeAndWait { txn in
-                    try txn.publish(content, domain: item.domain, item: item.rawValue, contentVersion: version,
-                                    layout: store.layout, store.dbs)
+                    var changes = try txn.beginChanges(to: item.domain, create: true, store.dbs)
+                    let published = try txn.publish(content, item: item.rawValue, contentVersion: version, layout: store.layout,
+                                                    modificationDate: modificationTime(of: status), in: &changes, store.dbs)
+                    if published.created { try txn.finish(changes, store.dbs) }
+                    return published
                 }
             } catch {
                 // The publishing transaction aborted, so the pending manifest is still there: drop it.

@@ -180,7 +180,7 @@ public struct ByteRange: Hashable, Sendable, Codable, CustomStringConvertible {
 }
 
 /// A domain's version: a counter that only grows, bumped by every change to the domain's items.
-public struct DomainVersion: Hashable, Sendable, Comparable, CustomStringConvertible {
+public struct DomainVersion: Hashable, Sendable, Comparable, Codable, CustomStringConvertible {
     /// The counter.
     public let rawValue: UInt64
 
@@ -249,9 +249,36 @@ public struct Item: Hashable, Sendable {
     public var documentSize: Int64
     /// A symlink's target.
     public var symlinkTarget: String?
+    /// When the item was first recorded.
+    public var creationDate = Date(timeIntervalSince1970: 0)
+    /// When its content last changed (a file's modification time when put or imported).
+    public var contentModificationDate = Date(timeIntervalSince1970: 0)
+    /// When a fetch last used it; recent items are in the working set.
+    public var lastUsedDate: Date?
+    /// The user's tag, opaque bytes; nil when untagged.
+    public var tagData: Data?
+    /// Its rank among favorites; nil when not a favorite.
+    public var favoriteRank: UInt64?
+    public var isShared = false
+    /// In the trash: listed in ``Item/trashContainer``.
+    public var isTrashed = false
+    /// Kept in the store whatever eviction does (CONTRACT §12).
+    public var isPinned = false
+
+    /// File Provider's name for ``identifier``.
+    public var itemIdentifier: String { identifier }
+    /// The container listing it, as File Provider names it: ``Item/trashContainer`` when trashed, else its
+    /// real parent (never the working set, F9).
+    public var parentItemIdentifier: String { isTrashed ? Item.trashContainer : parentIdentifier }
+    /// File Provider's name for ``kind``.
+    public var contentType: ItemKind { kind }
 
     /// The identifier of a domain's root, as `NSFileProviderItemIdentifier.rootContainer`.
     public static let rootContainer = "NSFileProviderRootContainerItemIdentifier"
+    /// The working set's identifier, as `NSFileProviderItemIdentifier.workingSet`.
+    public static let workingSetContainer = "NSFileProviderWorkingSetContainerItemIdentifier"
+    /// The trash's identifier, as `NSFileProviderItemIdentifier.trashContainer`.
+    public static let trashContainer = "NSFileProviderTrashContainerItemIdentifier"
 }
 
 /// Options of a fetch, as `NSFileProviderFetchContentsOptions`.

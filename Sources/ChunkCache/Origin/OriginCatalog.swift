@@ -31,7 +31,8 @@ extension WriteTransaction {
     /// recorded is returned unchanged.
     @available(*, noasync)
     mutating func recordOriginVersion(
-        domain name: String, item id: String, contentVersion: [UInt8], size: Int64, layout: ChunkLayout, _ dbs: Databases
+        domain name: String, item id: String, contentVersion: [UInt8], size: Int64, layout: ChunkLayout,
+        modificationDate: Double? = nil, _ dbs: Databases
     ) throws -> RecordedVersion {
         let itemKey = Keys.item(domain: name, id: id)
         let versionKey = Keys.version(itemKey: itemKey, contentVersion: contentVersion)
@@ -41,27 +42,28 @@ extension WriteTransaction {
             return RecordedVersion(item: item, version: version, domainVersion: DomainVersion(rawValue: try Catalog.domain(name, in: self, dbs).version))
         }
         try ChunkLayout.checkItemLength(size, of: "item \"\(id)\" at the origin of domain \"\(name)\"")
-        var domain = try domainForChange(name, create: false, dbs)
-        var record: ItemRecord
+        var changes = try beginChanges(to: name, dbs)
+        var existing: ItemRecord?
         if let raw = try get(dbs.items, key: itemKey) {
-            record = try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: name))
+            let record = try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: name))
             guard record.kind == .file else {
                 throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(name)\" is a \(record.kind) in the store but a file at the origin; remove it with `chunkcache domain rm`, then fetch again")
             }
-        } else {
-            record = ItemRecord(
-                identifier: id, parent: Item.rootContainer, filename: String(id.split(separator: "/").last ?? Substring(id)),
-                kind: .file, metadataVersion: [], createdAt: Date().timeIntervalSince1970)
+            existing = record
         }
+        var record = existing ?? ItemRecord(
+            identifier: id, parent: Item.rootContainer, filename: String(id.split(separator: "/").last ?? Substring(id)),
+            kind: .file, metadataVersion: [], createdAt: changes.now)
+        record.contentModificationDate = modificationDate ?? changes.now
         let manifestID = max(1, try counter(dbs, MetaKey.nextManifestID))
         try setCounter(dbs, MetaKey.nextManifestID, manifestID + 1)
         try writeAbsentManifest(manifestID, chunkCount: layout.chunkCount(forLength: size), dbs)
-        let domainVersion = try bump(&domain, named: name, dbs)
-        record.metadataVersion = contentVersion
-        try put(dbs.items, key: itemKey, value: record.encoded())
+        record = try commit(record, replacing: existing, in: &changes, dbs)!
+        try finish(changes, dbs)
+        let domainVersion = changes.version
         let version = VersionRecord(
             contentVersion: contentVersion, manifestID: manifestID, size: size, chunkShift: layout.shift,
-            sequence: domainVersion.rawValue, createdAt: Date().timeIntervalSince1970, root: VersionRecord.unknownRoot)
+            sequence: domainVersion.rawValue, createdAt: changes.now, root: VersionRecord.unknownRoot)
         try put(dbs.versions, key: versionKey, value: version.encoded())
         try addToCounter(dbs, MetaKey.logicalBytes, size)
         return RecordedVersion(item: record, version: version, domainVersion: domainVersion)
@@ -141,20 +143,30 @@ extension WriteTransaction {
     @available(*, noasync)
     mutating func removeGoneItem(domain name: String, item id: String, _ dbs: Databases) throws {
         let itemKey = Keys.item(domain: name, id: id)
-        guard try get(dbs.items, key: itemKey) != nil else { return }
-        var versionKeys: [([UInt8], VersionRecord)] = []
+        guard let raw = try get(dbs.items, key: itemKey) else { return }
+        let record = try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: name))
+        var changes = try beginChanges(to: name, dbs)
+        try deleteItem(record, in: &changes, dbs)
+        try finish(changes, dbs)
+    }
+
+    /// Deletes an item with all its versions, as one of `changes`; returns how many versions went.
+    @available(*, noasync)
+    @discardableResult
+    mutating func deleteItem(_ record: ItemRecord, in changes: inout DomainChanges, _ dbs: Databases) throws -> Int {
+        let itemKey = Keys.item(domain: changes.name, id: record.identifier)
+        var versions: [([UInt8], VersionRecord)] = []
         try scan(dbs.versions, prefix: itemKey) { key, value in
-            versionKeys.append((Array(key), try VersionRecord(decoding: value, name: RecordNames.version(key: key, in: self, dbs))))
+            versions.append((Array(key), try VersionRecord(decoding: value, name: RecordNames.version(key: key, in: self, dbs))))
             return true
         }
-        for (key, version) in versionKeys {
+        for (key, version) in versions {
             try dropManifest(version.manifestID, dbs)
             try delete(dbs.versions, key: key)
             try addToCounter(dbs, MetaKey.logicalBytes, -version.size)
         }
-        try delete(dbs.items, key: itemKey)
-        var domain = try domainForChange(name, create: false, dbs)
-        _ = try bump(&domain, named: name, dbs)
+        try commit(nil, replacing: record, in: &changes, dbs)
+        return versions.count
     }
 }
 

@@ -26,6 +26,8 @@ struct TreeEntry {
     var relativePath: String
     var kind: ItemKind
     var symlinkTarget = ""
+    /// The modification time `lstat` listed.
+    var modificationDate: Double = 0
     /// A regular file's identity when listed: the file read later must still be this one.
     var identity: FileIdentity?
 
@@ -49,13 +51,14 @@ struct TreeEntry {
             for (name, status) in try listFolder(directory, identity: identity) {
                 let child = relative.isEmpty ? name : relative + "/" + name
                 let childIdentity = FileIdentity(status)
+                let modified = modificationTime(of: status)
                 try store.refuse(childIdentity, at: root + "/" + child, importing: root)
                 switch status.st_mode & S_IFMT {
                 case S_IFDIR:
-                    entries.append(TreeEntry(relativePath: child, kind: .folder))
+                    entries.append(TreeEntry(relativePath: child, kind: .folder, modificationDate: modified))
                     pending.append((child, childIdentity))
                 case S_IFREG:
-                    entries.append(TreeEntry(relativePath: child, kind: .file, identity: childIdentity))
+                    entries.append(TreeEntry(relativePath: child, kind: .file, modificationDate: modified, identity: childIdentity))
                 case S_IFLNK:
                     // Recorded as a link; never followed, so nothing outside the tree is read.
                     let target: String
@@ -64,7 +67,7 @@ struct TreeEntry {
                     } catch {
                         throw CacheError.file(error, path: root + "/" + child, doing: "reading the symlink to import")
                     }
-                    entries.append(TreeEntry(relativePath: child, kind: .symlink, symlinkTarget: target))
+                    entries.append(TreeEntry(relativePath: child, kind: .symlink, symlinkTarget: target, modificationDate: modified))
                 default:
                     continue  // sockets, FIFOs and devices have no contents to cache
                 }
@@ -288,19 +291,20 @@ extension ChunkCache {
         if try txn.get(dbs.domains, key: Keys.domain(domain)) != nil {
             throw CacheError(.fileExists, "domain \"\(domain)\" was created by someone else during the import; import into a new domain name")
         }
-        var record = DomainRecord(version: 0, createdAt: Date().timeIntervalSince1970)
-        let version = try txn.bump(&record, named: domain, dbs)
-        let now = Date().timeIntervalSince1970
+        var changes = try txn.beginChanges(to: domain, create: true, dbs)
         for entry in entries where entry.kind != .file {
-            let item = ItemRecord(
+            var item = ItemRecord(
                 identifier: entry.relativePath, parent: entry.parent, filename: entry.filename, kind: entry.kind,
-                metadataVersion: Array(String(version.rawValue).utf8), symlinkTarget: entry.symlinkTarget, createdAt: now)
-            try txn.put(dbs.items, key: Keys.item(domain: domain, id: entry.relativePath), value: item.encoded())
+                metadataVersion: [], symlinkTarget: entry.symlinkTarget, createdAt: changes.now)
+            item.contentModificationDate = entry.modificationDate
+            try txn.commit(item, replacing: nil, in: &changes, dbs)
         }
         for (entry, content) in files {
-            _ = try txn.publish(content, domain: domain, item: entry.relativePath, contentVersion: nil, layout: store.layout,
-                                parent: entry.parent, bumpDomain: false, dbs)
+            _ = try txn.publish(content, item: entry.relativePath, contentVersion: nil, layout: store.layout,
+                                parent: entry.parent, modificationDate: entry.modificationDate, in: &changes, dbs)
         }
+        try txn.finish(changes, dbs)
+        let version = changes.version
         return version
     }
 }

@@ -89,3 +89,8 @@ func kindDescription(_ mode: mode_t) -> String {
     default: return "not a regular file"
     }
 }
+
+/// A file's modification time from its `stat`, in seconds since 1970.
+func modificationTime(of status: stat) -> Double {
+    Double(status.st_mtim.tv_sec) + Double(status.st_mtim.tv_nsec) / 1e9
+}

@@ -43,7 +43,13 @@ enum Catalog {
             kind: record.kind,
             itemVersion: ItemVersion(contentVersion: version?.contentVersion ?? [], metadataVersion: record.metadataVersion),
             documentSize: version?.size ?? 0,
-            symlinkTarget: record.kind == .symlink ? record.symlinkTarget : nil)
+            symlinkTarget: record.kind == .symlink ? record.symlinkTarget : nil,
+            creationDate: Date(timeIntervalSince1970: record.createdAt),
+            contentModificationDate: Date(timeIntervalSince1970: record.contentModificationDate),
+            lastUsedDate: record.lastUsedDate.map { Date(timeIntervalSince1970: $0) },
+            tagData: record.tagData.isEmpty ? nil : Data(record.tagData), favoriteRank: record.favoriteRank,
+            isShared: record.flags.contains(.shared), isTrashed: record.flags.contains(.trashed),
+            isPinned: record.flags.contains(.pinned))
     }
 
     /// Checks an identifier given by a user.
@@ -91,53 +97,55 @@ extension WriteTransaction {
         return DomainVersion(rawValue: domain.version)
     }
 
-    /// Publishes an ingested manifest as a content version of a file item, creating the domain and item
-    /// when missing. Re-publishing the same bytes under an existing version changes nothing; other bytes
-    /// under an existing version are `invalidArgument` (content versions are immutable). Either way the
-    /// pending manifest is consumed.
+    /// Publishes an ingested manifest as a content version of a file item, creating the item when missing,
+    /// as one of `changes`. Re-publishing the same bytes under an existing version changes nothing
+    /// (`created` is false: do not ``finish(_:_:)`` the changes); other bytes under an existing version are
+    /// `invalidArgument` (content versions are immutable). Either way the pending manifest is consumed.
+    ///
+    /// - Parameters:
+    ///   - parent: The parent of a new item (default the root).
+    ///   - modificationDate: The content's modification time (default now).
     @available(*, noasync)
     mutating func publish(
-        _ content: IngestedContent, domain name: String, item id: String, contentVersion requested: [UInt8]?,
-        layout: ChunkLayout, parent: String? = nil, bumpDomain: Bool = true, _ dbs: Databases
+        _ content: IngestedContent, item id: String, contentVersion requested: [UInt8]?, layout: ChunkLayout,
+        parent: String? = nil, modificationDate: Double? = nil, in changes: inout DomainChanges, _ dbs: Databases
     ) throws -> PublishedVersion {
+        let name = changes.name
         let contentVersion = requested ?? Array(content.root.description.utf8)
-        var domain = try domainForChange(name, create: true, dbs)
         let itemKey = Keys.item(domain: name, id: id)
-        var itemRecord: ItemRecord?
+        var existing: ItemRecord?
         if let raw = try get(dbs.items, key: itemKey) {
-            let existing = try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: name))
-            guard existing.kind == .file else {
+            let record = try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: name))
+            guard record.kind == .file else {
                 try dropManifest(content.manifestID, dbs)
-                throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(name)\" is a \(existing.kind), not a file; pick another identifier")
+                throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(name)\" is a \(record.kind), not a file; pick another identifier")
             }
-            itemRecord = existing
+            existing = record
         }
         let versionKey = Keys.version(itemKey: itemKey, contentVersion: contentVersion)
         if let raw = try get(dbs.versions, key: versionKey) {
-            let existing = try VersionRecord(
+            let version = try VersionRecord(
                 decoding: raw, name: RecordNames.version(contentVersion, of: RecordNames.item(id, domain: name)))
             try dropManifest(content.manifestID, dbs)
-            guard existing.root == content.root else {
+            guard version.root == content.root else {
                 throw CacheError(.invalidArgument,
                     "version \"\(String(decoding: contentVersion, as: UTF8.self))\" of item \"\(id)\" already holds other bytes; content versions are immutable: give a new --version or none")
             }
-            let record = itemRecord ?? ItemRecord(identifier: id, parent: Item.rootContainer, filename: id, kind: .file, metadataVersion: [], createdAt: 0)
-            return PublishedVersion(item: Catalog.publicItem(record, domain: name, version: existing),
-                                    domainVersion: DomainVersion(rawValue: domain.version), created: false)
+            let record = existing ?? ItemRecord(identifier: id, parent: Item.rootContainer, filename: id, kind: .file, metadataVersion: [], createdAt: 0)
+            return PublishedVersion(item: Catalog.publicItem(record, domain: name, version: version),
+                                    domainVersion: DomainVersion(rawValue: changes.version.rawValue - 1), created: false)
         }
         try delete(dbs.pending, key: Keys.manifest(content.manifestID))
-        let domainVersion = bumpDomain ? try bump(&domain, named: name, dbs) : DomainVersion(rawValue: domain.version)
-        let now = Date().timeIntervalSince1970
-        var record = itemRecord ?? ItemRecord(
+        var record = existing ?? ItemRecord(
             identifier: id, parent: parent ?? Item.rootContainer,
-            filename: String(id.split(separator: "/").last ?? Substring(id)), kind: .file, metadataVersion: [], createdAt: now)
-        record.metadataVersion = contentVersion
-        try put(dbs.items, key: itemKey, value: record.encoded())
+            filename: String(id.split(separator: "/").last ?? Substring(id)), kind: .file, metadataVersion: [], createdAt: changes.now)
+        record.contentModificationDate = modificationDate ?? changes.now
+        let written = try commit(record, replacing: existing, in: &changes, dbs)!
         let version = VersionRecord(
             contentVersion: contentVersion, manifestID: content.manifestID, size: content.length, chunkShift: layout.shift,
-            sequence: domainVersion.rawValue, createdAt: now, root: content.root)
+            sequence: changes.version.rawValue, createdAt: changes.now, root: content.root)
         try put(dbs.versions, key: versionKey, value: version.encoded())
         try addToCounter(dbs, MetaKey.logicalBytes, content.length)
-        return PublishedVersion(item: Catalog.publicItem(record, domain: name, version: version), domainVersion: domainVersion, created: true)
+        return PublishedVersion(item: Catalog.publicItem(written, domain: name, version: version), domainVersion: changes.version, created: true)
     }
 }

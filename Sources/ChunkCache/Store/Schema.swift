@@ -15,6 +15,9 @@ import LMDBKit
 ///   reference does not copy the chunk's pages.
 /// - `pending`: manifest id → ``PendingRecord`` of a manifest written but not yet published (an ingest
 ///   in progress, or one a crash interrupted), rolled back on the next open once its process is gone.
+/// - `changes`: (domain, domain version, index) → ``ChangeRecord``: the domain's change log (CONTRACT §11).
+/// - `listing`: (domain, container, sort, sort key, item hash) → nothing: the order pages list a container
+///   in (``ListingIndex``).
 struct Databases: Sendable {
     let meta: Database
     let domains: Database
@@ -24,10 +27,12 @@ struct Databases: Sendable {
     let chunks: Database
     let refs: Database
     let pending: Database
+    let changes: Database
+    let listing: Database
     /// Manifest pages already checked in the snapshot being read (not a database: a memo beside them).
     let checkedManifestPages = CheckedPageMemo()
 
-    static let names = ["meta", "domains", "items", "versions", "manifests", "chunks", "refs", "pending"]
+    static let names = ["meta", "domains", "items", "versions", "manifests", "chunks", "refs", "pending", "changes", "listing"]
 
     @available(*, noasync)
     static func open(in txn: inout WriteTransaction) throws -> Databases {
@@ -35,7 +40,8 @@ struct Databases: Sendable {
         for name in names { handles.append(try txn.openDatabase(name, create: true)) }
         return Databases(
             meta: handles[0], domains: handles[1], items: handles[2], versions: handles[3],
-            manifests: handles[4], chunks: handles[5], refs: handles[6], pending: handles[7])
+            manifests: handles[4], chunks: handles[5], refs: handles[6], pending: handles[7],
+            changes: handles[8], listing: handles[9])
     }
 }
 
@@ -102,6 +108,17 @@ struct DomainRecord: StoreRecord {
     var headers: [OriginHeader] = []
     var pipelineDepth = DomainInfo.defaultPipelineDepth
     var readAhead = DomainInfo.defaultReadAhead
+    /// Tells this domain from an earlier one of the same name: anchors and page tokens carry it, so one of a
+    /// removed domain is `syncAnchorExpired` in the next (CONTRACT §11).
+    var epoch: UInt64 = 0
+    /// Change records of versions up to this one are compacted away: an anchor before it has expired.
+    var compactedThrough: UInt64 = 0
+    /// Change records the log holds.
+    var retainedChanges: UInt64 = 0
+    /// How much history the change log keeps: records beyond either bound are compacted.
+    var history = ChangeHistory.standard
+    /// Recent items used before this time have already left the working set (``RecentItems``).
+    var recentCheckedThrough: Double = 0
 
     static let remedy = "run `chunkcache verify` to list the damage; put the domain's files into a new domain"
 
@@ -123,6 +140,12 @@ struct DomainRecord: StoreRecord {
         }
         w.append(UInt32(pipelineDepth))
         w.append(UInt64(readAhead))
+        w.append(epoch)
+        w.append(compactedThrough)
+        w.append(retainedChanges)
+        w.append(history.changes)
+        w.append(history.seconds)
+        w.append(recentCheckedThrough)
     }
 }
 
@@ -156,6 +179,16 @@ extension DomainRecord {
         }
         pipelineDepth = Int(depth)
         self.readAhead = Int64(readAhead)
+        // Written before the change log: the epoch follows from the creation time, so it never changes.
+        guard r.offset < r.buffer.count else {
+            epoch = createdAt.bitPattern
+            return
+        }
+        epoch = try r.read()
+        compactedThrough = try r.read()
+        retainedChanges = try r.read()
+        history = ChangeHistory(changes: try r.read(), seconds: try r.readDouble())
+        recentCheckedThrough = try r.readDouble()
     }
 }
 
@@ -168,6 +201,13 @@ struct ItemRecord: StoreRecord, Sendable {
     var metadataVersion: [UInt8]
     var symlinkTarget: String = ""
     var createdAt: Double
+    /// The File Provider metadata of CONTRACT §11, appended after `symlinkTarget`.
+    var contentModificationDate: Double = 0
+    var lastUsedDate: Double?
+    /// Empty when the item has no tag.
+    var tagData: [UInt8] = []
+    var favoriteRank: UInt64?
+    var flags: ItemFlags = []
 
     static let remedy = "run `chunkcache verify` to list the damage; put the file again under a new identifier"
 
@@ -179,6 +219,13 @@ struct ItemRecord: StoreRecord, Sendable {
         w.appendPrefixed(filename)
         w.appendPrefixed(metadataVersion)
         w.appendPrefixed(symlinkTarget)
+        w.append(contentModificationDate)
+        w.append(UInt8(lastUsedDate == nil ? 0 : 1))
+        w.append(lastUsedDate ?? 0)
+        w.appendPrefixed(tagData)
+        w.append(UInt8(favoriteRank == nil ? 0 : 1))
+        w.append(favoriteRank ?? 0)
+        w.append(flags.rawValue)
     }
 }
 
@@ -192,7 +239,32 @@ extension ItemRecord {
         filename = try r.readPrefixedString()
         metadataVersion = try r.readPrefixed()
         symlinkTarget = try r.readPrefixedString()
+        guard r.offset < r.buffer.count else {  // written before the metadata of §11
+            contentModificationDate = createdAt
+            return
+        }
+        contentModificationDate = try r.readDouble()
+        let hasLastUse = try r.read(UInt8.self)
+        let lastUse = try r.readDouble()
+        lastUsedDate = hasLastUse == 1 ? lastUse : nil
+        tagData = try r.readPrefixed()
+        let hasRank = try r.read(UInt8.self)
+        let rank = try r.read(UInt64.self)
+        favoriteRank = hasRank == 1 ? rank : nil
+        flags = ItemFlags(rawValue: try r.read())
     }
+}
+
+/// Flags of an item's metadata.
+struct ItemFlags: OptionSet, Sendable, Hashable {
+    let rawValue: UInt8
+    static let shared = ItemFlags(rawValue: 1)
+    static let trashed = ItemFlags(rawValue: 2)
+    static let pinned = ItemFlags(rawValue: 4)
+    /// A folder above it is trashed: it stays listed in that folder and leaves the working set (F11).
+    static let inTrashedFolder = ItemFlags(rawValue: 8)
+    /// In the working set as of its last change (``ItemRecord/refreshWorkingSet(now:)``).
+    static let inWorkingSet = ItemFlags(rawValue: 16)
 }
 
 /// One content version of an item: where its manifest is and what it holds.
@@ -320,4 +392,8 @@ enum MetaKey {
     static let logicalBytes = "logicalBytes"
     static let uniqueBytes = "uniqueBytes"
     static let storedBytes = "storedBytes"
+    /// 8 random bytes naming this store in anchors and page tokens, set when it is first opened.
+    static let storeID = "storeID"
+    /// 1 once every item has its ``ListingIndex`` entries (stores made before the change log have none).
+    static let catalogueFormat = "catalogueFormat"
 }

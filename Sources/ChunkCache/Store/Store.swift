@@ -186,6 +186,13 @@ final class Store: Sendable {
                 guard ChunkLayout.shifts.contains(shift) else {
                     throw CacheError(.corruptData, "the store at \(path) records an impossible chunk size; re-create it")
                 }
+                if try txn.counter(dbs, MetaKey.storeID) == 0 {
+                    try txn.setCounter(dbs, MetaKey.storeID, UInt64.random(in: 1...UInt64.max))
+                }
+                if try txn.counter(dbs, MetaKey.catalogueFormat) == 0 {
+                    try txn.indexCatalogue(dbs)
+                    try txn.setCounter(dbs, MetaKey.catalogueFormat, 1)
+                }
                 let maxSize = Int64(environment.mapSize)
                 if try txn.counter(dbs, MetaKey.maxSize) != UInt64(maxSize) {
                     try txn.setCounter(dbs, MetaKey.maxSize, UInt64(maxSize))

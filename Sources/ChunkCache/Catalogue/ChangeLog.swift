@@ -1,0 +1,168 @@
+import Foundation
+import LMDBKit
+
+/// How much of a domain's change log is kept (CONTRACT §11): records beyond either bound are compacted, and
+/// an anchor older than what is kept is `syncAnchorExpired`.
+public struct ChangeHistory: Sendable, Hashable {
+    /// The most change records kept.
+    public var changes: UInt64
+    /// The age in seconds beyond which records are dropped.
+    public var seconds: Double
+
+    public init(changes: UInt64, seconds: Double) {
+        self.changes = changes
+        self.seconds = seconds
+    }
+
+    /// 1,000,000 changes or 30 days, whichever is less.
+    public static let standard = ChangeHistory(changes: 1_000_000, seconds: 30 * 86_400)
+}
+
+/// One change to one item: its identifier and where it was before (nil: it did not exist). Where it is
+/// after is the next record's `before`, or the item as it is now.
+struct ChangeRecord: StoreRecord {
+    var identifier: String
+    var before: Placement?
+    var time: Double
+
+    static let remedy = "run `chunkcache verify` to list the damage; clients following the domain's changes must list it again"
+
+    func write(to w: inout ByteWriter) {
+        w.append(time)
+        w.appendPrefixed(identifier)
+        w.append(UInt8(before == nil ? 0 : 1))
+        before?.write(to: &w)
+    }
+}
+
+extension ChangeRecord {
+    init(reading r: inout ByteReader) throws(RecordDamage) {
+        time = try r.readDouble()
+        identifier = try r.readPrefixedString()
+        before = try r.read(UInt8.self) == 1 ? try Placement(reading: &r) : nil
+    }
+}
+
+extension Keys {
+    /// A key of `changes`: the domain, then the version and the record's index in it, big-endian so the log
+    /// reads in order.
+    static func change(domain: [UInt8], version: UInt64, index: UInt32) -> [UInt8] {
+        var w = ByteWriter()
+        w.append(raw: domain)
+        w.appendBigEndian(version)
+        w.appendBigEndian(index)
+        return w.bytes
+    }
+
+    /// The version and index of a key of `changes` under `domain`, or nil when it is not one.
+    static func parseChange(_ key: UnsafeRawBufferPointer, domainLength: Int) -> (version: UInt64, index: UInt32)? {
+        guard key.count == domainLength + 12 else { return nil }
+        var version: UInt64 = 0, index: UInt32 = 0
+        for byte in key[domainLength..<(domainLength + 8)] { version = version << 8 | UInt64(byte) }
+        for byte in key[(domainLength + 8)...] { index = index << 8 | UInt32(byte) }
+        return (version, index)
+    }
+}
+
+/// The changes one transaction makes to one domain: one domain-version bump, and one log record per item
+/// changed. Every change to items goes through ``WriteTransaction/beginChanges(to:create:_:)``,
+/// ``WriteTransaction/commit(_:replacing:in:_:)`` and ``WriteTransaction/finish(_:_:)``.
+struct DomainChanges {
+    let name: String
+    let key: [UInt8]
+    var record: DomainRecord
+    /// The version this transaction publishes.
+    let version: DomainVersion
+    let now: Double
+    /// Records appended so far.
+    var count: UInt32 = 0
+
+    var versionBytes: [UInt8] { Array(String(version.rawValue).utf8) }
+}
+
+extension WriteTransaction {
+    /// Bumps the domain's version for a change; with `create`, a missing domain is created.
+    @available(*, noasync)
+    mutating func beginChanges(to name: String, create: Bool = false, _ dbs: Databases) throws -> DomainChanges {
+        var record = try domainForChange(name, create: create, dbs)
+        if record.version == 0 { record.epoch = UInt64.random(in: 1...UInt64.max) }
+        record.version += 1
+        return DomainChanges(name: name, key: Keys.domain(name), record: record, version: DomainVersion(rawValue: record.version),
+                             now: Date().timeIntervalSince1970)
+    }
+
+    /// Writes an item as it is after a change (`nil`: deleted), moves its listing entries and logs the change.
+    /// The item's metadata version becomes the new domain version (D4) and its working-set membership is
+    /// recomputed. Returns the item as written.
+    @available(*, noasync)
+    @discardableResult
+    mutating func commit(_ after: ItemRecord?, replacing before: ItemRecord?, in changes: inout DomainChanges, _ dbs: Databases) throws -> ItemRecord? {
+        guard let identifier = after?.identifier ?? before?.identifier else { return nil }
+        let itemKey = Keys.item(domain: changes.name, id: identifier)
+        let itemHash = Array(itemKey.suffix(ListingIndex.hashLength))
+        var written = after
+        if var item = written {
+            item.metadataVersion = changes.versionBytes
+            item.refreshWorkingSet(now: changes.now)
+            try put(dbs.items, key: itemKey, value: item.encoded())
+            written = item
+        } else {
+            _ = try delete(dbs.items, key: itemKey)
+        }
+        try reindex(domain: changes.key, itemHash: itemHash, from: before?.placement, to: written?.placement, dbs)
+        let record = ChangeRecord(identifier: identifier, before: before?.placement, time: changes.now)
+        try put(dbs.changes, key: Keys.change(domain: changes.key, version: changes.version.rawValue, index: changes.count),
+                value: record.encoded())
+        changes.count += 1
+        return written
+    }
+
+    /// Saves the domain with its new version and compacts what the log keeps beyond its history.
+    @available(*, noasync)
+    mutating func finish(_ changes: DomainChanges, _ dbs: Databases) throws {
+        var record = changes.record
+        record.retainedChanges += UInt64(changes.count)
+        try compactChanges(&record, domainKey: changes.key, before: changes.version.rawValue, now: changes.now, dbs)
+        try put(dbs.domains, key: changes.key, value: record.encoded())
+    }
+
+    /// Drops the oldest versions' records while the log holds more than its history allows, whole versions
+    /// at a time (an anchor inside a version stays valid or expires with all of it), never the version
+    /// being written, and at most ``compactionStep`` records per transaction so no change waits long.
+    @available(*, noasync)
+    private mutating func compactChanges(_ record: inout DomainRecord, domainKey: [UInt8], before current: UInt64, now: Double, _ dbs: Databases) throws {
+        var budget = Self.compactionStep
+        while budget > 0 {
+            var oldest: (version: UInt64, time: Double)?
+            try scan(dbs.changes, prefix: domainKey) { key, value in
+                guard let position = Keys.parseChange(key, domainLength: domainKey.count) else { return false }
+                oldest = (position.version, ChangeRecord(ifIntact: value)?.time ?? 0)
+                return false
+            }
+            guard let oldest, oldest.version < current,
+                  record.retainedChanges > record.history.changes || oldest.time < now - record.history.seconds else { return }
+            var keys: [[UInt8]] = []
+            try scan(dbs.changes, prefix: domainKey + ListingIndex.bigEndian(oldest.version)) { key, _ in
+                keys.append(Array(key))
+                return true
+            }
+            for key in keys { _ = try delete(dbs.changes, key: key) }
+            record.retainedChanges -= min(record.retainedChanges, UInt64(keys.count))
+            record.compactedThrough = oldest.version
+            budget -= keys.count
+        }
+    }
+
+    static var compactionStep: Int { 100_000 }
+
+    /// Deletes every record of `domainKey` in `db` (a domain's change log or listing entries).
+    @available(*, noasync)
+    mutating func deleteAll(under domainKey: [UInt8], in db: Database) throws {
+        var keys: [[UInt8]] = []
+        try scan(db, prefix: domainKey) { key, _ in
+            keys.append(Array(key))
+            return true
+        }
+        for key in keys { _ = try delete(db, key: key) }
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+
+/// Where an item is listed and whether it is in the working set: what the change log remembers of an item
+/// before each change, so a page or a change batch can tell where the item was when a listing began or an
+/// anchor was taken (CONTRACT §11).
+struct Placement: Hashable, Sendable {
+    /// The container listing it: its parent, or ``Item/trashContainer`` when trashed.
+    var container: String
+    var filename: String
+    var modificationDate: Double
+    var inWorkingSet: Bool
+    var lastUsedDate: Double?
+
+    func write(to w: inout ByteWriter) {
+        w.appendPrefixed(container)
+        w.appendPrefixed(filename)
+        w.append(modificationDate)
+        w.append(UInt8((inWorkingSet ? 1 : 0) | (lastUsedDate == nil ? 0 : 2)))
+        w.append(lastUsedDate ?? 0)
+    }
+
+    init(container: String, filename: String, modificationDate: Double, inWorkingSet: Bool, lastUsedDate: Double?) {
+        self.container = container
+        self.filename = filename
+        self.modificationDate = modificationDate
+        self.inWorkingSet = inWorkingSet
+        self.lastUsedDate = lastUsedDate
+    }
+
+    init(reading r: inout ByteReader) throws(RecordDamage) {
+        container = try r.readPrefixedString()
+        filename = try r.readPrefixedString()
+        modificationDate = try r.readDouble()
+        let bits = try r.read(UInt8.self)
+        let lastUse = try r.readDouble()
+        inWorkingSet = bits & 1 != 0
+        lastUsedDate = bits & 2 != 0 ? lastUse : nil
+    }
+
+    /// Whether the item is in `container` when placed so.
+    func isListed(in container: EnumeratedContainer) -> Bool {
+        switch container {
+        case .allItems: return true
+        case .workingSet: return inWorkingSet
+        case .folder(let identifier): return self.container == identifier
+        }
+    }
+}
+
+/// What an enumeration lists: a folder (the root and the trash included), the working set, or every item of
+/// the domain (the changes a sync client or a mount follows).
+enum EnumeratedContainer: Hashable, Sendable {
+    case folder(String)
+    case workingSet
+    case allItems
+
+    /// The container whose ``ListingIndex`` entries a page walks; every item is listed under none.
+    var listedIdentifier: String? {
+        switch self {
+        case .folder(let identifier): return identifier
+        case .workingSet: return Item.workingSetContainer
+        case .allItems: return nil
+        }
+    }
+}
+
+/// How long a used item stays "recent" in the working set (CONTRACT §11).
+enum RecentItems {
+    static let window: Double = 30 * 86_400
+}
+
+extension ItemRecord {
+    /// Where the item is listed now.
+    var placement: Placement {
+        Placement(
+            container: flags.contains(.trashed) ? Item.trashContainer : parent, filename: filename,
+            modificationDate: contentModificationDate, inWorkingSet: flags.contains(.inWorkingSet), lastUsedDate: lastUsedDate)
+    }
+
+    /// Recomputes working-set membership (CONTRACT §11): recent, tagged, favorite, shared, trashed and pinned
+    /// items, except those inside a trashed folder (F11).
+    mutating func refreshWorkingSet(now: Double) {
+        let recent = lastUsedDate.map { $0 >= now - RecentItems.window } ?? false
+        let member = !flags.contains(.inTrashedFolder)
+            && (recent || !tagData.isEmpty || favoriteRank != nil || !flags.isDisjoint(with: [.shared, .trashed, .pinned]))
+        if member { flags.insert(.inWorkingSet) } else { flags.remove(.inWorkingSet) }
+    }
+}
