@@ -7,7 +7,10 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "chunkcache",
         abstract: "A content-addressed chunk cache for lazy, partial file downloads.",
-        subcommands: [Init.self, Put.self, Import.self, Fetch.self, Versions.self, Stat.self, Domain.self, Verify.self, Sweep.self, Bench.self])
+        subcommands: [
+            Init.self, Put.self, Import.self, Fetch.self, Versions.self, Stat.self, Domain.self, Ls.self, Changes.self, Anchor.self,
+            Mark.self, Rm.self, Mv.self, Verify.self, Sweep.self, Bench.self,
+        ])
 
     public init() {}
 

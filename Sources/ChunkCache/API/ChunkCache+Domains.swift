@@ -18,6 +18,8 @@ public struct DomainInfo: Sendable, Hashable {
     /// False while an import into the domain is under way. An import publishes its domain in one
     /// transaction, so a listed domain's import has always finished.
     public var importFinished: Bool
+    /// How much of the change log is kept.
+    public var changeHistory: ChangeHistory
 
     /// Origin requests in flight per domain per process, unless set.
     public static let defaultPipelineDepth = 8
@@ -79,10 +81,14 @@ extension ChunkCache {
 
     /// Changes the settings given (a nil one stays as it is). Bumps the domain version when anything changed.
     ///
-    /// - Parameter headers: Replaces all the headers; `[]` removes them.
+    /// - Parameters:
+    ///   - headers: Replaces all the headers; `[]` removes them.
+    ///   - changeHistory: How much of the change log to keep; what it no longer keeps is compacted with the
+    ///     next change, and anchors before it expire.
     /// - Throws: `noSuchItem` for an unknown domain; `invalidArgument` for a setting out of range.
     public func setDomain(
-        _ name: String, origin: Origin? = nil, headers: [OriginHeader]? = nil, pipelineDepth: Int? = nil, readAhead: Int64? = nil
+        _ name: String, origin: Origin? = nil, headers: [OriginHeader]? = nil, pipelineDepth: Int? = nil, readAhead: Int64? = nil,
+        changeHistory: ChangeHistory? = nil
     ) async throws -> DomainInfo {
         try Catalog.validate(domain: name, item: nil)
         try DomainInfo.validate(pipelineDepth: pipelineDepth, readAhead: readAhead, headerCount: headers?.count ?? 0)
@@ -95,6 +101,12 @@ extension ChunkCache {
                 if let headers { record.headers = headers }
                 if let pipelineDepth { record.pipelineDepth = pipelineDepth }
                 if let readAhead { record.readAhead = readAhead }
+                if let changeHistory {
+                    guard changeHistory.changes >= 1, changeHistory.seconds > 0 else {
+                        throw CacheError(.invalidArgument, "a change history must keep at least 1 change for more than 0 seconds; give larger --keep-changes and --keep-for")
+                    }
+                    record.history = changeHistory
+                }
                 if !record.hasSameSettings(as: before) { _ = try txn.bump(&record, named: name, dbs) }
                 return try Self.info(name, record, in: txn, dbs)
             }
@@ -174,7 +186,7 @@ extension ChunkCache {
         return DomainInfo(
             name: name, origin: record.origin, headerNames: record.headers.map(\.name), pipelineDepth: record.pipelineDepth,
             readAhead: record.readAhead, domainVersion: DomainVersion(rawValue: record.version), items: items,
-            cachedBytes: cached, importFinished: true)
+            cachedBytes: cached, importFinished: true, changeHistory: record.history)
     }
 }
 
@@ -182,5 +194,6 @@ extension DomainRecord {
     /// True when the origin settings are the same: changing them to what they are is not a change.
     func hasSameSettings(as other: DomainRecord) -> Bool {
         origin == other.origin && headers == other.headers && pipelineDepth == other.pipelineDepth && readAhead == other.readAhead
+            && history == other.history
     }
 }

@@ -114,6 +114,7 @@ extension ChunkCache {
                     store: store, domain: item.domain, item: item.rawValue, requested: requested, minimal: minimal,
                     alignment: 1, options: options, request: request, in: txn)
                 let count = try BufferReader.read(plan, at: offset, into: buffer, store: store, in: txn)
+                store.usage.noteUse(of: item, recorded: plan.item.lastUsedDate, store: store)
                 return ServedRead(offset: offset, result: ReadResult(
                     bytesRead: count, item: Catalog.publicItem(plan.item, domain: item.domain, version: plan.version),
                     domainVersion: plan.domainVersion))
@@ -297,6 +298,7 @@ private struct Fetch: Sendable {
             result.url = URL(fileURLWithPath: target, isDirectory: false)
             result.owner = .destination
         }
+        store.usage.noteUse(of: item, recorded: plan.item.lastUsedDate, store: store)
         return result
     }
 }

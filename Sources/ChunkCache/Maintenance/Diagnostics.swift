@@ -19,4 +19,9 @@ enum Diagnostics {
             report("chunkcache: could not \(what()): \(error)")
         }
     }
+
+    /// Reports that `what` (a phrase such as "record when items were last used") failed with `error`.
+    static func report(_ what: String, _ error: any Error) {
+        attempt(what) { throw error }
+    }
 }

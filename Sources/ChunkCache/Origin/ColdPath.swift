@@ -102,6 +102,7 @@ extension ChunkCache {
             try file.resize(to: filled.version.size)
             try bytes.withUnsafeBytes { try file.writeAll(toAbsoluteOffset: filled.range.location, $0) }
             keep = true
+            store.usage.noteUse(of: ItemIdentifier(domain: filled.domain, filled.item.identifier), recorded: filled.item.lastUsedDate, store: store)
             return FetchResult(
                 url: URL(fileURLWithPath: path, isDirectory: false),
                 item: Catalog.publicItem(filled.item, domain: filled.domain, version: filled.version), retrievedRange: filled.range,

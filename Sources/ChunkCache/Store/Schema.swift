@@ -193,7 +193,7 @@ extension DomainRecord {
 }
 
 /// An item's identity and metadata; its contents are in ``VersionRecord``s.
-struct ItemRecord: StoreRecord, Sendable {
+struct ItemRecord: StoreRecord, Sendable, Equatable {
     var identifier: String
     var parent: String
     var filename: String

@@ -36,6 +36,8 @@ final class Store: Sendable {
     let codecs: CodecPool
     /// This process's origin clients, downloads in flight and read-ahead, by domain (CONTRACT §10).
     let origins = OriginSessions()
+    /// Last-use dates noted by this process's fetches, written in batches.
+    let usage = UsageRecorder()
     /// This process's lease on the pending manifests it writes, taken at its first ingest.
     private let lease = Mutex<WriterLease?>(nil)
 

@@ -36,12 +36,26 @@ struct Domain: AsyncParsableCommand {
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The domain name.") var name: String
         @OptionGroup var settings: DomainSettings
+        @Option(name: .customLong("keep-changes"), help: "Change records the log keeps (default 1000000); anchors older than those kept expire.")
+        var keepChanges: UInt64?
+        @Option(name: .customLong("keep-for"), help: "How long change records are kept (default 30d).")
+        var keepFor: Duration?
+
+        func validate() throws {
+            if keepChanges == 0 { throw ValidationError("--keep-changes must be at least 1") }
+            if let keepFor, keepFor.seconds <= 0 { throw ValidationError("--keep-for must be longer than 0") }
+        }
 
         func run() async throws {
             let cache = try await global.openCache()
+            var history: ChangeHistory?
+            if keepChanges != nil || keepFor != nil {
+                let current = try await cache.domains().first { $0.name == name }?.changeHistory ?? .standard
+                history = ChangeHistory(changes: keepChanges ?? current.changes, seconds: keepFor?.seconds ?? current.seconds)
+            }
             let info = try await cache.setDomain(
                 name, origin: try settings.parsedOrigin(), headers: try settings.parsedHeaders(),
-                pipelineDepth: settings.pipelineDepth, readAhead: settings.readAhead?.bytes)
+                pipelineDepth: settings.pipelineDepth, readAhead: settings.readAhead?.bytes, changeHistory: history)
             global.emit(info.json, summary: "domain " + info.summary)
         }
     }
@@ -139,6 +153,7 @@ extension DomainInfo {
             ("endpoint", origin?.endpoint.map { .string($0) } ?? .null), ("region", origin?.region.map { .string($0) } ?? .null),
             ("pipelineDepth", .int(Int64(pipelineDepth))), ("readAhead", .int(readAhead)), ("domainVersion", domainVersion.json),
             ("items", .int(Int64(items))), ("cachedBytes", .int(cachedBytes)), ("importFinished", .bool(importFinished)),
+            ("changeHistory", .object([("changes", .int(Int64(clamping: changeHistory.changes))), ("seconds", .double(changeHistory.seconds))])),
             ("headers", .array(headerNames.map { .string($0) })),
         ])
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import ChunkCache
 
 struct Fetch: AsyncParsableCommand {
@@ -72,6 +73,10 @@ struct Fetch: AsyncParsableCommand {
         // Chunks downloaded for this fetch may still be committing behind it: keep them before exiting.
         await cache.waitForDownloads()
         await display.finish()
+        // The fetch set the item's last use; this process ends before the batch would be written.
+        do { try await cache.flushUsage() } catch {
+            FileHandle.standardError.write(Data("chunkcache: could not record the last use of \(domain)/\(item): \(error)\n".utf8))
+        }
         var fields: [(String, JSON)] = [
             ("path", .string(result.url.path)), ("owner", .string(result.owner.rawValue)), ("item", result.item.json),
             ("retrievedRange", .object([("location", .int(result.retrievedRange.location)), ("length", .int(result.retrievedRange.length))])),

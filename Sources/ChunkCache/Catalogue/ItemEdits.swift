@@ -1,0 +1,225 @@
+import Foundation
+import LMDBKit
+
+/// A change to an item's user metadata, as `mark` makes it: each field nil leaves it as it is.
+public struct MetadataEdit: Sendable, Hashable {
+    /// Set a value, or remove it.
+    public enum Setting<Value: Sendable & Hashable>: Sendable, Hashable {
+        case set(Value)
+        case remove
+    }
+
+    public var favoriteRank: Setting<UInt64>?
+    /// At most ``MetadataEdit/maxTagBytes`` bytes.
+    public var tagData: Setting<Data>?
+    public var isShared: Bool?
+    /// Sets `lastUsedDate` to now.
+    public var markUsed: Bool
+
+    public init(favoriteRank: Setting<UInt64>? = nil, tagData: Setting<Data>? = nil, isShared: Bool? = nil, markUsed: Bool = false) {
+        self.favoriteRank = favoriteRank
+        self.tagData = tagData
+        self.isShared = isShared
+        self.markUsed = markUsed
+    }
+
+    public static let maxTagBytes = 4096
+}
+
+/// Checks names and places given for items.
+enum ItemNames {
+    /// Checks a filename given by a user: what a folder entry can be called.
+    static func validate(filename: String) throws(CacheError) {
+        guard !filename.isEmpty, filename.utf8.count <= 255, filename != ".", filename != "..",
+              !filename.utf8.contains(UInt8(ascii: "/")), !filename.utf8.contains(0) else {
+            throw CacheError(.invalidArgument, "\"\(filename.prefix(64))\" is not a filename: give 1 to 255 bytes without \"/\" or NUL, not \".\" or \"..\"")
+        }
+    }
+
+    /// Whether `identifier` names one of the special containers rather than an item.
+    static func isContainer(_ identifier: String) -> Bool {
+        identifier == Item.rootContainer || identifier == Item.workingSetContainer || identifier == Item.trashContainer
+    }
+}
+
+/// The edits of `mark`, `rm` and `mv`, each one of a transaction's ``DomainChanges``.
+extension WriteTransaction {
+    /// The item's record, `invalidArgument` for a container, `noSuchItem` for an unknown identifier.
+    @available(*, noasync)
+    func editableItem(_ id: String, in changes: DomainChanges, _ dbs: Databases) throws -> ItemRecord {
+        guard !ItemNames.isContainer(id) else {
+            throw CacheError(.invalidArgument, "\"\(id)\" is a container, not an item: it cannot be marked, removed or moved")
+        }
+        guard let raw = try get(dbs.items, key: Keys.item(domain: changes.name, id: id)) else {
+            throw CacheError(.noSuchItem, "there is no item \"\(id)\" in domain \"\(changes.name)\"; `chunkcache ls --domain \(changes.name)` lists them")
+        }
+        return try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: changes.name))
+    }
+
+    /// Applies a metadata edit; returns the item, and whether anything changed.
+    @available(*, noasync)
+    mutating func mark(_ id: String, _ edit: MetadataEdit, in changes: inout DomainChanges, _ dbs: Databases) throws -> (ItemRecord, Bool) {
+        let before = try editableItem(id, in: changes, dbs)
+        var after = before
+        switch edit.favoriteRank {
+        case .set(let rank)?: after.favoriteRank = rank
+        case .remove?: after.favoriteRank = nil
+        case nil: break
+        }
+        switch edit.tagData {
+        case .set(let tag)?:
+            guard !tag.isEmpty, tag.count <= MetadataEdit.maxTagBytes else {
+                throw CacheError(.invalidArgument, "a tag of \(tag.count) bytes is not 1 to \(MetadataEdit.maxTagBytes) bytes; give a shorter --tag, or --no-tag")
+            }
+            after.tagData = Array(tag)
+        case .remove?: after.tagData = []
+        case nil: break
+        }
+        if let shared = edit.isShared {
+            if shared { after.flags.insert(.shared) } else { after.flags.remove(.shared) }
+        }
+        if edit.markUsed { after.lastUsedDate = changes.now }
+        after.refreshWorkingSet(now: changes.now)
+        guard after != before else { return (before, false) }
+        return (try commit(after, replacing: before, in: &changes, dbs)!, true)
+    }
+
+    /// Moves an item to the trash (its folder's contents leave the working set, F11); returns it, and
+    /// whether anything changed (an item already in the trash stays as it is).
+    @available(*, noasync)
+    mutating func trash(_ id: String, in changes: inout DomainChanges, _ dbs: Databases) throws -> (ItemRecord, Bool) {
+        let before = try editableItem(id, in: changes, dbs)
+        guard !before.flags.contains(.trashed) else { return (before, false) }
+        var after = before
+        after.flags.insert(.trashed)
+        after.flags.remove(.inTrashedFolder)
+        let written = try commit(after, replacing: before, in: &changes, dbs)!
+        if written.kind == .folder { try hideContents(of: id, hidden: true, in: &changes, dbs) }
+        return (written, true)
+    }
+
+    /// Deletes an item for good, a folder with everything listed in it; returns the identifiers deleted,
+    /// the item's first.
+    @available(*, noasync)
+    mutating func deletePermanently(_ id: String, in changes: inout DomainChanges, _ dbs: Databases) throws -> [String] {
+        let record = try editableItem(id, in: changes, dbs)
+        var deleted: [String] = []
+        var pending = [record]
+        while let item = pending.popLast() {
+            if item.kind == .folder {
+                pending += try listed(in: item.identifier, domain: changes.name, dbs)
+            }
+            try deleteItem(item, in: &changes, dbs)
+            deleted.append(item.identifier)
+        }
+        return deleted
+    }
+
+    /// Moves an item under `parent` (``Item/rootContainer`` or a folder; ``Item/trashContainer`` trashes it),
+    /// renaming it when `name` is given. A trashed item moved out of the trash is restored. Returns the item,
+    /// and whether anything changed.
+    /// - Throws: `invalidArgument` for a parent that is not a folder or lies inside the item, a bad name;
+    ///   `noSuchItem` for an unknown item or parent; `fileExists` when the parent holds that name already.
+    @available(*, noasync)
+    mutating func move(_ id: String, to parent: String, name: String?, in changes: inout DomainChanges, _ dbs: Databases) throws -> (ItemRecord, Bool) {
+        if parent == Item.trashContainer && name == nil { return try trash(id, in: &changes, dbs) }
+        let before = try editableItem(id, in: changes, dbs)
+        if let name { try ItemNames.validate(filename: name) }
+        guard parent != Item.workingSetContainer, parent != Item.trashContainer else {
+            throw CacheError(.invalidArgument, "items cannot be moved into \(parent == Item.trashContainer ? "the trash under a new name" : "the working set"); give a folder, or root")
+        }
+        var hidden = false
+        if parent != Item.rootContainer {
+            guard let raw = try get(dbs.items, key: Keys.item(domain: changes.name, id: parent)) else {
+                throw CacheError(.noSuchItem, "there is no folder \"\(parent)\" in domain \"\(changes.name)\" to move \"\(id)\" into; give an existing folder, or root")
+            }
+            let folder = try ItemRecord(decoding: raw, name: RecordNames.item(parent, domain: changes.name))
+            guard folder.kind == .folder else {
+                throw CacheError(.invalidArgument, "\"\(parent)\" is a \(folder.kind), not a folder; move \"\(id)\" into a folder, or root")
+            }
+            hidden = !folder.flags.isDisjoint(with: [.trashed, .inTrashedFolder])
+            try refuseCycle(moving: id, under: folder, domain: changes.name, dbs)
+        }
+        var after = before
+        after.parent = parent
+        after.filename = name ?? before.filename
+        after.flags.remove(.trashed)
+        if hidden { after.flags.insert(.inTrashedFolder) } else { after.flags.remove(.inTrashedFolder) }
+        after.refreshWorkingSet(now: changes.now)
+        guard after != before else { return (before, false) }
+        if after.parent != before.parent || after.filename != before.filename || before.flags.contains(.trashed) {
+            try refuseNameClash(after, domain: changes.name, dbs)
+        }
+        let written = try commit(after, replacing: before, in: &changes, dbs)!
+        let wasHiding = !before.flags.isDisjoint(with: [.trashed, .inTrashedFolder])
+        if written.kind == .folder && wasHiding != hidden { try hideContents(of: id, hidden: hidden, in: &changes, dbs) }
+        return (written, true)
+    }
+
+    /// Refuses to move `id` under `folder` when `folder` is `id` or lies inside it.
+    @available(*, noasync)
+    private func refuseCycle(moving id: String, under folder: ItemRecord, domain: String, _ dbs: Databases) throws {
+        var current: ItemRecord? = folder
+        var steps = 0
+        while let item = current, steps < 10_000 {
+            guard item.identifier != id else {
+                throw CacheError(.invalidArgument, "\"\(folder.identifier)\" lies inside \"\(id)\": a folder cannot be moved into itself; give another parent")
+            }
+            guard item.parent != Item.rootContainer, let raw = try get(dbs.items, key: Keys.item(domain: domain, id: item.parent)) else { return }
+            current = ItemRecord(ifIntact: raw)
+            steps += 1
+        }
+    }
+
+    /// Refuses a name another item of the same folder already has.
+    @available(*, noasync)
+    private func refuseNameClash(_ item: ItemRecord, domain: String, _ dbs: Databases) throws {
+        let domainKey = Keys.domain(domain)
+        var prefix = ListingIndex.prefix(domain: domainKey, container: item.placement.container, sort: .name)
+        prefix += Array(item.filename.utf8.prefix(ListingIndex.nameKeyLength)) + [0]
+        var clash: String?
+        try scan(dbs.listing, prefix: prefix) { key, _ in
+            guard key.count == prefix.count + ListingIndex.hashLength,
+                  let raw = try get(dbs.items, key: domainKey + Array(key.suffix(ListingIndex.hashLength))),
+                  let other = ItemRecord(ifIntact: raw), other.identifier != item.identifier,
+                  other.filename == item.filename, other.placement.container == item.placement.container else { return true }
+            clash = other.identifier
+            return false
+        }
+        if let clash {
+            throw CacheError(.fileExists, "\"\(item.parent)\" already holds \"\(item.filename)\" (item \"\(clash)\"); pick another --name or parent")
+        }
+    }
+
+    /// Marks everything listed below folder `id` as inside a trashed folder (`hidden`) or not, so it leaves
+    /// or rejoins the working set (F11). A subtree already marked so is left as it is.
+    @available(*, noasync)
+    private mutating func hideContents(of id: String, hidden: Bool, in changes: inout DomainChanges, _ dbs: Databases) throws {
+        var folders = [id]
+        while let folder = folders.popLast() {
+            for child in try listed(in: folder, domain: changes.name, dbs)
+            where child.flags.contains(.inTrashedFolder) != hidden {
+                var after = child
+                if hidden { after.flags.insert(.inTrashedFolder) } else { after.flags.remove(.inTrashedFolder) }
+                after.refreshWorkingSet(now: changes.now)
+                try commit(after, replacing: child, in: &changes, dbs)
+                if child.kind == .folder { folders.append(child.identifier) }
+            }
+        }
+    }
+
+    /// The items listed in folder `id` (its trashed children are in the trash, not here).
+    @available(*, noasync)
+    func listed(in id: String, domain: String, _ dbs: Databases) throws -> [ItemRecord] {
+        let domainKey = Keys.domain(domain)
+        var children: [ItemRecord] = []
+        try scan(dbs.listing, prefix: ListingIndex.prefix(domain: domainKey, container: id, sort: .name)) { key, _ in
+            let itemKey = domainKey + Array(key.suffix(ListingIndex.hashLength))
+            guard let raw = try get(dbs.items, key: itemKey) else { return true }
+            let child = try ItemRecord(decoding: raw, name: "an item of \(RecordNames.domain(domain))")
+            if child.placement.container == id { children.append(child) }
+            return true
+        }
+        return children
+    }
+}
