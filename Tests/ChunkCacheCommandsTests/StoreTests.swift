@@ -74,10 +74,12 @@ struct StoreTests {
             #expect(try TestData.read(try fetched.string("path"), count: 500_000) == original)
             #expect(try fetched.domainVersion() == 1)
 
+            // The fetch recorded the item's last use: one domain version (§11).
+            #expect(try runJSON(store, ["anchor", "--domain", "d"]).domainVersion() == 2)
             // The same bytes again under v1 change nothing.
             let same = try runJSON(store, ["put", "--domain", "d", "doc", dir + "/original", "--version", "v1"])
             #expect(try same.int("newChunks") == 0)
-            #expect(try same.domainVersion() == 1)
+            #expect(try same.domainVersion() == 2)
             #expect(try storeFigures(store) == before)
         }
     }

@@ -13,7 +13,7 @@ import Testing
             let cache = try await makeCache(dir)
             let plain = try await cache.addDomain("plain")
             #expect(plain == DomainInfo(name: "plain", origin: nil, headerNames: [], pipelineDepth: 8, readAhead: 4 << 20,
-                                        domainVersion: DomainVersion(rawValue: 1), items: 0, cachedBytes: 0, importFinished: true))
+                                        domainVersion: DomainVersion(rawValue: 1), items: 0, cachedBytes: 0, importFinished: true, changeHistory: .standard))
             let web = try await cache.addDomain(
                 "web", origin: try Origin("HTTP://example.com:8080/files"),
                 headers: [try OriginHeader(parsing: "Authorization: \(Self.secret)"), try OriginHeader(name: "X-Tenant", value: "a")],

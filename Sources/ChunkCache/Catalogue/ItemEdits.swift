@@ -187,7 +187,7 @@ extension WriteTransaction {
             return false
         }
         if let clash {
-            throw CacheError(.fileExists, "\"\(item.parent)\" already holds \"\(item.filename)\" (item \"\(clash)\"); pick another --name or parent")
+            throw CacheError(.fileExists, "\(item.parent == Item.rootContainer ? "the root" : "folder \"\(item.parent)\"") already holds \"\(item.filename)\" (item \"\(clash)\"); pick another --name or parent")
         }
     }
 

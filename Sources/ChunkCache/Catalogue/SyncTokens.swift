@@ -138,7 +138,7 @@ struct PagePosition: Hashable {
                   let container = try? r.readBytes(8), let sortByte = try? r.read(UInt8.self),
                   let sort = ListingIndex.Sort(rawValue: sortByte), sort != .lastUse,
                   let version = try? r.read(UInt64.self), let position = try? r.readPrefixed(),
-                  r.offset == raw.count, position.count > ListingIndex.hashLength else { return nil }
+                  r.offset == raw.count, position.count >= ListingIndex.hashLength else { return nil }
             return PagePosition(store: store, epoch: epoch, container: container, sort: sort, version: version, position: position)
         }
         guard let fields else { return nil }

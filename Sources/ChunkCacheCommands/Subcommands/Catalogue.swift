@@ -127,7 +127,7 @@ struct Mark: AsyncParsableCommand {
         var edit = MetadataEdit(isShared: shared, markUsed: used)
         if let favorite { edit.favoriteRank = .set(favorite) } else if noFavorite { edit.favoriteRank = .remove }
         if let tag, let bytes = Self.bytes(hex: tag) { edit.tagData = .set(Data(bytes)) } else if noTag { edit.tagData = .remove }
-        let change = try await cache.setMetadata(edit, of: ItemIdentifier(domain: domain, item))
+        let change = try await cache.setMetadata(edit, of: ItemIdentifier(domain: domain, ContainerName.identifier(item)))
         global.emit(change.json, summary: change.summary)
     }
 
@@ -163,7 +163,7 @@ struct Rm: AsyncParsableCommand {
 
     func run() async throws {
         let cache = try await global.openCache()
-        let id = ItemIdentifier(domain: domain, item)
+        let id = ItemIdentifier(domain: domain, ContainerName.identifier(item))
         let change = permanently ? try await cache.deleteItem(id) : try await cache.trashItem(id)
         global.emit(change.json, summary: change.summary)
     }
@@ -181,14 +181,16 @@ struct Mv: AsyncParsableCommand {
 
     func run() async throws {
         let cache = try await global.openCache()
-        let change = try await cache.moveItem(ItemIdentifier(domain: domain, item), to: ContainerName.identifier(to), renamingTo: name)
+        let change = try await cache.moveItem(ItemIdentifier(domain: domain, ContainerName.identifier(item)), to: ContainerName.identifier(to), renamingTo: name)
         global.emit(change.json, summary: change.summary)
     }
 }
 
 /// The CLI's short names of the containers.
 enum ContainerName {
-    /// `root`, `workingSet` and `trash` name the containers; anything else is an item identifier.
+    /// `root`, `workingSet` and `trash` name the containers wherever the CLI takes an item or a container
+    /// (an item whose identifier is one of these words is not reachable by it there); anything else is an
+    /// item identifier.
     static func identifier(_ name: String) -> String {
         switch name {
         case "root": return Item.rootContainer
