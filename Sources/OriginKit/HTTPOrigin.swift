@@ -23,7 +23,7 @@ struct HTTPOrigin: ReadingOrigin {
     private func list(folder: String, page: @Sendable ([RemoteEntry]) async throws -> Void) async throws {
         var request = HTTPClientRequest(url: dialect.url(folder))
         for (name, value) in dialect.headers { request.headers.add(name: name, value: value) }
-        let response = try await reader.execute(request, folder)
+        let response = try await reader.executeListing(request, folder)
         guard response.status == .ok else {
             throw dialect.failure(status: Int(response.status.code), body: "", item: folder.isEmpty ? "/" : folder)
                 ?? OriginFailure.transient(detail: "\(dialect.host) answered \(response.status.code) for the listing of \(folder)")
@@ -39,7 +39,10 @@ struct HTTPOrigin: ReadingOrigin {
             if type == "directory" {
                 folders.append(folder + name + "/")
             } else if type == "file" {
-                files.append(RemoteEntry(item: folder + name, size: (entry["size"] as? NSNumber)?.int64Value ?? 0, version: nil))
+                let size = (entry["size"] as? NSNumber)?.int64Value ?? 0
+                let modified = (entry["mtime"] as? String).flatMap(NginxListing.date(from:))
+                files.append(RemoteEntry(item: folder + name, size: size, version: modified.map { NginxListing.etag(modified: $0, size: size) },
+                                         modificationDate: modified))
             }
         }
         if !files.isEmpty { try await page(files) }
@@ -115,5 +118,24 @@ public extension OriginEndpoint {
             return S3Origin(endpoint: endpoint, region: region, bucket: bucket, prefix: prefix, headers: headers,
                             credentials: credentials, policy: policy)
         }
+    }
+}
+
+/// What nginx's JSON autoindex tells of a file beyond its name and size.
+enum NginxListing {
+    /// The strong ETag nginx sends for a static file: its modification time and size in hex
+    /// (`ngx_http_set_etag`). A server that spells its ETags otherwise is caught by the fetch's `If-Match`,
+    /// which then learns the real version.
+    static func etag(modified: Double, size: Int64) -> String {
+        "\"\(String(UInt64(max(0, modified)), radix: 16))-\(String(UInt64(max(0, size)), radix: 16))\""
+    }
+
+    /// Parses autoindex's `mtime`, an RFC 1123 date (`Wed, 25 Nov 2026 02:27:53 GMT`).
+    static func date(from text: String) -> Double? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        return formatter.date(from: text)?.timeIntervalSince1970
     }
 }

@@ -151,6 +151,17 @@ struct RangedReader: Sendable {
         try await client.execute(request, timeout: .hours(24))
     }
 
+    /// ``execute(_:_:)`` for a listing: a transport error becomes the ``OriginFailure`` it means.
+    func executeListing(_ request: HTTPClientRequest, _ item: String) async throws -> HTTPClientResponse {
+        do {
+            return try await execute(request, item)
+        } catch let failure as OriginFailure {
+            throw failure
+        } catch {
+            throw classify(error, item: item)
+        }
+    }
+
     /// Sleeps before try `attempt`, or throws `transient` when none is left.
     private func wait(before attempt: Int, _ retry: Retry) async throws {
         guard attempt <= policy.attempts else { throw OriginFailure.transient(detail: retry.detail) }

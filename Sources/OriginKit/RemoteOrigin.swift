@@ -27,13 +27,17 @@ public struct RemoteEntry: Sendable, Hashable {
     /// The item's identifier: its path below the origin's base or prefix, `/`-separated, not percent-encoded.
     public var item: String
     public var size: Int64
-    /// The version when the listing tells it (S3's ETag); nil for listings that do not (nginx autoindex).
+    /// The version when the listing tells it (S3's ETag; for nginx, the ETag nginx derives from the
+    /// modification time and size); nil when it cannot be told.
     public var version: String?
+    /// When the item was last modified, in seconds since 1970, when the listing says.
+    public var modificationDate: Double?
 
-    public init(item: String, size: Int64, version: String?) {
+    public init(item: String, size: Int64, version: String?, modificationDate: Double? = nil) {
         self.item = item
         self.size = size
         self.version = version
+        self.modificationDate = modificationDate
     }
 }
 

@@ -24,7 +24,7 @@ struct S3Origin: ReadingOrigin {
         repeat {
             var query = [("list-type", "2"), ("prefix", dialect.prefix)]
             if let token { query.append(("continuation-token", token)) }
-            let response = try await reader.execute(dialect.signed(method: .GET, path: "/" + dialect.bucket, query: query, extra: []), "the listing")
+            let response = try await reader.executeListing(dialect.signed(method: .GET, path: "/" + dialect.bucket, query: query, extra: []), "the listing")
             let body = try await RangedReader.prefix(of: response.body, limit: 16 << 20)
             guard response.status == .ok else {
                 throw dialect.failure(status: Int(response.status.code), body: body, item: "the listing")
@@ -33,7 +33,8 @@ struct S3Origin: ReadingOrigin {
             let listing = S3Listing(xml: body)
             try await page(listing.entries.compactMap { entry in
                 guard entry.key.hasPrefix(dialect.prefix), entry.key.count > dialect.prefix.count else { return nil }
-                return RemoteEntry(item: String(entry.key.dropFirst(dialect.prefix.count)), size: entry.size, version: entry.etag)
+                return RemoteEntry(item: String(entry.key.dropFirst(dialect.prefix.count)), size: entry.size, version: entry.etag,
+                                   modificationDate: entry.lastModified)
             })
             token = listing.isTruncated ? listing.nextToken : nil
         } while token != nil
@@ -102,7 +103,7 @@ struct S3Dialect: OriginDialect {
 
 /// The few elements of S3's XML that origins read: a `ListObjectsV2` page and an error's `Code`.
 struct S3Listing {
-    struct Entry { let key: String; let size: Int64; let etag: String? }
+    struct Entry { let key: String; let size: Int64; let etag: String?; let lastModified: Double? }
     var entries: [Entry] = []
     var isTruncated = false
     var nextToken: String?
@@ -111,13 +112,23 @@ struct S3Listing {
         for contents in Self.elements("Contents", in: xml) {
             guard let key = Self.elements("Key", in: contents).first else { continue }
             entries.append(Entry(key: key, size: Int64(Self.elements("Size", in: contents).first ?? "") ?? 0,
-                                 etag: Self.elements("ETag", in: contents).first))
+                                 etag: Self.elements("ETag", in: contents).first,
+                                 lastModified: Self.elements("LastModified", in: contents).first.flatMap(Self.date(from:))))
         }
         isTruncated = Self.elements("IsTruncated", in: xml).first == "true"
         nextToken = Self.elements("NextContinuationToken", in: xml).first
     }
 
     static func errorCode(in xml: String) -> String? { elements("Code", in: xml).first }
+
+    /// Parses `LastModified` (ISO 8601, with or without fractional seconds).
+    static func date(from text: String) -> Double? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date.timeIntervalSince1970 }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)?.timeIntervalSince1970
+    }
 
     /// The decoded text of every `<name>…</name>` in `xml`, in order.
     static func elements(_ name: String, in xml: String) -> [String] {

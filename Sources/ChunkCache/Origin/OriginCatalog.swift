@@ -41,32 +41,46 @@ extension WriteTransaction {
             let item = try Catalog.item(id, domain: name, key: itemKey, in: self, dbs)
             return RecordedVersion(item: item, version: version, domainVersion: DomainVersion(rawValue: try Catalog.domain(name, in: self, dbs).version))
         }
-        try ChunkLayout.checkItemLength(size, of: "item \"\(id)\" at the origin of domain \"\(name)\"")
         var changes = try beginChanges(to: name, dbs)
         var existing: ItemRecord?
         if let raw = try get(dbs.items, key: itemKey) {
-            let record = try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: name))
-            guard record.kind == .file else {
-                throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(name)\" is a \(record.kind) in the store but a file at the origin; remove it with `chunkcache domain rm`, then fetch again")
-            }
-            existing = record
+            existing = try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: name))
         }
+        let (record, version) = try addOriginVersion(
+            contentVersion, size: size, of: id, existing: existing, layout: layout, modificationDate: modificationDate, in: &changes, dbs)
+        try finish(changes, dbs)
+        let domainVersion = changes.version
+        return RecordedVersion(item: record, version: version, domainVersion: domainVersion)
+    }
+
+    /// Records a version an origin has of item `id` (created when `existing` is nil) as one of `changes`:
+    /// the item's content modification date moves to `modificationDate` (default now), and the version's
+    /// manifest is all `absent`.
+    /// - Throws: `invalidArgument` when the store holds the identifier as a folder or symlink.
+    @available(*, noasync)
+    mutating func addOriginVersion(
+        _ contentVersion: [UInt8], size: Int64, of id: String, existing: ItemRecord?, layout: ChunkLayout,
+        parent: String = Item.rootContainer, modificationDate: Double?, in changes: inout DomainChanges, _ dbs: Databases
+    ) throws -> (ItemRecord, VersionRecord) {
+        if let existing, existing.kind != .file {
+            throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(changes.name)\" is a \(existing.kind) in the store but a file at the origin; remove it with `chunkcache rm --permanently`, then fetch again")
+        }
+        try ChunkLayout.checkItemLength(size, of: "item \"\(id)\" at the origin of domain \"\(changes.name)\"")
         var record = existing ?? ItemRecord(
-            identifier: id, parent: Item.rootContainer, filename: String(id.split(separator: "/").last ?? Substring(id)),
+            identifier: id, parent: parent, filename: String(id.split(separator: "/").last ?? Substring(id)),
             kind: .file, metadataVersion: [], createdAt: changes.now)
         record.contentModificationDate = modificationDate ?? changes.now
         let manifestID = max(1, try counter(dbs, MetaKey.nextManifestID))
         try setCounter(dbs, MetaKey.nextManifestID, manifestID + 1)
         try writeAbsentManifest(manifestID, chunkCount: layout.chunkCount(forLength: size), dbs)
         record = try commit(record, replacing: existing, in: &changes, dbs)!
-        try finish(changes, dbs)
-        let domainVersion = changes.version
         let version = VersionRecord(
             contentVersion: contentVersion, manifestID: manifestID, size: size, chunkShift: layout.shift,
-            sequence: domainVersion.rawValue, createdAt: changes.now, root: VersionRecord.unknownRoot)
-        try put(dbs.versions, key: versionKey, value: version.encoded())
+            sequence: changes.version.rawValue, createdAt: changes.now, root: VersionRecord.unknownRoot)
+        let itemKey = Keys.item(domain: changes.name, id: id)
+        try put(dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: contentVersion), value: version.encoded())
         try addToCounter(dbs, MetaKey.logicalBytes, size)
-        return RecordedVersion(item: record, version: version, domainVersion: domainVersion)
+        return (record, version)
     }
 
     /// Writes a manifest of `chunkCount` entries, all `absent` with no known hash.

@@ -5,7 +5,7 @@ import ChunkCache
 struct Domain: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Add, change, list or remove domains and their origins.",
-        subcommands: [Add.self, Change.self, List.self, Remove.self])
+        subcommands: [Add.self, Change.self, List.self, Remove.self, Sync.self])
 
     // As in `Bench`: the root moves global options to just after `domain`, before `add`; the subcommands'
     // `global`, under the same name, reads them.
@@ -84,6 +84,29 @@ struct Domain: AsyncParsableCommand {
             let cache = try await global.openCache()
             try await cache.removeDomain(name)
             global.emit(.object([("removed", .string(name))]), summary: "removed domain \(name)")
+        }
+    }
+}
+
+extension Domain {
+    struct Sync: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "sync",
+            abstract: "List the domain's origin and apply what changed there: new files, new versions, deletions (all or nothing).")
+
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The domain name.") var name: String
+
+        func run() async throws {
+            let cache = try await global.openCache()
+            let result = try await cache.syncDomain(name)
+            global.emit(
+                .object([
+                    ("domain", .string(name)), ("created", .int(Int64(result.created))), ("modified", .int(Int64(result.modified))),
+                    ("deleted", .int(Int64(result.deleted))), ("unchanged", .int(Int64(result.unchanged))),
+                    ("domainVersion", result.domainVersion.json),
+                ]),
+                summary: "\(name): \(result.created) created, \(result.modified) modified, \(result.deleted) deleted, \(result.unchanged) unchanged; domain version \(result.domainVersion)")
         }
     }
 }
