@@ -23,7 +23,7 @@ struct HTTPOrigin: ReadingOrigin {
     private func list(folder: String, page: @Sendable ([RemoteEntry]) async throws -> Void) async throws {
         var request = HTTPClientRequest(url: dialect.url(folder))
         for (name, value) in dialect.headers { request.headers.add(name: name, value: value) }
-        let response = try await reader.executeListing(request, folder)
+        let response = try await reader.executeListing({ request }, folder)
         guard response.status == .ok else {
             throw dialect.failure(status: Int(response.status.code), body: "", item: folder.isEmpty ? "/" : folder)
                 ?? OriginFailure.transient(detail: "\(dialect.host) answered \(response.status.code) for the listing of \(folder)")

@@ -151,14 +151,29 @@ struct RangedReader: Sendable {
         try await client.execute(request, timeout: .hours(24))
     }
 
-    /// ``execute(_:_:)`` for a listing: a transport error becomes the ``OriginFailure`` it means.
-    func executeListing(_ request: HTTPClientRequest, _ item: String) async throws -> HTTPClientResponse {
-        do {
-            return try await execute(request, item)
-        } catch let failure as OriginFailure {
-            throw failure
-        } catch {
-            throw classify(error, item: item)
+    /// ``execute(_:_:)`` for a listing, with the retries of a read: a 5xx, a 429 (after its `Retry-After`)
+    /// or a broken connection is tried again with backoff; a transport error becomes the ``OriginFailure``
+    /// it means.
+    func executeListing(_ request: () throws -> HTTPClientRequest, _ item: String) async throws -> HTTPClientResponse {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let response: HTTPClientResponse
+            do {
+                response = try await execute(try request(), item)
+            } catch let failure as OriginFailure {
+                throw failure
+            } catch {
+                let failure = classify(error, item: item)
+                guard case .transient(let detail) = failure else { throw failure }
+                try await wait(before: attempt + 1, Retry(detail: detail))
+                continue
+            }
+            let status = Int(response.status.code)
+            guard status >= 500 || status == 429 else { return response }
+            _ = try? await Self.prefix(of: response.body)  // drained, so the connection can be reused
+            try await wait(before: attempt + 1, Retry(detail: "\(dialect.host) answered \(status) for \(item)",
+                                                       retryAfter: Backoff.retryAfter(response.headers.first(name: "retry-after"))))
         }
     }
 

@@ -24,7 +24,7 @@ struct S3Origin: ReadingOrigin {
         repeat {
             var query = [("list-type", "2"), ("prefix", dialect.prefix)]
             if let token { query.append(("continuation-token", token)) }
-            let response = try await reader.executeListing(dialect.signed(method: .GET, path: "/" + dialect.bucket, query: query, extra: []), "the listing")
+            let response = try await reader.executeListing({ dialect.signed(method: .GET, path: "/" + dialect.bucket, query: query, extra: []) }, "the listing")
             let body = try await RangedReader.prefix(of: response.body, limit: 16 << 20)
             guard response.status == .ok else {
                 throw dialect.failure(status: Int(response.status.code), body: body, item: "the listing")
