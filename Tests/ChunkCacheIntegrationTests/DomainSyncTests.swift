@@ -88,7 +88,10 @@ import Testing
             #expect(await errorCode { _ = try await cache.syncDomain("local") } == .invalidArgument, "no origin")
         }
     }
+}
 
+/// In the S3 suite: the AWS_* variables are process-wide, and its tests set and clear them one at a time.
+extension ColdPathS3Tests {
     @Test("§11 domain sync over S3 (moto): ListObjectsV2 pages past 1,000 keys; a deleted object is a deletion", .requires(MotoServer.self))
     func s3Sync() async throws {
         try await withTemporaryDirectory { dir in

@@ -15,11 +15,13 @@ public struct DomainInfo: Sendable, Hashable {
     public var items: Int
     /// Bytes of the domain's versions the store holds (zero chunks count as held).
     public var cachedBytes: Int64
-    /// False while an import into the domain is under way. An import publishes its domain in one
-    /// transaction, so a listed domain's import has always finished.
+    /// False while an import or reimport of the domain is under way (or interrupted, until resumed).
     public var importFinished: Bool
     /// How much of the change log is kept.
     public var changeHistory: ChangeHistory
+    /// How many imports and reimports of the domain finished: `importDidFinish` is recorded once per
+    /// import epoch, also when a reimport joined an import under way (G4).
+    public var importsFinished: Int = 0
 
     /// Origin requests in flight per domain per process, unless set.
     public static let defaultPipelineDepth = 8
@@ -141,26 +143,8 @@ extension ChunkCache {
         do {
             try await store.writer.write { txn in
                 _ = try txn.domainForChange(name, create: false, dbs)
-                let prefix = Keys.domain(name)
-                var itemKeys: [[UInt8]] = []
-                try txn.scan(dbs.items, prefix: prefix) { key, _ in
-                    itemKeys.append(Array(key))
-                    return true
-                }
-                var versions: [(key: [UInt8], record: VersionRecord)] = []
-                try txn.scan(dbs.versions, prefix: prefix) { key, value in
-                    versions.append((Array(key), try VersionRecord(decoding: value, name: RecordNames.version(key: key, in: txn, dbs))))
-                    return true
-                }
-                for version in versions {
-                    try txn.dropManifest(version.record.manifestID, dbs)
-                    try txn.addToCounter(dbs, MetaKey.logicalBytes, -version.record.size)
-                    try txn.delete(dbs.versions, key: version.key)
-                }
-                for key in itemKeys { try txn.delete(dbs.items, key: key) }
-                try txn.deleteAll(under: prefix, in: dbs.changes)
-                try txn.deleteAll(under: prefix, in: dbs.listing)
-                try txn.delete(dbs.domains, key: prefix)
+                try txn.removeDomainRecords(name, dbs)
+                try txn.deleteImportJob(of: name, dbs)
             }
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "removing domain \"\(name)\"")
@@ -186,7 +170,8 @@ extension ChunkCache {
         return DomainInfo(
             name: name, origin: record.origin, headerNames: record.headers.map(\.name), pipelineDepth: record.pipelineDepth,
             readAhead: record.readAhead, domainVersion: DomainVersion(rawValue: record.version), items: items,
-            cachedBytes: cached, importFinished: true, changeHistory: record.history)
+            cachedBytes: cached, importFinished: record.importFinishedEpoch == record.importEpoch, changeHistory: record.history,
+            importsFinished: Int(record.importsFinished))
     }
 }
 
@@ -195,5 +180,32 @@ extension DomainRecord {
     func hasSameSettings(as other: DomainRecord) -> Bool {
         origin == other.origin && headers == other.headers && pipelineDepth == other.pipelineDepth && readAhead == other.readAhead
             && history == other.history
+    }
+}
+
+extension WriteTransaction {
+    /// Deletes a domain's record, items, versions (releasing their chunks), change log and listing entries.
+    @available(*, noasync)
+    mutating func removeDomainRecords(_ name: String, _ dbs: Databases) throws {
+        let prefix = Keys.domain(name)
+        var itemKeys: [[UInt8]] = []
+        try scan(dbs.items, prefix: prefix) { key, _ in
+            itemKeys.append(Array(key))
+            return true
+        }
+        var versions: [(key: [UInt8], record: VersionRecord)] = []
+        try scan(dbs.versions, prefix: prefix) { key, value in
+            versions.append((Array(key), try VersionRecord(decoding: value, name: RecordNames.version(key: key, in: self, dbs))))
+            return true
+        }
+        for version in versions {
+            try dropManifest(version.record.manifestID, dbs)
+            try addToCounter(dbs, MetaKey.logicalBytes, -version.record.size)
+            try delete(dbs.versions, key: version.key)
+        }
+        for key in itemKeys { try delete(dbs.items, key: key) }
+        try deleteAll(under: prefix, in: dbs.changes)
+        try deleteAll(under: prefix, in: dbs.listing)
+        _ = try delete(dbs.domains, key: prefix)
     }
 }

@@ -74,11 +74,14 @@ public final class ChunkCache: Sendable {
 
     /// Opens the store at `path` as ``open(at:creatingWith:handOffGracePeriod:)`` does, with each setting
     /// optional: a `nil` chunk size accepts the store's own, a `nil` maximum size keeps the store's.
+    ///
+    /// - Parameter resumingImports: Resume imports whose process died, in the background (the CLI passes
+    ///   false: its commands are short, and `import --resume` does it in the foreground).
     public static func open(
         at path: String?, chunkSize: ChunkLayout?, maxSize: Int64?, compressionLevel: Int32 = 3,
-        handOffGracePeriod: TimeInterval = 3600
+        handOffGracePeriod: TimeInterval = 3600, resumingImports: Bool = true
     ) async throws -> ChunkCache {
-        try await runBlocking(doing: "opening", store: path ?? Store.resolvePath(path)) {
+        let cache = try await runBlocking(doing: "opening", store: path ?? Store.resolvePath(path)) {
             let store = try Store.open(at: Store.resolvePath(path), layout: chunkSize, maxSize: maxSize, level: compressionLevel)
             // Reader slots of crashed processes pin old snapshots, so LMDB could never reuse their pages.
             store.environment.clearStaleReaders()
@@ -89,6 +92,18 @@ public final class ChunkCache: Sendable {
             let swept = store.sweepHandOffFiles(olderThan: handOffGracePeriod)
             return ChunkCache(store: store, handOffGracePeriod: handOffGracePeriod, sweptAtOpen: swept)
         }
+        if resumingImports, try cache.hasAbandonedImports() {
+            // CONTRACT §8: an import a crash interrupted resumes on the next open, behind it.
+            Task.detached {
+                do { _ = try await cache.resumeImports() } catch { Diagnostics.report("resume an interrupted import", error) }
+            }
+        }
+        return cache
+    }
+
+    /// Whether an import job exists (any: whether its process lives is for ``resumeImports()`` to find).
+    func hasAbandonedImports() throws -> Bool {
+        try store.environment.read { txn in try !txn.importJobs(store.dbs).isEmpty }
     }
 
     /// The store's canonical directory.

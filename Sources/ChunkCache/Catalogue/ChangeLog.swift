@@ -85,7 +85,7 @@ extension WriteTransaction {
     @available(*, noasync)
     mutating func beginChanges(to name: String, create: Bool = false, _ dbs: Databases) throws -> DomainChanges {
         var record = try domainForChange(name, create: create, dbs)
-        if record.version == 0 { record.epoch = UInt64.random(in: 1...UInt64.max) }
+        if record.epoch == 0 { record.epoch = UInt64.random(in: 1...UInt64.max) }
         record.version += 1
         return DomainChanges(name: name, key: Keys.domain(name), record: record, version: DomainVersion(rawValue: record.version),
                              now: Date().timeIntervalSince1970)

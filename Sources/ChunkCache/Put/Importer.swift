@@ -19,6 +19,10 @@ public struct ImportResult: Sendable, Hashable {
     /// be removed and the system's reason. `nil` when it was removed or `copy` kept it. The domain is
     /// imported either way.
     public var sourceRemovalError: String?
+    /// Files already in the store with the same parent, name, size and modification time: not read (G1).
+    public var matchedFiles: Int = 0
+    /// The import's epoch finished (false when a reimport joined it and another process runs it).
+    public var finished: Bool = true
 }
 
 /// One entry of a directory tree, by its path relative to the root.
@@ -28,6 +32,8 @@ struct TreeEntry {
     var symlinkTarget = ""
     /// The modification time `lstat` listed.
     var modificationDate: Double = 0
+    /// A regular file's size when listed.
+    var size: Int64 = 0
     /// A regular file's identity when listed: the file read later must still be this one.
     var identity: FileIdentity?
 
@@ -58,7 +64,7 @@ struct TreeEntry {
                     entries.append(TreeEntry(relativePath: child, kind: .folder, modificationDate: modified))
                     pending.append((child, childIdentity))
                 case S_IFREG:
-                    entries.append(TreeEntry(relativePath: child, kind: .file, modificationDate: modified, identity: childIdentity))
+                    entries.append(TreeEntry(relativePath: child, kind: .file, modificationDate: modified, size: Int64(status.st_size), identity: childIdentity))
                 case S_IFLNK:
                     // Recorded as a link; never followed, so nothing outside the tree is read.
                     let target: String
@@ -184,49 +190,42 @@ extension ChunkCache {
         let store = self.store
         let path = url.standardizedFileURL.path
         return try await runBlocking(doing: "importing \(path) as domain \"\(domain)\"", store: store.path) { cancellation in
-            let (root, rootIdentity) = try Self.checkImportable(domain, path: path, removing: !copy, store: store)
-            let entries: [TreeEntry]
-            do {
-                entries = try TreeEntry.walk(root, rootIdentity: rootIdentity, refusing: StoreFootprint(store))
-            } catch {
-                throw CacheError.wrap(error, store: store.path, doing: "listing \(root) to import")
+            let (root, _) = try Self.checkImportable(domain, path: path, removing: !copy, store: store)
+            let writer = try store.writerToken()
+            guard store.runningImports.claim(domain) else {
+                throw CacheError(.fileExists, "domain \"\(domain)\" is being imported by this process already; import into a new domain name")
             }
-            hooks.afterWalk(root)
-            var ingested: [(TreeEntry, IngestedContent)] = []
-            var logicalBytes: Int64 = 0
-            var newChunks = 0
+            defer { store.runningImports.release(domain) }
+            _ = try store.writer.writeAndWait { txn in try txn.beginImport(domain, from: root, copy: copy, writer: writer, store.dbs) }
+            var runner = ImportRunner(store: store, domain: domain, writer: writer, cancellation: cancellation, hooks: hooks)
             do {
-                for entry in entries where entry.kind == .file {
-                    let path = root + "/" + entry.relativePath
-                    let file = try openRegularFile(path, listedAs: entry.identity)
-                    let content = try file.closeAfter {
-                        try Ingestor(store: store, cancellation: cancellation)
-                            .ingest(file, length: Int64(try file.status().st_size), path: path)
-                    }
-                    ingested.append((entry, content))
-                    // Each file is within ChunkLayout.maxItemLength, but thousands of sparse ones could add up past Int64.
-                    let (sum, overflow) = logicalBytes.addingReportingOverflow(content.length)
-                    guard !overflow else {
-                        throw CacheError(.invalidArgument, "the files of \(root) add up to more than \(Int64.max) bytes; import a smaller tree")
-                    }
-                    logicalBytes = sum
-                    newChunks += content.counts.newChunks
-                }
-                let domainVersion = try store.writer.writeAndWait { txn in
-                    try Self.publishTree(domain, entries: entries, files: ingested, store: store, into: &txn)
-                }
-                let removalError = copy ? nil : Self.removeImported(entries, root: root)
-                return ImportResult(
-                    domain: domain, files: ingested.count, folders: entries.count { $0.kind == .folder },
-                    symlinks: entries.count { $0.kind == .symlink }, logicalBytes: logicalBytes, newChunks: newChunks,
-                    domainVersion: domainVersion, sourceRemoved: !copy && removalError == nil, sourceRemovalError: removalError)
+                let outcome = try runner.run()
+                return try Self.importResult(domain, runner.tally, outcome, copy: copy, store: store)
             } catch {
-                Diagnostics.attempt("roll back the pending manifests of the import of \(root)") { try store.writer.writeAndWait { txn in
-                    for (_, content) in ingested { try txn.dropManifest(content.manifestID, store.dbs) }
-                } }
+                // An error, not a crash: the import is undone, as if it never began (a crash resumes instead).
+                Diagnostics.attempt("roll back the import of \(root) as domain \"\(domain)\"") {
+                    try store.writer.writeAndWait { txn in
+                        try txn.removeDomainRecords(domain, store.dbs)
+                        try txn.deleteImportJob(of: domain, store.dbs)
+                    }
+                }
                 throw CacheError.wrap(error, store: store.path, doing: "importing \(root) as domain \"\(domain)\"")
             }
         }
+    }
+
+    /// The public form of an import run's outcome; announces `importDidFinish` when the run recorded it.
+    @available(*, noasync)
+    static func importResult(
+        _ domain: String, _ tally: ImportTally, _ outcome: (finished: Bool, removalError: String?), copy: Bool, store: Store
+    ) throws -> ImportResult {
+        let record = try store.environment.read { txn in try Catalog.domain(domain, in: txn, store.dbs) }
+        if outcome.finished { store.importEvents.post(domain) }
+        return ImportResult(
+            domain: domain, files: tally.files, folders: tally.folders, symlinks: tally.symlinks, logicalBytes: tally.logicalBytes,
+            newChunks: tally.newChunks, domainVersion: DomainVersion(rawValue: record.version),
+            sourceRemoved: !copy && outcome.removalError == nil, sourceRemovalError: outcome.removalError,
+            matchedFiles: tally.matched, finished: record.importFinishedEpoch == record.importEpoch)
     }
 
     /// Checks that `domain` is new and `path` a directory that can be imported; returns its canonical path
@@ -268,7 +267,7 @@ extension ChunkCache {
 
     /// Removes what the import took in, deepest first, then the root; anything that appeared in the tree
     /// since the walk stays (it is not in the store). Returns why something could not be removed, or `nil`.
-    private static func removeImported(_ entries: [TreeEntry], root: String) -> String? {
+    static func removeImported(_ entries: [TreeEntry], root: String) -> String? {
         var firstFailure: String?
         let removals = entries.reversed().map { (path: root + "/" + $0.relativePath, isFolder: $0.kind == .folder) }
         for (path, isFolder) in removals + [(root, true)] {
@@ -279,32 +278,5 @@ extension ChunkCache {
             }
         }
         return firstFailure.map { "could not remove \($0); the domain holds what was imported, so remove the rest of \(root) yourself" }
-    }
-
-    /// Writes the new domain and every item in one transaction; returns the domain's version.
-    @available(*, noasync)
-    private static func publishTree(
-        _ domain: String, entries: [TreeEntry], files: [(TreeEntry, IngestedContent)], store: Store,
-        into txn: inout WriteTransaction
-    ) throws -> DomainVersion {
-        let dbs = store.dbs
-        if try txn.get(dbs.domains, key: Keys.domain(domain)) != nil {
-            throw CacheError(.fileExists, "domain \"\(domain)\" was created by someone else during the import; import into a new domain name")
-        }
-        var changes = try txn.beginChanges(to: domain, create: true, dbs)
-        for entry in entries where entry.kind != .file {
-            var item = ItemRecord(
-                identifier: entry.relativePath, parent: entry.parent, filename: entry.filename, kind: entry.kind,
-                metadataVersion: [], symlinkTarget: entry.symlinkTarget, createdAt: changes.now)
-            item.contentModificationDate = entry.modificationDate
-            try txn.commit(item, replacing: nil, in: &changes, dbs)
-        }
-        for (entry, content) in files {
-            _ = try txn.publish(content, item: entry.relativePath, contentVersion: nil, layout: store.layout,
-                                parent: entry.parent, modificationDate: entry.modificationDate, in: &changes, dbs)
-        }
-        try txn.finish(changes, dbs)
-        let version = changes.version
-        return version
     }
 }

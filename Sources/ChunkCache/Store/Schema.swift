@@ -119,6 +119,11 @@ struct DomainRecord: StoreRecord {
     var history = ChangeHistory.standard
     /// Recent items used before this time have already left the working set (``RecentItems``).
     var recentCheckedThrough: Double = 0
+    /// The latest import or reimport of the domain (0: none), and the latest that finished (CONTRACT §8).
+    var importEpoch: UInt64 = 0
+    var importFinishedEpoch: UInt64 = 0
+    /// How many times an import's end was recorded: once per epoch (G4).
+    var importsFinished: UInt64 = 0
 
     static let remedy = "run `chunkcache verify` to list the damage; put the domain's files into a new domain"
 
@@ -146,6 +151,9 @@ struct DomainRecord: StoreRecord {
         w.append(history.changes)
         w.append(history.seconds)
         w.append(recentCheckedThrough)
+        w.append(importEpoch)
+        w.append(importFinishedEpoch)
+        w.append(importsFinished)
     }
 }
 
@@ -189,6 +197,10 @@ extension DomainRecord {
         retainedChanges = try r.read()
         history = ChangeHistory(changes: try r.read(), seconds: try r.readDouble())
         recentCheckedThrough = try r.readDouble()
+        guard r.offset < r.buffer.count else { return }  // written before resumable imports
+        importEpoch = try r.read()
+        importFinishedEpoch = try r.read()
+        importsFinished = try r.read()
     }
 }
 

@@ -38,6 +38,10 @@ final class Store: Sendable {
     let origins = OriginSessions()
     /// Last-use dates noted by this process's fetches, written in batches.
     let usage = UsageRecorder()
+    /// Who hears of imports this process finishes.
+    let importEvents = ImportEvents()
+    /// Imports this process runs now.
+    let runningImports = RunningImports()
     /// This process's lease on the pending manifests it writes, taken at its first ingest.
     private let lease = Mutex<WriterLease?>(nil)
 

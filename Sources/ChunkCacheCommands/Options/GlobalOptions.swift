@@ -17,7 +17,8 @@ public struct GlobalOptions: ParsableArguments, Sendable {
 
     /// Opens the store these options name.
     func openCache() async throws -> ChunkCache {
-        try await ChunkCache.open(at: store, handOffGracePeriod: tmpGrace.seconds)
+        // A command is short-lived: an interrupted import resumes with `import --resume`, not behind it.
+        try await ChunkCache.open(at: store, chunkSize: nil, maxSize: nil, handOffGracePeriod: tmpGrace.seconds, resumingImports: false)
     }
 
     /// Prints a command's result: the JSON object with `--json`, else the human summary.

@@ -175,7 +175,7 @@ extension DomainInfo {
             ("name", .string(name)), ("origin", origin.map { .string($0.url) } ?? .null),
             ("endpoint", origin?.endpoint.map { .string($0) } ?? .null), ("region", origin?.region.map { .string($0) } ?? .null),
             ("pipelineDepth", .int(Int64(pipelineDepth))), ("readAhead", .int(readAhead)), ("domainVersion", domainVersion.json),
-            ("items", .int(Int64(items))), ("cachedBytes", .int(cachedBytes)), ("importFinished", .bool(importFinished)),
+            ("items", .int(Int64(items))), ("cachedBytes", .int(cachedBytes)), ("importFinished", .bool(importFinished)), ("importsFinished", .int(Int64(importsFinished))),
             ("changeHistory", .object([("changes", .int(Int64(clamping: changeHistory.changes))), ("seconds", .double(changeHistory.seconds))])),
             ("headers", .array(headerNames.map { .string($0) })),
         ])

@@ -1,0 +1,331 @@
+import FileIO
+import Foundation
+import LMDBKit
+
+/// Runs a domain's import job to its end (CONTRACT §8): walks each tree, matches every entry against the
+/// item already in its folder by name, size and modification time before reading anything (G1), ingests
+/// the rest, and publishes in batches, each one transaction of changes. A crash loses at most the batch in
+/// flight (its pending manifests roll back on the next open); the resumed job matches what was published
+/// and goes on, so every file is taken in exactly once.
+struct ImportRunner {
+    let store: Store
+    let domain: String
+    let writer: WriterToken
+    let cancellation: CancellationFlag
+    let hooks: ImportHooks
+    private(set) var tally = ImportTally()
+
+    /// Items published per transaction, and ingested bytes per transaction.
+    static let batchItems = 512
+    static let batchBytes: Int64 = 64 << 20
+
+    init(store: Store, domain: String, writer: WriterToken, cancellation: CancellationFlag, hooks: ImportHooks) {
+        self.store = store
+        self.domain = domain
+        self.writer = writer
+        self.cancellation = cancellation
+        self.hooks = hooks
+    }
+
+    /// Runs the job until it is gone; returns whether this run recorded `importDidFinish`, and why the
+    /// source is still there when removing it failed.
+    @available(*, noasync)
+    ///
+    /// The caller holds the domain's claim in ``Store/runningImports``: one runner per job per process.
+    mutating func run() throws -> (finished: Bool, removalError: String?) {
+        var finished = false
+        var removalError: String?
+        while let job = try store.environment.read({ txn in try txn.importJob(domain, store.dbs) }) {
+            guard job.writer == writer else {
+                throw CacheError(.transient, "the import of domain \"\(domain)\" is run by another process; wait for it, or retry `import --resume` if that process died")
+            }
+            switch job.phase {
+            case .importing where job.done < job.sources.count:
+                // The first tree of a first import goes into an empty domain: nothing there to delete.
+                try take(job.sources[job.done], deletingUnseen: job.epoch > 1 || job.done > 0)
+                try store.writer.writeAndWait { txn in
+                    guard var current = try txn.importJob(domain, store.dbs), current.writer == writer else { return }
+                    current.done += 1
+                    try txn.saveImportJob(current, of: domain, store.dbs)
+                }
+            case .importing:
+                finished = try store.writer.writeAndWait { txn in
+                    guard var current = try txn.importJob(domain, store.dbs), current.done == current.sources.count else { return false }
+                    let recorded = try txn.finishImport(domain, epoch: current.epoch, store.dbs)
+                    if current.copy {
+                        try txn.deleteImportJob(of: domain, store.dbs)
+                    } else {
+                        current.phase = .removingSource
+                        try txn.saveImportJob(current, of: domain, store.dbs)
+                    }
+                    return recorded
+                } || finished
+            case .removingSource:
+                removalError = try removeImported(job.sources[0])
+                try store.writer.writeAndWait { txn in try txn.deleteImportJob(of: domain, store.dbs) }
+            }
+        }
+        return (finished, removalError)
+    }
+
+    // MARK: - One tree
+
+    /// What a batch publishes.
+    private enum Step {
+        case folder(ItemRecord)
+        case symlink(ItemRecord, replacing: ItemRecord?)
+        case file(id: String, parent: String, modified: Double, content: IngestedContent)
+    }
+
+    /// Takes in one tree: every entry matched, created or given a new version; for a reimport, the items
+    /// below its item that the tree no longer has are deleted.
+    @available(*, noasync)
+    private mutating func take(_ source: ImportJobRecord.Source, deletingUnseen: Bool) throws {
+        let (root, identity) = try Self.checkTree(source.root)
+        let entries: [TreeEntry]
+        do {
+            entries = try TreeEntry.walk(root, rootIdentity: identity, refusing: StoreFootprint(store))
+        } catch {
+            throw CacheError.wrap(error, store: store.path, doing: "listing \(root) to import")
+        }
+        hooks.afterWalk(root)
+        var seen: Set<String> = []
+        var steps: [Step] = []
+        var batchBytes: Int64 = 0
+        do {
+            try takeEntries(entries, of: source, root: root, steps: &steps, batchBytes: &batchBytes, seen: &seen)
+            try publish(steps)
+        } catch {
+            // Ingested, not yet published: their pending manifests go now (a crash leaves them to the next open).
+            let dbs = store.dbs
+            Diagnostics.attempt("roll back the pending manifests of an import batch of domain \"\(domain)\"") {
+                try store.writer.writeAndWait { txn in
+                    for case .file(_, _, _, let content) in steps { try txn.dropManifest(content.manifestID, dbs) }
+                }
+            }
+            throw error
+        }
+        if deletingUnseen { try deleteUnseen(below: source.below, seen: seen) }
+    }
+
+    /// Matches or ingests each entry of a walked tree, publishing a batch whenever it is full.
+    @available(*, noasync)
+    private mutating func takeEntries(
+        _ entries: [TreeEntry], of source: ImportJobRecord.Source, root: String, steps: inout [Step], batchBytes: inout Int64,
+        seen: inout Set<String>
+    ) throws {
+        var folderIDs = ["": source.below]
+        var newFolders: Set<String> = []
+        for entry in entries {
+            try cancellation.check()
+            let parentPath = entry.relativePath.contains("/") ? entry.parent : ""
+            guard let parentID = folderIDs[parentPath] else { continue }
+            let existing = newFolders.contains(parentPath) ? nil : try child(named: entry.filename, of: parentID)
+            switch entry.kind {
+            case .folder:
+                tally.folders += 1
+                if let existing, existing.kind == .folder {
+                    folderIDs[entry.relativePath] = existing.identifier
+                    seen.insert(existing.identifier)
+                    continue
+                }
+                let id = try freshIdentifier(source.below, entry.relativePath, taken: steps)
+                var folder = ItemRecord(identifier: id, parent: parentID, filename: entry.filename, kind: .folder, metadataVersion: [], createdAt: 0)
+                folder.contentModificationDate = entry.modificationDate
+                steps.append(.folder(folder))
+                folderIDs[entry.relativePath] = id
+                newFolders.insert(entry.relativePath)
+                seen.insert(id)
+            case .symlink:
+                tally.symlinks += 1
+                if let existing, existing.kind == .symlink, existing.symlinkTarget == entry.symlinkTarget {
+                    seen.insert(existing.identifier)
+                    continue
+                }
+                let id = existing?.kind == .symlink ? existing!.identifier : try freshIdentifier(source.below, entry.relativePath, taken: steps)
+                var link = existing?.kind == .symlink ? existing! : ItemRecord(
+                    identifier: id, parent: parentID, filename: entry.filename, kind: .symlink, metadataVersion: [], createdAt: 0)
+                link.symlinkTarget = entry.symlinkTarget
+                link.contentModificationDate = entry.modificationDate
+                steps.append(.symlink(link, replacing: existing?.kind == .symlink ? existing : nil))
+                seen.insert(id)
+            case .file:
+                tally.files += 1
+                let size = entry.size
+                if let existing, existing.kind == .file, try matches(existing, size: size, modified: entry.modificationDate) {
+                    tally.matched += 1  // G1: same parent, name, size and time: nothing is read
+                    tally.logicalBytes += size
+                    seen.insert(existing.identifier)
+                    continue
+                }
+                let path = root + "/" + entry.relativePath
+                let file = try openRegularFile(path, listedAs: entry.identity)
+                let content = try file.closeAfter {
+                    try Ingestor(store: store, cancellation: cancellation).ingest(file, length: Int64(try file.status().st_size), path: path)
+                }
+                let id = existing?.kind == .file ? existing!.identifier : try freshIdentifier(source.below, entry.relativePath, taken: steps)
+                steps.append(.file(id: id, parent: parentID, modified: entry.modificationDate, content: content))
+                seen.insert(id)
+                tally.logicalBytes += content.length
+                tally.newChunks += content.counts.newChunks
+                batchBytes += content.length
+            }
+            if steps.count >= Self.batchItems || batchBytes >= Self.batchBytes {
+                try publish(steps)
+                steps = []
+                batchBytes = 0
+            }
+        }
+    }
+
+    /// Publishes a batch as one transaction of changes. On failure nothing is published and the batch's
+    /// pending manifests stay for the caller to drop.
+    @available(*, noasync)
+    private func publish(_ steps: [Step]) throws {
+        guard !steps.isEmpty else { return }
+        let dbs = store.dbs, layout = store.layout, domain = self.domain
+        try store.writer.writeAndWait { txn in
+            var changes = try txn.beginChanges(to: domain, dbs)
+            for step in steps {
+                switch step {
+                case .folder(var folder):
+                    folder.createdAt = changes.now
+                    try txn.commit(folder, replacing: nil, in: &changes, dbs)
+                case .symlink(var link, let replacing):
+                    if replacing == nil { link.createdAt = changes.now }
+                    try txn.commit(link, replacing: replacing, in: &changes, dbs)
+                case .file(let id, let parent, let modified, let content):
+                    _ = try txn.publish(content, item: id, contentVersion: nil, layout: layout, parent: parent,
+                                        modificationDate: modified, in: &changes, dbs)
+                }
+            }
+            try txn.finish(changes, dbs)
+        }
+    }
+
+    /// Deletes the items listed below `below` (deepest first) that the tree walked no longer has.
+    @available(*, noasync)
+    private func deleteUnseen(below: String, seen: Set<String>) throws {
+        let domain = self.domain, dbs = store.dbs
+        try store.writer.writeAndWait { txn in
+            var changes = try txn.beginChanges(to: domain, dbs)
+            var pending = [below]
+            var gone: [ItemRecord] = []
+            while let folder = pending.popLast() {
+                for child in try txn.listed(in: folder, domain: domain, dbs) {
+                    if !seen.contains(child.identifier) { gone.append(child) } else if child.kind == .folder { pending.append(child.identifier) }
+                }
+            }
+            for item in gone where try txn.get(dbs.items, key: Keys.item(domain: domain, id: item.identifier)) != nil {
+                _ = try txn.deletePermanently(item.identifier, in: &changes, dbs)
+            }
+            if changes.count > 0 { try txn.finish(changes, dbs) }
+        }
+    }
+
+    // MARK: - Matching
+
+    /// The item named `name` in folder `parent`, if any.
+    private func child(named name: String, of parent: String) throws -> ItemRecord? {
+        try store.environment.read { txn in
+            let domainKey = Keys.domain(domain)
+            var prefix = ListingIndex.prefix(domain: domainKey, container: parent, sort: .name)
+            prefix += Array(name.utf8.prefix(ListingIndex.nameKeyLength)) + [0]
+            var found: ItemRecord?
+            try txn.scan(store.dbs.listing, prefix: prefix) { key, _ in
+                guard let raw = try txn.get(store.dbs.items, key: domainKey + Array(key.suffix(ListingIndex.hashLength))) else { return true }
+                let item = try ItemRecord(decoding: raw, name: "an item of \(RecordNames.domain(domain))")
+                guard item.filename == name, item.parent == parent, !item.flags.contains(.trashed) else { return true }
+                found = item
+                return false
+            }
+            return found
+        }
+    }
+
+    /// Whether a file item's newest version has `size` bytes and was modified at `modified` (G1).
+    private func matches(_ item: ItemRecord, size: Int64, modified: Double) throws -> Bool {
+        guard item.contentModificationDate == modified else { return false }
+        return try store.environment.read { txn in
+            try Catalog.versions(ofItem: item.identifier, domain: domain, in: txn, store.dbs).first?.size == size
+        }
+    }
+
+    /// An identifier for a new item at `relative` below `below`: its path, unless an item has it already.
+    private func freshIdentifier(_ below: String, _ relative: String, taken steps: [Step]) throws -> String {
+        let path = below == Item.rootContainer ? relative : below + "/" + relative
+        let planned = Set(steps.map { step -> String in
+            switch step {
+            case .folder(let item), .symlink(let item, _): return item.identifier
+            case .file(let id, _, _, _): return id
+            }
+        })
+        var candidate = path
+        var suffix = 1
+        func isTaken(_ id: String) throws -> Bool {
+            try store.environment.read { txn in try txn.get(store.dbs.items, key: Keys.item(domain: domain, id: id)) != nil }
+        }
+        while try planned.contains(candidate) || ItemNames.isContainer(candidate) || isTaken(candidate) {
+            suffix += 1
+            candidate = "\(path)~\(suffix)"
+        }
+        return candidate
+    }
+
+    // MARK: - The source
+
+    /// The canonical path and identity of a tree to walk.
+    static func checkTree(_ path: String) throws -> (String, FileIdentity) {
+        let root: String
+        do { root = try FileSystem.canonicalPath(path) } catch {
+            if error == .noSuchFile { throw CacheError(.invalidArgument, "\(path) does not exist; give the directory to import") }
+            throw CacheError.file(error, path: path, doing: "resolving the directory to import")
+        }
+        let status: stat
+        do { status = try FileSystem.status(root, symlinks: .doNotFollow) } catch {
+            throw CacheError.file(error, path: root, doing: "reading the directory to import")
+        }
+        guard status.st_mode & S_IFMT == S_IFDIR else {
+            throw CacheError(.invalidArgument, "\(path) is not a directory; `import` takes a directory, `put` takes a file")
+        }
+        return (root, FileIdentity(status))
+    }
+
+    /// Removes from the source what the domain holds of it: the files it matches (so a file added after the
+    /// walk, or changed since, stays), the folders left empty, then the root. Returns why something could not
+    /// be removed, or nil.
+    @available(*, noasync)
+    private func removeImported(_ source: ImportJobRecord.Source) throws -> String? {
+        guard let (root, identity) = try? Self.checkTree(source.root) else { return nil }  // already gone
+        guard let entries = try? TreeEntry.walk(root, rootIdentity: identity, refusing: StoreFootprint(store)) else {
+            return "could not list \(root) to remove it; the domain holds what was imported, so remove it yourself"
+        }
+        var folderIDs = ["": source.below]
+        var imported: [TreeEntry] = []
+        for entry in entries {
+            let parentPath = entry.relativePath.contains("/") ? entry.parent : ""
+            guard let parentID = folderIDs[parentPath], let item = try child(named: entry.filename, of: parentID) else { continue }
+            switch entry.kind {
+            case .folder where item.kind == .folder:
+                folderIDs[entry.relativePath] = item.identifier
+                imported.append(entry)
+            case .file where item.kind == .file:
+                if try matches(item, size: entry.size, modified: entry.modificationDate) { imported.append(entry) }
+            case .symlink where item.kind == .symlink && item.symlinkTarget == entry.symlinkTarget:
+                imported.append(entry)
+            default:
+                continue
+            }
+        }
+        return ChunkCache.removeImported(imported, root: root)
+    }
+}
+
+/// What an import run counted.
+struct ImportTally {
+    var files = 0, folders = 0, symlinks = 0
+    /// Files matched by name, size and time, so not read again (G1).
+    var matched = 0
+    var logicalBytes: Int64 = 0
+    var newChunks = 0
+}
