@@ -1,0 +1,113 @@
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+@testable import ChunkCache
+
+/// Import as the seed describes it (CONTRACT §8, §11): matching before hashing (G1), reimport, one
+/// `importDidFinish` per epoch (G4).
+@Suite struct ImportSeedTests {
+    static func writeTree(_ root: String) throws {
+        try FileManager.default.createDirectory(atPath: root + "/docs/old", withIntermediateDirectories: true)
+        try TestData.write(TestData.text(count: 5000, seed: 1), to: root + "/docs/a.txt")
+        try TestData.write(TestData.random(count: 100_000, seed: 2), to: root + "/docs/old/b.bin")
+        try TestData.write(TestData.text(count: 300, seed: 3), to: root + "/top.txt")
+    }
+
+    /// Sets a file's modification time.
+    static func setModified(_ path: String, to seconds: Int) {
+        var times = [timespec(tv_sec: seconds, tv_nsec: 0), timespec(tv_sec: seconds, tv_nsec: 0)]
+        utimensat(AT_FDCWD, path, &times, 0)
+    }
+
+    @Test("G1: reimport matches files by parent, name, size and modification time before reading them: same metadata, other bytes is not seen")
+    func matchBeforeHashing() async throws {
+        try await withTemporaryDirectory { dir in
+            let tree = dir + "/tree"
+            try Self.writeTree(tree)
+            Self.setModified(tree + "/top.txt", to: 1_700_000_000)
+            let cache = try await makeCache(dir)
+            let first = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true)
+            #expect(first.files == 3 && first.matchedFiles == 0 && first.finished)
+            let version = try cache.domainVersion(of: "d")
+            // Same size and time, other bytes: matched by metadata alone, so never read (G1).
+            try TestData.write(TestData.text(count: 300, seed: 99), to: tree + "/top.txt")
+            Self.setModified(tree + "/top.txt", to: 1_700_000_000)
+            let again = try await cache.reimportItems(in: "d", from: URL(fileURLWithPath: tree))
+            #expect(again.matchedFiles == 3 && again.newChunks == 0, "\(again)")
+            #expect(try cache.domainVersion(of: "d") == version, "nothing changed, nothing published")
+            let top = try await cache.fetchContents(for: ItemIdentifier(domain: "d", "top.txt"))
+            #expect(try TestData.read(top.url.path, count: 400) == TestData.text(count: 300, seed: 3), "the stored bytes stay")
+            unlink(top.url.path)
+            // A new time: read, and a new version.
+            Self.setModified(tree + "/top.txt", to: 1_700_000_100)
+            let changed = try await cache.reimportItems(in: "d", from: URL(fileURLWithPath: tree))
+            #expect(changed.matchedFiles == 2 && changed.newChunks == 1)
+            let versions = try await cache.versions(of: ItemIdentifier(domain: "d", "top.txt")).versions
+            #expect(versions.count == 2)
+        }
+    }
+
+    @Test("§11 reimport --below: new files created, changed ones versioned, missing ones deleted, each a change; renamed items are matched where they are")
+    func reimportBelow() async throws {
+        try await withTemporaryDirectory { dir in
+            let tree = dir + "/tree"
+            try Self.writeTree(tree)
+            let cache = try await makeCache(dir)
+            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true)
+            let all = try await cache.enumeratorOfAllItems(in: "d")
+            var replica = try await Replica(all)
+            let anchor = replica.anchor
+            // The folder's new contents: a.txt changed, old/ gone, c.txt new.
+            let folder = dir + "/docs-now"
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try TestData.write(TestData.text(count: 7000, seed: 4), to: folder + "/a.txt")
+            try TestData.write([1, 2, 3], to: folder + "/c.txt")
+            let result = try await cache.reimportItems(below: "docs", in: "d", from: URL(fileURLWithPath: folder))
+            #expect(result.files == 2 && result.matchedFiles == 0)
+            let batch = try await all.enumerateChanges(from: anchor, suggestedBatchSize: 100)
+            #expect(Set(batch.updated.map(\.identifier)) == ["docs/a.txt", "docs/c.txt"])
+            #expect(Set(batch.deleted) == ["docs/old", "docs/old/b.bin"])
+            try await replica.catchUp(all)
+            #expect(replica.items.mapValues(ItemSnapshot.init) == snapshots(try await listAll(all).items))
+            #expect(FileManager.default.fileExists(atPath: folder + "/c.txt"), "a reimport leaves its directory")
+            #expect(await errorCode { _ = try await cache.reimportItems(below: "top.txt", in: "d", from: URL(fileURLWithPath: folder)) } == .invalidArgument)
+            #expect(await errorCode { _ = try await cache.reimportItems(below: "nope", in: "d", from: URL(fileURLWithPath: folder)) } == .noSuchItem)
+        }
+    }
+
+    @Test("G4: a reimport asked before the first import finished joins it: one importDidFinish for both; a later reimport is an epoch of its own")
+    func reimportDuringImport() async throws {
+        try await withTemporaryDirectory { dir in
+            let tree = dir + "/tree", extra = dir + "/extra"
+            try Self.writeTree(tree)
+            try FileManager.default.createDirectory(atPath: extra, withIntermediateDirectories: true)
+            try TestData.write([7, 7, 7], to: extra + "/late.txt")
+            let cache = try await makeCache(dir)
+            let events = Mutex<[String]>([])
+            cache.observeImportsFinished { domain in events.withLock { $0.append(domain) } }
+            let store = cache.store
+            let canonicalExtra = try FileSystem.canonicalPath(extra)
+            // Asked while the import is under way (after its walk, before anything is published).
+            let hooks = ImportHooks(afterWalk: { root in
+                guard !root.hasSuffix("/extra") else { return }
+                let token = try! store.writerToken()
+                _ = try! store.writer.writeAndWait { txn in
+                    try txn.beginReimport("d", from: canonicalExtra, below: Item.rootContainer, writer: token, store.dbs)
+                }
+            })
+            let result = try await cache.importTree("d", from: URL(fileURLWithPath: tree), copy: true, hooks: hooks)
+            #expect(result.finished)
+            #expect(events.withLock { $0 } == ["d"], "G4: one importDidFinish for the import and the reimport")
+            var info = try #require(try await cache.domains().first)
+            #expect(info.importsFinished == 1 && info.importFinished)
+            let ids = Set(try await listAll(try await cache.enumeratorOfAllItems(in: "d")).items.map(\.identifier))
+            #expect(ids.contains("late.txt"), "the reimport's tree was taken in")
+            _ = try await cache.reimportItems(in: "d", from: URL(fileURLWithPath: tree))
+            info = try #require(try await cache.domains().first)
+            #expect(info.importsFinished == 2 && events.withLock { $0.count } == 2, "a later reimport finishes on its own")
+        }
+    }
+}
+
+import FileIO
