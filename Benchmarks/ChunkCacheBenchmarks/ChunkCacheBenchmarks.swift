@@ -162,6 +162,10 @@ let benchmarks: @Sendable () -> Void = {
 
     registerColdBenchmarks(settings)
 
+    // MARK: - The catalogue: pages, changes, and what recording last use costs a fetch.
+
+    registerCatalogueBenchmarks(settings)
+
     // MARK: - Fetch latency against the store's size (64 KiB range, 64 KiB chunks, warm).
 
     for (label, bytes) in settings.scaleSizes {

@@ -389,6 +389,25 @@ import Testing
         }
     }
 
+    @Test("F14: an item created and deleted between two anchors is reported deleted, harmless to a client that never saw it; deleting an unknown item changes nothing")
+    func deletedUnknown() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            try await put(cache, [1], as: ItemIdentifier(domain: "d", "kept"), in: dir)
+            let all = try await cache.enumeratorOfAllItems(in: "d")
+            var replica = try await Replica(all)
+            try await put(cache, [2], as: ItemIdentifier(domain: "d", "brief"), in: dir)
+            _ = try await cache.deleteItem(ItemIdentifier(domain: "d", "brief"))
+            let batch = try await all.enumerateChanges(from: replica.anchor)
+            #expect(batch.deleted == ["brief"] && batch.updated.isEmpty)
+            try await replica.catchUp(all)
+            #expect(Set(replica.items.keys) == ["kept"])
+            let version = try cache.domainVersion(of: "d")
+            #expect(await errorCode { _ = try await cache.deleteItem(ItemIdentifier(domain: "d", "brief")) } == .noSuchItem)
+            #expect(try cache.domainVersion(of: "d") == version)
+        }
+    }
+
     @Test("§11: a fetch sets lastUsedDate, batched: no domain version per fetch, the item joins the working set")
     func lastUsed() async throws {
         try await withTemporaryDirectory { dir in

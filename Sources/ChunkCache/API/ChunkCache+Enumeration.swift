@@ -117,7 +117,9 @@ public final class ItemEnumerator: Sendable {
     private func refreshWorkingSetIfDue() async throws {
         guard container == .workingSet else { return }
         let (store, domain) = (cache.store, self.domain)
-        let checked = try store.environment.read { txn in try Catalog.domain(domain, in: txn, store.dbs).recentCheckedThrough }
+        let checked = try await runBlocking(doing: "reading domain \"\(domain)\"", store: store.path) {
+            try store.environment.read { txn in try Catalog.domain(domain, in: txn, store.dbs).recentCheckedThrough }
+        }
         guard checked < Date().timeIntervalSince1970 - RecentItems.window - 3600 else { return }
         try await store.writer.write { txn in try txn.expireRecentItems(of: domain, store.dbs) }
     }
@@ -157,6 +159,13 @@ extension ChunkCache {
             try store.environment.read { txn in _ = try Catalog.domain(domain, in: txn, store.dbs) }
         }
         return ItemEnumerator(cache: self, domain: domain, container: .allItems)
+    }
+
+    /// Whether this process's fetches record `lastUsedDate` (on by default): off, like a `noatime` mount,
+    /// items enter the working set only through `mark --used`.
+    public var recordsLastUse: Bool {
+        get { store.usage.enabled.load(ordering: .relaxed) }
+        set { store.usage.enabled.store(newValue, ordering: .relaxed) }
     }
 
     /// Writes the last-use dates this process's fetches noted and has not written yet (they are otherwise

@@ -21,9 +21,12 @@ final class UsageRecorder: Sendable {
     }
 
     private let state = Mutex(State())
+    /// Off, fetches note nothing (a mount with `noatime`, or a benchmark's baseline).
+    let enabled = Atomic<Bool>(true)
 
     /// Notes a use of `item` now, unless the store already records one within ``granularity``.
     func noteUse(of item: ItemIdentifier, recorded: Double?, store: Store) {
+        guard enabled.load(ordering: .relaxed) else { return }
         let now = Date().timeIntervalSince1970
         if let recorded, now - recorded < Self.granularity { return }
         let schedule = state.withLock { state -> Bool in
