@@ -408,6 +408,28 @@ import Testing
         }
     }
 
+    @Test("§11: verify reports an item missing from its listing and a listing entry that names no item")
+    func verifyListing() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            try await put(cache, [1], as: ItemIdentifier(domain: "d", "a"), in: dir)
+            #expect(try await cache.verify().damagedRecords.isEmpty)
+            let dbs = cache.store.dbs
+            try await cache.store.writer.write { txn in
+                let itemKey = Keys.item(domain: "d", id: "a")
+                let item = try Catalog.item("a", domain: "d", in: txn, dbs)
+                let keys = ListingIndex.keys(domain: Keys.domain("d"), itemHash: Array(itemKey.suffix(16)), placement: item.placement)
+                _ = try txn.delete(dbs.listing, key: keys.first!)
+                let stray = ListingIndex.prefix(domain: Keys.domain("d"), container: Item.rootContainer, sort: .name) + Array("ghost".utf8) + [0]
+                    + [UInt8](repeating: 7, count: 16)
+                try txn.put(dbs.listing, key: stray, value: [])
+            }
+            let damaged = try await cache.verify().damagedRecords
+            #expect(damaged.contains { $0.contains("listing entries of item \"a\"") }, "\(damaged)")
+            #expect(damaged.contains { $0.contains("names no item") }, "\(damaged)")
+        }
+    }
+
     @Test("§11: a fetch sets lastUsedDate, batched: no domain version per fetch, the item joins the working set")
     func lastUsed() async throws {
         try await withTemporaryDirectory { dir in

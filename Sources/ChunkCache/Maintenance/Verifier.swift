@@ -141,6 +141,7 @@ enum Verifier {
             if ItemRecord(ifIntact: value) == nil { damaged.append(RecordNames.item(key: key, in: txn, dbs)) }
             return true
         }
+        try checkCatalogue(in: txn, dbs, damaged: &damaged)
         try txn.scan(dbs.pending, prefix: []) { key, value in
             if PendingRecord(ifIntact: value) == nil {
                 damaged.append(key.count == 8 ? RecordNames.pending(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)))
@@ -157,6 +158,44 @@ enum Verifier {
                 let manifest = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
                 let page = Int64(bitPattern: UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
                 damaged.append(RecordNames.manifestPage(manifest, page: page, in: txn, dbs))
+            }
+            return true
+        }
+    }
+
+    /// Adds the change records and import jobs that fail their check, and every item whose listing entries
+    /// are missing or whose entries name no item (pages and the working set would skip or repeat it).
+    private static func checkCatalogue(in txn: borrowing ReadTransaction, _ dbs: Databases, damaged: inout [String]) throws {
+        try txn.scan(dbs.changes, prefix: []) { key, value in
+            if ChangeRecord(ifIntact: value) == nil { damaged.append("a change record of \(RecordNames.domain(key: key))") }
+            return true
+        }
+        try txn.scan(dbs.meta, prefix: Keys.importJobPrefix) { key, value in
+            if ImportJobRecord(ifIntact: value) == nil { damaged.append("the import job under key \(hexString(key))") }
+            return true
+        }
+        try txn.scan(dbs.items, prefix: []) { key, value in
+            guard key.count > ListingIndex.hashLength, let item = ItemRecord(ifIntact: value) else { return true }
+            let expected = ListingIndex.keys(domain: Array(key.dropLast(ListingIndex.hashLength)),
+                                             itemHash: Array(key.suffix(ListingIndex.hashLength)), placement: item.placement)
+            for listingKey in expected where try txn.get(dbs.listing, key: listingKey) == nil {
+                damaged.append("the listing entries of \(RecordNames.item(item.identifier, domain: RecordNames.domainName(key: key)))")
+                break
+            }
+            return true
+        }
+        try txn.scan(dbs.listing, prefix: []) { key, _ in
+            var reader = ByteReader(key)
+            guard (try? reader.readPrefixedString()) != nil, key.count >= reader.offset + ListingIndex.hashLength else {
+                damaged.append("the listing entry under key \(hexString(key))")
+                return true
+            }
+            let itemKey = Array(key[..<reader.offset]) + Array(key.suffix(ListingIndex.hashLength))
+            guard let raw = try txn.get(dbs.items, key: itemKey), let item = ItemRecord(ifIntact: raw),
+                  ListingIndex.keys(domain: Array(key[..<reader.offset]), itemHash: Array(key.suffix(ListingIndex.hashLength)),
+                                    placement: item.placement).contains(Array(key)) else {
+                damaged.append("a listing entry of \(RecordNames.domain(key: UnsafeRawBufferPointer(rebasing: key[..<reader.offset]))) that names no item placed so")
+                return true
             }
             return true
         }

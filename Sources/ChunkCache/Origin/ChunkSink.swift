@@ -156,24 +156,45 @@ final class ChunkSink: @unchecked Sendable {
     private static func encode(_ pending: [(ClaimedChunk, [UInt8])], store: Store) throws -> ([DownloadedChunk], ChunkMismatch?) {
         var out: [DownloadedChunk] = []
         out.reserveCapacity(pending.count)
-        var scratch = [UInt8](repeating: 0, count: ChunkCodec.encodedBound(rawCount: pending.map(\.1.count).max() ?? 0))
+        var encoder = ChunkEncoder(store: store, largest: pending.map(\.1.count).max() ?? 0)
         for (chunk, raw) in pending {
-            let digest: ChunkDigest? = raw.withUnsafeBytes { isAllZero($0) ? nil : ChunkDigest(hashing: $0) }
-            if let expected = chunk.expected, digest != expected {
-                return (out, ChunkMismatch(index: chunk.index, expected: expected, actual: digest))
+            let encoded = try raw.withUnsafeBytes { try encoder.encode($0, index: chunk.index) }
+            if let expected = chunk.expected, encoded.digest != expected {
+                return (out, ChunkMismatch(index: chunk.index, expected: expected, actual: encoded.digest))
             }
-            var encoded: [UInt8] = []
-            if digest != nil {
-                let count = try raw.withUnsafeBytes { raw in
-                    try scratch.withUnsafeMutableBytes { output in
-                        try store.codecs.withCompressor { try ChunkCodec.encode(raw, compressor: $0, into: output) }
-                    }
-                }
-                encoded = Array(scratch[..<count])
-            }
-            out.append(DownloadedChunk(index: chunk.index, digest: digest, encoded: encoded, rawLength: raw.count))
+            out.append(encoded)
         }
         return (out, nil)
     }
 }
 
+
+/// Hashes and encodes raw chunks for a transaction to store (``WriteTransaction/storeDownloaded(_:manifestID:replacing:_:)``):
+/// the cold path's downloads and an import's small files.
+struct ChunkEncoder {
+    let store: Store
+    private var scratch: [UInt8]
+
+    /// - Parameter largest: The largest raw chunk it will be given.
+    init(store: Store, largest: Int) {
+        self.store = store
+        scratch = [UInt8](repeating: 0, count: ChunkCodec.encodedBound(rawCount: largest))
+    }
+
+    /// Chunk `index`: its digest (nil for all zeros, which is never stored) and stored form.
+    mutating func encode(_ raw: UnsafeRawBufferPointer, index: Int64) throws -> DownloadedChunk {
+        let digest: ChunkDigest? = isAllZero(raw) ? nil : ChunkDigest(hashing: raw)
+        var encoded: [UInt8] = []
+        if digest != nil {
+            if scratch.count < ChunkCodec.encodedBound(rawCount: raw.count) {
+                scratch = [UInt8](repeating: 0, count: ChunkCodec.encodedBound(rawCount: raw.count))
+            }
+            let store = self.store
+            let count = try scratch.withUnsafeMutableBytes { output in
+                try store.codecs.withCompressor { try ChunkCodec.encode(raw, compressor: $0, into: output) }
+            }
+            encoded = Array(scratch[..<count])
+        }
+        return DownloadedChunk(index: index, digest: digest, encoded: encoded, rawLength: raw.count)
+    }
+}

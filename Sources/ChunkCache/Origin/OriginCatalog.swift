@@ -85,7 +85,7 @@ extension WriteTransaction {
 
     /// Writes a manifest of `chunkCount` entries, all `absent` with no known hash.
     @available(*, noasync)
-    private mutating func writeAbsentManifest(_ manifestID: UInt64, chunkCount: Int64, _ dbs: Databases) throws {
+    mutating func writeAbsentManifest(_ manifestID: UInt64, chunkCount: Int64, _ dbs: Databases) throws {
         var page: [UInt8] = []
         var first: Int64 = 0
         while first < chunkCount {
@@ -104,7 +104,10 @@ extension WriteTransaction {
     /// - Parameter replacing: The chunks replace stored copies that failed their check: an entry `stored`
     ///   with the same digest has its chunk's bytes overwritten.
     @available(*, noasync)
-    mutating func storeDownloaded(_ chunks: [DownloadedChunk], manifestID: UInt64, replacing: Bool = false, _ dbs: Databases) throws {
+    /// - Returns: How many chunks were new to the store.
+    @discardableResult
+    mutating func storeDownloaded(_ chunks: [DownloadedChunk], manifestID: UInt64, replacing: Bool = false, _ dbs: Databases) throws -> Int {
+        var inserted = 0
         var index = 0
         while index < chunks.count {
             let pageIndex = ManifestPage.page(ofChunk: chunks[index].index)
@@ -127,6 +130,7 @@ extension WriteTransaction {
                 if let digest = chunk.digest {
                     if try !retainChunk(digest, dbs) {
                         try chunk.encoded.withUnsafeBytes { try insertChunk(digest, encoded: $0, rawLength: chunk.rawLength, dbs) }
+                        inserted += 1
                     }
                     entry = .stored(digest)
                 } else {
@@ -136,6 +140,7 @@ extension WriteTransaction {
             }
             try ManifestPage.store(&entries, manifest: manifestID, page: pageIndex, in: &self, dbs)
         }
+        return inserted
     }
 
     /// Overwrites the stored bytes of a chunk that failed its check with a good copy of the same content.

@@ -75,7 +75,14 @@ struct ImportRunner {
         case folder(ItemRecord)
         case symlink(ItemRecord, replacing: ItemRecord?)
         case file(id: String, parent: String, modified: Double, content: IngestedContent)
+        /// A file of at most ``smallFileLimit`` bytes, read and encoded whole: stored by the batch's own
+        /// transaction, with no pending manifest (and no flush) of its own.
+        case smallFile(id: String, parent: String, modified: Double, length: Int64, root: ChunkDigest, chunks: [DownloadedChunk])
     }
+
+    /// Files up to this size are taken in whole by their batch's transaction: a directory of many small
+    /// files costs a flush per batch, not several per file.
+    static let smallFileLimit: Int64 = 1 << 20
 
     /// Takes in one tree: every entry matched, created or given a new version; for a reimport, the items
     /// below its item that the tree no longer has are deleted.
@@ -94,7 +101,7 @@ struct ImportRunner {
         var batchBytes: Int64 = 0
         do {
             try takeEntries(entries, of: source, root: root, steps: &steps, batchBytes: &batchBytes, seen: &seen)
-            try publish(steps)
+            tally.newChunks += try publish(steps)
         } catch {
             // Ingested, not yet published: their pending manifests go now (a crash leaves them to the next open).
             let dbs = store.dbs
@@ -160,31 +167,40 @@ struct ImportRunner {
                 }
                 let path = root + "/" + entry.relativePath
                 let file = try openRegularFile(path, listedAs: entry.identity)
-                let content = try file.closeAfter {
-                    try Ingestor(store: store, cancellation: cancellation).ingest(file, length: Int64(try file.status().st_size), path: path)
-                }
                 let id = existing?.kind == .file ? existing!.identifier : try freshIdentifier(source.below, entry.relativePath, taken: steps)
-                steps.append(.file(id: id, parent: parentID, modified: entry.modificationDate, content: content))
+                let length = try file.closeAfter { () throws -> Int64 in
+                    let length = Int64(try file.status().st_size)
+                    if length <= Self.smallFileLimit {
+                        let (root, chunks) = try encodeWhole(file, length: length, path: path)
+                        steps.append(.smallFile(id: id, parent: parentID, modified: entry.modificationDate, length: length, root: root, chunks: chunks))
+                    } else {
+                        let content = try Ingestor(store: store, cancellation: cancellation).ingest(file, length: length, path: path)
+                        steps.append(.file(id: id, parent: parentID, modified: entry.modificationDate, content: content))
+                        tally.newChunks += content.counts.newChunks
+                    }
+                    return length
+                }
                 seen.insert(id)
-                tally.logicalBytes += content.length
-                tally.newChunks += content.counts.newChunks
-                batchBytes += content.length
+                tally.logicalBytes += length
+                batchBytes += length
             }
             if steps.count >= Self.batchItems || batchBytes >= Self.batchBytes {
-                try publish(steps)
+                tally.newChunks += try publish(steps)
                 steps = []
                 batchBytes = 0
             }
         }
     }
 
-    /// Publishes a batch as one transaction of changes. On failure nothing is published and the batch's
-    /// pending manifests stay for the caller to drop.
+    /// Publishes a batch as one transaction of changes; returns how many of its small files' chunks were new
+    /// to the store. On failure nothing is published and the batch's pending manifests stay for the caller
+    /// to drop.
     @available(*, noasync)
-    private func publish(_ steps: [Step]) throws {
-        guard !steps.isEmpty else { return }
+    private func publish(_ steps: [Step]) throws -> Int {
+        guard !steps.isEmpty else { return 0 }
         let dbs = store.dbs, layout = store.layout, domain = self.domain
-        try store.writer.writeAndWait { txn in
+        return try store.writer.writeAndWait { txn in
+            var inserted = 0
             var changes = try txn.beginChanges(to: domain, dbs)
             for step in steps {
                 switch step {
@@ -197,10 +213,48 @@ struct ImportRunner {
                 case .file(let id, let parent, let modified, let content):
                     _ = try txn.publish(content, item: id, contentVersion: nil, layout: layout, parent: parent,
                                         modificationDate: modified, in: &changes, dbs)
+                case .smallFile(let id, let parent, let modified, let length, let root, let chunks):
+                    let manifestID = max(1, try txn.counter(dbs, MetaKey.nextManifestID))
+                    try txn.setCounter(dbs, MetaKey.nextManifestID, manifestID + 1)
+                    try txn.writeAbsentManifest(manifestID, chunkCount: layout.chunkCount(forLength: length), dbs)
+                    inserted += try txn.storeDownloaded(chunks, manifestID: manifestID, dbs)
+                    let content = IngestedContent(manifestID: manifestID, length: length, root: root,
+                                                  counts: IngestCounts(chunks: chunks.count, zeroChunks: chunks.count { $0.digest == nil }))
+                    _ = try txn.publish(content, item: id, contentVersion: nil, layout: layout, parent: parent,
+                                        modificationDate: modified, in: &changes, dbs)
                 }
             }
             try txn.finish(changes, dbs)
+            return inserted
         }
+    }
+
+    /// Reads a small file whole and encodes its chunks; returns its root and chunks.
+    @available(*, noasync)
+    private func encodeWhole(_ file: FileDescriptor, length: Int64, path: String) throws -> (ChunkDigest, [DownloadedChunk]) {
+        var bytes = [UInt8](repeating: 0, count: Int(length))
+        let read: Int
+        do {
+            read = try bytes.withUnsafeMutableBytes { try file.readAll(fromAbsoluteOffset: 0, into: $0) }
+        } catch {
+            throw CacheError.file(error as? Errno ?? Errno(rawValue: EIO), path: path, doing: "reading the file to import")
+        }
+        guard read == bytes.count else {
+            throw CacheError(.invalidArgument, "\(path) shrank while it was imported; nothing was imported: import again when nothing changes it")
+        }
+        let layout = store.layout
+        var encoder = ChunkEncoder(store: store, largest: min(Int(length), layout.chunkSize))
+        var hasher = RootHasher(length: length)
+        var chunks: [DownloadedChunk] = []
+        try bytes.withUnsafeBytes { raw in
+            for index in 0..<layout.chunkCount(forLength: length) {
+                let range = layout.range(ofChunk: index, length: length)
+                let chunk = try encoder.encode(UnsafeRawBufferPointer(rebasing: raw[Int(range.location)..<Int(range.end)]), index: index)
+                hasher.add(chunk.digest)
+                chunks.append(chunk)
+            }
+        }
+        return (hasher.finalize(), chunks)
     }
 
     /// Deletes the items listed below `below` (deepest first) that the tree walked no longer has.
@@ -257,7 +311,7 @@ struct ImportRunner {
         let planned = Set(steps.map { step -> String in
             switch step {
             case .folder(let item), .symlink(let item, _): return item.identifier
-            case .file(let id, _, _, _): return id
+            case .file(let id, _, _, _), .smallFile(let id, _, _, _, _, _): return id
             }
         })
         var candidate = path

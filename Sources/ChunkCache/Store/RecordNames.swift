@@ -22,6 +22,12 @@ enum RecordNames {
 
     // MARK: - From keys
 
+    /// The domain name a key of `domains`, `items` or `versions` starts with ("?" when unreadable).
+    static func domainName(key: UnsafeRawBufferPointer) -> String {
+        var reader = ByteReader(key)
+        return (try? reader.readPrefixedString()) ?? "?"
+    }
+
     /// A key of `domains`.
     static func domain(key: UnsafeRawBufferPointer) -> String {
         var reader = ByteReader(key)
