@@ -9,7 +9,7 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
         abstract: "A content-addressed chunk cache for lazy, partial file downloads.",
         subcommands: [
             Init.self, Put.self, Import.self, Fetch.self, Versions.self, Stat.self, Domain.self, Ls.self, Changes.self, Anchor.self,
-            Mark.self, Rm.self, Mv.self, Reimport.self, Verify.self, Sweep.self, Bench.self,
+            Mark.self, Rm.self, Mv.self, Reimport.self, Pin.self, Unpin.self, Evict.self, Gc.self, Verify.self, Sweep.self, Bench.self,
         ])
 
     public init() {}

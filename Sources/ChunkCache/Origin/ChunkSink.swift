@@ -138,7 +138,7 @@ final class ChunkSink: @unchecked Sendable {
         let manifestID = version.manifestID, replacing = self.replacing
         if !chunks.isEmpty {
             // Downloads can be made again: a crash may lose the last batch, never damage the store.
-            try await store.writer.write(durability: .deferMeta) { txn in
+            _ = try await store.writer.write(durability: .deferMeta) { txn in
                 try txn.storeDownloaded(chunks, manifestID: manifestID, replacing: replacing, store.dbs)
             }
         }

@@ -1,0 +1,105 @@
+import Foundation
+import LMDBKit
+
+extension ChunkCache {
+    /// Drops the cached content of `items` (every item when empty) of an origin domain now (`evict`,
+    /// CONTRACT §12): each version's stored chunks become `absent` with their hashes kept, so the next fetch
+    /// downloads and checks them. Pinned items are left as they are. Files already handed off or cloned are
+    /// independent of it (H1). Not a catalogue change: no domain version.
+    /// - Throws: `invalidArgument` for a domain without an origin (the store is its only copy);
+    ///   `noSuchItem` for an unknown domain or item.
+    public func evict(_ items: [String] = [], inDomain domain: String) async throws -> EvictionResult {
+        try Catalog.validate(domain: domain, item: nil)
+        for item in items { try Catalog.validate(domain: domain, item: item) }
+        let dbs = store.dbs
+        do {
+            return try await store.writer.write { txn in
+                let record = try Catalog.domain(domain, in: txn, dbs)
+                guard record.origin != nil else {
+                    throw CacheError(.invalidArgument, "domain \"\(domain)\" has no origin: the store is the only copy of its files, so nothing of it is evicted")
+                }
+                var records: [ItemRecord] = []
+                if items.isEmpty {
+                    try txn.scan(dbs.items, prefix: Keys.domain(domain)) { _, value in
+                        records.append(try ItemRecord(decoding: value, name: "an item of \(RecordNames.domain(domain))"))
+                        return true
+                    }
+                } else {
+                    records = try items.map { try Catalog.item($0, domain: domain, in: txn, dbs) }
+                }
+                var result = EvictionResult(versions: 0, bytes: 0, pinnedSkipped: 0)
+                for item in records where item.kind == .file {
+                    guard !item.flags.contains(.pinned) else {
+                        result.pinnedSkipped += 1
+                        continue
+                    }
+                    for version in try Catalog.versions(ofItem: item.identifier, domain: domain, in: txn, dbs) {
+                        let bytes = try txn.evictCachedChunks(of: version, dbs)
+                        if bytes > 0 { result.versions += 1 }
+                        result.bytes += bytes
+                    }
+                }
+                return result
+            }
+        } catch {
+            throw CacheError.wrap(error, store: store.path, doing: "evicting from domain \"\(domain)\"")
+        }
+    }
+
+    /// Pins an item ("available offline", `pin`): exempts it from eviction and downloads what of its newest
+    /// version is absent. A metadata change (D4); pinned items are in the working set.
+    /// - Parameter progress: Updated as the download proceeds.
+    /// - Returns: The item as pinned, and the bytes downloaded.
+    public func pin(_ item: ItemIdentifier, progress: DownloadProgress? = nil) async throws -> (change: ItemChange, downloadedBytes: Int64) {
+        let change = try await setPinned(true, item)
+        guard change.item.kind == .file else { return (change, 0) }
+        let fetched = try await fetchContents(for: item, version: nil, request: FetchRequest(progress: progress))
+        try? FileManager.default.removeItem(at: fetched.url)
+        await waitForDownloads()
+        return (change, fetched.downloadedBytes)
+    }
+
+    /// Unpins an item: eviction may drop its cached content again.
+    public func unpin(_ item: ItemIdentifier) async throws -> ItemChange {
+        try await setPinned(false, item)
+    }
+
+    private func setPinned(_ pinned: Bool, _ item: ItemIdentifier) async throws -> ItemChange {
+        try Catalog.validate(domain: item.domain, item: item.rawValue)
+        let dbs = store.dbs
+        do {
+            return try await store.writer.write { txn in
+                var changes = try txn.beginChanges(to: item.domain, dbs)
+                let before = try txn.editableItem(item.rawValue, in: changes, dbs)
+                var after = before
+                if pinned { after.flags.insert(.pinned) } else { after.flags.remove(.pinned) }
+                let itemKey = Keys.item(domain: item.domain, id: item.rawValue)
+                guard after != before else {
+                    return ItemChange(item: try CatalogueReader.publicItem(before, domain: item.domain, itemKey: itemKey, in: txn, dbs),
+                                      domainVersion: DomainVersion(rawValue: changes.version.rawValue - 1), changed: false)
+                }
+                let written = try txn.commit(after, replacing: before, in: &changes, dbs)!
+                try txn.finish(changes, dbs)
+                return ItemChange(item: try CatalogueReader.publicItem(written, domain: item.domain, itemKey: itemKey, in: txn, dbs),
+                                  domainVersion: changes.version, changed: true)
+            }
+        } catch {
+            throw CacheError.wrap(error, store: store.path, doing: "\(pinned ? "pinning" : "unpinning") \(item)")
+        }
+    }
+
+    /// Removes every item's versions beyond the newest `keepVersions` (`gc --keep-versions N`), freeing the
+    /// chunks no remaining version references. The newest version of each item always stays.
+    /// - Throws: `invalidArgument` when `keepVersions` is below 1.
+    public func collectGarbage(keepVersions: Int) async throws -> EvictionResult {
+        guard keepVersions >= 1 else {
+            throw CacheError(.invalidArgument, "--keep-versions \(keepVersions) must be at least 1: the newest version of each item always stays")
+        }
+        let dbs = store.dbs
+        do {
+            return try await store.writer.write { txn in try txn.removeOldVersions(keeping: keepVersions, dbs) }
+        } catch {
+            throw CacheError.wrap(error, store: store.path, doing: "collecting garbage")
+        }
+    }
+}
