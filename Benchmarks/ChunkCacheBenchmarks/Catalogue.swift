@@ -91,7 +91,7 @@ struct CatalogueStore {
             try withUnsafeBytes(of: UInt64(index)) { try file.writeAll($0) }
             try file.close()
         }
-        FileManager.default.createFile(atPath: root + "/.complete", contents: nil)
+        _ = FileManager.default.createFile(atPath: root + "/.complete", contents: nil)
         return folder
     }
 

@@ -41,7 +41,7 @@ import Testing
         }
     }
 
-    @Test("E1: the domain version only grows, across reopen, and DomainVersion is Codable, Comparable and has next()")
+    @Test("E1 E5: the domain version only grows, across reopen, is read synchronously, and DomainVersion is Codable, Comparable and has next()")
     func domainVersion() async throws {
         try await withTemporaryDirectory { dir in
             var seen: [DomainVersion] = []
@@ -55,6 +55,7 @@ import Testing
             let reopened = try await makeCache(dir)
             seen.append(try await reopened.setMetadata(MetadataEdit(favoriteRank: .set(1)), of: ItemIdentifier(domain: "d", "x")).domainVersion)
             #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.next() == $1 }, "E1: \(seen)")
+            #expect(try reopened.domainVersion(of: "d") == seen.last!, "E5: read without awaiting")
             let encoded = try JSONEncoder().encode(seen.last!)
             #expect(try JSONDecoder().decode(DomainVersion.self, from: encoded) == seen.last!)
             #expect(seen.first! < seen.last!)

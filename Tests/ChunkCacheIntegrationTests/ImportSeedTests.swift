@@ -1,3 +1,4 @@
+import FileIO
 import Foundation
 import Synchronization
 import TestSupport
@@ -45,6 +46,26 @@ import Testing
             #expect(changed.matchedFiles == 2 && changed.newChunks == 1)
             let versions = try await cache.versions(of: ItemIdentifier(domain: "d", "top.txt")).versions
             #expect(versions.count == 2)
+        }
+    }
+
+    @Test("G2: a file already stored with the same bytes under another modification time is read, matched by content: its item and content version stay, nothing new is stored")
+    func sameContentOtherTime() async throws {
+        try await withTemporaryDirectory { dir in
+            let tree = dir + "/tree"
+            try Self.writeTree(tree)
+            let cache = try await makeCache(dir)
+            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true)
+            let id = ItemIdentifier(domain: "d", "docs/a.txt")
+            let before = try await cache.versions(of: id)
+            let chunks = try await cache.statistics().chunks
+            Self.setModified(tree + "/docs/a.txt", to: 1_600_000_000)
+            let again = try await cache.reimportItems(in: "d", from: URL(fileURLWithPath: tree))
+            #expect(again.matchedFiles == 2 && again.newChunks == 0, "the touched file is read, the others matched: \(again)")
+            let after = try await cache.versions(of: id)
+            #expect(after.item.itemVersion.contentVersion == before.item.itemVersion.contentVersion)
+            #expect(after.versions.map(\.contentVersion) == before.versions.map(\.contentVersion), "no new version for equal bytes")
+            #expect(try await cache.statistics().chunks == chunks)
         }
     }
 
@@ -109,5 +130,3 @@ import Testing
         }
     }
 }
-
-import FileIO

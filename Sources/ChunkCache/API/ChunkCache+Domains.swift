@@ -68,7 +68,6 @@ extension ChunkCache {
                     throw CacheError(.fileExists, "domain \"\(name)\" already exists; change it with `chunkcache domain set \(name) …` or pick another name")
                 }
                 var record = DomainRecord(version: 0, createdAt: Date().timeIntervalSince1970)
-                record.epoch = UInt64.random(in: 1...UInt64.max)
                 record.origin = origin
                 record.headers = headers
                 record.pipelineDepth = pipelineDepth
@@ -188,22 +187,8 @@ extension WriteTransaction {
     @available(*, noasync)
     mutating func removeDomainRecords(_ name: String, _ dbs: Databases) throws {
         let prefix = Keys.domain(name)
-        var itemKeys: [[UInt8]] = []
-        try scan(dbs.items, prefix: prefix) { key, _ in
-            itemKeys.append(Array(key))
-            return true
-        }
-        var versions: [(key: [UInt8], record: VersionRecord)] = []
-        try scan(dbs.versions, prefix: prefix) { key, value in
-            versions.append((Array(key), try VersionRecord(decoding: value, name: RecordNames.version(key: key, in: self, dbs))))
-            return true
-        }
-        for version in versions {
-            try dropManifest(version.record.manifestID, dbs)
-            try addToCounter(dbs, MetaKey.logicalBytes, -version.record.size)
-            try delete(dbs.versions, key: version.key)
-        }
-        for key in itemKeys { try delete(dbs.items, key: key) }
+        try dropVersions(under: prefix, dbs)
+        try deleteAll(under: prefix, in: dbs.items)
         try deleteAll(under: prefix, in: dbs.changes)
         try deleteAll(under: prefix, in: dbs.listing)
         _ = try delete(dbs.domains, key: prefix)

@@ -38,10 +38,10 @@ public final class ItemEnumerator: Sendable {
     /// - Throws: `pageExpired` for an unknown, malformed or stale token (F7); `noSuchItem` for a domain
     ///   removed since.
     public func enumerateItems(startingAt page: EnumerationPage, suggestedPageSize: Int? = nil) async throws -> ItemPage {
-        try await refreshWorkingSetIfDue()
         let (store, domain, container) = (cache.store, self.domain, self.container)
         return try await runBlocking(doing: "listing \(container.described) of domain \"\(domain)\"", store: store.path) {
-            try store.environment.read { txn in
+            try Self.expireRecentItemsIfDue(container, of: domain, store)
+            return try store.environment.read { txn in
                 try CatalogueReader.page(domain: domain, container: container, from: page,
                                          pageSize: suggestedPageSize ?? Self.defaultPageSize, in: txn, store.dbs)
             }
@@ -61,10 +61,10 @@ public final class ItemEnumerator: Sendable {
     /// - Throws: `syncAnchorExpired` for an anchor that is malformed, of another store or of an earlier
     ///   domain of this name, or older than the retained history (F5, F6).
     public func enumerateChanges(from anchor: SyncAnchor, suggestedBatchSize: Int? = nil) async throws -> ChangeBatch {
-        try await refreshWorkingSetIfDue()
         let (store, domain, container) = (cache.store, self.domain, self.container)
         return try await runBlocking(doing: "reading the changes of domain \"\(domain)\"", store: store.path) {
-            try store.environment.read { txn in
+            try Self.expireRecentItemsIfDue(container, of: domain, store)
+            return try store.environment.read { txn in
                 try CatalogueReader.changes(domain: domain, container: container, from: anchor,
                                             batchSize: suggestedBatchSize ?? Self.defaultPageSize, in: txn, store.dbs)
             }
@@ -97,11 +97,8 @@ public final class ItemEnumerator: Sendable {
                 let record = try Catalog.domain(domain, in: txn, store.dbs)
                 let position = try CatalogueReader.validate(anchor, of: domain, record, store: try CatalogueReader.storeID(txn, store.dbs))
                 let domainKey = Keys.domain(domain)
-                let from = position.index == AnchorPosition.wholeVersion
-                    ? Keys.change(domain: domainKey, version: position.version + 1, index: 0)
-                    : Keys.change(domain: domainKey, version: position.version, index: position.index)
                 var found = false
-                try txn.scan(store.dbs.changes, prefix: domainKey, from: from) { _, _ in
+                try txn.scan(store.dbs.changes, prefix: domainKey, from: position.firstUnreadKey(domain: domainKey)) { _, _ in
                     found = true
                     return false
                 }
@@ -113,15 +110,14 @@ public final class ItemEnumerator: Sendable {
     /// Ends the enumerator's use, as `invalidate()`. It holds nothing, so this does nothing.
     public func invalidate() {}
 
-    /// Before the working set is read, takes out of it the items no longer recent (a write, at most hourly).
-    private func refreshWorkingSetIfDue() async throws {
+    /// Before the working set is read, takes out of it the items no longer recent (a write, at most hourly),
+    /// on the blocking thread that then reads.
+    @available(*, noasync)
+    private static func expireRecentItemsIfDue(_ container: EnumeratedContainer, of domain: String, _ store: Store) throws {
         guard container == .workingSet else { return }
-        let (store, domain) = (cache.store, self.domain)
-        let checked = try await runBlocking(doing: "reading domain \"\(domain)\"", store: store.path) {
-            try store.environment.read { txn in try Catalog.domain(domain, in: txn, store.dbs).recentCheckedThrough }
-        }
+        let checked = try store.environment.read { txn in try Catalog.domain(domain, in: txn, store.dbs).recentCheckedThrough }
         guard checked < Date().timeIntervalSince1970 - RecentItems.window - 3600 else { return }
-        try await store.writer.write { txn in try txn.expireRecentItems(of: domain, store.dbs) }
+        _ = try store.writer.writeAndWait { txn in try txn.expireRecentItems(of: domain, store.dbs) }
     }
 }
 

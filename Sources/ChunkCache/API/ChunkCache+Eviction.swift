@@ -65,26 +65,8 @@ extension ChunkCache {
     }
 
     private func setPinned(_ pinned: Bool, _ item: ItemIdentifier) async throws -> ItemChange {
-        try Catalog.validate(domain: item.domain, item: item.rawValue)
-        let dbs = store.dbs
-        do {
-            return try await store.writer.write { txn in
-                var changes = try txn.beginChanges(to: item.domain, dbs)
-                let before = try txn.editableItem(item.rawValue, in: changes, dbs)
-                var after = before
-                if pinned { after.flags.insert(.pinned) } else { after.flags.remove(.pinned) }
-                let itemKey = Keys.item(domain: item.domain, id: item.rawValue)
-                guard after != before else {
-                    return ItemChange(item: try CatalogueReader.publicItem(before, domain: item.domain, itemKey: itemKey, in: txn, dbs),
-                                      domainVersion: DomainVersion(rawValue: changes.version.rawValue - 1), changed: false)
-                }
-                let written = try txn.commit(after, replacing: before, in: &changes, dbs)!
-                try txn.finish(changes, dbs)
-                return ItemChange(item: try CatalogueReader.publicItem(written, domain: item.domain, itemKey: itemKey, in: txn, dbs),
-                                  domainVersion: changes.version, changed: true)
-            }
-        } catch {
-            throw CacheError.wrap(error, store: store.path, doing: "\(pinned ? "pinning" : "unpinning") \(item)")
+        try await applyEdit(item, doing: pinned ? "pinning" : "unpinning") { txn, changes in
+            try txn.setPinned(item.rawValue, pinned, in: &changes, self.store.dbs)
         }
     }
 

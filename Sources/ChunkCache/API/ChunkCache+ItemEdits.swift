@@ -58,7 +58,8 @@ extension ChunkCache {
     }
 
     /// Runs one edit in a write transaction: the domain version is bumped only when it changed something.
-    private func applyEdit(
+    /// `what` is the edit's gerund for the error message ("marking").
+    func applyEdit(
         _ item: ItemIdentifier, doing what: String,
         _ body: @escaping @Sendable (inout WriteTransaction, inout DomainChanges) throws -> (ItemRecord, Bool)
     ) async throws -> ItemChange {

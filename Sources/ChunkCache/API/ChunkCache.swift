@@ -81,7 +81,7 @@ public final class ChunkCache: Sendable {
         at path: String?, chunkSize: ChunkLayout?, maxSize: Int64?, compressionLevel: Int32 = 3,
         handOffGracePeriod: TimeInterval = 3600, resumingImports: Bool = true
     ) async throws -> ChunkCache {
-        let cache = try await runBlocking(doing: "opening", store: path ?? Store.resolvePath(path)) {
+        let (cache, hasImportJobs) = try await runBlocking(doing: "opening", store: path ?? Store.resolvePath(path)) {
             let store = try Store.open(at: Store.resolvePath(path), layout: chunkSize, maxSize: maxSize, level: compressionLevel)
             // Reader slots of crashed processes pin old snapshots, so LMDB could never reuse their pages.
             store.environment.clearStaleReaders()
@@ -90,9 +90,10 @@ public final class ChunkCache: Sendable {
                 throw CacheError.wrap(error, store: store.path, doing: "rolling back interrupted ingests")
             }
             let swept = store.sweepHandOffFiles(olderThan: handOffGracePeriod)
-            return ChunkCache(store: store, handOffGracePeriod: handOffGracePeriod, sweptAtOpen: swept)
+            let cache = ChunkCache(store: store, handOffGracePeriod: handOffGracePeriod, sweptAtOpen: swept)
+            return (cache, resumingImports ? try cache.hasImportJobs() : false)
         }
-        if resumingImports, try cache.hasAbandonedImports() {
+        if hasImportJobs {
             // CONTRACT §8: an import a crash interrupted resumes on the next open, behind it.
             Task.detached {
                 do { _ = try await cache.resumeImports() } catch { Diagnostics.report("resume an interrupted import", error) }
@@ -102,7 +103,8 @@ public final class ChunkCache: Sendable {
     }
 
     /// Whether an import job exists (any: whether its process lives is for ``resumeImports()`` to find).
-    func hasAbandonedImports() throws -> Bool {
+    @available(*, noasync)
+    func hasImportJobs() throws -> Bool {
         try store.environment.read { txn in try !txn.importJobs(store.dbs).isEmpty }
     }
 

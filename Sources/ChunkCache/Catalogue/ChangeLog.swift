@@ -85,7 +85,6 @@ extension WriteTransaction {
     @available(*, noasync)
     mutating func beginChanges(to name: String, create: Bool = false, _ dbs: Databases) throws -> DomainChanges {
         var record = try domainForChange(name, create: create, dbs)
-        if record.epoch == 0 { record.epoch = UInt64.random(in: 1...UInt64.max) }
         record.version += 1
         return DomainChanges(name: name, key: Keys.domain(name), record: record, version: DomainVersion(rawValue: record.version),
                              now: Date().timeIntervalSince1970)
@@ -98,8 +97,8 @@ extension WriteTransaction {
     @discardableResult
     mutating func commit(_ after: ItemRecord?, replacing before: ItemRecord?, in changes: inout DomainChanges, _ dbs: Databases) throws -> ItemRecord? {
         guard let identifier = after?.identifier ?? before?.identifier else { return nil }
-        let itemKey = Keys.item(domain: changes.name, id: identifier)
-        let itemHash = Array(itemKey.suffix(ListingIndex.hashLength))
+        let itemHash = Keys.itemHash(identifier)
+        let itemKey = changes.key + itemHash
         var written = after
         if var item = written {
             item.metadataVersion = changes.versionBytes

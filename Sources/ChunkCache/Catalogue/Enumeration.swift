@@ -153,7 +153,7 @@ enum CatalogueReader {
         var read = 0
         try txn.scan(dbs.changes, prefix: domainKey, from: Keys.change(domain: domainKey, version: version + 1, index: 0)) { key, value in
             let change = try ChangeRecord(decoding: value, name: "the change log of \(RecordNames.domain(key: UnsafeRawBufferPointer(rebasing: key[..<domainKey.count])))")
-            let hash = Array(Keys.item(domain: "", id: change.identifier).suffix(ListingIndex.hashLength))
+            let hash = Keys.itemHash(change.identifier)
             if placements.index(forKey: hash) == nil { placements[hash] = .some(change.before) }
             read += 1
             return read <= staleListingChanges
@@ -177,13 +177,10 @@ enum CatalogueReader {
         var seen: Set<[UInt8]> = []
         var last: (version: UInt64, index: UInt32)?
         var more = false
-        let from = start.index == AnchorPosition.wholeVersion
-            ? Keys.change(domain: domainKey, version: start.version + 1, index: 0)
-            : Keys.change(domain: domainKey, version: start.version, index: start.index)
-        try txn.scan(dbs.changes, prefix: domainKey, from: from) { key, value in
+        try txn.scan(dbs.changes, prefix: domainKey, from: start.firstUnreadKey(domain: domainKey)) { key, value in
             guard let position = Keys.parseChange(key, domainLength: domainKey.count) else { return true }
             let change = try ChangeRecord(decoding: value, name: "change \(position.index) of version \(position.version) of \(RecordNames.domain(name))")
-            let hash = Array(Keys.item(domain: "", id: change.identifier).suffix(ListingIndex.hashLength))
+            let hash = Keys.itemHash(change.identifier)
             if !seen.contains(hash) {
                 guard order.count < batchSize else {
                     more = true

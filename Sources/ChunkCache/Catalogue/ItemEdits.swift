@@ -79,6 +79,26 @@ extension WriteTransaction {
             if shared { after.flags.insert(.shared) } else { after.flags.remove(.shared) }
         }
         if edit.markUsed { after.lastUsedDate = changes.now }
+        return try commitIfChanged(after, replacing: before, in: &changes, dbs)
+    }
+
+    /// Pins an item (exempt from eviction, in the working set) or unpins it; returns it, and whether
+    /// anything changed.
+    @available(*, noasync)
+    mutating func setPinned(_ id: String, _ pinned: Bool, in changes: inout DomainChanges, _ dbs: Databases) throws -> (ItemRecord, Bool) {
+        let before = try editableItem(id, in: changes, dbs)
+        var after = before
+        if pinned { after.flags.insert(.pinned) } else { after.flags.remove(.pinned) }
+        return try commitIfChanged(after, replacing: before, in: &changes, dbs)
+    }
+
+    /// Commits `after` unless, its working-set membership recomputed, it is `before`; returns the item as it
+    /// is, and whether it changed.
+    @available(*, noasync)
+    private mutating func commitIfChanged(
+        _ after: ItemRecord, replacing before: ItemRecord, in changes: inout DomainChanges, _ dbs: Databases
+    ) throws -> (ItemRecord, Bool) {
+        var after = after
         after.refreshWorkingSet(now: changes.now)
         guard after != before else { return (before, false) }
         return (try commit(after, replacing: before, in: &changes, dbs)!, true)
@@ -145,15 +165,13 @@ extension WriteTransaction {
         after.filename = name ?? before.filename
         after.flags.remove(.trashed)
         if hidden { after.flags.insert(.inTrashedFolder) } else { after.flags.remove(.inTrashedFolder) }
-        after.refreshWorkingSet(now: changes.now)
-        guard after != before else { return (before, false) }
         if after.parent != before.parent || after.filename != before.filename || before.flags.contains(.trashed) {
             try refuseNameClash(after, domain: changes.name, dbs)
         }
-        let written = try commit(after, replacing: before, in: &changes, dbs)!
+        let (written, changed) = try commitIfChanged(after, replacing: before, in: &changes, dbs)
         let wasHiding = !before.flags.isDisjoint(with: [.trashed, .inTrashedFolder])
-        if written.kind == .folder && wasHiding != hidden { try hideContents(of: id, hidden: hidden, in: &changes, dbs) }
-        return (written, true)
+        if changed && written.kind == .folder && wasHiding != hidden { try hideContents(of: id, hidden: hidden, in: &changes, dbs) }
+        return (written, changed)
     }
 
     /// Refuses to move `id` under `folder` when `folder` is `id` or lies inside it.
@@ -174,20 +192,9 @@ extension WriteTransaction {
     /// Refuses a name another item of the same folder already has.
     @available(*, noasync)
     private func refuseNameClash(_ item: ItemRecord, domain: String, _ dbs: Databases) throws {
-        let domainKey = Keys.domain(domain)
-        var prefix = ListingIndex.prefix(domain: domainKey, container: item.placement.container, sort: .name)
-        prefix += Array(item.filename.utf8.prefix(ListingIndex.nameKeyLength)) + [0]
-        var clash: String?
-        try scan(dbs.listing, prefix: prefix) { key, _ in
-            guard key.count == prefix.count + ListingIndex.hashLength,
-                  let raw = try get(dbs.items, key: domainKey + Array(key.suffix(ListingIndex.hashLength))),
-                  let other = ItemRecord(ifIntact: raw), other.identifier != item.identifier,
-                  other.filename == item.filename, other.placement.container == item.placement.container else { return true }
-            clash = other.identifier
-            return false
-        }
-        if let clash {
-            throw CacheError(.fileExists, "\(item.parent == Item.rootContainer ? "the root" : "folder \"\(item.parent)\"") already holds \"\(item.filename)\" (item \"\(clash)\"); pick another --name or parent")
+        let others = try items(named: item.filename, in: item.placement.container, domain: domain, dbs)
+        if let clash = others.first(where: { $0.identifier != item.identifier }) {
+            throw CacheError(.fileExists, "\(item.parent == Item.rootContainer ? "the root" : "folder \"\(item.parent)\"") already holds \"\(item.filename)\" (item \"\(clash.identifier)\"); pick another --name or parent")
         }
     }
 

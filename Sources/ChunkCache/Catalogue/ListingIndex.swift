@@ -102,3 +102,23 @@ extension WriteTransaction {
         for entry in entries { try reindex(domain: entry.domain, itemHash: entry.hash, from: nil, to: entry.placement, dbs) }
     }
 }
+
+extension TransactionReading where Self: ~Copyable {
+    /// The items `container` lists under `filename`: found by the name order's prefix, checked against the
+    /// records (a name cut at ``ListingIndex/nameKeyLength`` bytes, or an 8-byte container hash, could match
+    /// another). Names are not unique: a put or a sync may repeat one.
+    func items(named filename: String, in container: String, domain: String, _ dbs: Databases) throws -> [ItemRecord] {
+        let domainKey = Keys.domain(domain)
+        let prefix = ListingIndex.prefix(domain: domainKey, container: container, sort: .name)
+            + Array(filename.utf8.prefix(ListingIndex.nameKeyLength)) + [0]
+        var found: [ItemRecord] = []
+        try scan(dbs.listing, prefix: prefix) { key, _ in
+            guard key.count == prefix.count + ListingIndex.hashLength,
+                  let raw = try get(dbs.items, key: domainKey + Array(key.suffix(ListingIndex.hashLength))) else { return true }
+            let item = try ItemRecord(decoding: raw, name: "an item of \(RecordNames.domain(domain))")
+            if item.filename == filename && item.placement.container == container { found.append(item) }
+            return true
+        }
+        return found
+    }
+}

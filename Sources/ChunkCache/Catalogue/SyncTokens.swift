@@ -1,40 +1,41 @@
 import Foundation
 
-/// A point in a domain's change log, as `NSFileProviderSyncAnchor`: opaque bytes (at most 500, F1) that a
-/// new process can resume from (F4, F5). Printed and parsed as unpadded base64url.
-public struct SyncAnchor: Hashable, Sendable, Codable, CustomStringConvertible {
-    public let rawValue: Data
+/// Opaque bytes handed to a client and given back (an anchor, a page token), printed and parsed as unpadded
+/// base64url; bytes that are not base64url become an empty value, which the engine refuses as expired.
+public protocol OpaqueToken: Hashable, Sendable, Codable, CustomStringConvertible {
+    var rawValue: Data { get }
+    init(rawValue: Data)
+}
 
-    public init(rawValue: Data) { self.rawValue = rawValue }
-
-    /// Parses the CLI's form; nil when it is not base64url (the engine then says `syncAnchorExpired`).
+extension OpaqueToken {
+    /// Parses the CLI's form; nil when it is not base64url.
     public init?(_ text: String) {
         guard let data = Base64URL.decode(text) else { return nil }
-        rawValue = data
+        self.init(rawValue: data)
     }
 
     public var description: String { Base64URL.encode(rawValue) }
 }
 
-/// Where a listing continues, as `NSFileProviderPage`: opaque bytes (at most 500, F1), or one of the two
-/// initial pages.
-public struct EnumerationPage: Hashable, Sendable, Codable, CustomStringConvertible {
+/// A point in a domain's change log, as `NSFileProviderSyncAnchor`: opaque bytes (at most 500, F1) that a
+/// new process can resume from (F4, F5).
+public struct SyncAnchor: OpaqueToken {
     public let rawValue: Data
 
     public init(rawValue: Data) { self.rawValue = rawValue }
+}
 
-    /// Parses the CLI's form; nil when it is not base64url (the engine then says `pageExpired`).
-    public init?(_ text: String) {
-        guard let data = Base64URL.decode(text) else { return nil }
-        rawValue = data
-    }
+/// Where a listing continues, as `NSFileProviderPage`: opaque bytes (at most 500, F1), or one of the two
+/// initial pages.
+public struct EnumerationPage: OpaqueToken {
+    public let rawValue: Data
+
+    public init(rawValue: Data) { self.rawValue = rawValue }
 
     /// The first page, items sorted by filename (bytewise).
     public static let initialPageSortedByName = EnumerationPage(rawValue: Data([0x6E]))
     /// The first page, items sorted by content modification date, newest first.
     public static let initialPageSortedByDate = EnumerationPage(rawValue: Data([0x64]))
-
-    public var description: String { Base64URL.encode(rawValue) }
 }
 
 /// Unpadded base64url: anchors and tokens travel in URLs, JSON and command lines unescaped.
@@ -85,6 +86,13 @@ struct AnchorPosition: Hashable {
         }
         guard let fields else { return nil }
         self = fields
+    }
+
+    /// The key of `changes` the first record not yet delivered would have.
+    func firstUnreadKey(domain domainKey: [UInt8]) -> [UInt8] {
+        index == Self.wholeVersion
+            ? Keys.change(domain: domainKey, version: version + 1, index: 0)
+            : Keys.change(domain: domainKey, version: version, index: index)
     }
 
     init(store: UInt64, epoch: UInt64, version: UInt64, index: UInt32) {

@@ -64,9 +64,7 @@ extension WriteTransaction {
         var result = EvictionResult(versions: 0, bytes: 0, pinnedSkipped: 0)
         for (_, versions) in byItem where versions.count > keep {
             for old in versions.sorted(by: { $0.record.sequence > $1.record.sequence }).dropFirst(keep) {
-                try dropManifest(old.record.manifestID, dbs)
-                try delete(dbs.versions, key: old.key)
-                try addToCounter(dbs, MetaKey.logicalBytes, -old.record.size)
+                try dropVersion(key: old.key, old.record, dbs)
                 result.versions += 1
                 result.bytes += old.record.size
             }

@@ -173,19 +173,9 @@ extension WriteTransaction {
     @available(*, noasync)
     @discardableResult
     mutating func deleteItem(_ record: ItemRecord, in changes: inout DomainChanges, _ dbs: Databases) throws -> Int {
-        let itemKey = Keys.item(domain: changes.name, id: record.identifier)
-        var versions: [([UInt8], VersionRecord)] = []
-        try scan(dbs.versions, prefix: itemKey) { key, value in
-            versions.append((Array(key), try VersionRecord(decoding: value, name: RecordNames.version(key: key, in: self, dbs))))
-            return true
-        }
-        for (key, version) in versions {
-            try dropManifest(version.manifestID, dbs)
-            try delete(dbs.versions, key: key)
-            try addToCounter(dbs, MetaKey.logicalBytes, -version.size)
-        }
+        let dropped = try dropVersions(under: Keys.item(domain: changes.name, id: record.identifier), dbs)
         try commit(nil, replacing: record, in: &changes, dbs)
-        return versions.count
+        return dropped
     }
 }
 

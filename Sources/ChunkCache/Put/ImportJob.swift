@@ -106,7 +106,6 @@ extension WriteTransaction {
         }
         // Version 0 until the first batch publishes (version 1, the whole of a small tree) or the import ends.
         var record = DomainRecord(version: 0, createdAt: Date().timeIntervalSince1970)
-        record.epoch = UInt64.random(in: 1...UInt64.max)
         record.importEpoch = 1
         try put(dbs.domains, key: Keys.domain(domain), value: record.encoded())
         let job = ImportJobRecord(writer: writer, epoch: 1, copy: copy, phase: .importing,

@@ -136,7 +136,7 @@ struct ImportRunner {
                     seen.insert(existing.identifier)
                     continue
                 }
-                let id = try freshIdentifier(source.below, entry.relativePath, taken: steps)
+                let id = try freshIdentifier(source.below, entry.relativePath, taken: seen)
                 var folder = ItemRecord(identifier: id, parent: parentID, filename: entry.filename, kind: .folder, metadataVersion: [], createdAt: 0)
                 folder.contentModificationDate = entry.modificationDate
                 steps.append(.folder(folder))
@@ -149,7 +149,7 @@ struct ImportRunner {
                     seen.insert(existing.identifier)
                     continue
                 }
-                let id = existing?.kind == .symlink ? existing!.identifier : try freshIdentifier(source.below, entry.relativePath, taken: steps)
+                let id = existing?.kind == .symlink ? existing!.identifier : try freshIdentifier(source.below, entry.relativePath, taken: seen)
                 var link = existing?.kind == .symlink ? existing! : ItemRecord(
                     identifier: id, parent: parentID, filename: entry.filename, kind: .symlink, metadataVersion: [], createdAt: 0)
                 link.symlinkTarget = entry.symlinkTarget
@@ -167,7 +167,7 @@ struct ImportRunner {
                 }
                 let path = root + "/" + entry.relativePath
                 let file = try openRegularFile(path, listedAs: entry.identity)
-                let id = existing?.kind == .file ? existing!.identifier : try freshIdentifier(source.below, entry.relativePath, taken: steps)
+                let id = existing?.kind == .file ? existing!.identifier : try freshIdentifier(source.below, entry.relativePath, taken: seen)
                 let length = try file.closeAfter { () throws -> Int64 in
                     let length = Int64(try file.status().st_size)
                     if length <= Self.smallFileLimit {
@@ -281,20 +281,7 @@ struct ImportRunner {
 
     /// The item named `name` in folder `parent`, if any.
     private func child(named name: String, of parent: String) throws -> ItemRecord? {
-        try store.environment.read { txn in
-            let domainKey = Keys.domain(domain)
-            var prefix = ListingIndex.prefix(domain: domainKey, container: parent, sort: .name)
-            prefix += Array(name.utf8.prefix(ListingIndex.nameKeyLength)) + [0]
-            var found: ItemRecord?
-            try txn.scan(store.dbs.listing, prefix: prefix) { key, _ in
-                guard let raw = try txn.get(store.dbs.items, key: domainKey + Array(key.suffix(ListingIndex.hashLength))) else { return true }
-                let item = try ItemRecord(decoding: raw, name: "an item of \(RecordNames.domain(domain))")
-                guard item.filename == name, item.parent == parent, !item.flags.contains(.trashed) else { return true }
-                found = item
-                return false
-            }
-            return found
-        }
+        try store.environment.read { txn in try txn.items(named: name, in: parent, domain: domain, store.dbs).first }
     }
 
     /// Whether a file item's newest version has `size` bytes and was modified at `modified` (G1).
@@ -305,21 +292,16 @@ struct ImportRunner {
         }
     }
 
-    /// An identifier for a new item at `relative` below `below`: its path, unless an item has it already.
-    private func freshIdentifier(_ below: String, _ relative: String, taken steps: [Step]) throws -> String {
+    /// An identifier for a new item at `relative` below `below`: its path, unless an item has it already or
+    /// this tree took it (`taken`, which holds every identifier of the batch not yet published).
+    private func freshIdentifier(_ below: String, _ relative: String, taken: Set<String>) throws -> String {
         let path = below == Item.rootContainer ? relative : below + "/" + relative
-        let planned = Set(steps.map { step -> String in
-            switch step {
-            case .folder(let item), .symlink(let item, _): return item.identifier
-            case .file(let id, _, _, _), .smallFile(let id, _, _, _, _, _): return id
-            }
-        })
-        var candidate = path
-        var suffix = 1
-        func isTaken(_ id: String) throws -> Bool {
+        func isStored(_ id: String) throws -> Bool {
             try store.environment.read { txn in try txn.get(store.dbs.items, key: Keys.item(domain: domain, id: id)) != nil }
         }
-        while try planned.contains(candidate) || ItemNames.isContainer(candidate) || isTaken(candidate) {
+        var candidate = path
+        var suffix = 1
+        while try taken.contains(candidate) || ItemNames.isContainer(candidate) || isStored(candidate) {
             suffix += 1
             candidate = "\(path)~\(suffix)"
         }

@@ -240,23 +240,7 @@ extension ChunkCache {
         if exists {
             throw CacheError(.fileExists, "domain \"\(domain)\" already exists; import into a new domain name")
         }
-        let root: String
-        do {
-            root = try FileSystem.canonicalPath(path)
-        } catch {
-            if error == .noSuchFile { throw CacheError(.invalidArgument, "\(path) does not exist; give the directory to import") }
-            throw CacheError.file(error, path: path, doing: "resolving the directory to import")
-        }
-        let status: stat
-        do {
-            status = try FileSystem.status(root, symlinks: .doNotFollow)
-        } catch {
-            throw CacheError.file(error, path: root, doing: "reading the directory to import")
-        }
-        guard status.st_mode & S_IFMT == S_IFDIR else {
-            throw CacheError(.invalidArgument, "\(path) is not a directory; `import` takes a directory, `put` takes a file")
-        }
-        let identity = FileIdentity(status)
+        let (root, identity) = try ImportRunner.checkTree(path)
         try StoreFootprint(store).refuse(root: root, identity: identity)
         let parent = URL(fileURLWithPath: root).deletingLastPathComponent().path
         if removing && (try? FileSystem.checkAccess(parent, for: .write)) == nil {

@@ -56,9 +56,12 @@ enum Keys {
     static func item(domain: String, id: String) -> [UInt8] {
         var w = ByteWriter()
         w.appendPrefixed(domain)
-        w.append(raw: SHA256.hash(data: Array(id.utf8)).prefix(16))
+        w.append(raw: itemHash(id))
         return w.bytes
     }
+
+    /// The 16 bytes that end an item's key: its identifier's hash, the same in every domain.
+    static func itemHash(_ id: String) -> [UInt8] { Array(SHA256.hash(data: Array(id.utf8)).prefix(16)) }
 
     static func version(itemKey: [UInt8], contentVersion: [UInt8]) -> [UInt8] {
         var w = ByteWriter()
@@ -109,8 +112,9 @@ struct DomainRecord: StoreRecord {
     var pipelineDepth = DomainInfo.defaultPipelineDepth
     var readAhead = DomainInfo.defaultReadAhead
     /// Tells this domain from an earlier one of the same name: anchors and page tokens carry it, so one of a
-    /// removed domain is `syncAnchorExpired` in the next (CONTRACT §11).
-    var epoch: UInt64 = 0
+    /// removed domain is `syncAnchorExpired` in the next (CONTRACT §11). Random for a new domain; a record
+    /// written before the change log reads its creation time here.
+    var epoch = UInt64.random(in: 1...UInt64.max)
     /// Change records of versions up to this one are compacted away: an anchor before it has expired.
     var compactedThrough: UInt64 = 0
     /// Change records the log holds.

@@ -218,8 +218,7 @@ extension Item {
     /// The item object of CONTRACT §11: §7's plus the File Provider metadata, `null` where absent.
     var catalogueJSON: JSON {
         guard case .object(var pairs) = json else { return json }
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let formatter = Self.dateFormatter
         pairs += [
             ("parent", .string(parentItemIdentifier)), ("filename", .string(filename)),
             ("contentType", .string(String(describing: contentType))),
@@ -233,6 +232,13 @@ extension Item {
         if let symlinkTarget { pairs.append(("symlinkTarget", .string(symlinkTarget))) }
         return .object(pairs)
     }
+
+    /// ISO 8601 with milliseconds; made once, not per item of a page (a formatter costs more than the item).
+    nonisolated(unsafe) private static let dateFormatter: ISO8601DateFormatter = {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter
+    }()
 
     /// One line of `ls`: type, size, name, identifier.
     var listingLine: String {
