@@ -117,6 +117,41 @@ public final class Environment: @unchecked Sendable {
         return (info.me_last_pgno + 1) * Int(stat.ms_psize)
     }
 
+    /// The bytes of the data file's pages that hold data: the pages in use (``usedBytes``) less those on
+    /// LMDB's free list, which later writes reuse before they grow the file. What a size bound compares with.
+    /// Reads the free list (LMDB's database 0, each value a page list whose first word is its length).
+    public func liveBytes() throws(LMDBError) -> Int {
+        var info = MDB_envinfo()
+        var stat = MDB_stat()
+        try check(mdb_env_info(handle, &info))
+        try check(mdb_env_stat(handle, &stat))
+        var raw: OpaquePointer?
+        try check(mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &raw))
+        defer { mdb_txn_abort(raw) }
+        var cursor: OpaquePointer?
+        try check(mdb_cursor_open(raw, 0, &cursor))
+        defer { mdb_cursor_close(cursor) }
+        var free = 0
+        var k = MDB_val()
+        var v = MDB_val()
+        var rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST)
+        while rc == 0 {
+            if v.mv_size >= MemoryLayout<Int>.size, let data = v.mv_data {
+                free += data.loadUnaligned(as: Int.self)
+            }
+            rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)
+        }
+        if rc != MDB_NOTFOUND { try check(rc) }
+        return max(0, info.me_last_pgno + 1 - free) * Int(stat.ms_psize)
+    }
+
+    /// The size of one page of the data file.
+    public var pageSize: Int {
+        var stat = MDB_stat()
+        mdb_env_stat(handle, &stat)
+        return Int(stat.ms_psize)
+    }
+
     /// Drops this process's mappings of the data file's pages in use (`madvise(MADV_DONTNEED)`), so a long
     /// ingest or a large fetch does not keep the whole file resident. The pages stay in the page cache and
     /// fault back in on the next access; pointers into the map stay valid (it is a shared file mapping).

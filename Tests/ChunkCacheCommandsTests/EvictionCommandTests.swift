@@ -25,4 +25,24 @@ struct EvictionCommandTests {
             #expect(try unpinned.array("unpinned").count == 1)
         }
     }
+
+    @Test("§12 init --max-size and --min-free set the bound; stat prints maxSize, minFree, evictableBytes, pinnedBytes, hits, misses and evictedBytes")
+    func boundAndFigures() throws {
+        try withTemporaryDirectory { dir in
+            let store = dir + "/store"
+            let created = try runJSON(store, ["init", "--max-size", "64MiB", "--min-free", "0"])
+            #expect(try created.int("maxSize") == 64 << 20 && (try created.int("minFree")) == 0)
+            try TestData.write(TestData.random(count: 200_000, seed: 4), to: dir + "/f")
+            try runJSON(store, ["put", "--domain", "d", "f", dir + "/f"])
+            try runJSON(store, ["pin", "--domain", "d", "f"])
+            let stat = try runJSON(store, ["stat"])
+            #expect(try stat.int("maxSize") == 64 << 20 && (try stat.int("minFree")) == 0)
+            #expect(try stat.int("pinnedBytes") == 200_000)
+            #expect(try stat.int("evictableBytes") == 0, "a domain without an origin has nothing evictable")
+            #expect(try stat.int("hits") == 0 && (try stat.int("misses")) == 0 && (try stat.int("evictedBytes")) == 0)
+            // The bound is kept in the store: a later open without options keeps it.
+            #expect(try runJSON(store, ["init"]).int("minFree") == 0)
+            expectError(try runCLI(["--store", store, "--json", "init", "--min-free", "lots"]), exit: 64, code: "invalidArgument")
+        }
+    }
 }

@@ -170,6 +170,6 @@ extension ChunkCache {
         let notes = store.usage.take()
         guard !notes.isEmpty else { return }
         let dbs = store.dbs
-        try await store.writer.write { txn in try txn.recordUses(notes, dbs) }
+        try await store.writer.write { txn in try txn.recordUsage(notes, dbs) }
     }
 }

@@ -51,12 +51,22 @@ extension ChunkCache {
     /// - Parameter progress: Updated as the download proceeds.
     /// - Returns: The item as pinned, and the bytes downloaded.
     public func pin(_ item: ItemIdentifier, progress: DownloadProgress? = nil) async throws -> (change: ItemChange, downloadedBytes: Int64) {
-        let change = try await setPinned(true, item)
+        var downloaded: Int64 = 0
+        let change: ItemChange
+        do {
+            change = try await setPinned(true, item)
+        } catch let error as CacheError where error.code == .noSuchItem {
+            // An origin item the store has not seen yet: the fetch discovers it (or confirms it is gone).
+            let fetched = try await fetchContents(for: item, version: nil, request: FetchRequest(progress: progress))
+            try? FileManager.default.removeItem(at: fetched.url)
+            downloaded = fetched.downloadedBytes
+            change = try await setPinned(true, item)
+        }
         guard change.item.kind == .file else { return (change, 0) }
         let fetched = try await fetchContents(for: item, version: nil, request: FetchRequest(progress: progress))
         try? FileManager.default.removeItem(at: fetched.url)
         await waitForDownloads()
-        return (change, fetched.downloadedBytes)
+        return (change, downloaded + fetched.downloadedBytes)
     }
 
     /// Unpins an item: eviction may drop its cached content again.
@@ -82,6 +92,37 @@ extension ChunkCache {
             return try await store.writer.write { txn in try txn.removeOldVersions(keeping: keepVersions, dbs) }
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "collecting garbage")
+        }
+    }
+
+    /// The free space eviction keeps on the store's filesystem (CONTRACT §12; default 1 GiB).
+    public var minimumFreeSpace: Int64 { store.space.minFree }
+
+    /// Keeps `bytes` free on the store's filesystem from now on (`init --min-free`), recorded in the store:
+    /// origin content is evicted to keep it, and a put or download that would pass it is `insufficientQuota`.
+    /// - Throws: `invalidArgument` for a negative size.
+    public func setMinimumFreeSpace(_ bytes: Int64) async throws {
+        guard bytes >= 0 else {
+            throw CacheError(.invalidArgument, "--min-free \(bytes) is negative; give a size such as 1GiB, or 0 for none")
+        }
+        let store = self.store
+        do {
+            try await store.writer.write { txn in try txn.setCounter(store.dbs, MetaKey.minFree, UInt64(bytes)) }
+        } catch {
+            throw CacheError.wrap(error, store: store.path, doing: "setting the free space to keep")
+        }
+        store.space.setMinFree(bytes)
+    }
+
+    /// Evicts now, on the writer, what keeps the store above its low-water mark (80 % of what its bound
+    /// allows, CONTRACT §12), as the writer does by itself after a commit passes 90 %; returns what went.
+    /// Also waits for an eviction already queued.
+    public func enforceBound() async throws -> EvictionResult {
+        let store = self.store
+        do {
+            return try await store.writer.onQueue { try store.space.evictToLowWater() }
+        } catch {
+            throw CacheError.wrap(error, store: store.path, doing: "evicting to the store's bound")
         }
     }
 }

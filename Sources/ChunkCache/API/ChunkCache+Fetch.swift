@@ -114,7 +114,7 @@ extension ChunkCache {
                     store: store, domain: item.domain, item: item.rawValue, requested: requested, minimal: minimal,
                     alignment: 1, options: options, request: request, in: txn)
                 let count = try BufferReader.read(plan, at: offset, into: buffer, store: store, in: txn)
-                store.usage.noteUse(of: item, recorded: plan.item.lastUsedDate, store: store)
+                store.usage.noteUse(of: item, recorded: plan.item.lastUsedDate, reads: plan.policyReads, store: store)
                 return ServedRead(offset: offset, result: ReadResult(
                     bytesRead: count, item: Catalog.publicItem(plan.item, domain: item.domain, version: plan.version),
                     domainVersion: plan.domainVersion))
@@ -171,7 +171,8 @@ extension ChunkCache {
         var result = try await throughOrigin(cold, version: version, firstMiss: firstMiss) { version in
             try await self.fetchFromStore(
                 item, version: version, minimalRange: minimalRange, alignment: alignment, options: options, request: request,
-                destination: destination, strategies: strategies, inspectClone: inspectClone, beforeChunk: beforeChunk)
+                destination: destination, strategies: strategies, inspectClone: inspectClone, beforeChunk: beforeChunk,
+                afterFill: true)
         }
         result.record(cold.counters)
         return result
@@ -181,11 +182,12 @@ extension ChunkCache {
     private func fetchFromStore(
         _ item: ItemIdentifier, version: [UInt8]?, minimalRange: ByteRange?, alignment: Int, options: FetchOptions,
         request: FetchRequest, destination: FetchDestination, strategies: Set<CloneStrategy>,
-        inspectClone: (@Sendable (FileDescriptor) -> Void)?, beforeChunk: (@Sendable (Int64) -> Void)?
+        inspectClone: (@Sendable (FileDescriptor) -> Void)?, beforeChunk: (@Sendable (Int64) -> Void)?, afterFill: Bool = false
     ) async throws -> FetchResult {
         let store = self.store
         let fetch = Fetch(item: item, version: version, minimalRange: minimalRange, alignment: alignment, options: options,
-                          request: request, destination: destination, strategies: strategies, inspectClone: inspectClone)
+                          request: request, destination: destination, strategies: strategies, inspectClone: inspectClone,
+                          readsAreHits: !afterFill)
         if Task.isCancelled { throw CacheError(.userCancelled, "the fetch of \(item) was cancelled") }
         let cancellation = CancellationFlag()
         let inline = try await withTaskCancellationHandler {
@@ -239,6 +241,8 @@ private struct Fetch: Sendable {
     let destination: FetchDestination
     var strategies = ChunkCache.cloneStrategies
     var inspectClone: (@Sendable (FileDescriptor) -> Void)?
+    /// The chunks read count as hits for the eviction policy: false when this fetch just downloaded them.
+    var readsAreHits = true
 
     /// Plans and materializes the fetch in one snapshot: the synchronous core of every path.
     func run(store: Store, checkpoint: ChunkCheckpoint) throws -> FetchResult {
@@ -298,7 +302,7 @@ private struct Fetch: Sendable {
             result.url = URL(fileURLWithPath: target, isDirectory: false)
             result.owner = .destination
         }
-        store.usage.noteUse(of: item, recorded: plan.item.lastUsedDate, store: store)
+        store.usage.noteUse(of: item, recorded: plan.item.lastUsedDate, reads: readsAreHits ? plan.policyReads : nil, store: store)
         return result
     }
 }

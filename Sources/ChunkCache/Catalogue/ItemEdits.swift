@@ -89,7 +89,18 @@ extension WriteTransaction {
         let before = try editableItem(id, in: changes, dbs)
         var after = before
         if pinned { after.flags.insert(.pinned) } else { after.flags.remove(.pinned) }
-        return try commitIfChanged(after, replacing: before, in: &changes, dbs)
+        let edit = try commitIfChanged(after, replacing: before, in: &changes, dbs)
+        guard edit.1, changes.record.origin != nil else { return edit }
+        // A pinned item's chunks leave the eviction policy; unpinned, they come back to it (CONTRACT §12).
+        let itemKey = Keys.item(domain: changes.name, id: id)
+        for version in try Catalog.versions(ofItemKey: itemKey, in: self, dbs) {
+            if pinned {
+                try policyForget(manifest: version.manifestID, dbs)
+            } else {
+                try policyAdopt(manifest: version.manifestID, itemKey: itemKey, dbs)
+            }
+        }
+        return edit
     }
 
     /// Commits `after` unless, its working-set membership recomputed, it is `before`; returns the item as it

@@ -3,11 +3,28 @@ import Foundation
 import LMDBKit
 import Synchronization
 
-/// Records `lastUsedDate` for fetches without a write transaction per fetch (CONTRACT §11).
+/// The chunks of one version a fetch of an origin domain read from the store, for the eviction policy.
+struct ChunkReads: Sendable {
+    let manifestID: UInt64
+    let chunks: ClosedRange<Int64>
+}
+
+/// What a process noted since its last flush.
+struct UsageNotes: Sendable {
+    var uses: [ItemIdentifier: Double] = [:]
+    /// Reads per chunk of origin domains (``EvictionPolicy``).
+    var reads: [PolicySlot: UInt32] = [:]
+
+    var isEmpty: Bool { uses.isEmpty && reads.isEmpty }
+}
+
+/// Records `lastUsedDate` for fetches, and the chunks origin fetches read for the eviction policy (CONTRACT
+/// §11, §12), without a write transaction per fetch.
 ///
-/// A fetch whose item was marked used within ``granularity`` costs one clock read and a comparison. Others
-/// are noted in memory and written together, one transaction per flush, ``delay`` after the first note, or
-/// when ``ChunkCache/flushUsage()`` asks; a crash loses at most the notes not yet written.
+/// A fetch whose item was marked used within ``granularity`` and that read no origin chunks costs one clock
+/// read and a comparison. Others are noted in memory and written together, one transaction per flush,
+/// ``delay`` after the first note, or when ``ChunkCache/flushUsage()`` asks; a crash loses at most the notes
+/// not yet written (the policy's counts are advice: nothing else is lost).
 final class UsageRecorder: Sendable {
     /// Uses closer than this to the recorded one are not recorded again: the date stays within a minute of
     /// the truth without a change record per read.
@@ -15,8 +32,11 @@ final class UsageRecorder: Sendable {
     /// How long notes wait to be written with others.
     static let delay: Double = 1
 
+    /// The most distinct chunks noted between flushes; reads beyond it are not counted (bounded memory).
+    static let maxNotedChunks = 1 << 18
+
     private struct State {
-        var pending: [ItemIdentifier: Double] = [:]
+        var pending = UsageNotes()
         var scheduled = false
     }
 
@@ -24,13 +44,20 @@ final class UsageRecorder: Sendable {
     /// Off, fetches note nothing (a mount with `noatime`, or a benchmark's baseline).
     let enabled = Atomic<Bool>(true)
 
-    /// Notes a use of `item` now, unless the store already records one within ``granularity``.
-    func noteUse(of item: ItemIdentifier, recorded: Double?, store: Store) {
-        guard enabled.load(ordering: .relaxed) else { return }
+    /// Notes a use of `item` now, unless the store already records one within ``granularity``, and the
+    /// chunks the fetch read (`reads`, origin domains only), which are always noted.
+    func noteUse(of item: ItemIdentifier, recorded: Double?, reads: ChunkReads? = nil, store: Store) {
         let now = Date().timeIntervalSince1970
-        if let recorded, now - recorded < Self.granularity { return }
+        let use = enabled.load(ordering: .relaxed) && (recorded.map { now - $0 >= Self.granularity } ?? true)
+        guard use || reads != nil else { return }
         let schedule = state.withLock { state -> Bool in
-            state.pending[item] = now
+            if use { state.pending.uses[item] = now }
+            if let reads {
+                for index in reads.chunks where state.pending.reads.count < Self.maxNotedChunks
+                    || state.pending.reads[PolicySlot(manifestID: reads.manifestID, index: index)] != nil {
+                    state.pending.reads[PolicySlot(manifestID: reads.manifestID, index: index), default: 0] += 1
+                }
+            }
             defer { state.scheduled = true }
             return !state.scheduled
         }
@@ -38,17 +65,17 @@ final class UsageRecorder: Sendable {
         DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Self.delay) { [weak store] in
             guard let store else { return }
             let notes = self.take()
-            store.writer.writeLater({ txn in try txn.recordUses(notes, store.dbs) }) { result in
-                if case .failure(let error) = result { Diagnostics.report("record when items were last used", error) }
+            store.writer.writeLater({ txn in try txn.recordUsage(notes, store.dbs) }) { result in
+                if case .failure(let error) = result { Diagnostics.report("record when items and chunks were last used", error) }
             }
         }
     }
 
     /// The notes not yet written, which are now the caller's to write.
-    func take() -> [ItemIdentifier: Double] {
+    func take() -> UsageNotes {
         state.withLock { state in
             defer {
-                state.pending = [:]
+                state.pending = UsageNotes()
                 state.scheduled = false
             }
             return state.pending
@@ -57,6 +84,13 @@ final class UsageRecorder: Sendable {
 }
 
 extension WriteTransaction {
+    /// Writes a flush of ``UsageRecorder``: last-use dates, and chunk reads for the eviction policy.
+    @available(*, noasync)
+    mutating func recordUsage(_ notes: UsageNotes, _ dbs: Databases) throws {
+        if !notes.uses.isEmpty { try recordUses(notes.uses, dbs) }
+        if !notes.reads.isEmpty { try policyRecordReads(notes.reads, dbs) }
+    }
+
     /// Sets the last-use dates noted, one domain version per domain, skipping items gone meanwhile.
     @available(*, noasync)
     mutating func recordUses(_ notes: [ItemIdentifier: Double], _ dbs: Databases) throws {

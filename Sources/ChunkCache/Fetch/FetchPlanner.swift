@@ -12,6 +12,13 @@ struct FetchPlan: Sendable {
     let domainVersion: DomainVersion
     /// The domain has an origin: a stored chunk that fails its check is downloaded again (CONTRACT §10).
     var fromOrigin = false
+
+    /// The chunks served, for the eviction policy: only an origin domain's (the others are never evicted).
+    var policyReads: ChunkReads? {
+        guard fromOrigin, retrieved.length > 0 else { return nil }
+        let shift = version.layout.shift
+        return ChunkReads(manifestID: version.manifestID, chunks: (retrieved.location >> shift)...((retrieved.end - 1) >> shift))
+    }
 }
 
 

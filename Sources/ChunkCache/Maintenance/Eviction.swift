@@ -22,6 +22,7 @@ extension WriteTransaction {
             pages.append((Array(key), Array(value)))
             return true
         }
+        try policyForget(manifest: version.manifestID, dbs)
         let layout = version.layout
         var evicted: Int64 = 0
         for page in pages {
@@ -47,6 +48,7 @@ extension WriteTransaction {
                 evicted += layout.range(ofChunk: pageIndex * ManifestPage.entriesPerPage + Int64(slot), length: version.size).length
             }
         }
+        try addToCounter(dbs, PolicyMeta.evictedBytes, evicted)
         return evicted
     }
 

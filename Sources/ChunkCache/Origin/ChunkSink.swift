@@ -43,8 +43,12 @@ final class ChunkSink: @unchecked Sendable {
     /// A fetch that takes its range's bytes as they arrive, before they are stored.
     private let direct: DirectBytes?
 
-    init(store: Store, version: VersionRecord, session: OriginSession, claimed: [ClaimedChunk], counters: DownloadProgress,
+    /// The `items` key of the item downloaded, for the eviction policy (``EvictionPolicy``).
+    private let itemKey: [UInt8]
+
+    init(store: Store, version: VersionRecord, item: String, session: OriginSession, claimed: [ClaimedChunk], counters: DownloadProgress,
          replacing: Bool = false, direct: DirectBytes? = nil) {
+        self.itemKey = Keys.item(domain: session.domain, id: item)
         self.replacing = replacing
         self.direct = direct
         self.store = store
@@ -137,9 +141,16 @@ final class ChunkSink: @unchecked Sendable {
         }
         let manifestID = version.manifestID, replacing = self.replacing
         if !chunks.isEmpty {
-            // Downloads can be made again: a crash may lose the last batch, never damage the store.
-            _ = try await store.writer.write(durability: .deferMeta) { txn in
+            let admission = PolicyAdmission(itemKey: itemKey, chunks: chunks.filter { $0.digest != nil }.map {
+                ($0.index, UInt32(max(0, $0.encoded.count - ChunkCodec.headerSize)))
+            })
+            let bytes = chunks.reduce(Int64(0)) { $0 + Int64($1.encoded.count) }
+            // Downloads can be made again: a crash may lose the last batch, never damage the store. The writer
+            // makes room for them first (CONTRACT §12), and the policy takes them into its window.
+            _ = try await store.writer.write(durability: .deferMeta, reserving: bytes, doing: "storing downloaded chunks") { txn in
                 try txn.storeDownloaded(chunks, manifestID: manifestID, replacing: replacing, store.dbs)
+                try txn.policyAdmit(admission, manifestID: manifestID, store.dbs)
+                try txn.addToCounter(store.dbs, PolicyMeta.misses, Int64(admission.chunks.count))
             }
         }
         for (chunk, _) in pending {

@@ -79,7 +79,7 @@ struct ColdFill: Sendable {
                                     handOver = DirectBytes(range: retrieved, chunkShift: version.layout.shift)
                                 }
                             }
-                            state.set(recorded, sink: ChunkSink(store: store, version: version, session: session, claimed: chunks,
+                            state.set(recorded, sink: ChunkSink(store: store, version: version, item: item, session: session, claimed: chunks,
                                                                 counters: counters, direct: handOver), direct: handOver)
                             session.discoveries.finish(item, flight, with: .success(()))
                         },
@@ -198,7 +198,7 @@ struct ColdFill: Sendable {
     }
 
     private func download(_ run: [ClaimedChunk], of version: VersionRecord, replacing: Bool = false, direct: DirectBytes? = nil) async {
-        let sink = ChunkSink(store: store, version: version, session: session, claimed: run, counters: counters,
+        let sink = ChunkSink(store: store, version: version, item: item, session: session, claimed: run, counters: counters,
                              replacing: replacing, direct: direct)
         let expected = String(decoding: version.contentVersion, as: UTF8.self)
         let session = self.session, item = self.item, counters = self.counters

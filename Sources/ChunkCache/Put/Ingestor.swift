@@ -101,7 +101,9 @@ final class Ingestor: Sendable {
             for digest in batch.digests[..<count] { rootHasher.add(digest) }
             let semaphore = free[turn]
             let environment = store.environment
-            store.writer.writeLater({ txn in try state.commit(batch, into: &txn, store: self.store) },
+            // At most the batch's raw bytes are added: the bound (CONTRACT §12) is checked before they are.
+            let most = Int64(count) << Int64(store.layout.shift)
+            store.writer.writeLater(reserving: most, doing: "storing \(path)", { txn in try state.commit(batch, into: &txn, store: self.store) },
                                     completion: { result in
                                         if case .failure(let error) = result { state.fail(error) }
                                         // Lookups fault in neighbouring pages of the map: keep the RSS flat.

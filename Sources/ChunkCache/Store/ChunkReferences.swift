@@ -26,21 +26,24 @@ extension WriteTransaction {
         try addToCounter(dbs, MetaKey.storedBytes, Int64(encoded.count - ChunkCodec.headerSize))
     }
 
-    /// Drops one reference to `digest`, deleting the chunk with its last reference.
+    /// Drops one reference to `digest`, deleting the chunk with its last reference. Returns the stored bytes
+    /// freed: the chunk's, when that was its last reference, else 0.
     @available(*, noasync)
-    mutating func releaseChunk(_ digest: ChunkDigest, _ dbs: Databases) throws {
+    @discardableResult
+    mutating func releaseChunk(_ digest: ChunkDigest, _ dbs: Databases) throws -> Int64 {
         try digest.withUnsafeBytes { key in
-            guard let raw = try get(dbs.refs, key: key) else { return }  // already dropped by a repair
+            guard let raw = try get(dbs.refs, key: key) else { return 0 }  // already dropped by a repair
             var ref = try ChunkRef(decoding: raw, name: RecordNames.chunkReference(digest))
             if ref.count > 1 {
                 ref.count -= 1
                 try ref.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
-                return
+                return 0
             }
             try delete(dbs.refs, key: key)
             try delete(dbs.chunks, key: key)
             try addToCounter(dbs, MetaKey.uniqueBytes, -Int64(ref.rawLength))
             try addToCounter(dbs, MetaKey.storedBytes, -Int64(ref.storedLength))
+            return Int64(ref.storedLength)
         }
     }
 
@@ -84,6 +87,7 @@ extension WriteTransaction {
         for digest in digests { try releaseChunk(digest, dbs) }
         for key in pageKeys { try delete(dbs.manifests, key: key) }
         try delete(dbs.pending, key: Keys.manifest(manifestID))
+        try policyForget(manifest: manifestID, dbs)
     }
 
     /// Takes a fresh manifest id and records it as pending for `writer`.

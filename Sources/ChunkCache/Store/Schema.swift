@@ -18,6 +18,9 @@ import LMDBKit
 /// - `changes`: (domain, domain version, index) → ``ChangeRecord``: the domain's change log (CONTRACT §11).
 /// - `listing`: (domain, container, sort, sort key, item hash) → nothing: the order pages list a container
 ///   in (``ListingIndex``).
+/// - `policy`: (manifest id, chunk index) → ``PolicyRecord``: what the eviction policy knows of a chunk of an
+///   origin version (``EvictionPolicy``).
+/// - `policyQueue`: (segment, clock) → (manifest id, chunk index): each policy segment in recency order.
 struct Databases: Sendable {
     let meta: Database
     let domains: Database
@@ -29,10 +32,12 @@ struct Databases: Sendable {
     let pending: Database
     let changes: Database
     let listing: Database
+    let policy: Database
+    let policyQueue: Database
     /// Manifest pages already checked in the snapshot being read (not a database: a memo beside them).
     let checkedManifestPages = CheckedPageMemo()
 
-    static let names = ["meta", "domains", "items", "versions", "manifests", "chunks", "refs", "pending", "changes", "listing"]
+    static let names = ["meta", "domains", "items", "versions", "manifests", "chunks", "refs", "pending", "changes", "listing", "policy", "policyQueue"]
 
     @available(*, noasync)
     static func open(in txn: inout WriteTransaction) throws -> Databases {
@@ -41,7 +46,7 @@ struct Databases: Sendable {
         return Databases(
             meta: handles[0], domains: handles[1], items: handles[2], versions: handles[3],
             manifests: handles[4], chunks: handles[5], refs: handles[6], pending: handles[7],
-            changes: handles[8], listing: handles[9])
+            changes: handles[8], listing: handles[9], policy: handles[10], policyQueue: handles[11])
     }
 }
 
@@ -412,4 +417,8 @@ enum MetaKey {
     static let storeID = "storeID"
     /// 1 once every item has its ``ListingIndex`` entries (stores made before the change log have none).
     static let catalogueFormat = "catalogueFormat"
+    /// The free space eviction keeps on the store's filesystem, in bytes, once set (`init --min-free`).
+    static let minFree = "minFree"
+    /// Evictions run: its commit after an eviction makes the pages freed reusable at once.
+    static let evictionRuns = "evictionRuns"
 }

@@ -42,17 +42,23 @@ final class Store: Sendable {
     let importEvents = ImportEvents()
     /// Imports this process runs now.
     let runningImports = RunningImports()
+    /// The store's bound: eviction after commits, room made before downloads and puts (CONTRACT §12).
+    let space: SpaceBound
     /// This process's lease on the pending manifests it writes, taken at its first ingest.
     private let lease = Mutex<WriterLease?>(nil)
 
     static let formatVersion: UInt64 = 2
 
-    private init(path: String, environment: Environment, dbs: Databases, layout: ChunkLayout, maxSize: Int64, level: Int32) {
+    private init(path: String, environment: Environment, dbs: Databases, layout: ChunkLayout, maxSize: Int64, minFree: Int64, level: Int32) {
         self.path = path
         self.tmpPath = path + "/tmp"
         self.environment = environment
         self.dbs = dbs
-        self.writer = Writer(environment: environment)
+        let writer = Writer(environment: environment)
+        self.writer = writer
+        space = SpaceBound(environment: environment, dbs: dbs, path: path, maxSize: maxSize, minFree: minFree,
+                           enqueue: { [weak writer] work in writer?.enqueue(work) })
+        writer.bind(space)
         self.layout = layout
         self.maxSize = maxSize
         self.compressionLevel = level
@@ -203,8 +209,10 @@ final class Store: Sendable {
                 if try txn.counter(dbs, MetaKey.maxSize) != UInt64(maxSize) {
                     try txn.setCounter(dbs, MetaKey.maxSize, UInt64(maxSize))
                 }
+                let minFree = try txn.get(dbs.meta, key: Keys.meta(MetaKey.minFree)) != nil
+                    ? Int64(try txn.counter(dbs, MetaKey.minFree)) : -1
                 return Store(path: path, environment: environment, dbs: dbs, layout: ChunkLayout(uncheckedShift: shift),
-                             maxSize: maxSize, level: settings.compressionLevel)
+                             maxSize: maxSize, minFree: minFree, level: settings.compressionLevel)
             }
         } catch {
             throw CacheError.wrap(error, store: path, doing: "opening")

@@ -12,19 +12,42 @@ final class Writer: Sendable {
     /// there, between two transactions of an ingest, to act while its pending manifest is on disk.
     let afterEachTransaction = Mutex<(@Sendable () -> Void)?>(nil)
 
+    /// The store's bound (CONTRACT §12), consulted around commits; set once when the store opens.
+    private let bound = Mutex<SpaceBound?>(nil)
+
     init(environment: Environment) { self.environment = environment }
+
+    /// Keeps the store within `bound` from now on: eviction after commits that pass its high-water mark.
+    func bind(_ bound: SpaceBound) { self.bound.withLock { $0 = bound } }
+
+    /// Runs `work` on the writer queue, outside any transaction (it may run its own), and returns its result.
+    func onQueue<R: Sendable>(_ work: @escaping @Sendable () throws -> R) async throws -> R {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+
+    /// Runs `work` on the writer queue after what is queued there (an eviction between two writes).
+    func enqueue(_ work: @escaping @Sendable () -> Void) { queue.async(execute: work) }
 
     /// Runs `body` in one write transaction on the writer queue, committing when it returns.
     ///
     /// - Parameter durability: `.deferMeta` for writes that can be made again (chunks downloaded from an
     ///   origin): one flush per commit instead of two; a system crash may undo the transaction, never damage
     ///   the store.
+    /// - Parameter reserving: About how many bytes the transaction adds. When they would pass the store's
+    ///   bound, eviction makes room first (CONTRACT §12), or the write is `insufficientQuota` before it begins.
+    ///   A `.deferMeta` write that still finds LMDB's map full makes room and runs once more: its `body` must
+    ///   only act on the transaction.
     func write<R: Sendable>(
-        durability: Environment.Durability = .full, _ body: @escaping @Sendable (inout WriteTransaction) throws -> R
+        durability: Environment.Durability = .full, reserving: Int64 = 0, doing what: String = "writing",
+        _ body: @escaping @Sendable (inout WriteTransaction) throws -> R
     ) async throws -> R {
         try await withCheckedThrowingContinuation { continuation in
             queue.async {
-                continuation.resume(with: Result { try self.transaction(durability: durability, body) })
+                continuation.resume(with: Result {
+                    try self.transaction(durability: durability, reserving: reserving, doing: what, body)
+                })
             }
         }
     }
@@ -36,15 +59,30 @@ final class Writer: Sendable {
     }
 
     /// Starts `body` in a write transaction and calls `completion` with its outcome on the writer queue.
-    func writeLater(_ body: @escaping @Sendable (inout WriteTransaction) throws -> Void,
+    /// `reserving` as for ``write(durability:reserving:doing:_:)``.
+    func writeLater(reserving: Int64 = 0, doing what: String = "writing", _ body: @escaping @Sendable (inout WriteTransaction) throws -> Void,
                     completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        queue.async { completion(Result { try self.transaction(body) }) }
+        queue.async { completion(Result { try self.transaction(reserving: reserving, doing: what, body) }) }
     }
 
     /// One transaction, on the writer queue.
     @available(*, noasync)
-    private func transaction<R>(durability: Environment.Durability = .full, _ body: (inout WriteTransaction) throws -> R) throws -> R {
+    private func transaction<R>(
+        durability: Environment.Durability = .full, reserving: Int64 = 0, doing what: String = "writing",
+        _ body: (inout WriteTransaction) throws -> R
+    ) throws -> R {
         defer { afterEachTransaction.withLock { $0 }?() }
-        return try environment.write(durability: durability, body)
+        let bound = self.bound.withLock { $0 }
+        if reserving > 0, let bound { try bound.makeRoom(for: reserving, doing: what) }
+        let result: R
+        do {
+            result = try environment.write(durability: durability, body)
+        } catch let error as LMDBError where error == .mapFull && durability == .deferMeta && bound != nil {
+            // The bound was reached between two checks (downloads of several fetches at once): evict, once.
+            try bound!.makeRoom(for: max(reserving, 1 << 20), doing: what)
+            result = try environment.write(durability: durability, body)
+        }
+        bound?.afterCommit()
+        return result
     }
 }

@@ -14,6 +14,9 @@ struct Init: AsyncParsableCommand {
     @Option(name: .customLong("max-size"), help: "The most bytes the store may take (default 1TiB).")
     var maxSize: ByteSize?
 
+    @Option(name: .customLong("min-free"), help: "Free space eviction keeps on the store's filesystem (default 1GiB, or 5% of a filesystem under 20GiB; 0 for none).")
+    var minFree: ByteSize?
+
     func validate() throws {
         if let maxSize, maxSize.bytes < 1 << 20 {
             throw ValidationError("--max-size must be at least 1MiB")
@@ -24,8 +27,9 @@ struct Init: AsyncParsableCommand {
         let layout = try chunkSize.map { try ChunkLayout(chunkSize: Int($0.bytes)) }
         let cache = try await ChunkCache.open(
             at: global.store, chunkSize: layout, maxSize: maxSize?.bytes, handOffGracePeriod: global.tmpGrace.seconds)
+        if let minFree { try await cache.setMinimumFreeSpace(minFree.bytes) }
         global.emit(
-            .object([("chunkSize", .int(Int64(cache.layout.chunkSize))), ("maxSize", .int(cache.maxSize)), ("path", .string(cache.path))]),
-            summary: "store \(cache.path): \(cache.layout) chunks, at most \(formatSize(cache.maxSize))")
+            .object([("chunkSize", .int(Int64(cache.layout.chunkSize))), ("maxSize", .int(cache.maxSize)), ("minFree", .int(cache.minimumFreeSpace)), ("path", .string(cache.path))]),
+            summary: "store \(cache.path): \(cache.layout) chunks, at most \(formatSize(cache.maxSize)), keeping \(formatSize(cache.minimumFreeSpace)) free")
     }
 }

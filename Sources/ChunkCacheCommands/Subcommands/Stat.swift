@@ -15,12 +15,17 @@ struct Stat: AsyncParsableCommand {
                 ("versions", .int(Int64(s.versions))), ("chunks", .int(Int64(s.chunks))), ("logicalBytes", .int(s.logicalBytes)),
                 ("uniqueBytes", .int(s.uniqueBytes)), ("storedBytes", .int(s.storedBytes)), ("dedupRatio", .double(s.dedupRatio)),
                 ("compressionRatio", .double(s.compressionRatio)), ("fileBytes", .int(s.fileBytes)),
+                ("maxSize", .int(s.maxSize)), ("minFree", .int(s.minFree)), ("evictableBytes", .int(s.evictableBytes)),
+                ("pinnedBytes", .int(s.pinnedBytes)), ("hits", .int(s.hits)), ("misses", .int(s.misses)),
+                ("evictedBytes", .int(s.evictedBytes)),
             ]),
             summary: """
                 store \(cache.path) (\(cache.layout) chunks)
                 \(s.domains) domains, \(s.items) items, \(s.versions) versions, \(s.chunks) chunks
                 logical \(formatSize(s.logicalBytes)), unique \(formatSize(s.uniqueBytes)), stored \(formatSize(s.storedBytes)), on disk \(formatSize(s.fileBytes))
                 dedup ×\(String(format: "%.2f", s.dedupRatio)), compression ×\(String(format: "%.2f", s.compressionRatio))
+                bound \(formatSize(s.maxSize)), keeping \(formatSize(s.minFree)) free; evictable \(formatSize(s.evictableBytes)), pinned \(formatSize(s.pinnedBytes))
+                \(s.hits) hits, \(s.misses) misses, evicted \(formatSize(s.evictedBytes))
                 """)
     }
 }

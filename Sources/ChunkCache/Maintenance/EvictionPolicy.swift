@@ -1,0 +1,412 @@
+import LMDBKit
+
+/// The eviction policy (CONTRACT §12): W-TinyLFU at chunk granularity, kept in the store.
+///
+/// W-TinyLFU is Einziger, Friedman and Manes, "TinyLFU: A Highly Efficient Cache Admission Policy", ACM
+/// Transactions on Storage 13(4), 2017 (the policy of Caffeine). New chunks enter a small LRU *window*
+/// (1 % of the tracked chunks); the main part is a segmented LRU (*probation*, then *protected* for chunks
+/// read again, 80 % of main). A chunk leaving the window is admitted to main only if it was read more often
+/// than main's next victim, so a one-off scan passes through the window without flushing what is read again.
+/// `Benchmarks/policy` replays traces of real programs against it, LRU, S3-FIFO, 2Q, ARC and the optimum:
+/// it is the one never above LRU there (`Benchmarks/RESULTS.md`).
+///
+/// How it is kept: a record per tracked chunk (``PolicyRecord``, keyed by ``PolicySlot``) and a queue per
+/// segment ordered by a clock (`policyQueue`), both in LMDB, changed only by the writer: downloads enter in
+/// their own transaction, reads are batched per process (``UsageRecorder``) and applied one transaction per
+/// flush. Frequencies are exact per chunk rather than the paper's count-min sketch (the store already holds a
+/// record per chunk, so exact counts cost nothing more), capped at 15 as the paper's 4-bit counters are, and
+/// aged by the paper's reset: halved every 10 × (tracked chunks) reads, applied lazily by generation. Chunks
+/// evicted stay as *ghosts* (their count, no bytes), as many as there are tracked chunks, so a chunk that
+/// comes back is admitted on its history. Losing the policy's records loses nothing else: a chunk without
+/// one is simply not chosen by the policy (``WriteTransaction/evictUntracked(bytes:_:)`` takes those last).
+enum EvictionPolicy {
+    /// The window's share of the tracked chunks, in percent (the paper's 1 %).
+    static let windowPercent: UInt64 = 1
+    /// The protected segment's share of main, in percent (the paper's 80 %).
+    static let protectedPercent: UInt64 = 80
+    /// Frequencies saturate here (the paper's 4-bit counters).
+    static let maxFrequency: UInt8 = 15
+    /// Reads between two halvings, per tracked chunk (the paper's sample size W = 10 × C).
+    static let samplesPerChunk: UInt64 = 10
+}
+
+/// A chunk of an origin version: its manifest and index. The unit the policy tracks and evicts.
+struct PolicySlot: Hashable, Sendable {
+    let manifestID: UInt64
+    let index: Int64
+
+    var key: [UInt8] { Keys.manifestPage(manifestID, page: index) }
+
+    init(manifestID: UInt64, index: Int64) {
+        self.manifestID = manifestID
+        self.index = index
+    }
+
+    init?(key: UnsafeRawBufferPointer) {
+        guard key.count == 16 else { return nil }
+        manifestID = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+        index = Int64(bitPattern: UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+    }
+}
+
+/// Where a tracked chunk stands in W-TinyLFU.
+enum PolicySegment: UInt8, CaseIterable {
+    case window = 1, probation = 2, protected = 3
+    /// Evicted: its frequency is remembered, its bytes are gone.
+    case ghost = 4
+
+    /// The `meta` counter of the segment's length.
+    var counterName: String {
+        switch self {
+        case .window: "policyWindow"
+        case .probation: "policyProbation"
+        case .protected: "policyProtected"
+        case .ghost: "policyGhosts"
+        }
+    }
+
+    /// The `meta` counter of the segment's stored bytes.
+    var bytesCounterName: String { counterName + "Bytes" }
+}
+
+/// What the policy knows of one chunk (`policy` database).
+struct PolicyRecord: StoreRecord {
+    var segment: PolicySegment
+    /// Its place in its segment's queue: larger is more recent.
+    var position: UInt64
+    var frequency: UInt8
+    /// The aging generation `frequency` was counted in.
+    var generation: UInt32
+    /// The chunk's stored bytes when it was downloaded: what evicting it frees when nothing else uses it.
+    var storedBytes: UInt32
+    /// The item the chunk belongs to (its `items` key): a pinned item's chunks are never evicted.
+    var itemKey: [UInt8]
+
+    static let remedy = "nothing is lost: the policy forgets the chunk"
+
+    func write(to w: inout ByteWriter) {
+        w.append(segment.rawValue)
+        w.append(position)
+        w.append(frequency)
+        w.append(generation)
+        w.append(storedBytes)
+        w.appendPrefixed(itemKey)
+    }
+
+    init(reading r: inout ByteReader) throws(RecordDamage) {
+        guard let segment = PolicySegment(rawValue: try r.read(UInt8.self)) else { throw RecordDamage(problem: "names no segment") }
+        self.segment = segment
+        position = try r.read()
+        frequency = try r.read()
+        generation = try r.read()
+        storedBytes = try r.read()
+        itemKey = try r.readPrefixed()
+    }
+
+    init(segment: PolicySegment, position: UInt64, frequency: UInt8, generation: UInt32, storedBytes: UInt32, itemKey: [UInt8]) {
+        self.segment = segment
+        self.position = position
+        self.frequency = frequency
+        self.generation = generation
+        self.storedBytes = storedBytes
+        self.itemKey = itemKey
+    }
+
+    /// The frequency aged to `generation`: halved once per generation since it was counted.
+    func frequency(at generation: UInt32) -> UInt8 {
+        let halvings = generation &- self.generation
+        return halvings >= 8 ? 0 : frequency >> halvings
+    }
+
+    static func queueKey(_ segment: PolicySegment, _ position: UInt64) -> [UInt8] {
+        var w = ByteWriter(capacity: 9)
+        w.append(segment.rawValue)
+        w.appendBigEndian(position)
+        return w.bytes
+    }
+}
+
+/// Chunks downloaded into one manifest, for the policy to take in.
+struct PolicyAdmission: Sendable {
+    let itemKey: [UInt8]
+    let chunks: [(index: Int64, storedBytes: UInt32)]
+}
+
+/// One victim the policy chose, and what evicting it frees.
+struct PolicyVictim {
+    let slot: PolicySlot
+    let record: PolicyRecord
+}
+
+extension WriteTransaction {
+    /// Takes newly downloaded chunks into the window, each counted as one read; a ghost comes back with its
+    /// remembered frequency.
+    @available(*, noasync)
+    mutating func policyAdmit(_ admission: PolicyAdmission, manifestID: UInt64, _ dbs: Databases) throws {
+        let generation = UInt32(truncatingIfNeeded: try counter(dbs, PolicyMeta.generation))
+        for chunk in admission.chunks {
+            let slot = PolicySlot(manifestID: manifestID, index: chunk.index)
+            var frequency: UInt8 = 0
+            if let old = try policyRecord(slot, dbs) {
+                frequency = old.frequency(at: generation)
+                try policyUnlink(slot, old, dbs)
+            }
+            let record = PolicyRecord(
+                segment: .window, position: 0, frequency: min(EvictionPolicy.maxFrequency, frequency + 1), generation: generation,
+                storedBytes: chunk.storedBytes, itemKey: admission.itemKey)
+            try policyLink(slot, record, dbs)
+        }
+        try policyCountSamples(UInt64(admission.chunks.count), dbs)
+        try trimGhosts(dbs)
+    }
+
+    /// Applies reads of tracked chunks (a batch of one process's, ``UsageRecorder``): each read chunk's
+    /// frequency grows, it moves to the recent end of its segment, and a chunk read in probation moves to
+    /// protected (demoting protected's oldest to probation when protected is over its share).
+    @available(*, noasync)
+    mutating func policyRecordReads(_ reads: [PolicySlot: UInt32], _ dbs: Databases) throws {
+        let generation = UInt32(truncatingIfNeeded: try counter(dbs, PolicyMeta.generation))
+        var total: UInt64 = 0
+        for (slot, count) in reads {
+            total += UInt64(count)
+            guard var record = try policyRecord(slot, dbs), record.segment != .ghost else { continue }
+            try policyUnlink(slot, record, dbs)
+            let aged = Int(record.frequency(at: generation)) + Int(count)
+            record.frequency = UInt8(min(Int(EvictionPolicy.maxFrequency), aged))
+            record.generation = generation
+            if record.segment == .probation { record.segment = .protected }
+            try policyLink(slot, record, dbs)
+        }
+        try addToCounter(dbs, PolicyMeta.hits, Int64(total))
+        try policyCountSamples(total, dbs)
+        try rebalanceProtected(dbs)
+    }
+
+    /// Chooses victims until their stored bytes reach `bytes` or nothing tracked is left, W-TinyLFU's way.
+    ///
+    /// Chunks past the window's share leave it oldest first. While main has room for what stays after this
+    /// eviction, they join probation; once it is full, each competes with main's next victim (probation's
+    /// oldest, else protected's) on frequency and the loser goes (a tie evicts the newcomer). With the window
+    /// within its share, its oldest still competes with main's victim, and goes only when strictly rarer:
+    /// eviction here runs in batches, not one victim per insertion as in the paper, and a batch may free more
+    /// than came in since the last; a tie keeps the window's chunks (a fetch may be reading them now). Pinned items' chunks are forgotten, never chosen.
+    @available(*, noasync)
+    mutating func policyChooseVictims(bytes: Int64, limit: Int, _ dbs: Databases) throws -> [PolicyVictim] {
+        let generation = UInt32(truncatingIfNeeded: try counter(dbs, PolicyMeta.generation))
+        let residents: [PolicySegment] = [.window, .probation, .protected]
+        let tracked = try residents.reduce(Int64(0)) { $0 + Int64(try counter(dbs, $1.bytesCounterName)) }
+        let count = try residents.reduce(UInt64(0)) { $0 + (try counter(dbs, $1.counterName)) }
+        let windowShare = max(1, count * EvictionPolicy.windowPercent / 100)
+        // What main may hold once this eviction is done: the rest, less the window's share.
+        let mainRoom = tracked - bytes - tracked * Int64(EvictionPolicy.windowPercent) / 100
+        var victims: [PolicyVictim] = []
+        var chosen: Int64 = 0
+        var pinnedItems: [[UInt8]: Bool] = [:]
+        while chosen < bytes && victims.count < limit {
+            var pick: (PolicySlot, PolicyRecord)?
+            if try counter(dbs, PolicySegment.window.counterName) > windowShare, let candidate = try policyOldest(.window, dbs) {
+                let main = Int64(try counter(dbs, PolicySegment.probation.bytesCounterName) + counter(dbs, PolicySegment.protected.bytesCounterName))
+                let victim = try policyOldest(.probation, dbs) ?? policyOldest(.protected, dbs)
+                if main + Int64(candidate.1.storedBytes) <= mainRoom || victim == nil {
+                    try policyMove(candidate.0, candidate.1, to: .probation, dbs)  // main has room: admitted as is
+                    continue
+                }
+                if let victim, candidate.1.frequency(at: generation) > victim.1.frequency(at: generation) {
+                    try policyMove(candidate.0, candidate.1, to: .probation, dbs)  // admitted: main's victim goes
+                    pick = victim
+                } else {
+                    pick = candidate
+                }
+            } else {
+                // Within its share, the window still competes: freeing more than came in since the last
+                // eviction takes the rarer of its oldest and main's victim, so a scan never pushes out what
+                // is read again.
+                let victim = try policyOldest(.probation, dbs) ?? policyOldest(.protected, dbs)
+                let recent = try policyOldest(.window, dbs)
+                if let victim, let recent {
+                    pick = recent.1.frequency(at: generation) < victim.1.frequency(at: generation) ? recent : victim
+                } else {
+                    pick = victim ?? recent
+                }
+            }
+            guard let (slot, record) = pick else { break }
+            if pinnedItems[record.itemKey] == nil {
+                let item = try get(dbs.items, key: record.itemKey).flatMap { ItemRecord(ifIntact: $0) }
+                pinnedItems[record.itemKey] = item?.flags.contains(.pinned) ?? false
+            }
+            if pinnedItems[record.itemKey] == true {
+                try policyForget(slot, record, dbs)
+                continue
+            }
+            try policyMove(slot, record, to: .ghost, dbs)  // a ghost keeps the count, not the bytes
+            victims.append(PolicyVictim(slot: slot, record: record))
+            chosen += Int64(record.storedBytes)
+        }
+        try trimGhosts(dbs)
+        return victims
+    }
+
+    /// Forgets every chunk of a manifest (its version was removed, evicted by hand, or its item pinned).
+    @available(*, noasync)
+    mutating func policyForget(manifest manifestID: UInt64, _ dbs: Databases) throws {
+        var found: [(PolicySlot, PolicyRecord)] = []
+        try scan(dbs.policy, prefix: Keys.manifest(manifestID)) { key, value in
+            if let slot = PolicySlot(key: key) {
+                if let record = PolicyRecord(ifIntact: value) {
+                    found.append((slot, record))
+                } else {
+                    found.append((slot, PolicyRecord(segment: .ghost, position: .max, frequency: 0, generation: 0, storedBytes: 0, itemKey: [])))
+                }
+            }
+            return true
+        }
+        for (slot, record) in found { try policyForget(slot, record, dbs) }
+    }
+
+    /// Takes the stored chunks of a manifest (an unpinned item's) into probation, as if just admitted to main.
+    @available(*, noasync)
+    mutating func policyAdopt(manifest manifestID: UInt64, itemKey: [UInt8], _ dbs: Databases) throws {
+        var chunks: [(Int64, UInt32)] = []
+        try scan(dbs.manifests, prefix: Keys.manifest(manifestID)) { key, value in
+            let page = Int64(bitPattern: UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+            guard let entries = ManifestPage.entries(ofStored: value) else { return true }
+            for slot in 0..<(entries.count / ManifestPage.entrySize) {
+                guard case .stored(let digest) = try ManifestPage.entry(in: entries, at: slot) else { continue }
+                let stored = try digest.withUnsafeBytes { try get(dbs.refs, key: $0) }.flatMap { ChunkRef(ifIntact: $0) }?.storedLength ?? 0
+                chunks.append((page * ManifestPage.entriesPerPage + Int64(slot), stored))
+            }
+            return true
+        }
+        let generation = UInt32(truncatingIfNeeded: try counter(dbs, PolicyMeta.generation))
+        for (index, stored) in chunks {
+            let slot = PolicySlot(manifestID: manifestID, index: index)
+            if let old = try policyRecord(slot, dbs) { try policyUnlink(slot, old, dbs) }
+            try policyLink(slot, PolicyRecord(segment: .probation, position: 0, frequency: 1, generation: generation,
+                                              storedBytes: stored, itemKey: itemKey), dbs)
+        }
+    }
+
+    // MARK: The queues
+
+    @available(*, noasync)
+    private func policyRecord(_ slot: PolicySlot, _ dbs: Databases) throws -> PolicyRecord? {
+        try get(dbs.policy, key: slot.key).flatMap { PolicyRecord(ifIntact: $0) }
+    }
+
+    /// The oldest entry of a segment's queue; queue entries whose record is gone or moved are dropped.
+    @available(*, noasync)
+    private mutating func policyOldest(_ segment: PolicySegment, _ dbs: Databases) throws -> (PolicySlot, PolicyRecord)? {
+        while true {
+            var first: ([UInt8], PolicySlot?)?
+            try scan(dbs.policyQueue, prefix: [segment.rawValue]) { key, value in
+                first = (Array(key), PolicySlot(key: value))
+                return false
+            }
+            guard let (queueKey, slot) = first else { return nil }
+            if let slot, let record = try policyRecord(slot, dbs), record.segment == segment,
+               PolicyRecord.queueKey(segment, record.position) == queueKey {
+                return (slot, record)
+            }
+            _ = try delete(dbs.policyQueue, key: queueKey)  // stale: its record moved or was damaged
+            try addToCounter(dbs, segment.counterName, -1)
+        }
+    }
+
+    /// Writes `record` at the recent end of its segment.
+    @available(*, noasync)
+    private mutating func policyLink(_ slot: PolicySlot, _ record: PolicyRecord, _ dbs: Databases) throws {
+        var record = record
+        let clock = try counter(dbs, PolicyMeta.clock) + 1
+        try setCounter(dbs, PolicyMeta.clock, clock)
+        record.position = clock
+        try put(dbs.policy, key: slot.key, value: record.encoded())
+        try put(dbs.policyQueue, key: PolicyRecord.queueKey(record.segment, clock), value: slot.key)
+        try addToCounter(dbs, record.segment.counterName, 1)
+        try addToCounter(dbs, record.segment.bytesCounterName, Int64(record.storedBytes))
+    }
+
+    /// Moves a chunk to the recent end of `segment`.
+    @available(*, noasync)
+    private mutating func policyMove(_ slot: PolicySlot, _ record: PolicyRecord, to segment: PolicySegment, _ dbs: Databases) throws {
+        try policyUnlink(slot, record, dbs)
+        var moved = record
+        moved.segment = segment
+        try policyLink(slot, moved, dbs)
+    }
+
+    /// Takes `record` out of its segment's queue (its record is rewritten or deleted by the caller).
+    @available(*, noasync)
+    private mutating func policyUnlink(_ slot: PolicySlot, _ record: PolicyRecord, _ dbs: Databases) throws {
+        if try delete(dbs.policyQueue, key: PolicyRecord.queueKey(record.segment, record.position)) {
+            try addToCounter(dbs, record.segment.counterName, -1)
+            try addToCounter(dbs, record.segment.bytesCounterName, -Int64(record.storedBytes))
+        }
+    }
+
+    @available(*, noasync)
+    private mutating func policyForget(_ slot: PolicySlot, _ record: PolicyRecord, _ dbs: Databases) throws {
+        try policyUnlink(slot, record, dbs)
+        _ = try delete(dbs.policy, key: slot.key)
+    }
+
+    /// Moves protected's oldest chunks to probation while protected is over its share of main.
+    @available(*, noasync)
+    private mutating func rebalanceProtected(_ dbs: Databases) throws {
+        while true {
+            let protected = try counter(dbs, PolicySegment.protected.counterName)
+            let main = try counter(dbs, PolicySegment.probation.counterName) + protected
+            guard protected > max(1, main * EvictionPolicy.protectedPercent / 100),
+                  let (slot, record) = try policyOldest(.protected, dbs) else { return }
+            try policyMove(slot, record, to: .probation, dbs)
+        }
+    }
+
+    /// Keeps at most as many ghosts as tracked chunks, dropping the oldest.
+    @available(*, noasync)
+    private mutating func trimGhosts(_ dbs: Databases) throws {
+        let tracked = try PolicySegment.allCases.filter { $0 != .ghost }.reduce(UInt64(0)) { $0 + (try counter(dbs, $1.counterName)) }
+        while try counter(dbs, PolicySegment.ghost.counterName) > max(tracked, 64), let (slot, record) = try policyOldest(.ghost, dbs) {
+            try policyForget(slot, record, dbs)
+        }
+    }
+
+    /// Counts reads towards the next halving (the paper's reset), which moves the generation on.
+    @available(*, noasync)
+    private mutating func policyCountSamples(_ reads: UInt64, _ dbs: Databases) throws {
+        guard reads > 0 else { return }
+        let tracked = try PolicySegment.allCases.filter { $0 != .ghost }.reduce(UInt64(0)) { $0 + (try counter(dbs, $1.counterName)) }
+        let samples = try counter(dbs, PolicyMeta.samples) + reads
+        if samples >= max(64, tracked) * EvictionPolicy.samplesPerChunk {
+            try setCounter(dbs, PolicyMeta.samples, 0)
+            try addToCounter(dbs, PolicyMeta.generation, 1)
+        } else {
+            try setCounter(dbs, PolicyMeta.samples, samples)
+        }
+    }
+}
+
+extension TransactionReading where Self: ~Copyable {
+    /// The stored bytes of the chunks the policy may evict now (`stat`'s `evictableBytes`, an estimate:
+    /// a chunk another version shares frees nothing).
+    func policyTrackedBytes(_ dbs: Databases) throws -> Int64 {
+        var total: Int64 = 0
+        try scan(dbs.policy, prefix: []) { _, value in
+            if let record = PolicyRecord(ifIntact: value), record.segment != .ghost { total += Int64(record.storedBytes) }
+            return true
+        }
+        return total
+    }
+}
+
+/// The policy's counters in `meta`.
+enum PolicyMeta {
+    static let clock = "policyClock"
+    static let generation = "policyGeneration"
+    static let samples = "policySamples"
+    /// Chunks of origin domains served from the store (`stat`'s `hits`).
+    static let hits = "hits"
+    /// Chunks downloaded from an origin (`stat`'s `misses`).
+    static let misses = "misses"
+    /// Raw bytes of content eviction made absent (`stat`'s `evictedBytes`).
+    static let evictedBytes = "evictedBytes"
+}

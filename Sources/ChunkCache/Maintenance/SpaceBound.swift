@@ -1,0 +1,209 @@
+import FileIO
+import Foundation
+import LMDBKit
+import Synchronization
+
+/// Keeps the store within its bound (CONTRACT §12): `maxSize` of live pages, and `minFree` bytes free on the
+/// store's filesystem. When a commit takes the live pages past 90 % of what is allowed, the writer evicts
+/// origin chunks the policy chooses (``EvictionPolicy``) down to 80 %, in transactions of its own queued after
+/// that commit: never inside a reader's fetch, and between two batches of any long write. Pages eviction
+/// frees go on LMDB's free list and are reused before the file grows.
+///
+/// All of it runs on the writer queue (``Writer``): it reads LMDB's free list and `statvfs` there, after a
+/// commit, so a fetch never pays for it.
+final class SpaceBound: Sendable {
+    private let environment: Environment
+    private let dbs: Databases
+    private let path: String
+    /// The most live bytes the store may hold: LMDB's map size, which no write can pass.
+    let maxSize: Int64
+    /// The bytes eviction keeps free on the store's filesystem: `init --min-free`, else the default.
+    var minFree: Int64 {
+        let set = minFreeBytes.load(ordering: .relaxed)
+        return set >= 0 ? set : Self.defaultMinFree(onFilesystemOf: path)
+    }
+    /// What `init --min-free` set; -1 when it never did.
+    private let minFreeBytes: Atomic<Int64>
+    /// An eviction is queued on the writer: later commits need not queue another.
+    private let queued = Atomic<Bool>(false)
+    /// Runs a closure on the writer queue after what is queued there.
+    private let enqueue: @Sendable (@escaping @Sendable () -> Void) -> Void
+
+    /// Eviction starts above this share of the allowed bytes…
+    static let highWater = 0.9
+    /// …and frees down to this one.
+    static let lowWater = 0.8
+    /// The free space kept when `init --min-free` never set one: 1 GiB (CONTRACT §12), but no more than 5 %
+    /// of a filesystem under 20 GiB, as ext4 reserves 5 % for root: a 1 GiB floor would refuse every write
+    /// to a store on a small volume that is nowhere near full.
+    static func defaultMinFree(onFilesystemOf path: String) -> Int64 {
+        guard let fs = try? FileSystem.filesystemStatus(path) else { return 1 << 30 }
+        return min(1 << 30, Int64(fs.f_blocks) * Int64(fs.f_frsize) / 20)
+    }
+    /// Victims per eviction transaction, so other writes wait for at most one short transaction.
+    static let victimsPerTransaction = 2048
+
+    init(environment: Environment, dbs: Databases, path: String, maxSize: Int64, minFree: Int64,
+         enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
+        self.environment = environment
+        self.dbs = dbs
+        self.path = path
+        self.maxSize = maxSize
+        self.minFreeBytes = Atomic(minFree)
+        self.enqueue = enqueue
+    }
+
+    /// Keeps `bytes` free from now on (the caller records it in `meta`).
+    func setMinFree(_ bytes: Int64) { minFreeBytes.store(bytes, ordering: .relaxed) }
+
+    /// The live bytes the store may hold now: `maxSize`, and no more than leaves `minFree` free.
+    func allowedBytes() -> Int64 {
+        guard minFree > 0, let fs = try? FileSystem.filesystemStatus(path),
+              let file = try? FileSystem.status(path + "/data.mdb") else { return maxSize }
+        let free = Int64(fs.f_bavail) * Int64(fs.f_frsize)
+        return max(0, min(maxSize, Int64(file.st_blocks) * 512 + free - minFree))
+    }
+
+    /// Called on the writer queue after each commit: queues an eviction when the live pages are above the
+    /// high-water mark. The cheap test (the file's extent) comes first; the free list is read only past it.
+    @available(*, noasync)
+    func afterCommit() {
+        let allowed = Double(allowedBytes())
+        guard Double(environment.usedBytes) > Self.highWater * allowed,
+              let live = try? environment.liveBytes(), Double(live) > Self.highWater * allowed,
+              !queued.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        enqueue { [self] in
+            queued.store(false, ordering: .releasing)
+            do {
+                _ = try evictToLowWater()
+            } catch {
+                Diagnostics.report("evict to keep the store within its bound", error)
+            }
+        }
+    }
+
+    /// Evicts, one transaction at a time, until the live pages are at the low-water mark or nothing is left
+    /// to evict. On the writer queue. Returns what was evicted.
+    @available(*, noasync)
+    @discardableResult
+    func evictToLowWater(below extra: Int64 = 0) throws -> EvictionResult {
+        var total = EvictionResult(versions: 0, bytes: 0, pinnedSkipped: 0)
+        while true {
+            let target = Int64(Self.lowWater * Double(allowedBytes())) - extra
+            let live = Int64(try environment.liveBytes())
+            guard live > target else { break }
+            let want = live - target
+            let dbs = self.dbs
+            // Evicted chunks can be downloaded again: a crash that undoes this transaction loses nothing.
+            let round = try environment.write(durability: .deferMeta) { txn in
+                var round = try txn.evictByPolicy(bytes: want, limit: Self.victimsPerTransaction, dbs)
+                if round.bytes == 0 { round = try txn.evictUntracked(bytes: want, dbs) }
+                return round
+            }
+            guard round.bytes > 0 else { break }
+            total.versions += round.versions
+            total.bytes += round.bytes
+        }
+        if total.bytes > 0 {
+            // LMDB reuses a page only once a later commit exists than the one that freed it (the previous
+            // snapshot stays intact for a crash): this one lets the next write reuse what was just freed.
+            let dbs = self.dbs
+            try environment.write(durability: .deferMeta) { txn in try txn.addToCounter(dbs, MetaKey.evictionRuns, 1) }
+        }
+        return total
+    }
+
+    /// Whether a write of about `bytes` more fits, making room by eviction first when it would pass the bound;
+    /// on the writer queue. Throws `insufficientQuota`, before anything is written, when it cannot fit: the
+    /// store is left as it was.
+    @available(*, noasync)
+    func makeRoom(for bytes: Int64, doing what: String) throws {
+        // What the bytes take in pages: a chunk of 64 KiB and its header fill 17 pages of 4 KiB, and the
+        // B-trees that index them grow too.
+        let need = bytes + bytes / 8 + 256 << 10
+        let live = Int64((try? environment.liveBytes()) ?? environment.usedBytes)
+        guard Double(live + need) > Self.highWater * Double(allowedBytes()) else { return }
+        _ = try evictToLowWater(below: need)
+        let after = Int64((try? environment.liveBytes()) ?? environment.usedBytes)
+        let allowed = allowedBytes()
+        guard after + need > allowed else { return }
+        let limit = allowed < maxSize
+            ? "leaves less than --min-free \(minFree) bytes free on its filesystem"
+            : "passes its --max-size of \(maxSize) bytes"
+        throw CacheError(.insufficientQuota,
+            "the store at \(path) cannot take \(bytes) more bytes while \(what): that \(limit), and nothing more can be evicted (only origin domains' unpinned content is); nothing was changed: free disk space, raise the bound with `chunkcache init --max-size`/`--min-free`, unpin items, or remove versions")
+    }
+}
+
+extension WriteTransaction {
+    /// Evicts the chunks the policy chooses until their stored bytes reach `bytes`: each entry becomes
+    /// `absent` with its hash kept, and the chunk loses a reference (freed with its last).
+    @available(*, noasync)
+    mutating func evictByPolicy(bytes: Int64, limit: Int, _ dbs: Databases) throws -> EvictionResult {
+        let victims = try policyChooseVictims(bytes: bytes, limit: limit, dbs)
+        var byPage: [[UInt8]: [Int: PolicySlot]] = [:]
+        for victim in victims {
+            let page = ManifestPage.page(ofChunk: victim.slot.index)
+            byPage[Keys.manifestPage(victim.slot.manifestID, page: page), default: [:]][Int(victim.slot.index - page * ManifestPage.entriesPerPage)] = victim.slot
+        }
+        var result = EvictionResult(versions: 0, bytes: 0, pinnedSkipped: 0)
+        var manifests = Set<UInt64>()
+        for (key, slots) in byPage {
+            guard let raw = try get(dbs.manifests, key: key), let entries = ManifestPage.entries(ofStored: raw) else { continue }
+            var dropped: [ChunkDigest] = []
+            var slot = -1
+            guard var rewritten = try ManifestPage.rewrite(entries, { entry in
+                slot += 1
+                guard slots[slot] != nil, case .stored(let digest) = entry else { return nil }
+                dropped.append(digest)
+                return .absent(digest)
+            }) else { continue }
+            rewritten.removeLast(Seal.size)  // ManifestPage.store seals what it is given
+            let manifestID = slots.values.first!.manifestID
+            let page = Int64(bitPattern: UInt64(bigEndian: key.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self) }))
+            try ManifestPage.store(&rewritten, manifest: manifestID, page: page, in: &self, dbs)
+            manifests.insert(manifestID)
+            for digest in dropped {
+                let rawLength = try digest.withUnsafeBytes { try get(dbs.refs, key: $0) }.flatMap { ChunkRef(ifIntact: $0) }?.rawLength ?? 0
+                try releaseChunk(digest, dbs)
+                result.bytes += Int64(rawLength)
+            }
+        }
+        result.versions = manifests.count
+        try addToCounter(dbs, PolicyMeta.evictedBytes, result.bytes)
+        return result
+    }
+
+    /// When the policy tracks nothing more (chunks it never saw: versions made by `domain sync` that share
+    /// cached chunks, stores from before it), evicts whole cached versions of unpinned origin items, the
+    /// least recently used items first, until `bytes` of raw content are evicted.
+    @available(*, noasync)
+    mutating func evictUntracked(bytes: Int64, _ dbs: Databases) throws -> EvictionResult {
+        var origins: [String] = []
+        try scan(dbs.domains, prefix: []) { key, value in
+            var reader = ByteReader(key)
+            if let name = try? reader.readPrefixedString(), let record = DomainRecord(ifIntact: value), record.origin != nil {
+                origins.append(name)
+            }
+            return true
+        }
+        var candidates: [(used: Double, item: ItemRecord, domain: String)] = []
+        for domain in origins {
+            try scan(dbs.items, prefix: Keys.domain(domain)) { _, value in
+                if let item = ItemRecord(ifIntact: value), item.kind == .file, !item.flags.contains(.pinned) {
+                    candidates.append((item.lastUsedDate ?? 0, item, domain))
+                }
+                return true
+            }
+        }
+        var result = EvictionResult(versions: 0, bytes: 0, pinnedSkipped: 0)
+        for candidate in candidates.sorted(by: { $0.used < $1.used }) where result.bytes < bytes {
+            for version in try Catalog.versions(ofItem: candidate.item.identifier, domain: candidate.domain, in: self, dbs) {
+                let evicted = try evictCachedChunks(of: version, dbs)
+                if evicted > 0 { result.versions += 1 }
+                result.bytes += evicted
+            }
+        }
+        return result
+    }
+}

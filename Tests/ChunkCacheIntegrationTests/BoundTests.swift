@@ -1,0 +1,152 @@
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+@testable import ChunkCache
+
+/// The bounded cache (CONTRACT §12): eviction by the writer between its water marks, W-TinyLFU's scan
+/// resistance, pins and local domains never evicted, and the `stat` figures.
+@Suite(.serialized) struct BoundTests {
+    static let bound: Int64 = 16 << 20
+
+    /// An nginx origin of `files` and a store bounded at ``bound`` with no free-space floor.
+    static func withBoundedOrigin(
+        _ files: [String: [UInt8]], bound: Int64 = bound, _ body: (ChunkCache, NginxServer, String) async throws -> Void
+    ) async throws {
+        try await withTemporaryDirectory { dir in
+            let root = dir + "/origin"
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            for (name, bytes) in files { try TestData.write(bytes, to: root + "/" + name) }
+            let server = try await NginxServer.start(root: URL(fileURLWithPath: root))
+            do {
+                let cache = try await makeCache(dir, maxSize: bound)
+                try await cache.setMinimumFreeSpace(0)
+                _ = try await cache.addDomain("web", origin: try Origin(server.baseURL), readAhead: 0)
+                try await body(cache, server, dir)
+                await server.stop()
+            } catch {
+                await server.stop()
+                throw error
+            }
+        }
+    }
+
+    static func fetchWhole(_ cache: ChunkCache, _ name: String) async throws -> [UInt8] {
+        let result = try await cache.fetchContents(for: ItemIdentifier(domain: "web", name))
+        defer { unlink(result.url.path) }
+        await cache.waitForDownloads()
+        return try TestData.read(result.url.path, count: 8 << 20)
+    }
+
+    static func cached(_ cache: ChunkCache, _ name: String) async throws -> Int64 {
+        try await cache.versions(of: ItemIdentifier(domain: "web", name)).versions.first?.cachedBytes ?? -1
+    }
+
+    @Test("§12: a store bounded at 16 MiB, filled with 48 MiB from an origin, keeps its live pages under the bound and data.mdb within it; every fetch is byte-exact; evicted chunks come back with their hash checked",
+          .requires(NginxServer.self))
+    func staysWithinItsBound() async throws {
+        var files: [String: [UInt8]] = [:]
+        for n in 0..<12 { files["f\(n).bin"] = TestData.random(count: 4 << 20, seed: UInt64(100 + n)) }
+        try await Self.withBoundedOrigin(files) { cache, _, dir in
+            for n in 0..<12 {
+                #expect(try await Self.fetchWhole(cache, "f\(n).bin") == files["f\(n).bin"])
+                _ = try await cache.enforceBound()
+                let live = try cache.store.environment.liveBytes()
+                #expect(Int64(live) <= Int64(SpaceBound.lowWater * Double(Self.bound)) + (1 << 20),
+                        "after fetch \(n): \(live) live bytes")
+            }
+            let size = try FileManager.default.attributesOfItem(atPath: dir + "/store/data.mdb")[.size] as! Int64
+            #expect(size <= Self.bound, "data.mdb is \(size) bytes")
+            let stats = try await cache.statistics()
+            #expect(stats.maxSize == Self.bound && stats.minFree == 0)
+            #expect(stats.misses == 12 * 64, "every chunk was downloaded once: \(stats.misses)")
+            #expect(stats.evictedBytes >= 32 << 20, "at least 32 MiB had to go: \(stats.evictedBytes)")
+            #expect(stats.evictableBytes > 0 && stats.evictableBytes <= Self.bound)
+            #expect(try await Self.cached(cache, "f11.bin") == 4 << 20, "the newest file is cached whole")
+            #expect(try await Self.cached(cache, "f0.bin") < 4 << 20, "the oldest lost chunks")
+            // The oldest file comes back from the origin, right.
+            #expect(try await Self.fetchWhole(cache, "f0.bin") == files["f0.bin"])
+            let report = try await cache.verify()
+            #expect(report.corrupt.isEmpty && report.damagedRecords.isEmpty && report.damagedVersions.isEmpty)
+        }
+    }
+
+    @Test("§12: W-TinyLFU resists a scan: a file read five times stays cached while 96 MiB read once pass through a 64 MiB store",
+          .requires(NginxServer.self))
+    func scanResistance() async throws {
+        var files: [String: [UInt8]] = ["hot.bin": TestData.random(count: 2 << 20, seed: 7)]
+        for n in 0..<48 { files["scan\(n).bin"] = TestData.random(count: 2 << 20, seed: UInt64(200 + n)) }
+        try await Self.withBoundedOrigin(files, bound: 64 << 20) { cache, _, _ in
+            for _ in 0..<5 {
+                #expect(try await Self.fetchWhole(cache, "hot.bin") == files["hot.bin"])
+                try await cache.flushUsage()
+            }
+            for n in 0..<48 {
+                #expect(try await Self.fetchWhole(cache, "scan\(n).bin") == files["scan\(n).bin"])
+                _ = try await cache.enforceBound()
+            }
+            #expect(try await Self.cached(cache, "hot.bin") == 2 << 20, "the hot file survived the scan")
+            let stats = try await cache.statistics()
+            #expect(stats.hits >= 4 * 32, "four warm reads of 32 chunks: \(stats.hits)")
+            #expect(stats.evictedBytes > 0)
+        }
+    }
+
+    @Test("§12: a pinned item is never evicted by the bound; a domain without an origin is never evicted, and a put that cannot fit is insufficientQuota with the store unchanged",
+          .requires(NginxServer.self))
+    func pinnedAndLocalNeverEvicted() async throws {
+        var files: [String: [UInt8]] = ["keep.bin": TestData.random(count: 3 << 20, seed: 9)]
+        for n in 0..<6 { files["x\(n).bin"] = TestData.random(count: 4 << 20, seed: UInt64(300 + n)) }
+        try await Self.withBoundedOrigin(files) { cache, _, dir in
+            let keep = ItemIdentifier(domain: "web", "keep.bin")
+            _ = try await cache.pin(keep)
+            #expect(try await cache.statistics().pinnedBytes == 3 << 20)
+            let local = TestData.random(count: 4 << 20, seed: 10)
+            try await put(cache, local, as: ItemIdentifier(domain: "local", "mine.bin"), in: dir)
+            for n in 0..<6 {
+                #expect(try await Self.fetchWhole(cache, "x\(n).bin") == files["x\(n).bin"])
+                _ = try await cache.enforceBound()
+            }
+            #expect(try await Self.cached(cache, "keep.bin") == 3 << 20, "pinned: kept")
+            let mine = try await cache.fetchContents(for: ItemIdentifier(domain: "local", "mine.bin"))
+            #expect(try TestData.read(mine.url.path, count: 8 << 20) == local, "local content: kept")
+            unlink(mine.url.path)
+            // 12 MiB more of local content cannot fit beside 7 MiB that may not go.
+            let before = try await cache.statistics()
+            let big = TestData.random(count: 12 << 20, seed: 11)
+            #expect(await errorCode { try await put(cache, big, as: ItemIdentifier(domain: "local", "big.bin"), in: dir) } == .insufficientQuota)
+            let after = try await cache.statistics()
+            #expect(after.items == before.items && after.versions == before.versions && after.logicalBytes == before.logicalBytes)
+            #expect(try await cache.verify().damagedRecords.isEmpty)
+            #expect(try await Self.cached(cache, "keep.bin") == 3 << 20)
+        }
+    }
+
+    @Test("§12: reads are counted in batches, not a transaction each: 200 warm fetches of an origin item add hits with one flush")
+    func readsAreBatched() async throws {
+        try await Self.withBoundedOrigin(["r.bin": TestData.random(count: 1 << 20, seed: 12)]) { cache, _, _ in
+            _ = try await Self.fetchWhole(cache, "r.bin")
+            try await cache.flushUsage()
+            let before = try await cache.statistics().hits
+            let commits = CommitCounter()
+            cache.store.writer.afterEachTransaction.withLock { $0 = { commits.add() } }
+            for n in 0..<200 {
+                let result = try await cache.fetchPartialContents(
+                    for: ItemIdentifier(domain: "web", "r.bin"), version: nil,
+                    minimalRange: ByteRange(location: Int64(n % 16) << 16, length: 100), aligningTo: 4096)
+                unlink(result.url.path)
+            }
+            #expect(commits.value <= 2, "at most a timed flush: \(commits.value) transactions")
+            try await cache.flushUsage()
+            cache.store.writer.afterEachTransaction.withLock { $0 = nil }
+            #expect(try await cache.statistics().hits - before == 200)
+        }
+    }
+}
+
+/// Counts calls from any thread.
+private final class CommitCounter: Sendable {
+    private let count = Mutex(0)
+    func add() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+}
