@@ -346,6 +346,7 @@ struct CrashAtAnyPointTests {
                     for name in modified { try write(name, count: 1 + harness.draw(300_000)) }
                     for name in removed {
                         unlink(origin + "/" + name)
+                        rmdir(origin + "/" + (name as NSString).deletingLastPathComponent)  // a folder left empty goes too
                         remote[name] = nil
                     }
                     added.append("n\(round)")
