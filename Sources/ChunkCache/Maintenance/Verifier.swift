@@ -19,6 +19,14 @@ public struct VerifyReport: Sendable, Hashable {
     /// references, pending manifests), named as errors name them, for example
     /// `page 0 of the manifest of version "v1" of item "doc" in domain "d"`; sorted.
     public var damagedRecords: [String]
+    /// Where the store's records disagree with each other although each passes its own check, found by a
+    /// full recount (``Verifier/checkConsistency(in:_:)``): a chunk without its reference record or a
+    /// reference record without its chunk, a chunk's reference count that differs from the number of
+    /// manifest entries naming it (a chunk no manifest uses is garbage that is never freed; one used more
+    /// often than counted would be freed while still in use), manifest pages no version or pending put
+    /// owns, and a `stat` counter (`logicalBytes`, `uniqueBytes`, `storedBytes`) that differs from the sum
+    /// it stands for. `repair` does not change these; sorted.
+    public var inconsistencies: [String] = []
 }
 
 /// A content version that ``ChunkCache/verify(repair:)`` found damaged. `repair` does not mend it: put the
@@ -47,6 +55,7 @@ enum Verifier {
         var checked = 0
         var damagedRecords: [String] = []
         var damagedVersions: [DamagedVersion] = []
+        var inconsistencies: [String] = []
         try store.codecs.withDecoder { context in
             try store.environment.read { txn in
                 try txn.scan(dbs.chunks, prefix: []) { key, value in
@@ -97,11 +106,13 @@ enum Verifier {
                     }
                     return true
                 }
+                inconsistencies = try checkConsistency(in: txn, dbs)
             }
         }
         let sorted = corrupt.sorted()
         var report = VerifyReport(chunksChecked: checked, corrupt: sorted, repaired: 0,
-                                  damagedVersions: damagedVersions.sorted(), damagedRecords: damagedRecords.sorted())
+                                  damagedVersions: damagedVersions.sorted(), damagedRecords: damagedRecords.sorted(),
+                                  inconsistencies: inconsistencies.sorted())
         guard repair, !sorted.isEmpty else { return report }
         try store.writer.writeAndWait { txn in
             for digest in sorted {
@@ -199,6 +210,109 @@ enum Verifier {
             }
             return true
         }
+    }
+
+    /// Recounts, in the snapshot `txn`, what the store keeps counted, and returns each disagreement:
+    ///
+    /// - every `refs` record has its chunk in `chunks` (the chunks scan already reports a chunk without a
+    ///   reference as corrupt);
+    /// - every chunk's reference count equals the number of `stored` entries naming it in the manifest pages
+    ///   of published versions and pending puts (evicted, `absent` entries hold no reference), and is not 0;
+    /// - every manifest page belongs to a version or a pending put (an orphan page would hold references
+    ///   nothing can ever release);
+    /// - the counters `stat` reports equal their sums: `logicalBytes` the sizes of all versions,
+    ///   `uniqueBytes` and `storedBytes` the raw and stored lengths in the reference records (`chunks`,
+    ///   `items`, `versions` and `domains` are counted from the databases themselves).
+    ///
+    /// A figure that a damaged record leaves unknowable (a page, version or reference record failing its
+    /// seal, reported as such) is not compared. Holds one count per distinct chunk in memory.
+    @available(*, noasync)
+    static func checkConsistency(in txn: borrowing ReadTransaction, _ dbs: Databases) throws -> [String] {
+        var found: [String] = []
+        // Manifest entries naming each chunk, and the manifests that have pages.
+        var entries: [ChunkDigest: UInt64] = [:]
+        var pagesOfManifest: [UInt64: Int] = [:]
+        var entriesKnown = true
+        try txn.scan(dbs.manifests, prefix: []) { key, value in
+            guard key.count == 16, let page = ManifestPage.entries(ofStored: value) else {
+                entriesKnown = false  // reported by checkRecords
+                return true
+            }
+            pagesOfManifest[UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)), default: 0] += 1
+            for slot in 0..<(page.count / ManifestPage.entrySize) {
+                guard let entry = try? ManifestPage.entry(in: page, at: slot) else {
+                    entriesKnown = false
+                    continue
+                }
+                if case .stored(let digest) = entry { entries[digest, default: 0] += 1 }
+            }
+            return true
+        }
+        // The owners of manifests, and the logical bytes the versions add up to.
+        var owners = Set<UInt64>()
+        var ownersKnown = true
+        var logicalBytes: Int64 = 0
+        try txn.scan(dbs.versions, prefix: []) { _, value in
+            guard let version = VersionRecord(ifIntact: value) else {
+                ownersKnown = false  // reported with the versions
+                return true
+            }
+            owners.insert(version.manifestID)
+            logicalBytes += version.size
+            return true
+        }
+        try txn.scan(dbs.pending, prefix: []) { key, _ in
+            if key.count == 8 { owners.insert(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))) } else { ownersKnown = false }
+            return true
+        }
+        if ownersKnown {
+            for (manifest, pages) in pagesOfManifest where !owners.contains(manifest) {
+                found.append("manifest \(manifest) has \(pages) page(s) but no version or pending put owns it")
+            }
+        }
+        // Every reference record against its chunk and the recount.
+        var uniqueBytes: Int64 = 0
+        var storedBytes: Int64 = 0
+        var refsKnown = true
+        try txn.scan(dbs.refs, prefix: []) { key, value in
+            guard key.count == 32 else {
+                found.append("the reference record under the \(key.count)-byte key \(hexString(key)), which is no SHA-256")
+                return true
+            }
+            let digest = ChunkDigest(raw: key)
+            if try txn.get(dbs.chunks, key: key) == nil {
+                found.append("chunk \(digest) has a reference record but is not stored")
+            }
+            guard let ref = ChunkRef(ifIntact: value) else {
+                refsKnown = false  // reported as a damaged record when the chunk is stored
+                entries[digest] = nil
+                return true
+            }
+            uniqueBytes += Int64(ref.rawLength)
+            storedBytes += Int64(ref.storedLength)
+            let named = entries.removeValue(forKey: digest) ?? 0
+            if ref.count == 0 {
+                found.append("chunk \(digest) has a reference count of 0")
+            } else if entriesKnown && ref.count != named {
+                found.append("chunk \(digest) has a reference count of \(ref.count) but \(named) manifest entries name it")
+            }
+            return true
+        }
+        if entriesKnown {
+            // What is left is named by manifests but has no reference record.
+            for (digest, named) in entries {
+                found.append("chunk \(digest) is named by \(named) manifest entries but has no reference record")
+            }
+        }
+        // The counters stat reports.
+        var recounts: [(name: String, value: Int64)] = []
+        if ownersKnown { recounts.append((MetaKey.logicalBytes, logicalBytes)) }
+        if refsKnown { recounts += [(MetaKey.uniqueBytes, uniqueBytes), (MetaKey.storedBytes, storedBytes)] }
+        for (name, recounted) in recounts {
+            let counted = Int64(bitPattern: try txn.counter(dbs, name))
+            if counted != recounted { found.append("the counter \(name) is \(counted) but a recount gives \(recounted)") }
+        }
+        return found
     }
 
     /// What is wrong with a version's manifest, or nil when it is whole and hashes to the version's root.

@@ -3,7 +3,7 @@ import ChunkCache
 
 struct Verify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Re-hash every chunk and check every manifest.",
+        abstract: "Re-hash every chunk, check every manifest, and recount references and counters.",
         discussion: "Exits 0 with its report whether or not it finds corruption. --repair removes corrupt chunks and marks the manifest entries that used them absent.")
 
     @OptionGroup var global: GlobalOptions
@@ -26,11 +26,14 @@ struct Verify: AsyncParsableCommand {
                     ])
                 })),
                 ("damagedRecords", .array(report.damagedRecords.map { .string($0) })),
+                ("inconsistencies", .array(report.inconsistencies.map { .string($0) })),
             ]),
             summary: (["\(report.chunksChecked) chunks checked, \(report.corrupt.count) corrupt, \(report.repaired) repaired, "
-                       + "\(report.damagedVersions.count) damaged versions, \(report.damagedRecords.count) damaged records"]
+                       + "\(report.damagedVersions.count) damaged versions, \(report.damagedRecords.count) damaged records, "
+                       + "\(report.inconsistencies.count) inconsistencies"]
                 + report.corrupt.map { "corrupt: \($0)" }
                 + report.damagedVersions.map { "damaged: version \"\($0.contentVersion)\" of item \"\($0.item ?? "?")\" in domain \"\($0.domain)\": \($0.problem)" }
-                + report.damagedRecords.map { "damaged record: \($0)" }).joined(separator: "\n"))
+                + report.damagedRecords.map { "damaged record: \($0)" }
+                + report.inconsistencies.map { "inconsistent: \($0)" }).joined(separator: "\n"))
     }
 }
