@@ -246,15 +246,29 @@ private struct Fetch: Sendable {
 
     /// Plans and materializes the fetch in one snapshot: the synchronous core of every path.
     func run(store: Store, checkpoint: ChunkCheckpoint) throws -> FetchResult {
-        try planned(store: store) { plan, txn in try materialize(plan, store: store, checkpoint: checkpoint, in: txn) }
+        try usingReserveWhenFull(store) {
+            try planned(store: store) { plan, txn in try materialize(plan, store: store, checkpoint: checkpoint, in: txn) }
+        }
+    }
+
+    /// Runs `attempt`, and once more after releasing the store's space reserve when it ran out of disk
+    /// (``SpaceReserve``): a full disk must not stop a fetch of what the store holds.
+    private func usingReserveWhenFull<R>(_ store: Store, _ attempt: () throws -> R) throws -> R {
+        do {
+            return try attempt()
+        } catch let error as CacheError where error.code == .insufficientQuota && store.reserve.release() {
+            return try attempt()
+        }
     }
 
     /// As ``run(store:checkpoint:)`` for a hand-off of at most `limit` bytes; nil, with nothing done but the
     /// plan, for a clone or a longer range.
     func runIfWithin(_ limit: Int64, store: Store, checkpoint: ChunkCheckpoint) throws -> FetchResult? {
-        try planned(store: store) { plan, txn in
-            guard destination == .handOff && plan.retrieved.length <= limit else { return nil }
-            return try materialize(plan, store: store, checkpoint: checkpoint, in: txn)
+        try usingReserveWhenFull(store) {
+            try planned(store: store) { plan, txn in
+                guard destination == .handOff && plan.retrieved.length <= limit else { return nil }
+                return try materialize(plan, store: store, checkpoint: checkpoint, in: txn)
+            }
         }
     }
 

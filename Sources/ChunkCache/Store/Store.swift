@@ -44,6 +44,8 @@ final class Store: Sendable {
     let runningImports = RunningImports()
     /// The store's bound: eviction after commits, room made before downloads and puts (CONTRACT §12).
     let space: SpaceBound
+    /// Disk held back for fetches on a full disk.
+    let reserve: SpaceReserve
     /// This process's lease on the pending manifests it writes, taken at its first ingest.
     private let lease = Mutex<WriterLease?>(nil)
 
@@ -59,6 +61,7 @@ final class Store: Sendable {
         space = SpaceBound(environment: environment, dbs: dbs, path: path, maxSize: maxSize, minFree: minFree,
                            enqueue: { [weak writer] work in writer?.enqueue(work) })
         writer.bind(space)
+        reserve = SpaceReserve(storePath: path)
         self.layout = layout
         self.maxSize = maxSize
         self.compressionLevel = level
