@@ -66,7 +66,8 @@ extension ChunkCache {
     ) throws -> FetchResult {
         try Self.validate(minimalRange, of: item, alignment: alignment)
         try Catalog.validate(domain: item.domain, item: item.rawValue)
-        let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimalRange, alignment: alignment, progress: request.progress)
+        let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimalRange, alignment: alignment, progress: request.progress,
+                               leases: store.space.fetching)
         let store = self.store
         var result = try throughOriginBlocking(cold, version: version?.contentVersion) { version in
             let fetch = Fetch(item: item, version: version, minimalRange: minimalRange, alignment: alignment,
@@ -106,7 +107,8 @@ extension ChunkCache {
         try Catalog.validate(domain: item.domain, item: item.rawValue)
         let store = self.store
         let minimal = ByteRange(location: offset, length: Int64(buffer.count))
-        let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimal, alignment: 1, progress: request.progress)
+        let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimal, alignment: 1, progress: request.progress,
+                               leases: store.space.fetching)
         nonisolated(unsafe) let buffer = buffer  // filled on this thread only
         return try throughOriginBlocking(cold, version: version?.contentVersion) { requested in
             try Self.inFreshSnapshots(of: store, fetching: item) { txn in
@@ -167,7 +169,8 @@ extension ChunkCache {
             firstMiss = miss
         }
         let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimalRange, alignment: alignment,
-                               progress: request.progress, handOver: minimalRange != nil && destination == .handOff && beforeChunk == nil)
+                               progress: request.progress, handOver: minimalRange != nil && destination == .handOff && beforeChunk == nil,
+                               leases: store.space.fetching)
         var result = try await throughOrigin(cold, version: version, firstMiss: firstMiss) { version in
             try await self.fetchFromStore(
                 item, version: version, minimalRange: minimalRange, alignment: alignment, options: options, request: request,

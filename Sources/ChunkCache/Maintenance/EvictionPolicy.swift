@@ -1,3 +1,4 @@
+import Foundation
 import LMDBKit
 
 /// The eviction policy (CONTRACT §12): W-TinyLFU at chunk granularity, kept in the store.
@@ -126,6 +127,18 @@ struct PolicyRecord: StoreRecord {
     }
 }
 
+/// The chunks eviction spares while anything else can go: those fetches of this process downloaded and
+/// have not read yet. A fetch downloads what it lacks, then reads it from the store; without this, a store
+/// under churn evicts a fetch's chunks between the two and the fetch downloads them again and again.
+struct PolicyProtection: Sendable {
+    /// Chunk ranges by manifest.
+    var ranges: [UInt64: [ClosedRange<Int64>]] = [:]
+
+    func covers(_ slot: PolicySlot) -> Bool {
+        ranges[slot.manifestID]?.contains { $0.contains(slot.index) } ?? false
+    }
+}
+
 /// Chunks downloaded into one manifest, for the policy to take in.
 struct PolicyAdmission: Sendable {
     let itemKey: [UInt8]
@@ -189,9 +202,10 @@ extension WriteTransaction {
     /// oldest, else protected's) on frequency and the loser goes (a tie evicts the newcomer). With the window
     /// within its share, its oldest still competes with main's victim, and goes only when strictly rarer:
     /// eviction here runs in batches, not one victim per insertion as in the paper, and a batch may free more
-    /// than came in since the last; a tie keeps the window's chunks (a fetch may be reading them now). Pinned items' chunks are forgotten, never chosen.
+    /// than came in since the last; a tie keeps the window's chunks. Pinned items' chunks are forgotten, never
+    /// chosen; chunks `protection` covers are spared while anything else can go.
     @available(*, noasync)
-    mutating func policyChooseVictims(bytes: Int64, limit: Int, _ dbs: Databases) throws -> [PolicyVictim] {
+    mutating func policyChooseVictims(bytes: Int64, limit: Int, sparing protection: PolicyProtection, _ dbs: Databases) throws -> [PolicyVictim] {
         let generation = UInt32(truncatingIfNeeded: try counter(dbs, PolicyMeta.generation))
         let residents: [PolicySegment] = [.window, .probation, .protected]
         let tracked = try residents.reduce(Int64(0)) { $0 + Int64(try counter(dbs, $1.bytesCounterName)) }
@@ -202,6 +216,7 @@ extension WriteTransaction {
         var victims: [PolicyVictim] = []
         var chosen: Int64 = 0
         var pinnedItems: [[UInt8]: Bool] = [:]
+        var spared: UInt64 = 0
         while chosen < bytes && victims.count < limit {
             var pick: (PolicySlot, PolicyRecord)?
             if try counter(dbs, PolicySegment.window.counterName) > windowShare, let candidate = try policyOldest(.window, dbs) {
@@ -230,6 +245,13 @@ extension WriteTransaction {
                 }
             }
             guard let (slot, record) = pick else { break }
+            if protection.covers(slot) {
+                // Spared: to the recent end of its segment (from the window, into probation), once each at most.
+                spared += 1
+                guard spared <= count else { break }
+                try policyMove(slot, record, to: record.segment == .window ? .probation : record.segment, dbs)
+                continue
+            }
             if pinnedItems[record.itemKey] == nil {
                 let item = try get(dbs.items, key: record.itemKey).flatMap { ItemRecord(ifIntact: $0) }
                 pinnedItems[record.itemKey] = item?.flags.contains(.pinned) ?? false

@@ -28,6 +28,8 @@ final class SpaceBound: Sendable {
     private let queued = Atomic<Bool>(false)
     /// Runs a closure on the writer queue after what is queued there.
     private let enqueue: @Sendable (@escaping @Sendable () -> Void) -> Void
+    /// The chunks this process's fetches downloaded and have not read yet, which eviction spares.
+    let fetching = FetchLeases()
 
     /// Eviction starts above this share of the allowed bytes…
     static let highWater = 0.9
@@ -94,9 +96,10 @@ final class SpaceBound: Sendable {
             guard live > target else { break }
             let want = live - target
             let dbs = self.dbs
+            let protection = fetching.protection
             // Evicted chunks can be downloaded again: a crash that undoes this transaction loses nothing.
             let round = try environment.write(durability: .deferMeta) { txn in
-                var round = try txn.evictByPolicy(bytes: want, limit: Self.victimsPerTransaction, dbs)
+                var round = try txn.evictByPolicy(bytes: want, limit: Self.victimsPerTransaction, sparing: protection, dbs)
                 if round.bytes == 0 { round = try txn.evictUntracked(bytes: want, dbs) }
                 return round
             }
@@ -111,6 +114,15 @@ final class SpaceBound: Sendable {
             try environment.write(durability: .deferMeta) { txn in try txn.addToCounter(dbs, MetaKey.evictionRuns, 1) }
         }
         return total
+    }
+
+    /// After LMDB's map filled although the live pages left room (pages freed under readers' older snapshots
+    /// are not reusable yet): evicts down to the low-water mark less a tenth of the bound more, so the write
+    /// can run once more. Throws `insufficientQuota` as ``makeRoom(for:doing:)`` does.
+    @available(*, noasync)
+    func makeRoomAfterMapFull(for bytes: Int64, doing what: String) throws {
+        _ = try evictToLowWater(below: bytes + allowedBytes() / 10)
+        try makeRoom(for: bytes, doing: what)
     }
 
     /// Whether a write of about `bytes` more fits, making room by eviction first when it would pass the bound;
@@ -139,8 +151,8 @@ extension WriteTransaction {
     /// Evicts the chunks the policy chooses until their stored bytes reach `bytes`: each entry becomes
     /// `absent` with its hash kept, and the chunk loses a reference (freed with its last).
     @available(*, noasync)
-    mutating func evictByPolicy(bytes: Int64, limit: Int, _ dbs: Databases) throws -> EvictionResult {
-        let victims = try policyChooseVictims(bytes: bytes, limit: limit, dbs)
+    mutating func evictByPolicy(bytes: Int64, limit: Int, sparing protection: PolicyProtection, _ dbs: Databases) throws -> EvictionResult {
+        let victims = try policyChooseVictims(bytes: bytes, limit: limit, sparing: protection, dbs)
         var byPage: [[UInt8]: [Int: PolicySlot]] = [:]
         for victim in victims {
             let page = ManifestPage.page(ofChunk: victim.slot.index)
@@ -205,5 +217,40 @@ extension WriteTransaction {
             }
         }
         return result
+    }
+}
+
+/// The chunk ranges fetches of this process downloaded and will read (``PolicyProtection``), by fetch.
+final class FetchLeases: Sendable {
+    private let leases = Mutex<[UInt64: [(manifestID: UInt64, chunks: ClosedRange<Int64>)]]>([:])
+    private let nextID = Atomic<UInt64>(0)
+
+    /// One fetch's claim: what it adds stays spared until ``end()``. A value (no allocation on the warm path).
+    struct Lease: Sendable {
+        let owner: FetchLeases
+        let id: UInt64
+
+        /// Spares the chunks of `range` of `version` until the fetch ends.
+        func protect(_ version: VersionRecord, _ range: ByteRange) {
+            guard range.length > 0 else { return }
+            let shift = version.layout.shift
+            let chunks = (range.location >> shift)...((range.end - 1) >> shift)
+            owner.leases.withLock { $0[id, default: []].append((version.manifestID, chunks)) }
+        }
+
+        /// The fetch is done: its chunks may go.
+        func end() { _ = owner.leases.withLock { $0.removeValue(forKey: id) } }
+    }
+
+    func lease() -> Lease { Lease(owner: self, id: nextID.wrappingAdd(1, ordering: .relaxed).newValue) }
+
+    var protection: PolicyProtection {
+        leases.withLock { leases in
+            var protection = PolicyProtection()
+            for claims in leases.values {
+                for claim in claims { protection.ranges[claim.manifestID, default: []].append(claim.chunks) }
+            }
+            return protection
+        }
     }
 }

@@ -135,11 +135,25 @@ final class ChunkSink: @unchecked Sendable {
         let pending = batch
         batch.removeAll()
         batchSize = 0
+        let manifestID = version.manifestID, replacing = self.replacing
+        do {
+            try await commit(pending, manifestID: manifestID, replacing: replacing)
+        } catch where !(error is ChunkMismatch) {
+            // The batch left `claimed` and `batch`: its flights end here, or their waiters would wait forever.
+            for (chunk, _) in pending {
+                session.chunks.finish(ChunkKey(manifestID: manifestID, index: chunk.index), chunk.flight, with: .failure(error))
+            }
+            throw error
+        }
+    }
+
+    /// Encodes and stores one batch, then ends the flights of the chunks stored; a chunk that failed its
+    /// check goes back to `claimed` and ``ChunkMismatch`` is thrown.
+    private func commit(_ pending: [(chunk: ClaimedChunk, raw: [UInt8])], manifestID: UInt64, replacing: Bool) async throws {
         let store = self.store
         let (chunks, mismatch) = try await runBlocking(doing: "storing downloaded chunks", store: store.path) {
             try Self.encode(pending.map { ($0.chunk, $0.raw) }, store: store)
         }
-        let manifestID = version.manifestID, replacing = self.replacing
         if !chunks.isEmpty {
             let admission = PolicyAdmission(itemKey: itemKey, chunks: chunks.filter { $0.digest != nil }.map {
                 ($0.index, UInt32(max(0, $0.encoded.count - ChunkCodec.headerSize)))

@@ -14,9 +14,13 @@ struct ColdRequest: Sendable {
     let counters: DownloadProgress
     /// The fetch returns a hand-off file and may take its bytes before they are stored (``DirectBytes``).
     let handOver: Bool
+    /// The fetch's claim on what it downloads, which eviction spares until the fetch ends.
+    let lease: FetchLeases.Lease
 
-    init(item: ItemIdentifier, strict: Bool, minimal: ByteRange?, alignment: Int, progress: DownloadProgress?, handOver: Bool = false) {
+    init(item: ItemIdentifier, strict: Bool, minimal: ByteRange?, alignment: Int, progress: DownloadProgress?, handOver: Bool = false,
+         leases: FetchLeases) {
         self.handOver = handOver
+        lease = leases.lease()
         self.item = item
         self.strict = strict
         self.minimal = minimal
@@ -58,6 +62,15 @@ extension ChunkCache {
     /// - Parameter firstMiss: What a first attempt, made by the caller, lacked.
     func throughOrigin(
         _ request: ColdRequest, version: [UInt8]?, firstMiss: ColdMiss? = nil,
+        _ attempt: @Sendable ([UInt8]?) async throws -> FetchResult
+    ) async throws -> FetchResult {
+        // Eviction spares what this fetch downloads until it has read it (PolicyProtection).
+        defer { request.lease.end() }
+        return try await throughOriginRounds(request, version: version, firstMiss: firstMiss, attempt)
+    }
+
+    private func throughOriginRounds(
+        _ request: ColdRequest, version: [UInt8]?, firstMiss: ColdMiss?,
         _ attempt: @Sendable ([UInt8]?) async throws -> FetchResult
     ) async throws -> FetchResult {
         var version = version
@@ -149,6 +162,7 @@ extension ChunkCache {
                 return .handOver(bytes, FilledRange(domain: item.domain, item: found.item, version: found.version, range: range,
                                                     domainVersion: found.domainVersion))
             case .fill(let version, let range, let record, let domainVersion):
+                request.lease.protect(version, range)
                 var ahead: Range<Int64>?
                 if !readAheadDone {
                     ahead = session.readAhead(item.rawValue, fetching: range.location..<range.end, size: version.size)

@@ -9,6 +9,8 @@ extension ChunkCache {
     ) throws -> R {
         var version = version
         var readAheadDone = false
+        // Eviction spares what this fetch downloads until it has read it (PolicyProtection).
+        defer { request.lease.end() }
         for _ in 0..<Self.maxColdRounds {
             do {
                 let served = try attempt(version)

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import LMDBKit
 import Synchronization
 
@@ -16,6 +17,10 @@ final class Writer: Sendable {
     private let bound = Mutex<SpaceBound?>(nil)
 
     init(environment: Environment) { self.environment = environment }
+
+    /// Pauses (µs) between attempts of a download's commit that found the map full: readers' snapshots end
+    /// in milliseconds, and with them the hold on the pages eviction freed.
+    static let mapFullRetries: [UInt32] = [2_000, 10_000, 50_000, 200_000]
 
     /// Keeps the store within `bound` from now on: eviction after commits that pass its high-water mark.
     func bind(_ bound: SpaceBound) { self.bound.withLock { $0 = bound } }
@@ -78,9 +83,20 @@ final class Writer: Sendable {
         do {
             result = try environment.write(durability: durability, body)
         } catch let error as LMDBError where error == .mapFull && durability == .deferMeta && bound != nil {
-            // The bound was reached between two checks (downloads of several fetches at once): evict, once.
-            try bound!.makeRoom(for: max(reserving, 1 << 20), doing: what)
-            result = try environment.write(durability: durability, body)
+            // The map is full though the live pages left room: pages freed while readers still see older
+            // snapshots cannot be reused until those end (a fetch holds one for milliseconds). Evict well
+            // below the mark, give the readers a moment, and try again, a few times.
+            var attempt = 0
+            while true {
+                try bound!.makeRoomAfterMapFull(for: max(reserving, 1 << 20), doing: what)
+                do {
+                    result = try environment.write(durability: durability, body)
+                    break
+                } catch let again as LMDBError where again == .mapFull && attempt < Self.mapFullRetries.count {
+                    usleep(Self.mapFullRetries[attempt])
+                    attempt += 1
+                }
+            }
         }
         bound?.afterCommit()
         return result

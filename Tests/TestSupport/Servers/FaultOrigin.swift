@@ -6,6 +6,7 @@ import Foundation
 /// - `ok`: ranged GETs and HEADs with a strong ETag, `Last-Modified` and `If-Match`.
 /// - `status-CODE`: every request answers CODE.
 /// - `retry-429-N`, `fail-5xx-N`: the first N requests of a path answer 429 (`Retry-After: 1`) or 503.
+/// - `flaky-P`: P % of requests, at random, answer 503 or send half the body and reset the connection.
 /// - `reset-N`, `short-N`: the first N GETs of a path send half the body, then reset the connection or close it.
 /// - `stall`: never answers. `stall-body`: sends the head and 4 KiB, then nothing.
 /// - `changing`: the k-th GET of a path serves version k % 2 (version 1: every byte XOR 0xFF, another ETag);
@@ -70,7 +71,7 @@ public final class FaultOrigin: TestServer, @unchecked Sendable {
     }
 
     private static let script = #"""
-import email.utils, os, socket, struct, sys, threading, time
+import email.utils, os, random, socket, struct, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ROOT, PORT, LOG = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -127,6 +128,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(429, b"slow down", [("Retry-After", "1")])
         if behaviour.startswith("fail-5xx-") and count(key) < int(behaviour[9:]):
             return self.answer(503, b"unavailable")
+        flaky = behaviour.startswith("flaky-") and random.random() * 100 < int(behaviour[6:])
+        if flaky and random.random() < 0.5:
+            return self.answer(503, b"unavailable at random")
         if behaviour == "slow" and not head:
             with lock:
                 in_flight[0] += 1
@@ -162,6 +166,8 @@ class Handler(BaseHTTPRequestHandler):
             headers.append(("Content-Range", "bytes %d-%d/%d" % (start, end - 1, size)))
         body = data[start:end]
         if head: body = b""
+        if flaky and not head:
+            return self.broken(status, headers, body, reset=True)
         if behaviour.startswith("reset-") and not head and count(key) < int(behaviour[6:]):
             return self.broken(status, headers, body, reset=True)
         if behaviour.startswith("short-") and not head and count(key) < int(behaviour[6:]):
