@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Records the file reads of real programs on this machine as access traces for the eviction-policy study of
-# CONTRACT §12 (simulate.py replays them against LRU, S3-FIFO, 2Q, ARC and Belady's optimum):
+# CONTRACT §12 (simulate.py replays them against LRU, S3-FIFO, 2Q, ARC, W-TinyLFU, the engine's own policy
+# and Belady's optimum):
 #
 #   sqlite.trace   sqlite3 running a query mix (point lookups by key, short range scans, a few aggregates
 #                  over the whole table) on a ~200 MB database it builds once
