@@ -25,7 +25,9 @@ struct BenchChurn: AsyncParsableCommand {
             files are removed first; each file is synced, so its writeback is not timed), and fetches every one \
             whole, --parallel at a time, deleting each hand-off file; the cycle's time ends after \
             waitForDownloads(). Meanwhile a task fetches a random 64 KiB range of the pinned item every \
-            --probe-interval-ms and times it. Per cycle: bytes downloaded, throughput, data.mdb's size, LMDB's \
+            --probe-interval-ms and times it. Per cycle: bytes the successful fetches downloaded, bytes of chunks \
+            downloaded in all (`stat`'s misses × the chunk size: failed fetches' and repeated downloads too), \
+            throughput (the first figure over the cycle's time), data.mdb's size, LMDB's \
             live pages (in use less the free list: what the bound is kept on) at the end and at most after any \
             fetch of the cycle, the bytes eviction dropped, and the probe's p50/p99. The goals of issue 10: \
             data.mdb at most 1.1 × the bound, the last cycle's throughput at least 0.9 × the first's, and the \
@@ -105,6 +107,9 @@ struct BenchChurn: AsyncParsableCommand {
         var items = 0
         var failed = 0
         var downloadedBytes: Int64 = 0
+        /// Chunks downloaded from the origin (`stat`'s misses) this cycle, in bytes: every fetch's, failed ones'
+        /// too, and again when a chunk had to be downloaded twice.
+        var originBytes: Int64 = 0
         var seconds = 0.0
         var dataFileBytes: Int64 = 0
         var liveBytes: Int64 = 0
@@ -112,7 +117,10 @@ struct BenchChurn: AsyncParsableCommand {
         var evictedBytes: Int64 = 0
         var probe = LatencySummary([])
         var probeSamples = 0
+        /// MB/s of what the successful fetches downloaded: the fill's useful throughput, the goal's figure.
         var throughput: Double { seconds > 0 ? Double(downloadedBytes) / seconds / 1e6 : 0 }
+        /// MB/s of every chunk downloaded and stored, failed fetches' and repeated downloads included.
+        var originThroughput: Double { seconds > 0 ? Double(originBytes) / seconds / 1e6 : 0 }
     }
 
     func run() async throws {
@@ -161,7 +169,8 @@ struct BenchChurn: AsyncParsableCommand {
         let probeTask = Task { try await prober.run(control: control) }
         var rows: [Cycle] = []
         var errors: [String] = []
-        var evictedSoFar = try await cache.statistics().evictedBytes
+        let before = try await cache.statistics()
+        var (evictedSoFar, missesSoFar) = (before.evictedBytes, before.misses)
         do {
             for cycle in 1...cycles {
                 if cycle > 1 {
@@ -208,6 +217,8 @@ struct BenchChurn: AsyncParsableCommand {
                 let statistics = try await cache.statistics()
                 row.evictedBytes = statistics.evictedBytes - evictedSoFar
                 evictedSoFar = statistics.evictedBytes
+                row.originBytes = (statistics.misses - missesSoFar) * Int64(cache.layout.chunkSize)
+                missesSoFar = statistics.misses
                 row.liveBytes = liveBytes()
                 row.maxLiveBytes = max(row.maxLiveBytes, row.liveBytes)
                 row.dataFileBytes = dataFileBytes()
@@ -234,6 +245,8 @@ struct BenchChurn: AsyncParsableCommand {
         let dataFileRatio = Double(maxDataFile) / Double(boundBytes)
         let first = rows.first?.throughput ?? 0
         let throughputRatio = first > 0 ? (rows.last?.throughput ?? 0) / first : 0
+        let firstStored = rows.first?.originThroughput ?? 0
+        let storedRatio = firstStored > 0 ? (rows.last?.originThroughput ?? 0) / firstStored : 0
         let p99Ratio = duringSummary.ratio(to: quiet).p99
         let met = (dataFile: dataFileRatio <= Self.goals.dataFileToBound,
                    throughput: throughputRatio >= Self.goals.throughputLastToFirst,
@@ -259,8 +272,9 @@ struct BenchChurn: AsyncParsableCommand {
                 ("cycleResults", .array(rows.map { row in
                     .object([
                         ("cycle", .int(Int64(row.cycle))), ("items", .int(Int64(row.items))), ("failed", .int(Int64(row.failed))),
-                        ("downloadedBytes", .int(row.downloadedBytes)), ("seconds", .double(row.seconds)),
-                        ("throughputMBps", .double(row.throughput)), ("dataFileBytes", .int(row.dataFileBytes)),
+                        ("downloadedBytes", .int(row.downloadedBytes)), ("originBytes", .int(row.originBytes)), ("seconds", .double(row.seconds)),
+                        ("throughputMBps", .double(row.throughput)), ("originThroughputMBps", .double(row.originThroughput)),
+                        ("dataFileBytes", .int(row.dataFileBytes)),
                         ("liveBytes", .int(row.liveBytes)), ("maxLiveBytes", .int(row.maxLiveBytes)),
                         ("evictedBytes", .int(row.evictedBytes)), ("probe", latency(row.probe, samples: row.probeSamples)),
                     ])
@@ -271,10 +285,11 @@ struct BenchChurn: AsyncParsableCommand {
                     ("throughputLastToFirst", goal(throughputRatio, Self.goals.throughputLastToFirst, met.throughput)),
                     ("p99DuringToQuiet", goal(p99Ratio, Self.goals.p99DuringToQuiet, met.p99)),
                 ])),
+                ("originThroughputLastToFirst", .double(storedRatio)),
                 ("errors", .array(errors.map { .string($0) })),
             ]),
             summary: summary(rows: rows, quiet: quiet, quietCount: quietTimes.count, during: duringSummary, duringCount: during.count,
-                             ratios: (dataFileRatio, throughputRatio, p99Ratio), met: met, errors: errors,
+                             ratios: (dataFileRatio, throughputRatio, p99Ratio), storedRatio: storedRatio, met: met, errors: errors,
                              chunkSize: cache.layout.chunkSize))
     }
 
@@ -294,7 +309,7 @@ struct BenchChurn: AsyncParsableCommand {
 
     private func summary(
         rows: [Cycle], quiet: LatencySummary, quietCount: Int, during: LatencySummary, duringCount: Int,
-        ratios: (dataFile: Double, throughput: Double, p99: Double), met: (dataFile: Bool, throughput: Bool, p99: Bool),
+        ratios: (dataFile: Double, throughput: Double, p99: Double), storedRatio: Double, met: (dataFile: Bool, throughput: Bool, p99: Bool),
         errors: [String], chunkSize: Int
     ) -> String {
         func column(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
@@ -306,14 +321,15 @@ struct BenchChurn: AsyncParsableCommand {
             "probe: a warm \(formatSize(Self.probeLength)) fetch of a pinned \(formatSize(pinnedBytes)) item every \(probeInterval) ms; "
                 + "quiet p50 \(micros(quiet.p50)) µs, p99 \(micros(quiet.p99)) µs (\(quietCount) fetches)",
             "",
-            column("cycle", 5) + column("MB down", 10) + column("s", 8) + column("MB/s", 8) + column("data.mdb MB", 13)
+            column("cycle", 5) + column("MB down", 10) + column("origin MB", 11) + column("s", 8) + column("MB/s", 8) + column("origin MB/s", 13) + column("data.mdb MB", 13)
                 + column("live MB", 10) + column("max live", 10) + column("evicted MB", 12) + column("p50 µs", 9) + column("p99 µs", 9)
                 + column("failed", 8),
         ]
         for row in rows {
             lines.append(
-                column(String(row.cycle), 5) + column(mb(row.downloadedBytes), 10) + column(String(format: "%.2f", row.seconds), 8)
-                    + column(String(format: "%.1f", row.throughput), 8) + column(mb(row.dataFileBytes), 13)
+                column(String(row.cycle), 5) + column(mb(row.downloadedBytes), 10) + column(mb(row.originBytes), 11) + column(String(format: "%.2f", row.seconds), 8)
+                    + column(String(format: "%.1f", row.throughput), 8)
+                    + column(String(format: "%.1f", row.originThroughput), 13) + column(mb(row.dataFileBytes), 13)
                     + column(mb(row.liveBytes), 10) + column(mb(row.maxLiveBytes), 10) + column(mb(row.evictedBytes), 12)
                     + column(micros(row.probe.p50), 9) + column(micros(row.probe.p99), 9) + column(String(row.failed), 8))
         }
@@ -325,6 +341,7 @@ struct BenchChurn: AsyncParsableCommand {
             "  data.mdb max / bound          " + column(String(format: "%.3f", ratios.dataFile), 7) + "  (≤ \(Self.goals.dataFileToBound))  " + verdict(met.dataFile),
             "  last-cycle MB/s / first       " + column(String(format: "%.3f", ratios.throughput), 7) + "  (≥ \(Self.goals.throughputLastToFirst))  " + verdict(met.throughput),
             "  probe p99 evicting / quiet    " + column(String(format: "%.3f", ratios.p99), 7) + "  (≤ \(Self.goals.p99DuringToQuiet))  " + verdict(met.p99),
+            "every chunk downloaded and stored (origin MB/s), last cycle / first: " + String(format: "%.3f", storedRatio),
         ]
         if !errors.isEmpty { lines += ["", "failed fetches (first \(errors.count)):"] + errors.map { "  " + $0 } }
         return lines.joined(separator: "\n")
