@@ -5,9 +5,9 @@
 # warm 64 KiB fetches of a pinned item are timed; the goals: data.mdb ≤ 1.1 × the bound, the last cycle's put
 # throughput ≥ 0.9 × the first's, warm fetch p99 during eviction ≤ 2 × quiet.
 #
-#   Benchmarks/churn.sh                 the parameters: a 2 GiB bound, 20 cycles (~15-25 min; ~5 GiB free
+#   Benchmarks/churn.sh                 the parameters: a 2 GiB bound, 20 cycles (~6 min on 2 vCPUs; ~5 GiB free
 #                                       needed under the work directory: 2.5 GiB of origin files and the store)
-#   Benchmarks/churn.sh --smoke         a 64 MiB bound, 3 cycles, in well under a minute once built
+#   Benchmarks/churn.sh --smoke         a 64 MiB bound, 3 cycles (~10 s once built)
 #   Benchmarks/churn.sh [--smoke] [--json] [-- EXTRA…]   --json: the one JSON object; EXTRA goes to `bench churn`
 #                                       (e.g. -- --cycles 10 --parallel 2)
 #
