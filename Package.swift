@@ -50,7 +50,7 @@ let package = Package(
         .target(name: "ChunkCacheBench", dependencies: ["ChunkCache", "ZstdKit", "FileIO"]),
         .target(
             name: "ChunkCacheCommands",
-            dependencies: ["ChunkCache", "ChunkCacheBench", "FileIO", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["ChunkCache", "ChunkCacheBench", "FileIO", "LMDBKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(name: "chunkcache", dependencies: ["ChunkCacheCommands"]),
 

@@ -128,13 +128,14 @@ final class BenchSession {
         self.cache = cache
     }
 
-    /// Makes a scratch directory under `parent` and a store in it with the chunk size (default 64 KiB) and level.
-    static func open(in parent: String?, chunkSize: ByteSize?, level: Int32) async throws -> BenchSession {
+    /// Makes a scratch directory under `parent` and a store in it with the chunk size (default 64 KiB), level and
+    /// bound (`init --max-size`; default the engine's).
+    static func open(in parent: String?, chunkSize: ByteSize?, level: Int32, maxSize: Int64? = nil) async throws -> BenchSession {
         let scratch = try ScratchDirectory(in: parent)
         do {
             let layout = try ChunkLayout(chunkSize: Int(chunkSize?.bytes ?? 64 << 10))
             let cache = try await ChunkCache.open(
-                at: scratch.path + "/store", chunkSize: layout, maxSize: nil, compressionLevel: level)
+                at: scratch.path + "/store", chunkSize: layout, maxSize: maxSize, compressionLevel: level)
             return BenchSession(scratch: scratch, cache: cache)
         } catch {
             scratch.remove()
