@@ -60,3 +60,47 @@ int CLinuxShims_count_shared_extents(int fd, int *total) {
     if (total) *total = all;
     return shared;
 }
+
+#include <signal.h>
+
+static char *fatal_stderr_text;
+static char *fatal_stdout_text;
+
+static void write_all(int fd, const char *text) {
+    if (text == NULL) return;
+    size_t left = strlen(text);
+    while (left > 0) {
+        ssize_t n = write(fd, text, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        text += n;
+        left -= (size_t)n;
+    }
+}
+
+static void report_fatal_signal(int signal_number) {
+    (void)signal_number;
+    write_all(2, fatal_stderr_text);
+    write_all(1, fatal_stdout_text);
+    _exit(1);
+}
+
+int CLinuxShims_report_fatal_signals(const char *stderr_text, const char *stdout_text) {
+    fatal_stderr_text = strdup(stderr_text);
+    fatal_stdout_text = stdout_text ? strdup(stdout_text) : NULL;
+    // A fault from a stack overflow needs a stack of its own to run the handler on.
+    stack_t stack = {0};
+    stack.ss_size = 64 * 1024;
+    stack.ss_sp = malloc(stack.ss_size);
+    if (stack.ss_sp == NULL || sigaltstack(&stack, NULL) != 0) return -1;
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = report_fatal_signal;
+    action.sa_flags = SA_ONSTACK;
+    sigemptyset(&action.sa_mask);
+    const int signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE};
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) {
+        if (sigaction(signals[i], &action, NULL) != 0) return -1;
+    }
+    return 0;
+}

@@ -1,5 +1,6 @@
 import ArgumentParser
 import ChunkCache
+import FileIO
 import Foundation
 
 /// The `chunkcache` command.
@@ -9,7 +10,8 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
         abstract: "A content-addressed chunk cache for lazy, partial file downloads.",
         subcommands: [
             Init.self, Put.self, Import.self, Fetch.self, Versions.self, Stat.self, Domain.self, Ls.self, Changes.self, Anchor.self,
-            Mark.self, Rm.self, Mv.self, Reimport.self, Pin.self, Unpin.self, Evict.self, Gc.self, Verify.self, Sweep.self, Bench.self,
+            Mark.self, Rm.self, Mv.self, Reimport.self, Pin.self, Unpin.self, Evict.self, Gc.self, Verify.self, Recover.self, Sweep.self, Bench.self,
+            VerifyWalk.self,
         ])
 
     public init() {}
@@ -30,11 +32,13 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
             }
             if let name = reordered.first, !name.hasPrefix("-"), name != "help", !commandNames.contains(name) {
                 report(code: .invalidArgument,
-                       message: "unknown command '\(name)'; the commands are \(commandNames.sorted().joined(separator: ", "))",
+                       message: "unknown command '\(name)'; the commands are \(shownCommandNames.sorted().joined(separator: ", "))",
                        json: json)
                 return 64
             }
             var command = try parseAsRoot(reordered)
+            // verify's walk must die of its signal: verify reports that as damage, naming the signal.
+            if !(command is VerifyWalk) { reportFatalSignals(arguments: reordered, json: json) }
             if var command = command as? AsyncParsableCommand {
                 try await command.run()
             } else {
@@ -97,6 +101,39 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
     static let commandNames = Set(configuration.subcommands.map {
         $0.configuration.commandName ?? String(describing: $0).lowercased()
     })
+
+    /// The commands help lists (not `verify-walk`, which `verify` runs in its child process).
+    static let shownCommandNames = Set(configuration.subcommands.filter { $0.configuration.shouldDisplay }.map {
+        $0.configuration.commandName ?? String(describing: $0).lowercased()
+    })
+
+    /// Makes a fault end the command with exit status 1 and a `corruptData` error instead of a crash. LMDB
+    /// trusts the pages of its memory-mapped file, so a damaged store can fault inside it (SIGSEGV, SIGBUS, or
+    /// SIGABRT from an assertion); the user then learns what to do rather than seeing the shell report a crash.
+    /// A last resort: `verify` isolates its walk in a child process and `recover` reads without LMDB.
+    static func reportFatalSignals(arguments: [String], json: Bool) {
+        let environment = ProcessInfo.processInfo.environment
+        var store = environment["CHUNKCACHE_STORE"].flatMap { $0.isEmpty ? nil : $0 }
+        if let index = arguments.firstIndex(of: "--store"), index + 1 < arguments.count { store = arguments[index + 1] }
+        if let option = arguments.first(where: { $0.hasPrefix("--store=") }) { store = String(option.dropFirst("--store=".count)) }
+        let option = store.map { " --store \($0)" } ?? ""
+        let message = "a fatal signal (SIGSEGV, SIGBUS or SIGABRT) stopped this command, most likely at a damaged page of the store"
+            + (store.map { " at \($0)" } ?? "") + ", which LMDB reads without checks; run `chunkcache\(option) verify` to check the store, "
+            + "then `chunkcache\(option) recover --to NEWSTORE` to salvage what can be read into a new store"
+        let line = "chunkcache: \(CacheError.Code.corruptData.name): " + message.replacingOccurrences(of: "\n", with: "\\n") + "\n"
+        var object: String?
+        if json {
+            let code = CacheError.Code.corruptData
+            object = JSON.object([
+                ("error", .object([
+                    ("code", .string(code.name)), ("domain", .string(code.domain)), ("rawValue", .int(Int64(code.rawValue))),
+                    ("message", .string(message)),
+                ]))
+            ]).rendered + "\n"
+        }
+        // Best effort: without the handler a fault is a crash, as before.
+        try? FatalSignals.reportAndExit(stderrText: line, stdoutText: object)
+    }
 
     static func report(code: CacheError.Code, message: String, json: Bool) {
         // One line always: a newline inside a name at fault is shown escaped.

@@ -26,3 +26,8 @@ int CLinuxShims_renameat2(int old_dir_fd, const char *old_path, int new_dir_fd, 
 /// Counts the extents of `fd` that `FS_IOC_FIEMAP` reports as shared (`FIEMAP_EXTENT_SHARED`),
 /// and all extents in `*total`. Returns -1 with errno set when the filesystem cannot tell.
 int CLinuxShims_count_shared_extents(int fd, int *total);
+
+/// Makes SIGSEGV, SIGBUS, SIGABRT, SIGILL and SIGFPE end the process with exit status 1 after writing
+/// `stderr_text` to fd 2 and `stdout_text` (may be NULL) to fd 1, on an alternate signal stack. Both texts
+/// are copied. Only async-signal-safe calls run in the handler (`write`, `_exit`). Returns 0 or -1 with errno set.
+int CLinuxShims_report_fatal_signals(const char *stderr_text, const char *stdout_text);

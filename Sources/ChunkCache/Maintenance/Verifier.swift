@@ -48,8 +48,11 @@ public struct DamagedVersion: Sendable, Hashable, Comparable {
 /// against the chunks and against its version's root hash. It reports all it finds and never stops at
 /// the first damaged record.
 enum Verifier {
+    /// Hears the database and key each walk of `verify` reads, before it reads on from there.
+    typealias Observer = (_ database: String, _ key: UnsafeRawBufferPointer) -> Void
+
     @available(*, noasync)
-    static func verify(_ store: Store, repair: Bool, cancellation: CancellationFlag) throws -> VerifyReport {
+    static func verify(_ store: Store, repair: Bool, cancellation: CancellationFlag, observer: Observer? = nil) throws -> VerifyReport {
         let dbs = store.dbs
         var corrupt = Set<ChunkDigest>()
         var checked = 0
@@ -59,6 +62,7 @@ enum Verifier {
         try store.codecs.withDecoder { context in
             try store.environment.read { txn in
                 try txn.scan(dbs.chunks, prefix: []) { key, value in
+                    observer?("chunks", key)
                     try cancellation.check()
                     checked += 1
                     guard key.count == 32 else {
@@ -85,8 +89,9 @@ enum Verifier {
                     }
                     return true
                 }
-                try checkRecords(in: txn, dbs, damaged: &damagedRecords)
+                try checkRecords(in: txn, dbs, damaged: &damagedRecords, observer: observer)
                 try txn.scan(dbs.versions, prefix: []) { key, raw in
+                    observer?("versions", key)
                     try cancellation.check()
                     guard let parts = Keys.parseVersion(key) else {
                         damagedRecords.append(RecordNames.version(key: key, in: txn, dbs))
@@ -106,7 +111,7 @@ enum Verifier {
                     }
                     return true
                 }
-                inconsistencies = try checkConsistency(in: txn, dbs)
+                inconsistencies = try checkConsistency(in: txn, dbs, observer: observer)
             }
         }
         let sorted = corrupt.sorted()
@@ -127,6 +132,7 @@ enum Verifier {
             }
             var rewritten: [([UInt8], [UInt8])] = []
             try txn.scan(dbs.manifests, prefix: []) { key, value in
+                observer?("manifests", key)
                 // A page that fails its check is reported above; rewriting it would seal the damage as valid.
                 guard let page = ManifestPage.entries(ofStored: value) else { return true }
                 let updated = try ManifestPage.rewrite(page) { entry in
@@ -143,17 +149,20 @@ enum Verifier {
     }
 
     /// Adds the name of every domain, item, pending manifest and manifest page that fails its check.
-    private static func checkRecords(in txn: borrowing ReadTransaction, _ dbs: Databases, damaged: inout [String]) throws {
+    private static func checkRecords(in txn: borrowing ReadTransaction, _ dbs: Databases, damaged: inout [String], observer: Observer?) throws {
         try txn.scan(dbs.domains, prefix: []) { key, value in
+            observer?("domains", key)
             if DomainRecord(ifIntact: value) == nil { damaged.append(RecordNames.domain(key: key)) }
             return true
         }
         try txn.scan(dbs.items, prefix: []) { key, value in
+            observer?("items", key)
             if ItemRecord(ifIntact: value) == nil { damaged.append(RecordNames.item(key: key, in: txn, dbs)) }
             return true
         }
-        try checkCatalogue(in: txn, dbs, damaged: &damaged)
+        try checkCatalogue(in: txn, dbs, damaged: &damaged, observer: observer)
         try txn.scan(dbs.pending, prefix: []) { key, value in
+            observer?("pending", key)
             if PendingRecord(ifIntact: value) == nil {
                 damaged.append(key.count == 8 ? RecordNames.pending(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)))
                                               : "the pending manifest under key \(hexString(key))")
@@ -161,6 +170,7 @@ enum Verifier {
             return true
         }
         try txn.scan(dbs.manifests, prefix: []) { key, value in
+            observer?("manifests", key)
             if ManifestPage.entries(ofStored: value) == nil {
                 guard key.count == 16 else {
                     damaged.append("the manifest page under key \(hexString(key))")
@@ -176,16 +186,19 @@ enum Verifier {
 
     /// Adds the change records and import jobs that fail their check, and every item whose listing entries
     /// are missing or whose entries name no item (pages and the working set would skip or repeat it).
-    private static func checkCatalogue(in txn: borrowing ReadTransaction, _ dbs: Databases, damaged: inout [String]) throws {
+    private static func checkCatalogue(in txn: borrowing ReadTransaction, _ dbs: Databases, damaged: inout [String], observer: Observer?) throws {
         try txn.scan(dbs.changes, prefix: []) { key, value in
+            observer?("changes", key)
             if ChangeRecord(ifIntact: value) == nil { damaged.append("a change record of \(RecordNames.domain(key: key))") }
             return true
         }
         try txn.scan(dbs.meta, prefix: Keys.importJobPrefix) { key, value in
+            observer?("meta", key)
             if ImportJobRecord(ifIntact: value) == nil { damaged.append("the import job under key \(hexString(key))") }
             return true
         }
         try txn.scan(dbs.items, prefix: []) { key, value in
+            observer?("items", key)
             guard key.count > ListingIndex.hashLength, let item = ItemRecord(ifIntact: value) else { return true }
             let expected = ListingIndex.keys(domain: Array(key.dropLast(ListingIndex.hashLength)),
                                              itemHash: Array(key.suffix(ListingIndex.hashLength)), placement: item.placement)
@@ -196,6 +209,7 @@ enum Verifier {
             return true
         }
         try txn.scan(dbs.listing, prefix: []) { key, _ in
+            observer?("listing", key)
             var reader = ByteReader(key)
             guard (try? reader.readPrefixedString()) != nil, key.count >= reader.offset + ListingIndex.hashLength else {
                 damaged.append("the listing entry under key \(hexString(key))")
@@ -227,13 +241,14 @@ enum Verifier {
     /// A figure that a damaged record leaves unknowable (a page, version or reference record failing its
     /// seal, reported as such) is not compared. Holds one count per distinct chunk in memory.
     @available(*, noasync)
-    static func checkConsistency(in txn: borrowing ReadTransaction, _ dbs: Databases) throws -> [String] {
+    static func checkConsistency(in txn: borrowing ReadTransaction, _ dbs: Databases, observer: Observer? = nil) throws -> [String] {
         var found: [String] = []
         // Manifest entries naming each chunk, and the manifests that have pages.
         var entries: [ChunkDigest: UInt64] = [:]
         var pagesOfManifest: [UInt64: Int] = [:]
         var entriesKnown = true
         try txn.scan(dbs.manifests, prefix: []) { key, value in
+            observer?("manifests", key)
             guard key.count == 16, let page = ManifestPage.entries(ofStored: value) else {
                 entriesKnown = false  // reported by checkRecords
                 return true
@@ -252,7 +267,8 @@ enum Verifier {
         var owners = Set<UInt64>()
         var ownersKnown = true
         var logicalBytes: Int64 = 0
-        try txn.scan(dbs.versions, prefix: []) { _, value in
+        try txn.scan(dbs.versions, prefix: []) { key, value in
+            observer?("versions", key)
             guard let version = VersionRecord(ifIntact: value) else {
                 ownersKnown = false  // reported with the versions
                 return true
@@ -262,6 +278,7 @@ enum Verifier {
             return true
         }
         try txn.scan(dbs.pending, prefix: []) { key, _ in
+            observer?("pending", key)
             if key.count == 8 { owners.insert(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))) } else { ownersKnown = false }
             return true
         }
@@ -275,6 +292,7 @@ enum Verifier {
         var storedBytes: Int64 = 0
         var refsKnown = true
         try txn.scan(dbs.refs, prefix: []) { key, value in
+            observer?("refs", key)
             guard key.count == 32 else {
                 found.append("the reference record under the \(key.count)-byte key \(hexString(key)), which is no SHA-256")
                 return true
@@ -362,12 +380,23 @@ extension ChunkCache {
     /// Damaged records are reported in ``VerifyReport/damagedRecords`` and ``VerifyReport/damagedVersions``;
     /// finding them is not an error.
     ///
-    /// - Parameter repair: Remove the corrupt chunks and mark the manifest entries that used them `absent`,
-    ///   so fetches needing them report `versionNoLongerAvailable` (or fall back) instead of bad bytes.
-    public func verify(repair: Bool = false) async throws -> VerifyReport {
+    /// This runs in the calling process, and LMDB trusts its pages: a damaged B-tree page can crash the
+    /// process (SIGSEGV, SIGBUS, or an assertion's SIGABRT) instead of failing with an error. `chunkcache
+    /// verify` therefore runs this walk in a child process, passing `walking` to learn where each walk is,
+    /// and reports a crash of the child as damage (then `chunkcache recover --to NEWSTORE` salvages what
+    /// can be read). A host that must survive a damaged store does the same.
+    ///
+    /// - Parameters:
+    ///   - repair: Remove the corrupt chunks and mark the manifest entries that used them `absent`,
+    ///     so fetches needing them report `versionNoLongerAvailable` (or fall back) instead of bad bytes.
+    ///   - walking: Called, on the walking thread, with the database and the key about to be checked, for
+    ///     every record; the key is valid only during the call.
+    public func verify(
+        repair: Bool = false, walking: (@Sendable (_ database: String, _ key: UnsafeRawBufferPointer) -> Void)? = nil
+    ) async throws -> VerifyReport {
         let store = self.store
         return try await runBlocking(doing: "verifying", store: store.path) { cancellation in
-            try Verifier.verify(store, repair: repair, cancellation: cancellation)
+            try Verifier.verify(store, repair: repair, cancellation: cancellation, observer: walking)
         }
     }
 }

@@ -1,10 +1,16 @@
 import ArgumentParser
 import ChunkCache
+import Foundation
 
 struct Verify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Re-hash every chunk, check every manifest, and recount references and counters.",
-        discussion: "Exits 0 with its report whether or not it finds corruption. --repair removes corrupt chunks and marks the manifest entries that used them absent.")
+        discussion: """
+            Exits 0 with its report whether or not it finds corruption. --repair removes corrupt chunks and marks the manifest \
+            entries that used them absent. The walk runs in a child process: LMDB trusts its pages, and a damaged one can crash \
+            the process reading it; such a crash is reported as damage (corruptData), naming the signal and where the walk was, \
+            and `chunkcache recover --to NEWSTORE` salvages what can be read.
+            """)
 
     @OptionGroup var global: GlobalOptions
 
@@ -12,28 +18,91 @@ struct Verify: AsyncParsableCommand {
     var repair = false
 
     func run() async throws {
-        let cache = try await global.openCache()
-        let report = try await cache.verify(repair: repair)
-        global.emit(
-            .object([
-                ("chunksChecked", .int(Int64(report.chunksChecked))),
-                ("corrupt", .array(report.corrupt.map { .string($0.description) })),
-                ("repaired", .int(Int64(report.repaired))),
-                ("damagedVersions", .array(report.damagedVersions.map { version in
-                    .object([
-                        ("domain", .string(version.domain)), ("item", version.item.map { .string($0) } ?? .null),
-                        ("contentVersion", .string(version.contentVersion)), ("problem", .string(version.problem)),
-                    ])
-                })),
-                ("damagedRecords", .array(report.damagedRecords.map { .string($0) })),
-                ("inconsistencies", .array(report.inconsistencies.map { .string($0) })),
-            ]),
-            summary: (["\(report.chunksChecked) chunks checked, \(report.corrupt.count) corrupt, \(report.repaired) repaired, "
-                       + "\(report.damagedVersions.count) damaged versions, \(report.damagedRecords.count) damaged records, "
-                       + "\(report.inconsistencies.count) inconsistencies"]
-                + report.corrupt.map { "corrupt: \($0)" }
-                + report.damagedVersions.map { "damaged: version \"\($0.contentVersion)\" of item \"\($0.item ?? "?")\" in domain \"\($0.domain)\": \($0.problem)" }
-                + report.damagedRecords.map { "damaged record: \($0)" }
-                + report.inconsistencies.map { "inconsistent: \($0)" }).joined(separator: "\n"))
+        var arguments = [VerifyWalk.configuration.commandName!, "--tmp-grace", global.tmpGrace.description]
+        if let store = global.store { arguments += ["--store", store] }
+        if repair { arguments.append("--repair") }
+        let child = try await ChildProcess.run(arguments)
+        if let result = child.result {
+            if let report = result["report"] as? String, let summary = result["summary"] as? String {
+                print(global.json ? report : summary)
+                return
+            }
+            if let error = result["error"] as? [String: Any], let name = error["code"] as? String, let message = error["message"] as? String {
+                throw CacheError(CacheError.Code.allCases.first { $0.name == name } ?? .corruptData, message)
+            }
+        }
+        let store = global.store ?? "the default store"
+        var place = "before it read any record"
+        if let walking = child.lastLine.flatMap({ ChildProcess.object($0) }), let what = walking["walking"] as? String {
+            place = (walking["key"] as? String).map { "while reading the `\(what)` database at key \($0)" } ?? "while \(what)"
+        }
+        let said = child.errorTail.isEmpty ? "" : " (it said: \(child.errorTail))"
+        throw CacheError(.corruptData, """
+            the store at \(store) is damaged: verify's walk of its databases \(child.ending) \(place)\(said); \
+            nothing was changed. Run `chunkcache --store \(store) recover --to NEWSTORE` to salvage every record and chunk \
+            that can be read into a new store, then use NEWSTORE
+            """)
+    }
+}
+
+/// The walk of `verify`, run by `verify` in a child process: it prints a JSON line naming each database and key
+/// before checking it, then one line with the report (or the error), so a crash of this process names its place.
+struct VerifyWalk: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify-walk", abstract: "The walk of `verify`, in the child process `verify` runs.", shouldDisplay: false)
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(help: "Remove corrupt chunks.")
+    var repair = false
+
+    func run() async throws {
+        ChildProcess.line(.object([("walking", .string("opening the store"))]))
+        do {
+            let cache = try await global.openCache()
+            let report = try await cache.verify(repair: repair) { database, key in
+                ChildProcess.line(.object([("walking", .string(database)), ("key", .string(hex(key)))]))
+            }
+            ChildProcess.line(.object([("report", .string(Self.json(report).rendered)), ("summary", .string(Self.summary(report)))]))
+        } catch let error as CacheError {
+            ChildProcess.line(.object([("error", .object([("code", .string(error.code.name)), ("message", .string(error.message))]))]))
+        }
+    }
+
+    private func hex(_ bytes: UnsafeRawBufferPointer) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 15)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func json(_ report: VerifyReport) -> JSON {
+        .object([
+            ("chunksChecked", .int(Int64(report.chunksChecked))),
+            ("corrupt", .array(report.corrupt.map { .string($0.description) })),
+            ("repaired", .int(Int64(report.repaired))),
+            ("damagedVersions", .array(report.damagedVersions.map { version in
+                .object([
+                    ("domain", .string(version.domain)), ("item", version.item.map { .string($0) } ?? .null),
+                    ("contentVersion", .string(version.contentVersion)), ("problem", .string(version.problem)),
+                ])
+            })),
+            ("damagedRecords", .array(report.damagedRecords.map { .string($0) })),
+            ("inconsistencies", .array(report.inconsistencies.map { .string($0) })),
+        ])
+    }
+
+    static func summary(_ report: VerifyReport) -> String {
+        (["\(report.chunksChecked) chunks checked, \(report.corrupt.count) corrupt, \(report.repaired) repaired, "
+          + "\(report.damagedVersions.count) damaged versions, \(report.damagedRecords.count) damaged records, "
+          + "\(report.inconsistencies.count) inconsistencies"]
+            + report.corrupt.map { "corrupt: \($0)" }
+            + report.damagedVersions.map { "damaged: version \"\($0.contentVersion)\" of item \"\($0.item ?? "?")\" in domain \"\($0.domain)\": \($0.problem)" }
+            + report.damagedRecords.map { "damaged record: \($0)" }
+            + report.inconsistencies.map { "inconsistent: \($0)" }).joined(separator: "\n")
     }
 }

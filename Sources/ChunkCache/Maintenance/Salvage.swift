@@ -1,0 +1,369 @@
+import Crypto
+import FileIO
+import Foundation
+import LMDBKit
+import ZstdKit
+
+/// What ``ChunkCache/recover(storeAt:into:)`` salvaged, and what it lost.
+public struct RecoveryReport: Sendable, Hashable {
+    /// Records of one kind: how many the new store holds, and how many of the old store's it could not take.
+    public struct Count: Sendable, Hashable {
+        public var recovered = 0
+        public var lost = 0
+    }
+
+    /// The new store's directory.
+    public var destination: String
+    public var domains = Count()
+    public var items = Count()
+    public var versions = Count()
+    /// Distinct chunks: taken (each re-hashed with SHA-256 and checked against its name), and lost (unreadable,
+    /// failing their hash, or used by no version that could be taken).
+    public var chunks = Count()
+    /// Versions of origin domains kept with some chunks `absent` (a later fetch downloads them again).
+    public var versionsWithAbsentChunks = 0
+    /// What was skipped, named: damaged pages of the old data file (with the database and the keys they
+    /// held from) and records that failed their checks; sorted.
+    public var damage: [String] = []
+    /// The newest snapshot's meta page was damaged: an earlier snapshot (one commit older) was read.
+    public var readEarlierSnapshot = false
+}
+
+/// Salvages a damaged store into a new one (`chunkcache recover`).
+///
+/// The old store is read by ``PageFile``, straight from the pages of `data.mdb`, never by LMDB: LMDB trusts
+/// its pages, so a damaged one crashes the reading process, and a cursor cannot step past it. Nothing in the
+/// old store is written (its data file is opened read-only and LMDB never opens it).
+///
+/// The new store is written by the engine's own write paths: domains with their origin settings; items
+/// through the change log and listing index (``WriteTransaction/commit(_:replacing:in:_:)``); each version
+/// under a pending manifest, its chunks stored or retained with reference counts and `stat`'s counters, then
+/// published. Every chunk is decoded and re-hashed with SHA-256 before it is taken. A version whose chunk or
+/// manifest page is lost is kept for an origin domain, the entry `absent` (its hash kept, so a fetch downloads
+/// and checks it again; a lost page's entries are `absent` without a hash), and dropped for a local domain,
+/// whose bytes nothing else holds: dropping it lets fetches fall back to another version rather than fail.
+enum Salvage {
+    @available(*, noasync)
+    static func recover(source: String, into destination: Store) throws -> RecoveryReport {
+        let pages = try PageFile(path: source + "/data.mdb")
+        var report = RecoveryReport(destination: destination.path)
+        report.readEarlierSnapshot = pages.usedOlderMeta
+        var damage: [String] = []
+        let trees = Dictionary(uniqueKeysWithValues: ["meta", "domains", "items", "versions", "manifests", "chunks", "refs"].compactMap { name in
+            pages.tree(named: name).map { (name, $0) }
+        })
+        for name in ["domains", "items", "versions", "manifests", "chunks"] where trees[name] == nil {
+            damage.append("the database `\(name)` cannot be found: its entry in the main database is damaged")
+        }
+        let dbs = destination.dbs
+
+        // Domains, with their settings; a new epoch, so anchors of the old store are refused by the new one.
+        var origins: [String: Bool] = [:]
+        var seen = 0
+        if let tree = trees["domains"] {
+            var batch: [(String, DomainRecord)] = []
+            pages.walk(tree) { key, value in
+                seen += 1
+                var reader = ByteReader(key)
+                guard let name = try? reader.readPrefixedString(), reader.offset == key.count, let old = DomainRecord(ifIntact: value) else {
+                    damage.append("the record of \(RecordNames.domain(key: key)) fails its check")
+                    return true
+                }
+                var record = DomainRecord(version: old.version, createdAt: old.createdAt)
+                record.nonMaterializingProcesses = old.nonMaterializingProcesses
+                record.origin = old.origin
+                record.headers = old.headers
+                record.pipelineDepth = old.pipelineDepth
+                record.readAhead = old.readAhead
+                record.history = old.history
+                batch.append((name, record))
+                origins[name] = old.origin != nil
+                return true
+            }
+            try destination.writer.writeAndWait { txn in
+                for (name, record) in batch { try txn.put(dbs.domains, key: Keys.domain(name), value: record.encoded()) }
+            }
+        }
+        report.domains = count(recovered: origins.count, seen: seen, recorded: trees["domains"]?.entries)
+
+        // Items, a batch of one domain per transaction.
+        var itemsRecovered = 0
+        seen = 0
+        if let tree = trees["items"] {
+            var batch: [ItemRecord] = []
+            var batchDomain = ""
+            func flush() throws {
+                guard !batch.isEmpty else { return }
+                let records = batch, name = batchDomain
+                try destination.writer.writeAndWait { txn in
+                    var changes = try txn.beginChanges(to: name, dbs)
+                    for record in records { try txn.commit(record, replacing: nil, in: &changes, dbs) }
+                    try txn.finish(changes, dbs)
+                }
+                itemsRecovered += records.count
+                batch.removeAll(keepingCapacity: true)
+            }
+            try pages.walk(tree) { key, value in
+                seen += 1
+                let domain = RecordNames.domainName(key: key)
+                guard let record = ItemRecord(ifIntact: value), Keys.item(domain: domain, id: record.identifier).elementsEqual(key) else {
+                    damage.append("the record of an item of \(RecordNames.domain(domain)) under key \(hexString(key)) fails its check")
+                    return true
+                }
+                guard origins[domain] != nil else {
+                    damage.append("\(RecordNames.item(record.identifier, domain: domain)) is left out: its domain's record is lost")
+                    return true
+                }
+                if domain != batchDomain || batch.count >= 512 { try flush() }
+                batchDomain = domain
+                batch.append(record)
+                return true
+            }
+            try flush()
+        }
+        report.items = count(recovered: itemsRecovered, seen: seen, recorded: trees["items"]?.entries)
+
+        // Versions, each under a pending manifest of its own, published once its chunks are in.
+        seen = 0
+        var versionsRecovered = 0
+        var recoveredChunks = 0
+        var failedChunks = Set<ChunkDigest>()
+        let token = try destination.writerToken()
+        let decompressor = Decompressor()
+        if let tree = trees["versions"] {
+            try pages.walk(tree) { key, value in
+                seen += 1
+                guard let parts = Keys.parseVersion(key), let version = VersionRecord(ifIntact: value),
+                      version.contentVersion == parts.contentVersion else {
+                    damage.append("the record of a version under key \(hexString(key)) fails its check")
+                    return true
+                }
+                let itemKey = Array(parts.itemKey)
+                let name = "version \"\(String(decoding: parts.contentVersion, as: UTF8.self))\" of an item of \(RecordNames.domain(parts.domain))"
+                guard let isOrigin = origins[parts.domain] else { return true }  // reported with its domain
+                let item = try destination.environment.read { txn in try txn.get(dbs.items, key: itemKey).flatMap { ItemRecord(ifIntact: $0) } }
+                guard let item, item.kind == .file else {
+                    damage.append("\(name) is left out: its item's record is lost")
+                    return true
+                }
+                let itemName = RecordNames.item(item.identifier, domain: parts.domain)
+                let outcome = try salvageVersion(
+                    version, key: Array(key), of: itemName, domain: parts.domain, origin: isOrigin, pages: pages, trees: trees, into: destination,
+                    token: token, decompressor: decompressor, failed: &failedChunks)
+                switch outcome {
+                case .kept(let newChunks, let absent):
+                    versionsRecovered += 1
+                    recoveredChunks += newChunks
+                    if absent { report.versionsWithAbsentChunks += 1 }
+                case .dropped(let why):
+                    damage.append("\(RecordNames.version(version.contentVersion, of: itemName)) is left out: \(why)")
+                }
+                return true
+            }
+        }
+        report.versions = count(recovered: versionsRecovered, seen: seen, recorded: trees["versions"]?.entries)
+        seen = 0
+        if let tree = trees["chunks"] {
+            pages.walk(tree, values: false) { _, _ in
+                seen += 1
+                return true
+            }
+        }
+        report.chunks = count(recovered: recoveredChunks, seen: max(seen, recoveredChunks + failedChunks.count), recorded: trees["chunks"]?.entries)
+        for skipped in pages.damage {
+            let from = skipped.fromKey.isEmpty ? "its first key" : "key \(hexString(skipped.fromKey.prefix(40)))"
+            damage.append("\(skipped.database): what page \(skipped.page) held (from \(from)) is lost: \(skipped.problem)")
+        }
+        report.damage = damage.sorted()
+        return report
+    }
+
+    /// How many of a kind were recovered and lost: lost are those seen but not taken, or, when the tree's own
+    /// count is larger (records on pages that could not be read), those it counts but were not taken.
+    private static func count(recovered: Int, seen: Int, recorded: UInt64?) -> RecoveryReport.Count {
+        let total = max(seen, recorded.map { Int(clamping: $0) } ?? 0)
+        return RecoveryReport.Count(recovered: recovered, lost: max(0, total - recovered))
+    }
+
+    enum VersionOutcome {
+        case kept(newChunks: Int, absentEntries: Bool)
+        case dropped(String)
+    }
+
+    /// Copies one version: its manifest page by page, each stored chunk checked and taken, into a pending
+    /// manifest of `destination`, then publishes it. A local domain's version with any chunk or page lost is
+    /// rolled back (``WriteTransaction/dropManifest(_:_:)`` releases what it took).
+    @available(*, noasync)
+    private static func salvageVersion(
+        _ version: VersionRecord, key: [UInt8], of itemName: String, domain: String, origin: Bool, pages: PageFile, trees: [String: PageFile.Tree],
+        into destination: Store, token: WriterToken, decompressor: Decompressor, failed: inout Set<ChunkDigest>
+    ) throws -> VersionOutcome {
+        let dbs = destination.dbs
+        let chunkSize = version.layout.chunkSize
+        let chunkCount = version.layout.chunkCount(forLength: version.size)
+        let manifest = try destination.writer.writeAndWait { txn in try txn.beginManifest(dbs, writer: token, now: Date().timeIntervalSince1970) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        defer { buffer.deallocate() }
+        var newChunks = 0
+        var absent = false
+        func rollBack(_ why: String) throws -> VersionOutcome {
+            try destination.writer.writeAndWait { txn in try txn.dropManifest(manifest, dbs) }
+            return .dropped(why)
+        }
+        var page: Int64 = 0
+        while page * ManifestPage.entriesPerPage < chunkCount {
+            let first = page * ManifestPage.entriesPerPage
+            let slots = Int(min(ManifestPage.entriesPerPage, chunkCount - first))
+            var entries: [ManifestEntry] = []
+            let raw = trees["manifests"].flatMap { pages.get($0, key: Keys.manifestPage(version.manifestID, page: page)) }
+            let stored: [ManifestEntry]? = raw.flatMap { raw in
+                raw.withUnsafeBytes { value -> [ManifestEntry]? in
+                    guard let body = ManifestPage.entries(ofStored: value) else { return nil }
+                    var list: [ManifestEntry] = []
+                    for slot in 0..<slots {
+                        guard let entry = try? ManifestPage.entry(in: body, at: slot) else { return nil }
+                        list.append(entry)
+                    }
+                    return list
+                }
+            }
+            guard let stored else {
+                guard origin else { return try rollBack("page \(page) of its manifest is lost") }
+                entries = Array(repeating: .absent(nil), count: slots)
+                absent = true
+                try writePage(entries, manifest: manifest, page: page, chunks: [], into: destination)
+                page += 1
+                continue
+            }
+            // The page's chunks, checked, then written with the page in one transaction.
+            var taken: [(ChunkDigest, [UInt8]?, Int)] = []
+            for (slot, entry) in stored.enumerated() {
+                guard case .stored(let digest) = entry else {
+                    entries.append(entry)
+                    continue
+                }
+                let index = first + Int64(slot)
+                // A chunk an earlier version already brought over was checked then: count one more reference.
+                if try destination.environment.read({ txn in try digest.withUnsafeBytes { try txn.get(dbs.refs, key: $0) != nil } }) {
+                    taken.append((digest, nil, 0))
+                    entries.append(entry)
+                    continue
+                }
+                let rawLength = Int(min(Int64(chunkSize), version.size - index * Int64(chunkSize)))
+                if !failed.contains(digest),
+                   let value = trees["chunks"].flatMap({ pages.get($0, key: digest.bytes) }),
+                   check(value, digest: digest, rawLength: rawLength, decompressor: decompressor, buffer: buffer) {
+                    taken.append((digest, value, rawLength))
+                    entries.append(entry)
+                    continue
+                }
+                failed.insert(digest)
+                guard origin else { return try rollBack("chunk \(digest) (chunk \(index)) is lost or fails its hash") }
+                entries.append(.absent(digest))
+                absent = true
+            }
+            newChunks += try writePage(entries, manifest: manifest, page: page, chunks: taken, into: destination)
+            page += 1
+        }
+        var published = version
+        published.manifestID = manifest
+        try destination.writer.writeAndWait { txn in
+            try txn.delete(dbs.pending, key: Keys.manifest(manifest))
+            try txn.put(dbs.versions, key: key, value: published.encoded())
+            try txn.addToCounter(dbs, MetaKey.logicalBytes, version.size)
+            // Keep the domain's version at least the version's sequence, so versions stay newest first.
+            let domainKey = Keys.domain(domain)
+            if let raw = try txn.get(dbs.domains, key: domainKey), var domain = DomainRecord(ifIntact: raw), domain.version < version.sequence {
+                domain.version = version.sequence
+                try txn.put(dbs.domains, key: domainKey, value: domain.encoded())
+            }
+        }
+        return .kept(newChunks: newChunks, absentEntries: absent)
+    }
+
+    /// Stores a manifest page and its checked chunks (retaining those already stored) in one transaction;
+    /// returns how many chunks were new.
+    @available(*, noasync)
+    private static func writePage(
+        _ entries: [ManifestEntry], manifest: UInt64, page: Int64, chunks: [(ChunkDigest, [UInt8]?, Int)], into destination: Store
+    ) throws -> Int {
+        let dbs = destination.dbs
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(entries.count * ManifestPage.entrySize + Seal.size)
+        for entry in entries { ManifestPage.append(entry, to: &bytes) }
+        return try destination.writer.writeAndWait { txn in
+            var inserted = 0
+            for (digest, value, rawLength) in chunks where try !txn.retainChunk(digest, dbs) {
+                // Checked just before, by this process, the only writer of the new store.
+                guard let value else { throw CacheError(.corruptData, "chunk \(digest) left the new store while it was being recovered; run recover again") }
+                try value.withUnsafeBytes { try txn.insertChunk(digest, encoded: $0, rawLength: rawLength, dbs) }
+                inserted += 1
+            }
+            try ManifestPage.store(&bytes, manifest: manifest, page: page, in: &txn, dbs)
+            return inserted
+        }
+    }
+
+    /// Whether a stored chunk decodes to `rawLength` bytes that hash to `digest`.
+    private static func check(
+        _ value: [UInt8], digest: ChunkDigest, rawLength: Int, decompressor: Decompressor, buffer: UnsafeMutableRawBufferPointer
+    ) -> Bool {
+        guard rawLength > 0, rawLength <= buffer.count else { return false }
+        return value.withUnsafeBytes { stored in
+            guard let bytes = try? ChunkCodec.decode(stored, rawCount: rawLength, decompressor: decompressor, buffer: buffer, digest: digest) else {
+                return false
+            }
+            return bytes.count == rawLength && ChunkDigest(hashing: bytes) == digest
+        }
+    }
+}
+
+extension ChunkCache {
+    /// Salvages everything readable of the store at `source` into a new store at `destination`, as
+    /// `sqlite3 .recover` does: domains with their origin settings, items, versions with their manifests,
+    /// and chunks, each re-hashed with SHA-256 and checked against its name. The new store verifies clean.
+    ///
+    /// The old store is read straight from the pages of its `data.mdb`, never through LMDB, which trusts its
+    /// pages and crashes the process on a damaged one; a damaged page loses only the records it held.
+    /// Nothing in the old store is written. Stop every process using the old store first: its file is read
+    /// as it is. A version of a domain without an origin that lost a chunk or a manifest page is left out
+    /// (put its file again); one of an origin domain is kept with those chunks `absent`, downloaded again
+    /// when fetched.
+    ///
+    /// - Parameters:
+    ///   - source: The damaged store's directory (by default as ``open(at:creatingWith:handOffGracePeriod:)``
+    ///     finds it).
+    ///   - destination: A directory that holds no store yet; created when missing.
+    /// - Returns: What was recovered and lost, and the damage found.
+    /// - Throws: `fileExists` when `destination` already holds a store, `invalidArgument` when it is the
+    ///   source, `corruptData` when `source`'s data file has no usable meta page.
+    public static func recover(storeAt source: String?, into destination: String) async throws -> RecoveryReport {
+        let sourcePath = Store.resolvePath(source)
+        return try await runBlocking(doing: "recovering the store at \(sourcePath)", store: sourcePath) { _ in
+            guard FileManager.default.fileExists(atPath: sourcePath + "/data.mdb") else {
+                throw CacheError(.invalidArgument, "there is no store at \(sourcePath) (no data.mdb); give the damaged store with --store")
+            }
+            let canonicalSource = (try? FileSystem.canonicalPath(sourcePath)) ?? sourcePath
+            if let canonical = try? FileSystem.canonicalPath(destination), canonical == canonicalSource {
+                throw CacheError(.invalidArgument, "recover writes a new store: --to \(destination) is the damaged store itself; give a new directory")
+            }
+            guard !FileManager.default.fileExists(atPath: destination + "/data.mdb") else {
+                throw CacheError(.fileExists, "\(destination) already holds a store; give recover a new directory with --to")
+            }
+            let shift = PageFile.chunkShift(ofStoreAt: sourcePath)
+            let store = try Store.open(at: destination, layout: shift.map { ChunkLayout(uncheckedShift: $0) }, maxSize: nil)
+            defer { store.release() }
+            return try Salvage.recover(source: sourcePath, into: store)
+        }
+    }
+}
+
+extension PageFile {
+    /// The chunk size recorded in the `meta` database of the store at `path`, when it can be read.
+    static func chunkShift(ofStoreAt path: String) -> Int? {
+        guard let pages = try? PageFile(path: path + "/data.mdb"), let meta = pages.tree(named: "meta"),
+              let raw = pages.get(meta, key: Keys.meta(MetaKey.chunkShift)), raw.count == 8 else { return nil }
+        let shift = Int(raw.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self).littleEndian })
+        return ChunkLayout.shifts.contains(shift) ? shift : nil
+    }
+}
