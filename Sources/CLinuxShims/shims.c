@@ -98,7 +98,9 @@ int CLinuxShims_report_fatal_signals(const char *stderr_text, const char *stdout
     action.sa_handler = report_fatal_signal;
     action.sa_flags = SA_ONSTACK;
     sigemptyset(&action.sa_mask);
-    const int signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE};
+    // Faults a damaged data.mdb causes inside LMDB (bad page references, its assertions); not SIGILL or
+    // SIGFPE, which are Swift traps: a bug must still crash loudly.
+    const int signals[] = {SIGSEGV, SIGBUS, SIGABRT};
     for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) {
         if (sigaction(signals[i], &action, NULL) != 0) return -1;
     }

@@ -3,7 +3,7 @@ import CLinuxShims
 /// What a process does when it faults: for a command-line tool whose faults come from outside (a damaged
 /// memory-mapped file), a one-line report and exit status 1 instead of dying of the signal.
 public enum FatalSignals {
-    /// From now on SIGSEGV, SIGBUS, SIGABRT, SIGILL and SIGFPE write `stderrText` to stderr and `stdoutText`
+    /// From now on SIGSEGV, SIGBUS and SIGABRT (not Swift's traps, SIGILL and SIGFPE: a bug must crash loudly) write `stderrText` to stderr and `stdoutText`
     /// (when given) to stdout, then end the process with `_exit(1)`: no cleanup runs, as with the signal.
     ///
     /// Uses the `sigaction(2)` and `sigaltstack(2)` system calls.

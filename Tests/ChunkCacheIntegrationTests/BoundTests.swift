@@ -9,25 +9,13 @@ import Testing
 @Suite(.serialized) struct BoundTests {
     static let bound: Int64 = 16 << 20
 
-    /// An nginx origin of `files` and a store bounded at ``bound`` with no free-space floor.
+    /// An nginx origin of `files` and a store bounded at `bound` with no free-space floor and no read-ahead;
+    /// `body` gets the store's directory's parent.
     static func withBoundedOrigin(
         _ files: [String: [UInt8]], bound: Int64 = bound, _ body: (ChunkCache, NginxServer, String) async throws -> Void
     ) async throws {
-        try await withTemporaryDirectory { dir in
-            let root = dir + "/origin"
-            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-            for (name, bytes) in files { try TestData.write(bytes, to: root + "/" + name) }
-            let server = try await NginxServer.start(root: URL(fileURLWithPath: root))
-            do {
-                let cache = try await makeCache(dir, maxSize: bound)
-                try await cache.setMinimumFreeSpace(0)
-                _ = try await cache.addDomain("web", origin: try Origin(server.baseURL), readAhead: 0)
-                try await body(cache, server, dir)
-                await server.stop()
-            } catch {
-                await server.stop()
-                throw error
-            }
+        try await ColdPathTests.withOrigin(files, readAhead: 0, maxSize: bound, minFree: 0) { cache, server, root in
+            try await body(cache, server, (root as NSString).deletingLastPathComponent)
         }
     }
 

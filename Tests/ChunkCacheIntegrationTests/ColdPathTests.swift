@@ -9,8 +9,10 @@ import Testing
     static let chunk = 65_536
 
     /// A store with domain "web" whose origin is an nginx serving `files` (name → bytes) from `dir/origin`.
+    /// - Parameters:
+    ///   - maxSize: The store's bound; `minFree` the free space it keeps (nil: the default).
     static func withOrigin(
-        _ files: [String: [UInt8]], readAhead: Int64 = DomainInfo.defaultReadAhead,
+        _ files: [String: [UInt8]], readAhead: Int64 = DomainInfo.defaultReadAhead, maxSize: Int64 = 1 << 34, minFree: Int64? = nil,
         _ body: (ChunkCache, NginxServer, String) async throws -> Void
     ) async throws {
         try await withTemporaryDirectory { dir in
@@ -19,7 +21,8 @@ import Testing
             for (name, bytes) in files { try TestData.write(bytes, to: root + "/" + name) }
             let server = try await NginxServer.start(root: URL(fileURLWithPath: root))
             do {
-                let cache = try await makeCache(dir)
+                let cache = try await makeCache(dir, maxSize: maxSize)
+                if let minFree { try await cache.setMinimumFreeSpace(minFree) }
                 _ = try await cache.addDomain("web", origin: try Origin(server.baseURL), readAhead: readAhead)
                 try await body(cache, server, root)
                 await server.stop()

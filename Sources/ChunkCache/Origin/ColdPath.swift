@@ -50,9 +50,6 @@ extension ChunkCache {
         await store.origins.waitUntilStored()
     }
 
-    /// The most times a fetch fills from its origin and plans again before it gives up: a discovery, a fill,
-    /// and a new version when the origin moves on, with room to spare.
-    static let maxColdRounds = 6
 
     /// Runs `attempt` (a fetch from the store) and, while it misses on an origin domain, fills what it lacks
     /// from the origin and runs it again, with the version the origin named when it discovered one. A
@@ -76,9 +73,11 @@ extension ChunkCache {
         var version = version
         var readAheadDone = false
         var miss = firstMiss
-        for _ in 0..<Self.maxColdRounds {
+        var rounds = ColdRounds(item: request.item)
+        while true {
             if let pending = miss {
                 miss = nil
+                try rounds.count(pending)
                 switch try await coldFill(pending, request, readAheadDone: &readAheadDone) {
                 case .planAgain: break
                 case .serve(let discovered): version = discovered
@@ -98,7 +97,6 @@ extension ChunkCache {
                 miss = cold
             }
         }
-        throw CacheError(.transient, "item \(request.item) kept changing at its origin while it was fetched; retry")
     }
 
     /// Writes downloaded bytes into a new hand-off file, at their own offsets in a file of the item's size.
@@ -219,4 +217,37 @@ extension ChunkCache {
         }
     }
 
+}
+
+/// How many times one fetch went to its origin, and when it gives up (as `transient`).
+///
+/// Discoveries and version changes: a discovery, a fill and a new version when the origin moves on take
+/// three; more means the file keeps changing there. Fills of a known version: a fetch reads what it
+/// downloaded from the store, and another process's eviction can take it in between (this process's own
+/// spares it, ``PolicyProtection``), so fills get more tries; running out of them means the store's bound
+/// is too small for the reads running at once.
+struct ColdRounds {
+    let item: ItemIdentifier
+    private var changes = 0
+    private var fills = 0
+
+    static let maxChanges = 3
+    static let maxFills = 16
+
+    init(item: ItemIdentifier) { self.item = item }
+
+    mutating func count(_ miss: ColdMiss) throws(CacheError) {
+        if case .fill = miss {
+            fills += 1
+            guard fills <= Self.maxFills else {
+                throw CacheError(.transient,
+                    "what this fetch downloaded of item \(item) was evicted before it could be read, \(Self.maxFills) times: the store's bound (init --max-size, --min-free) is too small for the reads running at once; raise it, then retry")
+            }
+        } else {
+            changes += 1
+            guard changes <= Self.maxChanges else {
+                throw CacheError(.transient, "item \(item) kept changing at its origin while it was fetched; retry")
+            }
+        }
+    }
 }

@@ -11,13 +11,15 @@ extension ChunkCache {
         var readAheadDone = false
         // Eviction spares what this fetch downloads until it has read it (PolicyProtection).
         defer { request.lease.end() }
-        for _ in 0..<Self.maxColdRounds {
+        var rounds = ColdRounds(item: request.item)
+        while true {
             do {
                 let served = try attempt(version)
                 if !readAheadDone { readAhead(after: served, request.item) }
                 return served
             } catch var cold as ColdMiss {
                 while true {
+                    try rounds.count(cold)
                     let step = try Self.waitFor { [readAheadDone, cold] in
                         var done = readAheadDone
                         let step = try await self.coldFill(cold, request, readAheadDone: &done)
@@ -31,7 +33,6 @@ extension ChunkCache {
                 }
             }
         }
-        throw CacheError(.transient, "item \(request.item) kept changing at its origin while it was fetched; retry")
     }
 
     /// Runs `body` as a task and waits for it on the calling thread, which is not a Swift concurrency thread.

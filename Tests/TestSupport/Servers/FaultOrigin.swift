@@ -6,7 +6,8 @@ import Foundation
 /// - `ok`: ranged GETs and HEADs with a strong ETag, `Last-Modified` and `If-Match`.
 /// - `status-CODE`: every request answers CODE.
 /// - `retry-429-N`, `fail-5xx-N`: the first N requests of a path answer 429 (`Retry-After: 1`) or 503.
-/// - `flaky-P`: P % of requests, at random, answer 503 or send half the body and reset the connection.
+/// - `flaky-P`: P % of requests, at random, answer 503 or send half the body and reset the connection; the
+///   next 4 requests of that path succeed (so a retry gets through: independent failures, not an outage).
 /// - `reset-N`, `short-N`: the first N GETs of a path send half the body, then reset the connection or close it.
 /// - `stall`: never answers. `stall-body`: sends the head and 4 KiB, then nothing.
 /// - `changing`: the k-th GET of a path serves version k % 2 (version 1: every byte XOR 0xFF, another ETag);
@@ -78,6 +79,7 @@ ROOT, PORT, LOG = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 lock = threading.Lock()
 counts = {}
 in_flight = [0, 0]  # now, most ever (behaviour `slow`)
+failed_last = {}  # path -> requests still spared after `flaky-P` failed one (so its retry gets through)
 
 def count(key):
     with lock:
@@ -128,7 +130,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(429, b"slow down", [("Retry-After", "1")])
         if behaviour.startswith("fail-5xx-") and count(key) < int(behaviour[9:]):
             return self.answer(503, b"unavailable")
-        flaky = behaviour.startswith("flaky-") and random.random() * 100 < int(behaviour[6:])
+        with lock:
+            spared = failed_last.get(key, 0)
+            flaky = behaviour.startswith("flaky-") and not spared and random.random() * 100 < int(behaviour[6:])
+            failed_last[key] = 4 if flaky else max(0, spared - 1)
         if flaky and random.random() < 0.5:
             return self.answer(503, b"unavailable at random")
         if behaviour == "slow" and not head:
