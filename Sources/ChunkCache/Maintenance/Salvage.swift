@@ -231,7 +231,7 @@ enum Salvage {
                 guard origin else { return try rollBack("page \(page) of its manifest is lost") }
                 entries = Array(repeating: .absent(nil), count: slots)
                 absent = true
-                try writePage(entries, manifest: manifest, page: page, chunks: [], into: destination)
+                _ = try writePage(entries, manifest: manifest, page: page, chunks: [], into: destination)  // no chunks: none new
                 page += 1
                 continue
             }
