@@ -145,13 +145,6 @@ public final class Environment: @unchecked Sendable {
         return max(0, info.me_last_pgno + 1 - free) * Int(stat.ms_psize)
     }
 
-    /// The size of one page of the data file.
-    public var pageSize: Int {
-        var stat = MDB_stat()
-        mdb_env_stat(handle, &stat)
-        return Int(stat.ms_psize)
-    }
-
     /// Drops this process's mappings of the data file's pages in use (`madvise(MADV_DONTNEED)`), so a long
     /// ingest or a large fetch does not keep the whole file resident. The pages stay in the page cache and
     /// fault back in on the next access; pointers into the map stay valid (it is a shared file mapping).

@@ -30,12 +30,16 @@ import Testing
         try await cache.versions(of: ItemIdentifier(domain: "web", name)).versions.first?.cachedBytes ?? -1
     }
 
-    @Test("§12: a store bounded at 16 MiB, filled with 48 MiB from an origin, keeps its live pages under the bound and data.mdb within it; every fetch is byte-exact; evicted chunks come back with their hash checked",
+    @Test("§12 H1: a store bounded at 16 MiB, filled with 48 MiB from an origin, keeps its live pages under the bound and data.mdb within it; every fetch is byte-exact; evicted chunks come back with their hash checked; a file handed off before eviction is untouched by it",
           .requires(NginxServer.self))
     func staysWithinItsBound() async throws {
         var files: [String: [UInt8]] = [:]
         for n in 0..<12 { files["f\(n).bin"] = TestData.random(count: 4 << 20, seed: UInt64(100 + n)) }
         try await Self.withBoundedOrigin(files) { cache, _, dir in
+            // H1: a hand-off taken before eviction, kept by the caller.
+            let handedOff = try await cache.fetchContents(for: ItemIdentifier(domain: "web", "f0.bin"))
+            await cache.waitForDownloads()
+            defer { unlink(handedOff.url.path) }
             for n in 0..<12 {
                 #expect(try await Self.fetchWhole(cache, "f\(n).bin") == files["f\(n).bin"])
                 _ = try await cache.enforceBound()
@@ -52,6 +56,7 @@ import Testing
             #expect(stats.evictableBytes > 0 && stats.evictableBytes <= Self.bound)
             #expect(try await Self.cached(cache, "f11.bin") == 4 << 20, "the newest file is cached whole")
             #expect(try await Self.cached(cache, "f0.bin") < 4 << 20, "the oldest lost chunks")
+            #expect(try TestData.read(handedOff.url.path, count: 8 << 20) == files["f0.bin"], "H1: the hand-off does not depend on the cache")
             // The oldest file comes back from the origin, right.
             #expect(try await Self.fetchWhole(cache, "f0.bin") == files["f0.bin"])
             let report = try await cache.verify()

@@ -71,7 +71,8 @@ func hexValue(_ c: UInt8) -> UInt8? {
     }
 }
 
-func hexString(_ bytes: some Sequence<UInt8>) -> String {
+/// `bytes` as lowercase hexadecimal, two digits a byte (keys and digests in messages and reports).
+public func hexString(_ bytes: some Sequence<UInt8>) -> String {
     let digits = Array("0123456789abcdef".utf8)
     var out = [UInt8]()
     for b in bytes {

@@ -17,39 +17,46 @@ extension WriteTransaction {
     /// reference (freed with its last). Returns the raw bytes no longer cached.
     @available(*, noasync)
     mutating func evictCachedChunks(of version: VersionRecord, _ dbs: Databases) throws -> Int64 {
-        var pages: [(key: [UInt8], value: [UInt8])] = []
-        try scan(dbs.manifests, prefix: Keys.manifest(version.manifestID)) { key, value in
-            pages.append((Array(key), Array(value)))
+        var pages: [Int64] = []
+        try scan(dbs.manifests, prefix: Keys.manifest(version.manifestID)) { key, _ in
+            if let (_, page) = Keys.parseManifestPage(key) { pages.append(page) }
             return true
         }
         try policyForget(manifest: version.manifestID, dbs)
-        let layout = version.layout
         var evicted: Int64 = 0
         for page in pages {
-            let pageIndex = Int64(bitPattern: UInt64(bigEndian: page.key.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self) }))
-            var dropped: [(slot: Int, digest: ChunkDigest)] = []
-            let rewritten = try page.value.withUnsafeBytes { raw -> [UInt8]? in
-                guard let entries = ManifestPage.entries(ofStored: raw) else {
-                    throw ManifestPage.damaged(version.manifestID, page: pageIndex, in: self, dbs)
-                }
-                var slot = -1
-                return try ManifestPage.rewrite(entries) { entry in
-                    slot += 1
-                    guard case .stored(let digest) = entry else { return nil }
-                    dropped.append((slot, digest))
-                    return .absent(digest)
-                }
+            guard try get(dbs.manifests, key: Keys.manifestPage(version.manifestID, page: page)).flatMap(ManifestPage.entries(ofStored:)) != nil else {
+                throw ManifestPage.damaged(version.manifestID, page: page, in: self, dbs)
             }
-            guard var rewritten else { continue }
-            rewritten.removeLast(Seal.size)  // ManifestPage.store seals what it is given
-            try ManifestPage.store(&rewritten, manifest: version.manifestID, page: pageIndex, in: &self, dbs)
-            for (slot, digest) in dropped {
-                try releaseChunk(digest, dbs)
-                evicted += layout.range(ofChunk: pageIndex * ManifestPage.entriesPerPage + Int64(slot), length: version.size).length
-            }
+            evicted += try makeAbsent(manifest: version.manifestID, page: page, slots: nil, dbs)
         }
         try addToCounter(dbs, PolicyMeta.evictedBytes, evicted)
         return evicted
+    }
+
+    /// Turns the `stored` entries of one manifest page in `slots` (every one when nil) `absent` with their
+    /// hashes kept, and releases their chunks: what eviction by hand and by the bound both do. Returns the raw
+    /// bytes no longer cached. A page that is missing or fails its seal is left as it is (0).
+    @available(*, noasync)
+    mutating func makeAbsent(manifest: UInt64, page: Int64, slots: Set<Int>?, _ dbs: Databases) throws -> Int64 {
+        guard let raw = try get(dbs.manifests, key: Keys.manifestPage(manifest, page: page)),
+              let entries = ManifestPage.entries(ofStored: raw) else { return 0 }
+        var dropped: [ChunkDigest] = []
+        var slot = -1
+        guard var rewritten = try ManifestPage.rewrite(entries, { entry in
+            slot += 1
+            guard slots?.contains(slot) ?? true, case .stored(let digest) = entry else { return nil }
+            dropped.append(digest)
+            return .absent(digest)
+        }) else { return 0 }
+        rewritten.removeLast(Seal.size)  // ManifestPage.store seals what it is given
+        try ManifestPage.store(&rewritten, manifest: manifest, page: page, in: &self, dbs)
+        var bytes: Int64 = 0
+        for digest in dropped {
+            bytes += Int64(try digest.withUnsafeBytes { try get(dbs.refs, key: $0) }.flatMap { ChunkRef(ifIntact: $0) }?.rawLength ?? 0)
+            try releaseChunk(digest, dbs)
+        }
+        return bytes
     }
 
     /// Removes versions beyond the newest `keep` of every item of every domain, freeing chunks no other

@@ -44,9 +44,8 @@ struct PolicySlot: Hashable, Sendable {
     }
 
     init?(key: UnsafeRawBufferPointer) {
-        guard key.count == 16 else { return nil }
-        manifestID = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
-        index = Int64(bitPattern: UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+        guard let (manifest, index) = Keys.parseManifestPage(key) else { return nil }
+        self.init(manifestID: manifest, index: index)
     }
 }
 
@@ -290,8 +289,7 @@ extension WriteTransaction {
     mutating func policyAdopt(manifest manifestID: UInt64, itemKey: [UInt8], _ dbs: Databases) throws {
         var chunks: [(Int64, UInt32)] = []
         try scan(dbs.manifests, prefix: Keys.manifest(manifestID)) { key, value in
-            let page = Int64(bitPattern: UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
-            guard let entries = ManifestPage.entries(ofStored: value) else { return true }
+            guard let (_, page) = Keys.parseManifestPage(key), let entries = ManifestPage.entries(ofStored: value) else { return true }
             for slot in 0..<(entries.count / ManifestPage.entrySize) {
                 guard case .stored(let digest) = try ManifestPage.entry(in: entries, at: slot) else { continue }
                 let stored = try digest.withUnsafeBytes { try get(dbs.refs, key: $0) }.flatMap { ChunkRef(ifIntact: $0) }?.storedLength ?? 0
@@ -409,14 +407,9 @@ extension WriteTransaction {
 
 extension TransactionReading where Self: ~Copyable {
     /// The stored bytes of the chunks the policy may evict now (`stat`'s `evictableBytes`, an estimate:
-    /// a chunk another version shares frees nothing).
+    /// a chunk another version shares frees nothing): the segments' own byte counters.
     func policyTrackedBytes(_ dbs: Databases) throws -> Int64 {
-        var total: Int64 = 0
-        try scan(dbs.policy, prefix: []) { _, value in
-            if let record = PolicyRecord(ifIntact: value), record.segment != .ghost { total += Int64(record.storedBytes) }
-            return true
-        }
-        return total
+        try [PolicySegment.window, .probation, .protected].reduce(Int64(0)) { $0 + Int64(try counter(dbs, $1.bytesCounterName)) }
     }
 }
 

@@ -18,10 +18,7 @@ final class SpaceBound: Sendable {
     /// The most live bytes the store may hold: LMDB's map size, which no write can pass.
     let maxSize: Int64
     /// The bytes eviction keeps free on the store's filesystem: `init --min-free`, else the default.
-    var minFree: Int64 {
-        let set = minFreeBytes.load(ordering: .relaxed)
-        return set >= 0 ? set : Self.defaultMinFree(onFilesystemOf: path)
-    }
+    var minFree: Int64 { minFree(of: try? FileSystem.filesystemStatus(path)) }
     /// What `init --min-free` set; -1 when it never did.
     private let minFreeBytes: Atomic<Int64>
     /// An eviction is queued on the writer: later commits need not queue another.
@@ -38,9 +35,15 @@ final class SpaceBound: Sendable {
     /// The free space kept when `init --min-free` never set one: 1 GiB (CONTRACT §12), but no more than 5 %
     /// of a filesystem under 20 GiB, as ext4 reserves 5 % for root: a 1 GiB floor would refuse every write
     /// to a store on a small volume that is nowhere near full.
-    static func defaultMinFree(onFilesystemOf path: String) -> Int64 {
-        guard let fs = try? FileSystem.filesystemStatus(path) else { return 1 << 30 }
+    static func defaultMinFree(of fs: statvfs?) -> Int64 {
+        guard let fs else { return 1 << 30 }
         return min(1 << 30, Int64(fs.f_blocks) * Int64(fs.f_frsize) / 20)
+    }
+
+    /// What `minFree` is on a filesystem of status `fs` (one `statvfs` serves this and the free space).
+    private func minFree(of fs: statvfs?) -> Int64 {
+        let set = minFreeBytes.load(ordering: .relaxed)
+        return set >= 0 ? set : Self.defaultMinFree(of: fs)
     }
     /// Victims per eviction transaction, so other writes wait for at most one short transaction.
     static let victimsPerTransaction = 2048
@@ -60,10 +63,11 @@ final class SpaceBound: Sendable {
 
     /// The live bytes the store may hold now: `maxSize`, and no more than leaves `minFree` free.
     func allowedBytes() -> Int64 {
-        guard minFree > 0, let fs = try? FileSystem.filesystemStatus(path),
-              let file = try? FileSystem.status(path + "/data.mdb") else { return maxSize }
+        guard let fs = try? FileSystem.filesystemStatus(path) else { return maxSize }
+        let keep = minFree(of: fs)
+        guard keep > 0, let file = try? FileSystem.status(path + "/data.mdb") else { return maxSize }
         let free = Int64(fs.f_bavail) * Int64(fs.f_frsize)
-        return max(0, min(maxSize, Int64(file.st_blocks) * 512 + free - minFree))
+        return max(0, min(maxSize, Int64(file.st_blocks) * 512 + free - keep))
     }
 
     /// Called on the writer queue after each commit: queues an eviction when the live pages are above the
@@ -133,8 +137,11 @@ final class SpaceBound: Sendable {
         // What the bytes take in pages: a chunk of 64 KiB and its header fill 17 pages of 4 KiB, and the
         // B-trees that index them grow too.
         let need = bytes + bytes / 8 + 256 << 10
+        let high = Self.highWater * Double(allowedBytes())
+        // The file's extent first (no read of the free list): live pages are never more.
+        guard Double(Int64(environment.usedBytes) + need) > high else { return }
         let live = Int64((try? environment.liveBytes()) ?? environment.usedBytes)
-        guard Double(live + need) > Self.highWater * Double(allowedBytes()) else { return }
+        guard Double(live + need) > high else { return }
         _ = try evictToLowWater(below: need)
         let after = Int64((try? environment.liveBytes()) ?? environment.usedBytes)
         let allowed = allowedBytes()
@@ -153,33 +160,18 @@ extension WriteTransaction {
     @available(*, noasync)
     mutating func evictByPolicy(bytes: Int64, limit: Int, sparing protection: PolicyProtection, _ dbs: Databases) throws -> EvictionResult {
         let victims = try policyChooseVictims(bytes: bytes, limit: limit, sparing: protection, dbs)
-        var byPage: [[UInt8]: [Int: PolicySlot]] = [:]
+        var byPage: [PolicySlot: Set<Int>] = [:]  // keyed by (manifest, page)
         for victim in victims {
             let page = ManifestPage.page(ofChunk: victim.slot.index)
-            byPage[Keys.manifestPage(victim.slot.manifestID, page: page), default: [:]][Int(victim.slot.index - page * ManifestPage.entriesPerPage)] = victim.slot
+            byPage[PolicySlot(manifestID: victim.slot.manifestID, index: page), default: []]
+                .insert(Int(victim.slot.index - page * ManifestPage.entriesPerPage))
         }
         var result = EvictionResult(versions: 0, bytes: 0, pinnedSkipped: 0)
         var manifests = Set<UInt64>()
-        for (key, slots) in byPage {
-            guard let raw = try get(dbs.manifests, key: key), let entries = ManifestPage.entries(ofStored: raw) else { continue }
-            var dropped: [ChunkDigest] = []
-            var slot = -1
-            guard var rewritten = try ManifestPage.rewrite(entries, { entry in
-                slot += 1
-                guard slots[slot] != nil, case .stored(let digest) = entry else { return nil }
-                dropped.append(digest)
-                return .absent(digest)
-            }) else { continue }
-            rewritten.removeLast(Seal.size)  // ManifestPage.store seals what it is given
-            let manifestID = slots.values.first!.manifestID
-            let page = Int64(bitPattern: UInt64(bigEndian: key.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 8, as: UInt64.self) }))
-            try ManifestPage.store(&rewritten, manifest: manifestID, page: page, in: &self, dbs)
-            manifests.insert(manifestID)
-            for digest in dropped {
-                let rawLength = try digest.withUnsafeBytes { try get(dbs.refs, key: $0) }.flatMap { ChunkRef(ifIntact: $0) }?.rawLength ?? 0
-                try releaseChunk(digest, dbs)
-                result.bytes += Int64(rawLength)
-            }
+        for (page, slots) in byPage {
+            let bytes = try makeAbsent(manifest: page.manifestID, page: page.index, slots: slots, dbs)
+            if bytes > 0 { manifests.insert(page.manifestID) }
+            result.bytes += bytes
         }
         result.versions = manifests.count
         try addToCounter(dbs, PolicyMeta.evictedBytes, result.bytes)

@@ -15,19 +15,18 @@ final class SpaceReserve: Sendable {
 
     init(storePath: String) { path = storePath + "/reserve" }
 
-    /// The reserve's size: 32 MiB, or 1/64 of a smaller filesystem.
-    static func size(onFilesystemOf path: String) -> Int64 {
-        guard let fs = try? FileSystem.filesystemStatus(path) else { return 0 }
-        return min(32 << 20, Int64(fs.f_blocks) * Int64(fs.f_frsize) / 64)
+    /// The reserve's size on a filesystem of status `fs`: 32 MiB, or 1/64 of a smaller filesystem.
+    static func size(of fs: statvfs) -> Int64 {
+        min(32 << 20, Int64(fs.f_blocks) * Int64(fs.f_frsize) / 64)
     }
 
     /// Allocates the reserve unless it exists, when the filesystem has room for it beyond `keepFree`.
     /// Blocking (a few MiB of allocation at most): at open, on the blocking pool.
     func ensure(keepFree: Int64) {
         if (try? FileSystem.status(path)) != nil { return }
-        let size = Self.size(onFilesystemOf: (path as NSString).deletingLastPathComponent)
-        guard size > 0, let fs = try? FileSystem.filesystemStatus((path as NSString).deletingLastPathComponent),
-              Int64(fs.f_bavail) * Int64(fs.f_frsize) > keepFree + 2 * size,
+        guard let fs = try? FileSystem.filesystemStatus((path as NSString).deletingLastPathComponent) else { return }
+        let size = Self.size(of: fs)
+        guard size > 0, Int64(fs.f_bavail) * Int64(fs.f_frsize) > keepFree + 2 * size,
               let file = try? FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600) else { return }
         defer { try? file.close() }
         do {

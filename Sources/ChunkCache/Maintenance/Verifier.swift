@@ -172,12 +172,10 @@ enum Verifier {
         try txn.scan(dbs.manifests, prefix: []) { key, value in
             observer?("manifests", key)
             if ManifestPage.entries(ofStored: value) == nil {
-                guard key.count == 16 else {
+                guard let (manifest, page) = Keys.parseManifestPage(key) else {
                     damaged.append("the manifest page under key \(hexString(key))")
                     return true
                 }
-                let manifest = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
-                let page = Int64(bitPattern: UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
                 damaged.append(RecordNames.manifestPage(manifest, page: page, in: txn, dbs))
             }
             return true

@@ -82,6 +82,14 @@ enum Keys {
         return w.bytes
     }
 
+    /// The manifest id and page of a `manifests` key (and of a `policy` key: manifest id and chunk index),
+    /// or nil when it is not 16 bytes.
+    static func parseManifestPage(_ key: UnsafeRawBufferPointer) -> (manifest: UInt64, page: Int64)? {
+        guard key.count == 16 else { return nil }
+        return (UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)),
+                Int64(bitPattern: UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 8, as: UInt64.self))))
+    }
+
     static func manifest(_ manifest: UInt64) -> [UInt8] {
         var w = ByteWriter()
         w.appendBigEndian(manifest)

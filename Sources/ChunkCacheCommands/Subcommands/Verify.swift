@@ -61,23 +61,12 @@ struct VerifyWalk: AsyncParsableCommand {
         do {
             let cache = try await global.openCache()
             let report = try await cache.verify(repair: repair) { database, key in
-                ChildProcess.line(.object([("walking", .string(database)), ("key", .string(hex(key)))]))
+                ChildProcess.line(.object([("walking", .string(database)), ("key", .string(hexString(key)))]))
             }
             ChildProcess.line(.object([("report", .string(Self.json(report).rendered)), ("summary", .string(Self.summary(report)))]))
         } catch let error as CacheError {
             ChildProcess.line(.object([("error", .object([("code", .string(error.code.name)), ("message", .string(error.message))]))]))
         }
-    }
-
-    private func hex(_ bytes: UnsafeRawBufferPointer) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out = [UInt8]()
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 15)])
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     static func json(_ report: VerifyReport) -> JSON {
