@@ -53,6 +53,9 @@ let package = Package(
             dependencies: ["ChunkCache", "ChunkCacheBench", "FileIO", "LMDBKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(name: "chunkcache", dependencies: ["ChunkCacheCommands"]),
+        // Fuzzing (Fuzz/README.md): the decoders of outside bytes as targets, and libFuzzer's driver for them.
+        .target(name: "FuzzTargets", dependencies: ["ChunkCache", "ChunkCacheCommands", "OriginKit"]),
+        .executableTarget(name: "chunkcache-fuzz", dependencies: ["FuzzTargets"]),
 
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "LMDBKitTests", dependencies: ["LMDBKit", "TestSupport"]),
@@ -63,6 +66,7 @@ let package = Package(
         .testTarget(name: "ChunkCacheTests", dependencies: ["ChunkCache", "FileIO", "TestSupport"]),
         .testTarget(name: "ChunkCacheIntegrationTests", dependencies: ["ChunkCache", "FileIO", "LMDBKit", "TestSupport"]),
         .testTarget(name: "ChunkCacheCommandsTests", dependencies: ["ChunkCacheCommands", "ChunkCache", "ChunkCacheBench", "TestSupport"]),
+        .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "TestSupport"]),
 
         .executableTarget(
             name: "ChunkCacheBenchmarks",

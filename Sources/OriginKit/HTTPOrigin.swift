@@ -29,21 +29,8 @@ struct HTTPOrigin: ReadingOrigin {
                 ?? OriginFailure.transient(detail: "\(dialect.host) answered \(response.status.code) for the listing of \(folder)")
         }
         var body = try await response.body.collect(upTo: 64 << 20)
-        guard let json = try? JSONSerialization.jsonObject(with: Data(body.readBytes(length: body.readableBytes) ?? [])) as? [[String: Any]] else {
+        guard let (files, folders) = NginxListing.entries(json: body.readBytes(length: body.readableBytes) ?? [], folder: folder) else {
             throw OriginFailure.invalidResponse(detail: "\(dialect.host) gave no JSON listing for \(folder.isEmpty ? "/" : folder); the origin must be nginx with `autoindex_format json`")
-        }
-        var files: [RemoteEntry] = []
-        var folders: [String] = []
-        for entry in json {
-            guard let name = entry["name"] as? String, let type = entry["type"] as? String else { continue }
-            if type == "directory" {
-                folders.append(folder + name + "/")
-            } else if type == "file" {
-                let size = (entry["size"] as? NSNumber)?.int64Value ?? 0
-                let modified = (entry["mtime"] as? String).flatMap(NginxListing.date(from:))
-                files.append(RemoteEntry(item: folder + name, size: size, version: modified.map { NginxListing.etag(modified: $0, size: size) },
-                                         modificationDate: modified))
-            }
         }
         if !files.isEmpty { try await page(files) }
         for subfolder in folders { try await list(folder: subfolder, page: page) }
@@ -130,12 +117,40 @@ enum NginxListing {
         "\"\(String(UInt64(max(0, modified)), radix: 16))-\(String(UInt64(max(0, size)), radix: 16))\""
     }
 
+    /// The files and subfolders (each ending in `/`) of one folder's `autoindex_format json` listing, or nil
+    /// when `json` is not a JSON array.
+    ///
+    /// Entries whose name could leave the folder or alias it (empty, `.`, `..`, holding `/` or NUL) are
+    /// dropped: a subfolder named `.` would list the same folder forever. A negative or absent size is
+    /// dropped too: sizes from the origin become file lengths.
+    static func entries(json: [UInt8], folder: String) -> (files: [RemoteEntry], folders: [String])? {
+        guard let listing = try? JSONSerialization.jsonObject(with: Data(json)) as? [Any] else { return nil }
+        var files: [RemoteEntry] = []
+        var folders: [String] = []
+        for case let entry as [String: Any] in listing {
+            guard let name = entry["name"] as? String, let type = entry["type"] as? String,
+                  !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0") else { continue }
+            if type == "directory" {
+                folders.append(folder + name + "/")
+            } else if type == "file" {
+                // Through Double: NSNumber.int64Value traps on a size past Int64 (`1e30`).
+                guard let number = entry["size"] as? NSNumber, let size = Int64(exactly: number.doubleValue.rounded(.down)), size >= 0 else { continue }
+                let modified = (entry["mtime"] as? String).flatMap(date(from:))
+                files.append(RemoteEntry(item: folder + name, size: size, version: modified.map { etag(modified: $0, size: size) },
+                                         modificationDate: modified))
+            }
+        }
+        return (files, folders)
+    }
+
     /// Parses autoindex's `mtime`, an RFC 1123 date (`Wed, 25 Nov 2026 02:27:53 GMT`).
     static func date(from text: String) -> Double? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        return formatter.date(from: text)?.timeIntervalSince1970
+        OriginDates.seconds(text) { text in
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+            return formatter.date(from: text)
+        }
     }
 }

@@ -36,7 +36,12 @@ struct S3Origin: ReadingOrigin {
                 return RemoteEntry(item: String(entry.key.dropFirst(dialect.prefix.count)), size: entry.size, version: entry.etag,
                                    modificationDate: entry.lastModified)
             })
-            token = listing.isTruncated ? listing.nextToken : nil
+            let next = listing.isTruncated ? listing.nextToken : nil
+            // A server that hands back the token it was given would list the same page forever.
+            guard next == nil || next != token else {
+                throw OriginFailure.invalidResponse(detail: "\(dialect.host) answered the listing with the continuation token it was sent; the origin's listing cannot go on")
+            }
+            token = next
         } while token != nil
     }
 }
@@ -83,7 +88,8 @@ struct S3Dialect: OriginDialect {
 
     func version(of headers: HTTPHeaders, size: Int64) -> String {
         if let id = headers.first(name: "x-amz-version-id"), !id.isEmpty, id != "null" { return id }
-        return headers.first(name: "etag") ?? RemoteObject.fallbackVersion(lastModified: headers.first(name: "last-modified") ?? "no date", size: size)
+        if let etag = headers.first(name: "etag"), !etag.isEmpty { return etag }
+        return RemoteObject.fallbackVersion(lastModified: headers.first(name: "last-modified") ?? "no date", size: size)
     }
 
     func namesVersion(_ headers: HTTPHeaders) -> Bool { headers.contains(name: "etag") || headers.contains(name: "x-amz-version-id") }
@@ -110,8 +116,10 @@ struct S3Listing {
 
     init(xml: String) {
         for contents in Self.elements("Contents", in: xml) {
-            guard let key = Self.elements("Key", in: contents).first else { continue }
-            entries.append(Entry(key: key, size: Int64(Self.elements("Size", in: contents).first ?? "") ?? 0,
+            // A size that is no count of bytes drops the entry: sizes from the origin become file lengths.
+            guard let key = Self.elements("Key", in: contents).first, !key.isEmpty,
+                  let size = Int64(Self.elements("Size", in: contents).first ?? ""), size >= 0 else { continue }
+            entries.append(Entry(key: key, size: size,
                                  etag: Self.elements("ETag", in: contents).first,
                                  lastModified: Self.elements("LastModified", in: contents).first.flatMap(Self.date(from:))))
         }
@@ -123,11 +131,13 @@ struct S3Listing {
 
     /// Parses `LastModified` (ISO 8601, with or without fractional seconds).
     static func date(from text: String) -> Double? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date.timeIntervalSince1970 }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)?.timeIntervalSince1970
+        OriginDates.seconds(text) { text in
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            if let date = formatter.date(from: text) { return date }
+            formatter.formatOptions = [.withInternetDateTime]
+            return formatter.date(from: text)
+        }
     }
 
     /// The decoded text of every `<name>…</name>` in `xml`, in order.

@@ -55,10 +55,23 @@ import Testing
             #expect(stats.evictedBytes >= 32 << 20, "at least 32 MiB had to go: \(stats.evictedBytes)")
             #expect(stats.evictableBytes > 0 && stats.evictableBytes <= Self.bound)
             #expect(try await Self.cached(cache, "f11.bin") == 4 << 20, "the newest file is cached whole")
-            #expect(try await Self.cached(cache, "f0.bin") < 4 << 20, "the oldest lost chunks")
+            // Which files lose chunks is the policy's choice (f0 was read twice, and reads are counted once a
+            // second), but what stays must fit the bound, and most files must have lost chunks.
+            var cachedTotal: Int64 = 0
+            var shrunk: [String] = []
+            for n in 0..<12 {
+                let bytes = try await Self.cached(cache, "f\(n).bin")
+                cachedTotal += bytes
+                if bytes < 4 << 20 { shrunk.append("f\(n).bin") }
+            }
+            #expect(cachedTotal <= Self.bound, "cached bytes of all files: \(cachedTotal)")
+            #expect(shrunk.count >= 8, "files that lost chunks: \(shrunk)")
             #expect(try TestData.read(handedOff.url.path, count: 8 << 20) == files["f0.bin"], "H1: the hand-off does not depend on the cache")
-            // The oldest file comes back from the origin, right.
-            #expect(try await Self.fetchWhole(cache, "f0.bin") == files["f0.bin"])
+            // Every file that lost chunks comes back from the origin, right.
+            for name in shrunk {
+                #expect(try await Self.fetchWhole(cache, name) == files[name], "\(name) after eviction")
+                _ = try await cache.enforceBound()
+            }
             let report = try await cache.verify()
             #expect(report.corrupt.isEmpty && report.damagedRecords.isEmpty && report.damagedVersions.isEmpty)
         }

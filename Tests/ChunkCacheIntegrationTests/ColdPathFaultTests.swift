@@ -191,4 +191,18 @@ import Testing
             #expect(result.downloadedBytes == 65_536, "only the bytes of the range are kept")
         }
     }
+
+    @Test("§10 S3: a listing that hands back the continuation token it was sent fails the sync after two pages instead of listing forever (found while writing the listing's fuzz target)",
+          .requires(FaultOrigin.self))
+    func s3ListingThatLoops() async throws {
+        try await Self.withFaultOrigin { cache, origin, _ in
+            _ = try await cache.addDomain("loop", origin: try Origin("s3://s3-same-token/", endpoint: "http://127.0.0.1:\(origin.port)", region: "us-east-1"))
+            let failure = await errorOf { _ = try await cache.syncDomain("loop") }
+            // As every listing that cannot be read: invalidArgument (the origin is misconfigured), nothing applied.
+            #expect(failure?.code == .invalidArgument, "\(failure?.message ?? "no error")")
+            #expect(failure?.message.contains("continuation token") == true, "\(failure?.message ?? "no error")")
+            let listings = try await origin.requests().filter { $0.path.hasPrefix("/s3-same-token") }
+            #expect(listings.count == 2, "the first page, then the one that repeats its token")
+        }
+    }
 }

@@ -52,11 +52,16 @@ func put(_ cache: ChunkCache, _ bytes: [UInt8], as item: ItemIdentifier, version
 
 /// The error a throwing call raised, as a `CacheError` code.
 func errorCode(_ body: () async throws -> Void) async -> CacheError.Code? {
+    await errorOf(body)?.code
+}
+
+/// The `CacheError` a throwing call raised, nil when it did not throw (another error is recorded as an issue).
+func errorOf(_ body: () async throws -> Void) async -> CacheError? {
     do {
         try await body()
         return nil
     } catch let error as CacheError {
-        return error.code
+        return error
     } catch {
         Issue.record("not a CacheError: \(error)")
         return nil

@@ -153,6 +153,27 @@ import ZstdKit
         }
     }
 
+    @Test("a zstd frame whose checksum flag was cleared (and its checksum cut) is corruptData, not bytes served unchecked (found while writing its fuzz target)")
+    func frameWithoutChecksumIsCorrupt() throws {
+        let raw = (0..<16384).map { UInt8(truncatingIfNeeded: $0 / 5) }
+        var (encoding, stored, _) = try Self.encodeDecode(raw)
+        #expect(encoding == .zstd)
+        // Bit 2 of the frame header descriptor (after the 16-byte header and the 4-byte magic) is the checksum
+        // flag; without it, the last 4 bytes are no longer part of the frame.
+        #expect(stored[ChunkCodec.headerSize + 4] & 0x04 != 0)
+        stored[ChunkCodec.headerSize + 4] &= ~0x04
+        stored.removeLast(4)
+        stored[stored.count - 3] ^= 0x01  // a damaged literal no check would catch
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: raw.count, alignment: 16)
+        defer { buffer.deallocate() }
+        let digest = raw.withUnsafeBytes { ChunkDigest(hashing: $0) }
+        #expect(throws: CacheError.self) {
+            _ = try stored.withUnsafeBytes {
+                try ChunkCodec.decode($0, rawCount: raw.count, decompressor: Decompressor(), buffer: buffer, digest: digest)
+            }
+        }
+    }
+
     @Test("isAllZero finds a single set byte anywhere", arguments: [0, 7, 8, 4095, 65535])
     func zeroDetection(position: Int) {
         var bytes = [UInt8](repeating: 0, count: 65536)

@@ -138,7 +138,8 @@ struct PagePosition: Hashable {
 
     /// The position a token names, or nil when it is malformed or damaged.
     init?(_ page: EnumerationPage) {
-        guard let body = TokenSeal.open(Array(page.rawValue)), body.first == Self.tag else { return nil }
+        // F1: no token is longer than 500 bytes, and one that is could not be written back.
+        guard page.rawValue.count <= 500, let body = TokenSeal.open(Array(page.rawValue)), body.first == Self.tag else { return nil }
         let fields: PagePosition? = body.withUnsafeBytes { raw in
             var r = ByteReader(raw)
             r.offset = 1

@@ -55,7 +55,7 @@ enum Catalog {
     /// Checks an identifier given by a user.
     static func validate(domain: String, item: String?) throws(CacheError) {
         guard !domain.isEmpty, domain.utf8.count <= 255, !domain.utf8.contains(0) else {
-            throw CacheError(.invalidArgument, "domain name \"\(domain)\" must be 1 to 255 bytes without NUL; pick another name")
+            throw CacheError(.invalidArgument, "domain name \"\(domain.prefix(64))\" must be 1 to 255 bytes without NUL; pick another name")
         }
         if let item {
             guard !item.isEmpty, item.utf8.count <= 4096, !item.utf8.contains(0) else {

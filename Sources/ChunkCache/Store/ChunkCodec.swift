@@ -68,6 +68,9 @@ enum ChunkCodec {
             guard checksum(payload) == expected else { throw corrupt(digest, "fails its XXH3 checksum") }
             return payload
         case .zstd:
+            // Every frame is written with its checksum: one whose flag (bit 2 of the header descriptor, after
+            // the 4-byte magic) was flipped off would decode damaged bytes without a sound.
+            guard payload.count > 4, payload[4] & 0x04 != 0 else { throw corrupt(digest, "has lost its frame checksum") }
             let destination = UnsafeMutableRawBufferPointer(rebasing: buffer[..<rawCount])
             do {
                 _ = try decompressor.decompress(payload, into: destination)

@@ -83,11 +83,13 @@ enum Keys {
     }
 
     /// The manifest id and page of a `manifests` key (and of a `policy` key: manifest id and chunk index),
-    /// or nil when it is not 16 bytes.
+    /// or nil when it is not 16 bytes or its page is negative, which no writer writes (keys carry no seal:
+    /// a damaged one must not become a page number that traps when the key is built again).
     static func parseManifestPage(_ key: UnsafeRawBufferPointer) -> (manifest: UInt64, page: Int64)? {
         guard key.count == 16 else { return nil }
-        return (UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)),
-                Int64(bitPattern: UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 8, as: UInt64.self))))
+        let page = UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        guard page <= UInt64(Int64.max) else { return nil }
+        return (UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)), Int64(page))
     }
 
     static func manifest(_ manifest: UInt64) -> [UInt8] {

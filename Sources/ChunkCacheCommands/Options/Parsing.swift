@@ -58,7 +58,8 @@ public struct Duration: ExpressibleByArgument, CustomStringConvertible, Sendable
             scale = unit
             text.removeLast()
         }
-        guard let value = Double(text), value >= 0, value.isFinite else { return nil }
+        // The product too: `1e308d` is a finite number of days but no finite number of seconds.
+        guard let value = Double(text), value >= 0, (value * scale).isFinite else { return nil }
         seconds = value * scale
     }
 }

@@ -119,6 +119,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD": self.wfile.write(body)
 
     def serve(self, head):
+        if self.path.startswith("/s3-same-token"):  # an S3 listing that hands back the token it was sent
+            return self.answer(200, b"<ListBucketResult><IsTruncated>true</IsTruncated><NextContinuationToken>same</NextContinuationToken>"
+                               b"<Contents><Key>a.bin</Key><Size>1</Size><ETag>&quot;e&quot;</ETag></Contents></ListBucketResult>")
         parts = self.path.lstrip("/").split("/", 1)
         if len(parts) < 2: return self.answer(404, b"no file")
         behaviour, name = parts

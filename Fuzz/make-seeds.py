@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Writes the seed inputs of every fuzz target into Fuzz/corpus/TARGET/seed-*.
+
+Text decoders get hand-written examples (valid, edge and invalid); the store's decoders get real bytes:
+a small store is built with the `chunkcache` CLI, and its records, manifest pages and chunks are read back
+with `mdb_dump` (seals stripped: the targets seal what they are given), its data.mdb is the page-file seed,
+and its anchors and page tokens are the sync-tokens seeds.
+
+usage: Fuzz/make-seeds.py PATH/TO/chunkcache
+"""
+import base64
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "corpus")
+SEAL = 8  # XXH3-64 after every record value
+
+
+def write(target, name, data):
+    folder = os.path.join(CORPUS, target)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "seed-" + name), "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+
+
+def text_seeds():
+    for i, s in enumerate(["4096", "64KiB", "1MiB", "10GiB", "0", "7T", "1kb", " 12 ", "9223372036854775807",
+                           "9223372036854775807K", "0:4096", "1MiB:64KiB", "5:", ":5", "-1", "1:2:3", "12x"]):
+        write("byte-size-range", str(i), s)
+    for i, s in enumerate(["90", "90s", "30m", "1h", "2d", "0", "1.5h", "1e308d", "nan", "inf", "-1s", "0.000001s", "", "s"]):
+        write("duration", str(i), s)
+    for i, s in enumerate(["bytes 0-99/100", "bytes */100", "bytes 99-99/100", "bytes 0-0/0", "bytes 5-4/10",
+                           "bytes 0-100/100", " bytes 1-2/3 ", "bytes -1-2/3", "bytes 0-9223372036854775806/9223372036854775807"]):
+        write("content-range", str(i), s)
+    for i, s in enumerate(["0", "5", " 120 ", "-1", "Wed, 21 Oct 2015 07:28:00 GMT", "99999999999999999999", "1.5"]):
+        write("retry-after", str(i), s)
+    for i, s in enumerate([
+        'ETag: "5f1a-1000"\nLast-Modified: Wed, 25 Nov 2026 02:27:53 GMT\nContent-Range: bytes 0-4095/4096',
+        'ETag: W/"weak"\nLast-Modified: Wed, 25 Nov 2026 02:27:53 GMT',
+        "x-amz-version-id: 3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY\nETag: \"d41d8cd98f00b204e9800998ecf8427e\"",
+        "x-amz-version-id: null\nETag: ",
+        "Retry-After: 3\nContent-Range: bytes */100",
+        "",
+    ]):
+        write("response-headers", str(i), s)
+    listing = [{"name": "a.bin", "type": "file", "mtime": "Wed, 25 Nov 2026 02:27:53 GMT", "size": 4096},
+               {"name": "sub", "type": "directory", "mtime": "Wed, 25 Nov 2026 02:27:53 GMT"},
+               {"name": "x y%.txt", "type": "file", "mtime": "Thu, 01 Jan 1970 00:00:00 GMT", "size": 0}]
+    for i, s in enumerate([json.dumps(listing), "[]", "{}", "not json",
+                           '[{"name":".","type":"directory"},{"name":"n","type":"file","size":-5}]',
+                           '[{"name":"h","type":"file","size":1e30},{"name":7,"type":"file"}]']):
+        write("nginx-listing", str(i), s)
+    s3 = ('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult><Name>b</Name><Prefix></Prefix><KeyCount>2</KeyCount>'
+          '<IsTruncated>true</IsTruncated><NextContinuationToken>1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=</NextContinuationToken>'
+          '<Contents><Key>a/b.bin</Key><LastModified>2026-11-25T02:27:53.000Z</LastModified><ETag>&quot;9b2cf535f27731c974343645a3985328&quot;</ETag><Size>4096</Size></Contents>'
+          '<Contents><Key>c &amp; d</Key><LastModified>2026-11-25T02:27:53Z</LastModified><ETag>"x"</ETag><Size>0</Size></Contents></ListBucketResult>')
+    for i, s in enumerate([s3, "<Error><Code>NoSuchKey</Code><Message>x</Message></Error>", "<Contents><Key>k</Key><Size>-1</Size></Contents>",
+                           "<Contents><Key>", "<IsTruncated>true</IsTruncated>"]):
+        write("s3-listing", str(i), s)
+    for i, s in enumerate(["Authorization: Bearer abc", "X-Token:v", "Host: x", "Bad Name: v", "A: b\r\nC: d", "NoColon", ": v", "A: \t"]):
+        write("origin-header", str(i), s)
+
+
+def dump(store, db):
+    """The (key, value) pairs of database `db`, as bytes."""
+    out = subprocess.run(["mdb_dump", "-s", db, store], check=True, capture_output=True, text=True).stdout
+    lines = out.split("HEADER=END\n", 1)[1].splitlines()
+    pairs = []
+    for k, v in zip(lines[0::2], lines[1::2]):
+        if k == "DATA=END":
+            break
+        pairs.append((bytes.fromhex(k.strip()), bytes.fromhex(v.strip())))
+    return pairs
+
+
+def store_seeds(cli):
+    work = tempfile.mkdtemp(prefix="chunkcache-seeds-")
+    store = os.path.join(work, "store")
+    run = lambda *args: subprocess.run([cli, *args, "--store", store], check=True, capture_output=True, text=True).stdout
+    try:
+        run("init", "--chunk-size", "4KiB", "--min-free", "0")
+        rng = random.Random(7)
+        files = {"text.txt": b"chunkcache seed " * 700, "random.bin": bytes(rng.getrandbits(8) for _ in range(9000)),
+                 "zeros.bin": bytes(8192) + b"tail"}
+        for name, data in files.items():
+            path = os.path.join(work, name)
+            with open(path, "wb") as f:
+                f.write(data)
+            run("put", "--domain", "local", name, path)
+        run("domain", "add", "web", "--origin", "http://127.0.0.1:9/", "--header", "X-Seed: hidden")
+        run("mark", "--domain", "local", "text.txt", "--favorite", "1", "--tag", "0a1b")
+        anchor = json.loads(run("anchor", "--domain", "local", "--json"))
+        listing = json.loads(run("ls", "--domain", "local", "--page-size", "1", "--json"))
+        for i, token in enumerate(t for t in [anchor.get("anchor"), anchor.get("syncAnchor"), listing.get("nextPage"), listing.get("syncAnchor")] if t):
+            write("sync-tokens", "cli-%d" % i, token)
+            body = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))[:-SEAL]
+            write("sync-tokens", "body-%d" % i, body)  # the target seals it: the fields behind the seal
+        data = os.path.join(store, "data.mdb")
+        for db in ["domains", "items", "versions", "refs", "changes", "pending", "policy"]:
+            for i, (_, value) in enumerate(dump(store, db)[:4]):
+                write("records", "%s-%d" % (db, i), value[:-SEAL])
+        for i, (key, _) in enumerate(dump(store, "versions")[:2]):
+            write("records", "versions-key-%d" % i, key)
+        for i, (_, value) in enumerate(dump(store, "manifests")[:4]):
+            write("manifest-page", str(i), value[:-SEAL])
+        for tag in range(1, 6):  # stored, zero, absent, absent of unknown digest, and an unknown tag
+            write("manifest-page", "tag-%d" % tag, bytes([tag]) + bytes(range(32)))
+        refs = {key: value for key, value in dump(store, "refs")}
+        for i, (key, value) in enumerate(dump(store, "chunks")[:6]):
+            raw = int.from_bytes(refs[key][:-SEAL][8:12], "little") if key in refs else 4096
+            write("stored-chunk", str(i), raw.to_bytes(3, "big") + value)
+        with open(data, "rb") as f:
+            write("page-file", "store", f.read())
+    finally:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    text_seeds()
+    store_seeds(sys.argv[1])
+    for target in sorted(os.listdir(CORPUS)):
+        print(target, len(os.listdir(os.path.join(CORPUS, target))))
