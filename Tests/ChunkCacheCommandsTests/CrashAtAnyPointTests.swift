@@ -129,21 +129,13 @@ struct CrashAtAnyPointTests {
     func killedColdFetches() async throws {
         try await withTemporaryDirectory { dir in
             let harness = CrashHarness("fetch", in: dir)
-            let origin = dir + "/origin"
-            try FileManager.default.createDirectory(atPath: origin + "/sub", withIntermediateDirectories: true)
             let remote = [
                 "a.bin": CrashContent.mixed(count: 10 << 20, seed: harness.draw()),
                 "sub/b.bin": CrashContent.text(count: (3 << 20) + 777, seed: harness.draw()),
             ]
-            for (name, bytes) in remote { try TestData.write(bytes, to: origin + "/" + name) }
             let out = dir + "/out"
             try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-            try await withNginx(serving: origin) { server in
-                harness.newStore("store")
-                let baseBytes = CrashContent.mixed(count: 2 << 20, seed: harness.draw())
-                try TestData.write(baseBytes, to: dir + "/base")
-                try harness.run(["put", "--domain", "d", "base", dir + "/base", "--version", "v1"])
-                try harness.run(["domain", "add", "web", "--origin", server.baseURL])
+            try await harness.withOriginStore(remote) { baseBytes in
                 // How long a cold whole fetch and a cold 1 MiB range take here.
                 let whole = try harness.timed(["fetch", "--domain", "web", "a.bin", "--out", out + "/warmup"])
                 let ranged = try harness.timed(["fetch", "--domain", "web", "sub/b.bin", "--range", "1048576:1048576", "--out", out + "/warmup2"])
@@ -202,19 +194,11 @@ struct CrashAtAnyPointTests {
     func killedEvictions() async throws {
         try await withTemporaryDirectory { dir in
             let harness = CrashHarness("evict", in: dir)
-            let origin = dir + "/origin"
-            try FileManager.default.createDirectory(atPath: origin + "/c", withIntermediateDirectories: true)
             var remote: [String: [UInt8]] = ["p.bin": CrashContent.mixed(count: 1 << 20, seed: harness.draw())]
             for name in ["a.bin", "b.bin", "c/d.bin"] { remote[name] = CrashContent.mixed(count: 4 << 20, seed: harness.draw()) }
             // Two items share a run of chunks, so eviction drops references to chunks that stay.
             remote["b.bin"]!.replaceSubrange(0..<(1 << 20), with: remote["a.bin"]![0..<(1 << 20)])
-            for (name, bytes) in remote { try TestData.write(bytes, to: origin + "/" + name) }
-            try await withNginx(serving: origin) { server in
-                harness.newStore("store")
-                let baseBytes = CrashContent.mixed(count: 2 << 20, seed: harness.draw())
-                try TestData.write(baseBytes, to: dir + "/base")
-                try harness.run(["put", "--domain", "d", "base", dir + "/base", "--version", "v1"])
-                try harness.run(["domain", "add", "web", "--origin", server.baseURL])
+            try await harness.withOriginStore(remote) { baseBytes in
                 let expected = [CrashHarness.Expected(domain: "d", item: "base", version: "v1", bytes: baseBytes)]
                     + remote.map { CrashHarness.Expected(domain: "web", item: $0.key, bytes: $0.value) }
                 try harness.expectReads(expected)  // everything cached
@@ -416,6 +400,24 @@ final class CrashHarness {
     private var finished = 0
     private var killedAfterCommit = 0
     private var killedHalfway = 0
+
+    /// Serves `remote` (paths under the origin's root) from nginx, and makes a new store with a local item
+    /// `d/base` (version `v1`, 2 MiB, its bytes given to `body`) beside domain `web` on that origin.
+    func withOriginStore(_ remote: [String: [UInt8]], _ body: ([UInt8]) async throws -> Void) async throws {
+        let origin = dir + "/origin"
+        for (name, bytes) in remote {
+            try FileManager.default.createDirectory(atPath: origin + "/" + (name as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try TestData.write(bytes, to: origin + "/" + name)
+        }
+        try await withNginx(serving: origin) { server in
+            newStore("store")
+            let baseBytes = CrashContent.mixed(count: 2 << 20, seed: draw())
+            try TestData.write(baseBytes, to: dir + "/base")
+            try run(["put", "--domain", "d", "base", dir + "/base", "--version", "v1"])
+            try run(["domain", "add", "web", "--origin", server.baseURL])
+            try await body(baseBytes)
+        }
+    }
 
     init(_ kind: String, in dir: String) {
         self.kind = kind

@@ -50,7 +50,6 @@ extension ChunkCache {
         await store.origins.waitUntilStored()
     }
 
-
     /// Runs `attempt` (a fetch from the store) and, while it misses on an origin domain, fills what it lacks
     /// from the origin and runs it again, with the version the origin named when it discovered one. A
     /// hand-off of a small range whose every chunk this fetch downloads is written from the downloaded bytes
@@ -61,19 +60,13 @@ extension ChunkCache {
         _ request: ColdRequest, version: [UInt8]?, firstMiss: ColdMiss? = nil,
         _ attempt: @Sendable ([UInt8]?) async throws -> FetchResult
     ) async throws -> FetchResult {
-        // Eviction spares what this fetch downloads until it has read it (PolicyProtection).
-        defer { request.lease.end() }
-        return try await throughOriginRounds(request, version: version, firstMiss: firstMiss, attempt)
-    }
-
-    private func throughOriginRounds(
-        _ request: ColdRequest, version: [UInt8]?, firstMiss: ColdMiss?,
-        _ attempt: @Sendable ([UInt8]?) async throws -> FetchResult
-    ) async throws -> FetchResult {
         var version = version
         var readAheadDone = false
         var miss = firstMiss
         var rounds = ColdRounds(item: request.item)
+        // Eviction spares what this fetch downloads until it has read it (PolicyProtection). A warm fetch
+        // never went to the origin and holds nothing: it takes no lock here.
+        defer { if rounds.wentToOrigin { request.lease.end() } }
         while true {
             if let pending = miss {
                 miss = nil
@@ -230,6 +223,9 @@ struct ColdRounds {
     let item: ItemIdentifier
     private var changes = 0
     private var fills = 0
+
+    /// Whether the fetch filled or discovered from its origin, so may hold a lease on what it downloaded.
+    var wentToOrigin: Bool { changes + fills > 0 }
 
     static let maxChanges = 3
     static let maxFills = 16

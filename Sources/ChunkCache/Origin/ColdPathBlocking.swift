@@ -9,9 +9,9 @@ extension ChunkCache {
     ) throws -> R {
         var version = version
         var readAheadDone = false
-        // Eviction spares what this fetch downloads until it has read it (PolicyProtection).
-        defer { request.lease.end() }
         var rounds = ColdRounds(item: request.item)
+        // Eviction spares what this fetch downloads until it has read it (PolicyProtection); a warm fetch holds nothing.
+        defer { if rounds.wentToOrigin { request.lease.end() } }
         while true {
             do {
                 let served = try attempt(version)
