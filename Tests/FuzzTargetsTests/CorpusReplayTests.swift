@@ -57,7 +57,7 @@ import Testing
         ]
     }()
 
-    @Test("inputs behind fixed bugs: a duration past Double's range, listing entries named '.' or with negative sizes, an empty ETag, a page token past 500 bytes, a manifest key with a negative page, a listing date Foundation traps on",
+    @Test("inputs behind fixed bugs: a duration past Double's range, listing entries named '.' or with negative sizes, an empty ETag, a page token past 500 bytes (F1), a manifest key with a negative page, a listing date Foundation traps on",
           arguments: fixedBugs)
     func fixedBug(_ bug: FixedBug) throws {
         let target = try #require(FuzzTarget.named(bug.target))
