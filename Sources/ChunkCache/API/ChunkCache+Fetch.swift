@@ -18,7 +18,8 @@ extension ChunkCache {
     ///   - version: The version asked for; `nil` for the newest. With `.strictVersioning` only that version
     ///     serves. Without it, when that version cannot serve the range, the newest *newer* version that can
     ///     does, and the result says which; an older version never does (B6). A version the store does not
-    ///     know is replaced by the newest version that can serve.
+    ///     know is asked of the origin on an origin domain (served when the origin holds it, else the
+    ///     origin's current version serves); elsewhere the newest version that can serve does.
     ///   - request: Who asks; a process on the domain's non-materializing list gets `noPermission`.
     ///   - minimalRange: The bytes needed.
     ///   - alignment: A power of two from 1 to 2^30.

@@ -104,16 +104,37 @@ extension ChunkCache {
                 if !keep { try? FileSystem.unlink(path) }
             }
             try file.resize(to: filled.version.size)
-            try bytes.withUnsafeBytes { try file.writeAll(toAbsoluteOffset: filled.range.location, $0) }
+            let flags = try bytes.withUnsafeBytes { try Self.write($0, of: filled, to: file) }
             keep = true
             store.usage.noteUse(of: ItemIdentifier(domain: filled.domain, filled.item.identifier), recorded: filled.item.lastUsedDate, store: store)
             return FetchResult(
                 url: URL(fileURLWithPath: path, isDirectory: false),
                 item: Catalog.publicItem(filled.item, domain: filled.domain, version: filled.version), retrievedRange: filled.range,
-                flags: [], owner: .caller, domainVersion: filled.domainVersion, cloneStrategy: nil)
+                flags: flags, owner: .caller, domainVersion: filled.domainVersion, cloneStrategy: nil)
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "writing the downloaded range of \(filled.item.identifier)")
         }
+    }
+
+    /// Writes a filled range's bytes at their offsets, by the warm path's rule (CONTRACT §3): when the range is
+    /// the whole file its zero chunks stay holes and the result says `knownSparseRanges`; inside any other
+    /// range every byte is written.
+    private static func write(_ bytes: UnsafeRawBufferPointer, of filled: FilledRange, to file: FileDescriptor) throws -> MaterializationFlags {
+        guard filled.range.location == 0 && filled.range.length == filled.version.size else {
+            try file.writeAll(toAbsoluteOffset: filled.range.location, bytes)
+            return []
+        }
+        var flags: MaterializationFlags = []
+        let chunkSize = filled.version.layout.chunkSize
+        for start in stride(from: 0, to: bytes.count, by: chunkSize) {
+            let chunk = UnsafeRawBufferPointer(rebasing: bytes[start..<min(start + chunkSize, bytes.count)])
+            if isAllZero(chunk) {
+                flags = .knownSparseRanges
+            } else {
+                try file.writeAll(toAbsoluteOffset: Int64(start), chunk)
+            }
+        }
+        return flags
     }
 
     /// A range filled from the origin, for a hand-off written from its bytes.
