@@ -191,6 +191,7 @@ extension WriteTransaction {
         try deleteAll(under: prefix, in: dbs.items)
         try deleteAll(under: prefix, in: dbs.changes)
         try deleteAll(under: prefix, in: dbs.listing)
+        try deleteAll(under: ReadPositions.keys(ofDomain: name), in: dbs.meta)
         _ = try delete(dbs.domains, key: prefix)
     }
 }

@@ -118,7 +118,7 @@ extension ChunkCache {
                     alignment: 1, options: options, request: request, in: txn)
                 let count = try BufferReader.read(plan, at: offset, into: buffer, store: store, in: txn)
                 store.usage.noteUse(of: item, recorded: plan.item.lastUsedDate, reads: plan.policyReads, store: store)
-                return ServedRead(offset: offset, result: ReadResult(
+                return ServedRead(offset: offset, fromOriginDomain: plan.fromOrigin, result: ReadResult(
                     bytesRead: count, item: Catalog.publicItem(plan.item, domain: item.domain, version: plan.version),
                     domainVersion: plan.domainVersion))
             }
@@ -128,6 +128,7 @@ extension ChunkCache {
     /// A read's result and where it started, for read-ahead.
     private struct ServedRead: ServedBytes, Sendable {
         let offset: Int64
+        let fromOriginDomain: Bool
         let result: ReadResult
         var servedItem: Item { result.item }
         var servedRange: Range<Int64> { offset..<(offset + Int64(result.bytesRead)) }
@@ -295,6 +296,7 @@ private struct Fetch: Sendable {
             retrievedRange: plan.retrieved,
             flags: plan.wholeFile && plan.hasZeroChunks ? .knownSparseRanges : [],
             owner: .caller, domainVersion: plan.domainVersion, cloneStrategy: nil)
+        result.fromOriginDomain = plan.fromOrigin
         switch destination {
         case .handOff:
             let (file, path) = try HandOff.createUniqueFile(in: store.tmpPath, prefix: "fetch-")

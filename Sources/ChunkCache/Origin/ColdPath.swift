@@ -33,6 +33,8 @@ struct ColdRequest: Sendable {
 protocol ServedBytes {
     var servedItem: Item { get }
     var servedRange: Range<Int64> { get }
+    /// Served from an origin domain: only those have read-ahead.
+    var fromOriginDomain: Bool { get }
 }
 
 extension FetchResult: ServedBytes {
@@ -110,7 +112,7 @@ extension ChunkCache {
             return FetchResult(
                 url: URL(fileURLWithPath: path, isDirectory: false),
                 item: Catalog.publicItem(filled.item, domain: filled.domain, version: filled.version), retrievedRange: filled.range,
-                flags: flags, owner: .caller, domainVersion: filled.domainVersion, cloneStrategy: nil)
+                flags: flags, owner: .caller, domainVersion: filled.domainVersion, cloneStrategy: nil, fromOriginDomain: true)
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "writing the downloaded range of \(filled.item.identifier)")
         }
@@ -177,7 +179,7 @@ extension ChunkCache {
                 request.lease.protect(version, range)
                 var ahead: Range<Int64>?
                 if !readAheadDone {
-                    ahead = session.readAhead(item.rawValue, fetching: range.location..<range.end, size: version.size)
+                    ahead = advanceReadAhead(in: session, item, fetching: range.location..<range.end, size: version.size)
                     readAheadDone = true
                 }
                 guard let bytes = try await fill.fill(version, range: range, ahead: ahead, direct: request.handOver) else { return .planAgain }
@@ -201,6 +203,18 @@ extension ChunkCache {
         }
     }
 
+    /// Records a fetch of `range` of `item` in its session's read-ahead (``ReadAhead``) and returns what to
+    /// download after it. A process that has no state for the item continues from the position the last
+    /// reader left in the store, and each new position is noted for the next (``ReadPositions``).
+    private func advanceReadAhead(in session: OriginSession, _ item: ItemIdentifier, fetching range: Range<Int64>, size: Int64) -> Range<Int64>? {
+        let store = self.store
+        let step = session.readAhead(item.rawValue, fetching: range, size: size) {
+            try? store.environment.read { txn in try txn.readPosition(of: item, store.dbs) }
+        }
+        if let moved = step.moved { store.usage.noteReadPosition(of: item, moved, store: store) }
+        return step.ahead
+    }
+
     /// The origin session of `domain`.
     func originSession(of domain: String) throws -> OriginSession {
         let store = self.store
@@ -213,11 +227,11 @@ extension ChunkCache {
 
     /// Records a served fetch for its item's read-ahead and starts downloading what comes next, without
     /// waiting for it. The chunks are claimed before this returns, so the next fetch finds them in flight
-    /// instead of asking for them again. Only items of domains this process already read from an origin have
-    /// read-ahead state.
+    /// instead of asking for them again. Only items of origin domains have read-ahead.
     func readAhead(after served: some ServedBytes, _ item: ItemIdentifier) {
-        guard let session = store.origins.existing(item.domain),
-              let ahead = session.readAhead(item.rawValue, fetching: served.servedRange, size: served.servedItem.documentSize)
+        guard served.fromOriginDomain,
+              let session = store.origins.existing(item.domain) ?? (try? originSession(of: item.domain)),
+              let ahead = advanceReadAhead(in: session, item, fetching: served.servedRange, size: served.servedItem.documentSize)
         else { return }
         let store = self.store
         let contentVersion = served.servedItem.itemVersion.contentVersion
