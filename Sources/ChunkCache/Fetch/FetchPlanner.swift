@@ -104,8 +104,8 @@ enum FetchPlanner {
 
     /// Plans a fetch of an origin domain, where what the store lacks is read from the origin (CONTRACT §10):
     /// the version the candidate order puts first serves when it holds the range, else it is filled
-    /// (``ColdMiss/fill(version:range:)``); a version the store does not know is asked of the origin
-    /// (``ColdMiss/discover(pinned:range:)``) unless, without strict versioning, a newer known one serves.
+    /// (``ColdMiss/fill(version:range:item:domainVersion:)``); a version the store does not know is asked of the origin
+    /// (``ColdMiss/discover(pinned:range:refresh:)``) unless, without strict versioning, a newer known one serves.
     private static func planFromOrigin<T: TransactionReading & ~Copyable>(
         _ versions: [VersionRecord], order: (first: Int?, thenNewest: Range<Int>), item: ItemRecord, requested: [UInt8]?,
         strict: Bool, minimal: ByteRange?, alignment: Int, domainVersion: DomainVersion, in txn: borrowing T, _ dbs: Databases
