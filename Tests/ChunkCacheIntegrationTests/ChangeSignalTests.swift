@@ -95,4 +95,19 @@ import Testing
             #expect(waited >= .milliseconds(1500) && waited < .milliseconds(1900), "\(waited)")
         }
     }
+
+    @Test("E2 §11 (issue 18): removing the domain wakes its waiters at once, with noSuchItem")
+    func removalWakesWaiter() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            try await put(cache, TestData.text(count: 100, seed: 1), as: ItemIdentifier(domain: "d", "seed"), in: dir)
+            let waiter = try await Self.startWaiter(cache, "d", timeout: .seconds(20))
+            try await Task.sleep(for: .milliseconds(300))
+            try await cache.removeDomain("d")
+            let removed = ContinuousClock.now
+            let error = await errorOf { _ = try await waiter.value }
+            #expect(error?.code == .noSuchItem)
+            #expect(ContinuousClock.now - removed < .milliseconds(500))
+        }
+    }
 }
