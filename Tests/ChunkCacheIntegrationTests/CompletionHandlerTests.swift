@@ -167,6 +167,14 @@ import Testing
             try await Self.expectImported(files, in: "d", cache)
             #expect(!FileManager.default.fileExists(atPath: tree), "the directory was taken into the store")
             #expect(witness.errors.withLock { $0 }.count == 1, "the handler ran once")
+            // An import that cannot start reports why to its handler.
+            let again = dir + "/again"
+            _ = try Self.importTree(again, count: 1)
+            let refused = await withCheckedContinuation { (continuation: CheckedContinuation<NSError?, Never>) in
+                cache.import("d", fromDirectoryAt: URL(fileURLWithPath: again)) { continuation.resume(returning: $0 as NSError?) }
+            }
+            #expect(refused?.domain == NSCocoaErrorDomain && refused?.code == 516, "fileExists: \(String(describing: refused))")
+            #expect(FileManager.default.fileExists(atPath: again + "/f00"), "its directory untouched")
         }
     }
 
