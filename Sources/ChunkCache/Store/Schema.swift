@@ -36,6 +36,8 @@ struct Databases: Sendable {
     let policyQueue: Database
     /// Manifest pages already checked in the snapshot being read (not a database: a memo beside them).
     let checkedManifestPages = CheckedPageMemo()
+    /// Whether the write transaction under way logged a change (not a database either: the writer's note).
+    let changeMarks = ChangeMarks()
 
     static let names = ["meta", "domains", "items", "versions", "manifests", "chunks", "refs", "pending", "changes", "listing", "policy", "policyQueue"]
 
