@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds the DocC catalogue of the library (Sources/ChunkCache/ChunkCache.docc: the contract by section,
+# the File Provider rules by code, and articles on how the engine works) with swift-docc-plugin, and fails
+# on any documentation warning: a broken symbol link, an unknown article, a malformed page.
+#
+# It builds the ChunkCache target's symbol graph first, so it takes a few minutes on a cold build.
+# The archive lands in .build/plugins/Swift-DocC/outputs/ChunkCache.doccarchive. Arguments go to the
+# plugin (e.g. `scripts/docs.sh --output-path /tmp/docs`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+swift package generate-documentation --target ChunkCache --warnings-as-errors "$@"
