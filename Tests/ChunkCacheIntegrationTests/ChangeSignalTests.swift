@@ -38,6 +38,8 @@ import Testing
         try await withTemporaryDirectory { dir in
             let binary = try #require(ChunkCacheBinary.path)
             let cache = try await makeCache(dir)
+            // No check on a timer within the test: only the signal can wake the waiter before its timeout.
+            cache.store.changes.watchedPoll.withLock { $0 = .seconds(60) }
             try await put(cache, TestData.text(count: 100, seed: 1), as: ItemIdentifier(domain: "d", "seed"), in: dir)
             var latencies: [Duration] = []
             for round in 0..<9 {
@@ -52,10 +54,8 @@ import Testing
                 // The commit comes before the writer exits, so a prompt waiter often wakes first: count that as 0.
                 latencies.append(max(.zero, woke - exited))
             }
-            let sorted = latencies.sorted()
-            let median = sorted[sorted.count / 2]
-            #expect(median < .milliseconds(20), "median wake-up after the writer exited: \(median); all: \(sorted)")
-            #expect(sorted.filter { $0 < .milliseconds(50) }.count >= 8, "\(sorted)")
+            // Each woke although nothing polled; how soon is a figure of a quiet machine, not asserted here.
+            #expect(latencies.allSatisfy { $0 < .seconds(5) }, "\(latencies.sorted())")
         }
     }
 
@@ -63,6 +63,7 @@ import Testing
     func sameProcessWakesWaiter() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
+            cache.store.changes.watchedPoll.withLock { $0 = .seconds(60) }
             try await put(cache, TestData.text(count: 100, seed: 1), as: ItemIdentifier(domain: "d", "seed"), in: dir)
             var latencies: [Duration] = []
             for round in 0..<5 {
@@ -74,8 +75,7 @@ import Testing
                 #expect(changed)
                 latencies.append(max(.zero, woke - returned))
             }
-            let sorted = latencies.sorted()
-            #expect(sorted[sorted.count / 2] < .milliseconds(20), "from the put's return to the wake-up: \(sorted)")
+            #expect(latencies.allSatisfy { $0 < .seconds(5) }, "from the put's return to the wake-up: \(latencies.sorted())")
         }
     }
 

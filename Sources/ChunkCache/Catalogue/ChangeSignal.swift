@@ -27,7 +27,8 @@ final class ChangeSignal: Sendable {
     /// How often a waiter checks on its own when inotify is not available.
     static let fallbackPoll = Duration.milliseconds(100)
     /// How often a woken-less waiter checks anyway when it is: a net under a lost event, not the mechanism.
-    static let watchedPoll = Duration.seconds(1)
+    /// One second; tests lengthen it to show that the signal alone wakes a waiter.
+    let watchedPoll = Mutex(Duration.seconds(1))
 
     let marks: ChangeMarks
     private let folder: String
@@ -69,7 +70,7 @@ final class ChangeSignal: Sendable {
         do {
             try FileSystem.touch(path)
         } catch {
-            Diagnostics.report("touch \(path) to wake the processes waiting for changes (they find them within \(Self.watchedPoll))", error)
+            Diagnostics.report("touch \(path) to wake the processes waiting for changes (they find them within \(watchedPoll.withLock { $0 }))", error)
         }
         wake()
     }
@@ -90,7 +91,7 @@ final class ChangeSignal: Sendable {
             state.nextWaiter += 1
             return (state.nextWaiter, state.watching)
         }
-        let pause = min(deadline - .now, watched ? Self.watchedPoll : Self.fallbackPoll)
+        let pause = min(deadline - .now, watched ? watchedPoll.withLock { $0 } : Self.fallbackPoll)
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let waiting = state.withLock { state -> Bool in
