@@ -128,6 +128,53 @@ import Testing
         }
     }
 
+    /// What `du` says of the files a store keeps: `st_blocks` × 512 of every file below `store`, but `tmp/`.
+    static func keptFileBytes(_ store: String) throws -> Int64 {
+        var total: Int64 = 0
+        let enumerator = FileManager.default.enumerator(atPath: store)
+        while let name = enumerator?.nextObject() as? String {
+            if name == "tmp" || name.hasPrefix("tmp/") { continue }
+            let st = try TestData.status(store + "/" + name)
+            if st.st_mode & S_IFMT != S_IFDIR { total += Int64(st.st_blocks) * 512 }
+        }
+        return total
+    }
+
+    @Test("§12 (issue 18): the bound is the store's disk use: an empty store bounded at 16 MiB takes at most 16 MiB with its space reserve, and stat's fileBytes is what its files take (tmp/ aside)")
+    func emptyStoreWithinItsBound() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir, maxSize: Self.bound)
+            let onDisk = try Self.keptFileBytes(dir + "/store")
+            #expect(onDisk <= Self.bound, "the empty store takes \(onDisk) bytes")
+            #expect(FileManager.default.fileExists(atPath: dir + "/store/reserve"), "the reserve is kept, sized from the bound")
+            let stats = try await cache.statistics()
+            #expect(stats.fileBytes == onDisk, "fileBytes \(stats.fileBytes), on disk \(onDisk)")
+            // A hand-off in tmp/ belongs to its caller: not counted.
+            let local = TestData.random(count: 1 << 20, seed: 40)
+            try await put(cache, local, as: ItemIdentifier(domain: "local", "a.bin"), in: dir)
+            let handOff = try await cache.fetchContents(for: ItemIdentifier(domain: "local", "a.bin"))
+            defer { unlink(handOff.url.path) }
+            #expect(try await cache.statistics().fileBytes == (try Self.keptFileBytes(dir + "/store")))
+        }
+    }
+
+    @Test("§12 (issue 18): a store bounded at 16 MiB filled with 32 MiB through an origin keeps every file it keeps (data.mdb, lock.mdb, the reserve; tmp/ aside) within 16 MiB, and fileBytes says so",
+          .requires(NginxServer.self))
+    func wholeDirectoryWithinItsBound() async throws {
+        var files: [String: [UInt8]] = [:]
+        for n in 0..<8 { files["d\(n).bin"] = TestData.random(count: 4 << 20, seed: UInt64(500 + n)) }
+        try await Self.withBoundedOrigin(files) { cache, _, dir in
+            for n in 0..<8 {
+                #expect(try await Self.fetchWhole(cache, "d\(n).bin") == files["d\(n).bin"])
+                _ = try await cache.enforceBound()
+                let onDisk = try Self.keptFileBytes(dir + "/store")
+                #expect(onDisk <= Self.bound, "after fetch \(n) the store takes \(onDisk) bytes")
+                #expect(try await cache.statistics().fileBytes == (try Self.keptFileBytes(dir + "/store")))
+            }
+            #expect(try await cache.statistics().evictedBytes > 0)
+        }
+    }
+
     @Test("§12: reads are counted in batches, not a transaction each: 200 warm fetches of an origin item add hits with one flush")
     func readsAreBatched() async throws {
         try await Self.withBoundedOrigin(["r.bin": TestData.random(count: 1 << 20, seed: 12)]) { cache, _, _ in

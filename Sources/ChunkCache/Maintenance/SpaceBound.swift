@@ -3,11 +3,12 @@ import Foundation
 import LMDBKit
 import Synchronization
 
-/// Keeps the store within its bound (CONTRACT §12): `maxSize` of live pages, and `minFree` bytes free on the
-/// store's filesystem. When a commit takes the live pages past 90 % of what is allowed, the writer evicts
-/// origin chunks the policy chooses (``EvictionPolicy``) down to 80 %, in transactions of its own queued after
-/// that commit: never inside a reader's fetch, and between two batches of any long write. Pages eviction
-/// frees go on LMDB's free list and are reused before the file grows.
+/// Keeps the store within its bound (CONTRACT §12): `maxSize` of disk for all the files it keeps (the live
+/// pages of `data.mdb`, beside room for the others: ``StoreFiles``), and `minFree` bytes free on the store's
+/// filesystem. When a commit takes the live pages past 90 % of what is allowed, the writer evicts origin
+/// chunks the policy chooses (``EvictionPolicy``) down to 80 %, in transactions of its own queued after that
+/// commit: never inside a reader's fetch, and between two batches of any long write. Pages eviction frees go
+/// on LMDB's free list and are reused before the file grows.
 ///
 /// All of it runs on the writer queue (``Writer``): it reads LMDB's free list and `statvfs` there, after a
 /// commit, so a fetch never pays for it.
@@ -15,7 +16,7 @@ final class SpaceBound: Sendable {
     private let environment: Environment
     private let dbs: Databases
     private let path: String
-    /// The most live bytes the store may hold: LMDB's map size, which no write can pass.
+    /// The most disk the store's files may take (`init --max-size`), and LMDB's map size, which no write can pass.
     let maxSize: Int64
     /// The bytes eviction keeps free on the store's filesystem: `init --min-free`, else the default.
     var minFree: Int64 { minFree(of: try? FileSystem.filesystemStatus(path)) }
@@ -61,13 +62,29 @@ final class SpaceBound: Sendable {
     /// Keeps `bytes` free from now on (the caller records it in `meta`).
     func setMinFree(_ bytes: Int64) { minFreeBytes.store(bytes, ordering: .relaxed) }
 
-    /// The live bytes the store may hold now: `maxSize`, and no more than leaves `minFree` free.
+    /// The live bytes the store may hold now: `maxSize` less what its other files take (``StoreFiles``), and
+    /// no more than leaves `minFree` free.
     func allowedBytes() -> Int64 {
         guard let fs = try? FileSystem.filesystemStatus(path) else { return maxSize }
+        let bound = maxSize - otherFilesBytes(fs)
         let keep = minFree(of: fs)
-        guard keep > 0, let file = try? FileSystem.status(path + "/data.mdb") else { return maxSize }
+        guard keep > 0, let file = try? FileSystem.status(path + "/data.mdb") else { return max(0, bound) }
         let free = Int64(fs.f_bavail) * Int64(fs.f_frsize)
-        return max(0, min(maxSize, Int64(file.st_blocks) * 512 + free - keep))
+        return max(0, min(bound, Int64(file.st_blocks) * 512 + free - keep))
+    }
+
+    /// The disk the store's files other than `data.mdb` take, within the bound: the space reserve at its
+    /// full size whether or not it is there now (so making it again never passes the bound), `lock.mdb` and
+    /// the writers' leases. A `readdir` of a few entries, after a commit.
+    private func otherFilesBytes(_ fs: statvfs) -> Int64 {
+        SpaceReserve.size(of: fs, maxSize: maxSize)
+            + StoreFiles.diskBytes(of: path, excluding: ["data.mdb", SpaceReserve.fileName])
+    }
+
+    /// ``otherFilesBytes(_:)`` on the filesystem as it is now.
+    private func otherFilesBytesNow() -> Int64 {
+        guard let fs = try? FileSystem.filesystemStatus(path) else { return 0 }
+        return otherFilesBytes(fs)
     }
 
     /// Called on the writer queue after each commit: queues an eviction when the live pages are above the
@@ -146,7 +163,7 @@ final class SpaceBound: Sendable {
         let after = Int64((try? environment.liveBytes()) ?? environment.usedBytes)
         let allowed = allowedBytes()
         guard after + need > allowed else { return }
-        let limit = allowed < maxSize
+        let limit = allowed < maxSize - otherFilesBytesNow()
             ? "leaves less than --min-free \(minFree) bytes free on its filesystem"
             : "passes its --max-size of \(maxSize) bytes"
         throw CacheError(.insufficientQuota,

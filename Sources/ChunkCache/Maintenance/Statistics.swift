@@ -15,9 +15,11 @@ public struct StoreStatistics: Sendable, Hashable {
     public var uniqueBytes: Int64
     /// Their payload bytes as stored (after compression).
     public var storedBytes: Int64
-    /// Bytes the store's files take on disk.
+    /// Bytes the store's files take on disk, as `du` counts them (`st_blocks` × 512): every file the store
+    /// keeps (`data.mdb`, `lock.mdb`, the space reserve, the writers' leases), but not the hand-offs in `tmp/`,
+    /// which belong to their callers.
     public var fileBytes: Int64
-    /// The bound on the store's live pages (`init --max-size`, CONTRACT §12).
+    /// The bound on the store's disk use, `fileBytes` (`init --max-size`, CONTRACT §12).
     public var maxSize: Int64 = 0
     /// The free space eviction keeps on the store's filesystem (`init --min-free`).
     public var minFree: Int64 = 0
@@ -57,10 +59,7 @@ extension ChunkCache {
                     hits: Int64(try txn.counter(dbs, PolicyMeta.hits)), misses: Int64(try txn.counter(dbs, PolicyMeta.misses)),
                     evictedBytes: Int64(try txn.counter(dbs, PolicyMeta.evictedBytes)))
             }
-            for name in ["data.mdb", "lock.mdb"] {
-                // lock.mdb may be missing (LMDB makes it on first open); a missing file takes no space.
-                if let st = try? FileSystem.status(store.path + "/" + name) { stats.fileBytes += Int64(st.st_blocks) * 512 }
-            }
+            stats.fileBytes = StoreFiles.diskBytes(of: store.path)
             return stats
         }
     }
