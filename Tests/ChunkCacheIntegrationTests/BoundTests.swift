@@ -175,6 +175,58 @@ import Testing
         }
     }
 
+    @Test("§12 (issue 18): evictableBytes and pinnedBytes count chunks once: pinning a partly cached item moves all its bytes to pinnedBytes, none evictable",
+          .requires(NginxServer.self))
+    func pinOfPartlyCachedItem() async throws {
+        let bytes = TestData.random(count: 4 << 20, seed: 41)
+        try await Self.withBoundedOrigin(["p.bin": bytes], bound: 64 << 20) { cache, _, _ in
+            let part = try await ColdPathTests.fetch(cache, "p.bin", 0, 1 << 20)
+            unlink(part.url.path)
+            await cache.waitForDownloads()
+            var stats = try await cache.statistics()
+            #expect(stats.uniqueBytes == 1 << 20 && stats.evictableBytes == 1 << 20 && stats.pinnedBytes == 0,
+                    "before the pin: \(stats.uniqueBytes) unique, \(stats.evictableBytes) evictable, \(stats.pinnedBytes) pinned")
+            _ = try await cache.pin(ItemIdentifier(domain: "web", "p.bin"))
+            stats = try await cache.statistics()
+            #expect(stats.uniqueBytes == 4 << 20)
+            #expect(stats.pinnedBytes == 4 << 20, "pinned: \(stats.pinnedBytes)")
+            #expect(stats.evictableBytes == 0, "evictable: \(stats.evictableBytes)")
+            _ = try await cache.unpin(ItemIdentifier(domain: "web", "p.bin"))
+            stats = try await cache.statistics()
+            #expect(stats.pinnedBytes == 0 && stats.evictableBytes == 4 << 20, "unpinned: \(stats.evictableBytes) evictable")
+        }
+    }
+
+    @Test("§12 (issue 18): evictableBytes counts a chunk two versions share once: two 4 MiB versions sharing 2 MiB make 6 MiB evictable (not 8), and a pin of one holds its 4 MiB, leaving the other's own 2 MiB evictable",
+          .requires(NginxServer.self))
+    func versionsSharingChunks() async throws {
+        let a = TestData.random(count: 4 << 20, seed: 42)
+        let b = Array(a[..<(2 << 20)]) + TestData.random(count: 2 << 20, seed: 43)
+        try await Self.withBoundedOrigin(["a.bin": a, "b.bin": b], bound: 64 << 20) { cache, _, _ in
+            #expect(try await Self.fetchWhole(cache, "a.bin") == a)
+            #expect(try await Self.fetchWhole(cache, "b.bin") == b)
+            var stats = try await cache.statistics()
+            #expect(stats.versions == 2 && stats.uniqueBytes == 6 << 20, "\(stats.versions) versions, \(stats.uniqueBytes) unique")
+            #expect(stats.evictableBytes == 6 << 20, "evictable: \(stats.evictableBytes)")
+            // Pinned, a.bin holds the shared chunks too: evicting b.bin would free only its own half.
+            _ = try await cache.pin(ItemIdentifier(domain: "web", "a.bin"))
+            stats = try await cache.statistics()
+            #expect(stats.pinnedBytes == 4 << 20 && stats.evictableBytes == 2 << 20,
+                    "pinned \(stats.pinnedBytes), evictable \(stats.evictableBytes)")
+            _ = try await cache.pin(ItemIdentifier(domain: "web", "b.bin"))
+            stats = try await cache.statistics()
+            #expect(stats.pinnedBytes == 6 << 20 && stats.evictableBytes == 0,
+                    "both pinned: \(stats.pinnedBytes) pinned, \(stats.evictableBytes) evictable")
+            // What the figure promises is what eviction frees.
+            _ = try await cache.unpin(ItemIdentifier(domain: "web", "a.bin"))
+            _ = try await cache.unpin(ItemIdentifier(domain: "web", "b.bin"))
+            let before = try await cache.statistics()
+            _ = try await cache.evict(inDomain: "web")
+            let after = try await cache.statistics()
+            #expect(before.storedBytes - after.storedBytes == before.evictableBytes && after.evictableBytes == 0)
+        }
+    }
+
     @Test("§12: reads are counted in batches, not a transaction each: 200 warm fetches of an origin item add hits with one flush")
     func readsAreBatched() async throws {
         try await Self.withBoundedOrigin(["r.bin": TestData.random(count: 1 << 20, seed: 12)]) { cache, _, _ in
