@@ -227,6 +227,43 @@ import Testing
         }
     }
 
+    /// Cached bytes of every version of the origin files `names`.
+    static func cachedTotal(_ cache: ChunkCache, _ names: [String]) async throws -> Int64 {
+        var total: Int64 = 0
+        for name in names { total += try await Self.cached(cache, name) }
+        return total
+    }
+
+    @Test("§12 (issue 18): a local put that cannot fit even once every evictable chunk went is insufficientQuota and evicts nothing; one that fits after evicting part evicts only part",
+          .requires(NginxServer.self))
+    func refusedPutEvictsNothing() async throws {
+        var files: [String: [UInt8]] = [:]
+        for n in 0..<3 { files["c\(n).bin"] = TestData.random(count: 3 << 20, seed: UInt64(600 + n)) }
+        let names = files.keys.sorted()
+        try await Self.withBoundedOrigin(files) { cache, _, dir in
+            for name in names { #expect(try await Self.fetchWhole(cache, name) == files[name]) }
+            _ = try await cache.enforceBound()
+            let cached = try await Self.cachedTotal(cache, names)
+            #expect(cached == 9 << 20)
+            let before = try await cache.statistics()
+            let tooBig = TestData.random(count: 20 << 20, seed: 44)
+            #expect(await errorCode { try await put(cache, tooBig, as: ItemIdentifier(domain: "local", "big.bin"), in: dir) } == .insufficientQuota)
+            #expect(try await Self.cachedTotal(cache, names) == cached, "the origin's cache is as it was")
+            let after = try await cache.statistics()
+            #expect(after.evictableBytes == before.evictableBytes && after.evictedBytes == before.evictedBytes
+                    && after.uniqueBytes == before.uniqueBytes && after.storedBytes == before.storedBytes
+                    && after.items == before.items && after.versions == before.versions && after.logicalBytes == before.logicalBytes)
+            // 6 MiB fit once part of the 9 MiB cached went: the put succeeds, and some of the cache stays.
+            let fits = TestData.random(count: 6 << 20, seed: 45)
+            try await put(cache, fits, as: ItemIdentifier(domain: "local", "fits.bin"), in: dir)
+            let left = try await Self.cachedTotal(cache, names)
+            #expect(left < cached && left >= 3 << 20, "cached after the put: \(left)")
+            let back = try await cache.fetchContents(for: ItemIdentifier(domain: "local", "fits.bin"))
+            #expect(try TestData.read(back.url.path, count: 8 << 20) == fits)
+            unlink(back.url.path)
+        }
+    }
+
     @Test("§12: reads are counted in batches, not a transaction each: 200 warm fetches of an origin item add hits with one flush")
     func readsAreBatched() async throws {
         try await Self.withBoundedOrigin(["r.bin": TestData.random(count: 1 << 20, seed: 12)]) { cache, _, _ in

@@ -146,27 +146,51 @@ final class SpaceBound: Sendable {
         try makeRoom(for: bytes, doing: what)
     }
 
-    /// Whether a write of about `bytes` more fits, making room by eviction first when it would pass the bound;
-    /// on the writer queue. Throws `insufficientQuota`, before anything is written, when it cannot fit: the
-    /// store is left as it was.
+    /// Whether a write of about `bytes` more fits, making room by eviction first when it would pass the bound
+    /// (unless `evicting` is false); on the writer queue. Throws `insufficientQuota`, before anything is
+    /// written, when it cannot fit: the store is left as it was.
     @available(*, noasync)
-    func makeRoom(for bytes: Int64, doing what: String) throws {
-        // What the bytes take in pages: a chunk of 64 KiB and its header fill 17 pages of 4 KiB, and the
-        // B-trees that index them grow too.
-        let need = bytes + bytes / 8 + 256 << 10
+    func makeRoom(for bytes: Int64, doing what: String, evicting: Bool = true) throws {
+        let need = Self.pagesNeeded(for: bytes)
         let high = Self.highWater * Double(allowedBytes())
         // The file's extent first (no read of the free list): live pages are never more.
         guard Double(Int64(environment.usedBytes) + need) > high else { return }
         let live = Int64((try? environment.liveBytes()) ?? environment.usedBytes)
         guard Double(live + need) > high else { return }
-        _ = try evictToLowWater(below: need)
+        if evicting { _ = try evictToLowWater(below: need) }
         let after = Int64((try? environment.liveBytes()) ?? environment.usedBytes)
         let allowed = allowedBytes()
         guard after + need > allowed else { return }
+        throw refusal(of: bytes, doing: what, allowed: allowed)
+    }
+
+    /// Whether a put of about `bytes` could fit once eviction freed everything it may (``HeldChunks``): the
+    /// put decides this before it writes, and evicts for its batches only when it could, so a put that cannot
+    /// fit leaves the origin domains' cache as it was (CONTRACT §12). Counts the evictable chunks only when
+    /// the put does not fit beside what is there. Blocking (a read transaction).
+    @available(*, noasync)
+    func couldFit(_ bytes: Int64) -> Bool {
+        let need = Self.pagesNeeded(for: bytes)
+        let allowed = allowedBytes()
+        // The file's extent first (no read of the free list): live pages are never more.
+        guard Int64(environment.usedBytes) + need > allowed else { return true }
+        let live = Int64((try? environment.liveBytes()) ?? environment.usedBytes)
+        guard live + need > allowed else { return true }
+        let dbs = self.dbs
+        let evictable = (try? environment.read { txn in try txn.heldChunks(dbs).evictableBytes }) ?? 0
+        return live - evictable + need <= allowed
+    }
+
+    /// What `bytes` of content take in pages: a chunk of 64 KiB and its header fill 17 pages of 4 KiB, and
+    /// the B-trees that index them grow too.
+    private static func pagesNeeded(for bytes: Int64) -> Int64 { bytes + bytes / 8 + 256 << 10 }
+
+    /// The `insufficientQuota` of a write of `bytes` that cannot fit in `allowed`.
+    private func refusal(of bytes: Int64, doing what: String, allowed: Int64) -> CacheError {
         let limit = allowed < maxSize - otherFilesBytesNow()
             ? "leaves less than --min-free \(minFree) bytes free on its filesystem"
             : "passes its --max-size of \(maxSize) bytes"
-        throw CacheError(.insufficientQuota,
+        return CacheError(.insufficientQuota,
             "the store at \(path) cannot take \(bytes) more bytes while \(what): that \(limit), and nothing more can be evicted (only origin domains' unpinned content is); nothing was changed: free disk space, raise the bound with `chunkcache init --max-size`/`--min-free`, unpin items, or remove versions")
     }
 }
