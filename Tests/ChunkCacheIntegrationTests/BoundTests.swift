@@ -264,6 +264,29 @@ import Testing
         }
     }
 
+    @Test("§12 (issue 18): fetches three at a time through an origin, with no pause for eviction, never take the files a 16 MiB store keeps past 16 MiB (LMDB's map leaves room for the others)",
+          .requires(NginxServer.self))
+    func concurrentFillWithinItsBound() async throws {
+        var files: [String: [UInt8]] = [:]
+        for n in 0..<16 { files["e\(n).bin"] = TestData.random(count: 4 << 20, seed: UInt64(700 + n)) }
+        let expected = files
+        try await ColdPathTests.withOrigin(files, maxSize: Self.bound, minFree: 0) { cache, _, root in
+            let store = (root as NSString).deletingLastPathComponent + "/store"
+            var peak: Int64 = 0
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                for n in 0..<16 {
+                    group.addTask { try await Self.fetchWhole(cache, "e\(n).bin") == expected["e\(n).bin"] }
+                    if n % 3 == 2, let right = try await group.next() { #expect(right) }
+                    peak = max(peak, try Self.keptFileBytes(store))
+                }
+                for try await right in group { #expect(right) }
+            }
+            peak = max(peak, try Self.keptFileBytes(store))
+            #expect(peak <= Self.bound, "the store's files took \(peak) bytes at most")
+            #expect(try await cache.statistics().maxSize == Self.bound, "stat reports the bound given, not LMDB's map")
+        }
+    }
+
     @Test("§12: reads are counted in batches, not a transaction each: 200 warm fetches of an origin item add hits with one flush")
     func readsAreBatched() async throws {
         try await Self.withBoundedOrigin(["r.bin": TestData.random(count: 1 << 20, seed: 12)]) { cache, _, _ in

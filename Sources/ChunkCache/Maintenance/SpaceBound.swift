@@ -16,7 +16,8 @@ final class SpaceBound: Sendable {
     private let environment: Environment
     private let dbs: Databases
     private let path: String
-    /// The most disk the store's files may take (`init --max-size`), and LMDB's map size, which no write can pass.
+    /// The most disk the store's files may take (`init --max-size`); LMDB's map, which no write can pass, is a
+    /// little less (``mapSize(forBound:)``).
     let maxSize: Int64
     /// The bytes eviction keeps free on the store's filesystem: `init --min-free`, else the default.
     var minFree: Int64 { minFree(of: try? FileSystem.filesystemStatus(path)) }
@@ -57,6 +58,14 @@ final class SpaceBound: Sendable {
         self.maxSize = maxSize
         self.minFreeBytes = Atomic(minFree)
         self.enqueue = enqueue
+    }
+
+    /// LMDB's map for a store bounded at `maxSize`: the bound less the largest space reserve it may have and
+    /// 64 KiB for `lock.mdb` and the writers' leases, so that `data.mdb` can never grow past what leaves room
+    /// for the other files, even while readers keep freed pages from being reused. In whole 64 KiB.
+    static func mapSize(forBound maxSize: Int64) -> Int64 {
+        let others = SpaceReserve.largestSize(maxSize: maxSize) + (64 << 10)
+        return max(64 << 10, (maxSize - others) / (64 << 10) * (64 << 10))
     }
 
     /// Keeps `bytes` free from now on (the caller records it in `meta`).
