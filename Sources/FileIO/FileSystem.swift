@@ -124,7 +124,7 @@ public enum FileSystem {
 
     // MARK: - Status
 
-    /// Whether ``status(_:followingSymlinks:)`` describes a symbolic link or what it points to.
+    /// Whether ``status(_:symlinks:)`` describes a symbolic link or what it points to.
     public enum SymlinkHandling: Sendable {
         /// Describe the file a symbolic link points to (`stat`).
         case follow

@@ -70,7 +70,7 @@ public struct ReadTransaction: ~Copyable, TransactionReading {
     public let handle: OpaquePointer
 }
 
-/// A write transaction. Only lives inside ``Environment/write(_:)``, on the thread that began it.
+/// A write transaction. Only lives inside ``Environment/write(durability:_:)``, on the thread that began it.
 public struct WriteTransaction: ~Copyable, TransactionReading {
     public let handle: OpaquePointer
 

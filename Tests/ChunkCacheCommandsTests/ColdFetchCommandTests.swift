@@ -34,4 +34,35 @@ import Testing
             }
         }
     }
+
+    @Test("§10 A19 (issue 18): read-ahead continues across processes: 48 sequential 64 KiB fetch commands make a handful of GETs, not 48",
+          .requires(NginxServer.self))
+    func readAheadAcrossProcesses() async throws {
+        try await withTemporaryDirectory { dir in
+            let root = dir + "/origin"
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            let bytes = TestData.random(count: 8 << 20, seed: 42)
+            try TestData.write(bytes, to: root + "/movie.bin")
+            let server = try await NginxServer.start(root: URL(fileURLWithPath: root))
+            do {
+                let store = dir + "/store"
+                try runJSON(store, ["domain", "add", "web", "--origin", server.baseURL, "--read-ahead", "1MiB"])
+                for i in 0..<48 {
+                    let offset = i * 65_536
+                    let result = try runJSON(store, ["fetch", "--domain", "web", "movie.bin", "--range", "\(offset):65536"])
+                    #expect(try TestData.read(try result.string("path"), offset: Int64(offset), count: 65_536) == Array(bytes[offset..<(offset + 65_536)]))
+                }
+                let gets = try await server.accessLog().filter { $0.method == "GET" }
+                // A window that starts at 256 KiB and doubles to 1 MiB, topped up at half: ~8 requests for 3 MiB.
+                #expect(gets.count <= 12, "\(gets.map(\.range))")
+                // A random reader is not mistaken for a sequential one: a far range downloads only itself.
+                let far = try runJSON(store, ["fetch", "--domain", "web", "movie.bin", "--range", "\(6 << 20):65536"])
+                #expect(try far.int("downloadedBytes") == 65_536)
+                await server.stop()
+            } catch {
+                await server.stop()
+                throw error
+            }
+        }
+    }
 }

@@ -55,6 +55,31 @@ struct StoreTests {
         }
     }
 
+    @Test("§7 §11 D2 (issue 18): put AAAA, BBBBBB, AAAA: the reply, versions and fetch all say AAAA is current, and the domain version moved")
+    func revertThroughCLI() throws {
+        try withTemporaryDirectory { dir in
+            let store = dir + "/store"
+            try TestData.write(Array("AAAA".utf8), to: dir + "/a")
+            try TestData.write(Array("BBBBBB".utf8), to: dir + "/b")
+            let first = try runJSON(store, ["put", "--domain", "d", "doc", dir + "/a"])
+            let second = try runJSON(store, ["put", "--domain", "d", "doc", dir + "/b"])
+            let third = try runJSON(store, ["put", "--domain", "d", "doc", dir + "/a"])
+            let a = try expectItemObject(first["item"], domain: "d", id: "doc", size: 4).contentVersion
+            let b = try expectItemObject(second["item"], domain: "d", id: "doc", size: 6).contentVersion
+            try expectItemObject(third["item"], domain: "d", id: "doc", size: 4, contentVersion: a)
+            #expect(try third.domainVersion() == second.domainVersion() + 1, "a revert is a change")
+            #expect(try third.int("newChunks") == 0 && third.int("storedBytes") == 0)
+            let versions = try runJSON(store, ["versions", "--domain", "d", "doc"])
+            let listed = try versions.array("versions").compactMap { ($0 as? [String: Any])?["contentVersion"] as? String }
+            #expect(listed == [a, b], "newest first, the reverted version once")
+            try expectItemObject(versions["item"], domain: "d", id: "doc", size: 4, contentVersion: a)
+            let fetched = try runJSON(store, ["fetch", "--domain", "d", "doc"])
+            #expect(try TestData.read(try fetched.string("path"), count: 16) == Array("AAAA".utf8))
+            try expectItemObject(fetched["item"], domain: "d", id: "doc", size: 4, contentVersion: a)
+            #expect(try runJSON(store, ["stat"]).int("logicalBytes") == 10, "each version counted once")
+        }
+    }
+
     @Test("§7 put of other bytes under an existing --version is invalidArgument and leaves the store unchanged")
     func immutableVersion() throws {
         try withTemporaryDirectory { dir in

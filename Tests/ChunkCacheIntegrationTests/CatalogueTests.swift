@@ -41,6 +41,72 @@ import Testing
         }
     }
 
+    @Test("§7 §11 D2 (issue 18): a put of an earlier version's bytes makes them current again: a change, a new domain version, newest in versions, served by fetch")
+    func revertByPut() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            let id = ItemIdentifier(domain: "d", "doc")
+            let a = Array("AAAA".utf8), b = Array("BBBBBB".utf8)
+            let first = try await put(cache, a, as: id, in: dir)
+            let second = try await put(cache, b, as: id, in: dir)
+            let all = try await cache.enumeratorOfAllItems(in: "d")
+            let anchor = try await all.currentSyncAnchor()
+            let third = try await put(cache, a, as: id, in: dir)
+            #expect(third.item.itemVersion.contentVersion == first.item.itemVersion.contentVersion, "same bytes, same version (D2)")
+            #expect(third.domainVersion == second.domainVersion.next(), "a revert is a change: the domain version moves (E1)")
+            #expect(third.item.itemVersion.metadataVersion != second.item.itemVersion.metadataVersion)
+            #expect(third.newChunks == 0 && third.storedBytes == 0, "nothing new stored: \(third)")
+            #expect(try cache.domainVersion(of: "d") == third.domainVersion)
+            let versions = try await cache.versions(of: id)
+            #expect(versions.versions.map(\.contentVersion) == [third, second].map { String(decoding: $0.item.itemVersion.contentVersion, as: UTF8.self) },
+                    "the reverted version is listed newest, once")
+            #expect(versions.item.itemVersion == third.item.itemVersion && versions.item.documentSize == 4)
+            let batch = try await all.enumerateChanges(from: anchor, suggestedBatchSize: 10)
+            #expect(batch.updated.map(\.identifier) == ["doc"] && batch.updated.first?.documentSize == 4, "the revert is in the change log")
+            #expect(try await cache.statistics().logicalBytes == 10, "the revived version is counted once")
+            // The current version's bytes again change nothing (§7).
+            let again = try await put(cache, a, as: id, in: dir)
+            #expect(again.domainVersion == third.domainVersion && again.item.itemVersion == third.item.itemVersion)
+            #expect(try await all.enumerateChanges(from: batch.nextAnchor, suggestedBatchSize: 10).updated.isEmpty)
+            let fetched = try await cache.fetchContents(for: id)
+            defer { unlink(fetched.url.path) }
+            #expect(try TestData.read(fetched.url.path, count: 16) == a, "fetch serves what was put last")
+            #expect(fetched.item.itemVersion.contentVersion == first.item.itemVersion.contentVersion)
+            // Named versions: v1 holding the same bytes becomes current again the same way.
+            let named = ItemIdentifier(domain: "d", "named")
+            try await put(cache, a, as: named, version: "v1", in: dir)
+            let v2 = try await put(cache, b, as: named, version: "v2", in: dir)
+            let v1 = try await put(cache, a, as: named, version: "v1", in: dir)
+            #expect(v1.item.itemVersion.contentVersion == Array("v1".utf8) && v1.domainVersion == v2.domainVersion.next())
+            #expect(try await cache.versions(of: named).versions.map(\.contentVersion) == ["v1", "v2"])
+            let served = try await cache.fetchContents(for: named)
+            defer { unlink(served.url.path) }
+            #expect(try TestData.read(served.url.path, count: 16) == a)
+        }
+    }
+
+    @Test("§11 D2 (issue 18): the same bytes put without a version keep the version that holds them; a new --version name is a new version")
+    func sameBytesKeepTheirVersion() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            let id = ItemIdentifier(domain: "d", "doc")
+            let bytes = TestData.random(count: 100_000, seed: 18)
+            let named = try await put(cache, bytes, as: id, version: "v1", in: dir)
+            let unnamed = try await put(cache, bytes, as: id, in: dir)
+            #expect(unnamed.item.itemVersion == named.item.itemVersion, "D2: no new content version for the same bytes")
+            #expect(unnamed.domainVersion == named.domainVersion && unnamed.storedBytes == 0)
+            #expect(try await cache.versions(of: id).versions.map(\.contentVersion) == ["v1"])
+            // A new name is the caller's wish: a new version, current, sharing the chunks.
+            let renamed = try await put(cache, bytes, as: id, version: "v2", in: dir)
+            #expect(renamed.item.itemVersion.contentVersion == Array("v2".utf8) && renamed.domainVersion == named.domainVersion.next())
+            #expect(renamed.newChunks == 0)
+            #expect(try await cache.versions(of: id).versions.map(\.contentVersion) == ["v2", "v1"])
+            // Without a name, the current of the versions holding them is kept.
+            let again = try await put(cache, bytes, as: id, in: dir)
+            #expect(again.item.itemVersion.contentVersion == Array("v2".utf8) && again.domainVersion == renamed.domainVersion)
+        }
+    }
+
     @Test("E1 E5: the domain version only grows, across reopen, is read synchronously, and DomainVersion is Codable, Comparable and has next()")
     func domainVersion() async throws {
         try await withTemporaryDirectory { dir in

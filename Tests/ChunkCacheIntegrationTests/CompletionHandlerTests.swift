@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 @testable import ChunkCache
@@ -83,6 +84,178 @@ import Testing
                 #expect(bridged.domain == "NSFileProviderErrorDomain" && bridged.code == -1005)
                 #expect(bridged.localizedDescription.contains("\"nope\""))
             }
+        }
+    }
+
+    // MARK: - import (issue 18)
+
+    /// What an import's completion handler and `importDidFinish` saw.
+    final class ImportWitness: Sendable {
+        let errors = Mutex<[NSError?]>([])
+        /// Whether `importDidFinish` had fired when the handler ran.
+        let finishedAtHandler = Mutex<Bool?>(nil)
+        let finished = Atomic<Bool>(false)
+        let finishes: AsyncStream<String>
+        private let continuation: AsyncStream<String>.Continuation
+
+        init(_ cache: ChunkCache) {
+            (finishes, continuation) = AsyncStream<String>.makeStream()
+            cache.observeImportsFinished { [self] domain in
+                finished.store(true, ordering: .sequentiallyConsistent)
+                continuation.yield(domain)
+            }
+        }
+
+        func handler(_ error: (any Error)?) {
+            finishedAtHandler.withLock { $0 = finished.load(ordering: .sequentiallyConsistent) }
+            errors.withLock { $0.append(error as NSError?) }
+        }
+
+        /// The next `importDidFinish`, or nil after 30 s.
+        func nextFinish() async -> String? {
+            await withTaskGroup(of: String?.self) { group in
+                group.addTask { [finishes] in var it = finishes.makeAsyncIterator(); return await it.next() }
+                group.addTask { try? await Task.sleep(for: .seconds(30)); return nil }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                return first
+            }
+        }
+    }
+
+    /// A tree of `count` random files of 256 KiB: `fNN`.
+    static func importTree(_ root: String, count: Int) throws -> [String: [UInt8]] {
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        var files: [String: [UInt8]] = [:]
+        for i in 0..<count {
+            let bytes = TestData.random(count: 256 << 10, seed: UInt64(100 + i))
+            files[String(format: "f%02d", i)] = bytes
+            try TestData.write(bytes, to: root + String(format: "/f%02d", i))
+        }
+        return files
+    }
+
+    /// Every file of `files` is in domain `domain` with its bytes.
+    static func expectImported(_ files: [String: [UInt8]], in domain: String, _ cache: ChunkCache) async throws {
+        for (name, bytes) in files {
+            let fetched = try await cache.fetchContents(for: ItemIdentifier(domain: domain, name))
+            #expect(try readRange(fetched.url.path, fetched.retrievedRange) == bytes, "\(name)")
+            unlink(fetched.url.path)
+        }
+    }
+
+    @Test("§8 G4 (issue 18): import's completion handler runs once the domain exists, before importDidFinish; the import then finishes with every file")
+    func importCompletesWhenTheDomainExists() async throws {
+        try await withTemporaryDirectory { dir in
+            let tree = dir + "/tree"
+            let files = try Self.importTree(tree, count: 8)
+            let cache = try await makeCache(dir)
+            let witness = ImportWitness(cache)
+            let (called, calledContinuation) = AsyncStream<Void>.makeStream()
+            cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree)) { error in
+                witness.handler(error)
+                calledContinuation.yield()
+            }
+            var calls = called.makeAsyncIterator()
+            _ = await calls.next()
+            #expect(witness.errors.withLock { $0 } == [nil])
+            #expect(witness.finishedAtHandler.withLock { $0 } == false, "the handler ran before importDidFinish, as the seed's does")
+            #expect(try await cache.domains().contains { $0.name == "d" }, "the domain exists when the handler runs")
+            #expect(await witness.nextFinish() == "d", "importDidFinish follows")
+            let info = try #require(try await cache.domains().first { $0.name == "d" })
+            #expect(info.importFinished && info.items == files.count)
+            try await Self.expectImported(files, in: "d", cache)
+            #expect(!FileManager.default.fileExists(atPath: tree), "the directory was taken into the store")
+            #expect(witness.errors.withLock { $0 }.count == 1, "the handler ran once")
+            // An import that cannot start reports why to its handler.
+            let again = dir + "/again"
+            _ = try Self.importTree(again, count: 1)
+            let refused = await withCheckedContinuation { (continuation: CheckedContinuation<NSError?, Never>) in
+                cache.import("d", fromDirectoryAt: URL(fileURLWithPath: again)) { continuation.resume(returning: $0 as NSError?) }
+            }
+            #expect(refused?.domain == NSCocoaErrorDomain && refused?.code == 516, "fileExists: \(String(describing: refused))")
+            #expect(FileManager.default.fileExists(atPath: again + "/f00"), "its directory untouched")
+        }
+    }
+
+    @Test("§8 A17 (issue 18): a Progress.cancel() once the imported domain exists reports no userCancelled and stops nothing: the import finishes, the domain intact")
+    func importCancelAfterTheDomainExists() async throws {
+        try await withTemporaryDirectory { dir in
+            let tree = dir + "/tree"
+            let files = try Self.importTree(tree, count: 40)
+            let cache = try await makeCache(dir)
+            let witness = ImportWitness(cache)
+            let progress = cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree)) { error in witness.handler(error) }
+            // Cancel as soon as the domain is there (the handler has run, or the import is under way).
+            let deadline = ContinuousClock.now + .seconds(30)
+            while witness.errors.withLock({ $0.isEmpty }), !(try await cache.domains().contains { $0.name == "d" }), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            progress.cancel()
+            #expect(await witness.nextFinish() == "d", "the import went on to importDidFinish")
+            #expect(witness.errors.withLock { $0 } == [nil], "called once, with no error: no userCancelled for a domain that exists")
+            let info = try #require(try await cache.domains().first { $0.name == "d" })
+            #expect(info.importFinished && info.items == files.count)
+            try await Self.expectImported(files, in: "d", cache)
+        }
+    }
+
+    // MARK: - Progress in bytes (issue 18)
+
+    @Test("A16 §3 (issue 18): a fetch's Progress counts bytes: it ends with completed == total == the retrieved range's length")
+    func progressCountsBytesWarm() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            let id = ItemIdentifier(domain: "d", "doc")
+            let bytes = TestData.random(count: 1_000_000, seed: 4)
+            try await put(cache, bytes, as: id, in: dir)
+            let (done, continuation) = AsyncStream<ByteRange>.makeStream()
+            let progress = cache.fetchPartialContents(
+                for: id, version: nil, request: FetchRequest(), minimalRange: ByteRange(location: 70_000, length: 100_000),
+                aligningTo: 4096, options: []
+            ) { url, _, range, _, _ in
+                if let url { unlink(url.path) }
+                continuation.yield(range)
+            }
+            var it = done.makeAsyncIterator()
+            let range = try #require(await it.next())
+            #expect(range == ByteRange(location: 65_536, length: 131_072))
+            #expect(progress.totalUnitCount == 131_072 && progress.completedUnitCount == 131_072)
+        }
+    }
+
+    @Test("§10 (issue 18): a cold fetch's Progress moves monotonically with the download and ends at completed == total == the file's bytes; the request's counters still count",
+          .requires(NginxServer.self))
+    func progressCountsBytesCold() async throws {
+        let bytes = TestData.random(count: 8 << 20, seed: 5)
+        try await ColdPathTests.withOrigin(["big.bin": bytes], readAhead: 0) { cache, _, _ in
+            let counters = DownloadProgress()
+            let (done, continuation) = AsyncStream<(URL?, (any Error)?)>.makeStream()
+            let progress = cache.fetchContents(
+                for: ItemIdentifier(domain: "web", "big.bin"), version: nil, request: FetchRequest(progress: counters), options: []
+            ) { url, _, _, error in continuation.yield((url, error)) }
+            let samples = Mutex<[Int64]>([])
+            let sampler = Task.detached {
+                while !Task.isCancelled {
+                    let completed = progress.completedUnitCount
+                    samples.withLock { $0.append(completed) }
+                    try? await Task.sleep(for: .microseconds(200))
+                }
+            }
+            var it = done.makeAsyncIterator()
+            let (url, error) = try #require(await it.next())
+            sampler.cancel()
+            _ = await sampler.value
+            #expect(error == nil)
+            if let url {
+                #expect(try readRange(url.path, ByteRange(location: 0, length: Int64(bytes.count))) == bytes)
+                unlink(url.path)
+            }
+            #expect(progress.totalUnitCount == Int64(bytes.count) && progress.completedUnitCount == Int64(bytes.count))
+            let seen = samples.withLock { $0 }
+            #expect(zip(seen, seen.dropFirst()).allSatisfy { $0 <= $1 }, "never backwards")
+            #expect(seen.allSatisfy { $0 <= Int64(bytes.count) })
+            #expect(counters.downloadedBytes == Int64(bytes.count) && counters.originRequests >= 1, "the caller's counters count too")
         }
     }
 }

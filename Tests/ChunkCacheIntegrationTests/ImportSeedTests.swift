@@ -69,6 +69,91 @@ import Testing
         }
     }
 
+    @Test("E1 G1 (issue 18): a reimport of a tree whose file only got a new modification time moves nothing, and the next reimport matches it without reading")
+    func touchedFileMovesNothing() async throws {
+        try await withTemporaryDirectory { dir in
+            let tree = dir + "/tree"
+            try Self.writeTree(tree)
+            let cache = try await makeCache(dir)
+            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true)
+            let id = ItemIdentifier(domain: "d", "docs/a.txt")
+            let before = try await cache.versions(of: id)
+            let version = try cache.domainVersion(of: "d")
+            let all = try await cache.enumeratorOfAllItems(in: "d")
+            let anchor = try await all.currentSyncAnchor()
+            Self.setModified(tree + "/docs/a.txt", to: 1_600_000_000)
+            let first = try await cache.reimportItems(in: "d", from: URL(fileURLWithPath: tree))
+            #expect(first.matchedFiles == 2, "the touched file is read once: \(first)")
+            #expect(try cache.domainVersion(of: "d") == version, "E1: nothing changed, nothing moves")
+            let second = try await cache.reimportItems(in: "d", from: URL(fileURLWithPath: tree))
+            #expect(second.matchedFiles == 3 && second.newChunks == 0, "G1: the new time was remembered, so the file is matched, not read: \(second)")
+            #expect(try cache.domainVersion(of: "d") == version, "E1: nothing changed, nothing moves")
+            let batch = try await all.enumerateChanges(from: anchor, suggestedBatchSize: 100)
+            #expect(batch.updated.isEmpty && batch.deleted.isEmpty && batch.nextAnchor == anchor, "no change: \(batch.updated.map(\.identifier))")
+            let after = try await cache.versions(of: id)
+            #expect(after.item.itemVersion == before.item.itemVersion, "D2 D4: neither version of the item moved")
+            #expect(after.versions.map(\.contentVersion) == before.versions.map(\.contentVersion))
+        }
+    }
+
+    @Test("§11 D2 (issue 18): a reimport of bytes an item holds under a named version keeps that version; an earlier version's bytes make it current again")
+    func reimportKeepsNamedVersion() async throws {
+        try await withTemporaryDirectory { dir in
+            let tree = dir + "/tree"
+            try Self.writeTree(tree)
+            let cache = try await makeCache(dir)
+            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true)
+            let id = ItemIdentifier(domain: "d", "top.txt")
+            let imported = try await cache.versions(of: id).item.itemVersion.contentVersion
+            let bytes = TestData.text(count: 444, seed: 18)
+            let named = try await put(cache, bytes, as: id, version: "v1", in: dir)
+            // The tree's file gets the same bytes, under a time of its own: read, matched by content.
+            try TestData.write(bytes, to: tree + "/top.txt")
+            Self.setModified(tree + "/top.txt", to: 1_650_000_000)
+            let again = try await cache.reimportItems(in: "d", from: URL(fileURLWithPath: tree))
+            #expect(again.matchedFiles == 2 && again.newChunks == 0, "\(again)")
+            #expect(try cache.domainVersion(of: "d") == named.domainVersion, "E1: the bytes did not change, nothing moves")
+            #expect(try await cache.versions(of: id).versions.map(\.contentVersion) == ["v1", String(decoding: imported, as: UTF8.self)],
+                    "D2: v1 stays the version of these bytes")
+            // The tree's file back to the imported bytes: that version is current again, a change.
+            try TestData.write(TestData.text(count: 300, seed: 3), to: tree + "/top.txt")
+            _ = try await cache.reimportItems(in: "d", from: URL(fileURLWithPath: tree))
+            #expect(try cache.domainVersion(of: "d") == named.domainVersion.next())
+            let versions = try await cache.versions(of: id)
+            #expect(versions.item.itemVersion.contentVersion == imported && versions.versions.count == 2)
+        }
+    }
+
+    @Test("§11 (issue 18): a new file reimported where a moved item still holds its path gets another identifier, never another name")
+    func reimportBesideAMovedItem() async throws {
+        try await withTemporaryDirectory { dir in
+            let tree = dir + "/tree"
+            try FileManager.default.createDirectory(atPath: tree + "/F", withIntermediateDirectories: true)
+            try TestData.write(Array("old h".utf8), to: tree + "/F/h")
+            let cache = try await makeCache(dir)
+            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true)
+            _ = try await cache.moveItem(ItemIdentifier(domain: "d", "F/h"), to: Item.rootContainer, renamingTo: "moved")
+            let folder = dir + "/F-now"
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try TestData.write(Array("new h".utf8), to: folder + "/h")
+            _ = try await cache.reimportItems(below: "F", in: "d", from: URL(fileURLWithPath: folder))
+            let listed = try await listAll(try await cache.enumerator(for: "F", in: "d")).items
+            #expect(listed.map(\.filename) == ["h"], "the name the user sees is the file's: \(listed.map(\.filename))")
+            let new = try #require(listed.first)
+            #expect(new.identifier != "F/h" && new.parentIdentifier == "F")
+            let fetched = try await cache.fetchContents(for: ItemIdentifier(domain: "d", new.identifier))
+            defer { unlink(fetched.url.path) }
+            #expect(try TestData.read(fetched.url.path, count: 16) == Array("new h".utf8))
+            let moved = try await cache.versions(of: ItemIdentifier(domain: "d", "F/h")).item
+            #expect(moved.filename == "moved" && moved.parentIdentifier == Item.rootContainer, "the moved item stays as it was")
+            // A second reimport matches the new file by name: nothing moves.
+            let version = try cache.domainVersion(of: "d")
+            let again = try await cache.reimportItems(below: "F", in: "d", from: URL(fileURLWithPath: folder))
+            #expect(again.matchedFiles == 1)
+            #expect(try cache.domainVersion(of: "d") == version)
+        }
+    }
+
     @Test("§11 reimport --below: new files created, changed ones versioned, missing ones deleted, each a change; renamed items are matched where they are")
     func reimportBelow() async throws {
         try await withTemporaryDirectory { dir in

@@ -94,6 +94,24 @@ func caught(_ body: () async throws -> Void) async -> CacheError? {
         }
     }
 
+    @Test("B6 A11 §4 (issue 18): the async fetchContents with a version returns that version or versionNoLongerAvailable, as the seed's; options [] keeps the non-strict rule")
+    func asyncFetchContentsHonoursTheVersion() async throws {
+        try await withTemporaryDirectory { dir in
+            let (cache, id, bytes) = try await Self.threeVersions(damaged: ["v2"], in: dir)
+            for version in ["v2", "gone"] {
+                #expect(await errorCode {
+                    _ = try await cache.fetchContents(for: id, version: ItemVersion(version))
+                } == .versionNoLongerAvailable, "\(version): the seed's rule, not the newer v3")
+            }
+            let v1 = try await cache.fetchContents(for: id, version: ItemVersion("v1"))
+            #expect(v1.item.itemVersion.contentVersionString == "v1")
+            #expect(try readRange(v1.url.path, ByteRange(location: 0, length: Int64(4 * Self.chunk))) == bytes["v1"])
+            let newer = try await cache.fetchContents(for: id, version: ItemVersion("v2"), options: [])
+            #expect(newer.item.itemVersion.contentVersionString == "v3", "explicit non-strict options: the CLI's rule (§7)")
+            #expect(try await cache.fetchContents(for: id).item.itemVersion.contentVersionString == "v3", "nil means the newest")
+        }
+    }
+
     @Test("C2: an unknown item of a domain without an origin is noSuchItem (the store is authoritative); an unknown domain too")
     func confirmedMissing() async throws {
         try await withTemporaryDirectory { dir in

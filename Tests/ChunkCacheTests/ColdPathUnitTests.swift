@@ -8,6 +8,20 @@ import Testing
     static let chunk: Int64 = 64 << 10
     static let limit: Int64 = 4 << 20
 
+    @Test("§10 (issue 18): a read-ahead state kept in the store continues the sequence; damaged or out-of-range bytes are no state")
+    func readAheadKeptInTheStore() {
+        var state = ReadAhead()
+        _ = state.advance(fetching: 0..<Self.chunk, size: 1 << 30, limit: Self.limit)
+        var resumed = state.stored.withUnsafeBytes { ReadAhead(stored: $0) }
+        #expect(resumed == state)
+        #expect(resumed?.advance(fetching: Self.chunk..<(2 * Self.chunk), size: 1 << 30, limit: Self.limit) != nil,
+                "the next process's fetch continues the sequence")
+        #expect(Array(repeating: UInt8(0), count: 31).withUnsafeBytes { ReadAhead(stored: $0) } == nil, "too short")
+        #expect(Array(repeating: UInt8(0xff), count: 32).withUnsafeBytes { ReadAhead(stored: $0) } == nil, "negative offsets")
+        let huge = (0..<4).flatMap { _ in withUnsafeBytes(of: UInt64(Int64.max).bigEndian, Array.init) }
+        #expect(huge.withUnsafeBytes { ReadAhead(stored: $0) } == nil, "offsets past the largest item would overflow the window")
+    }
+
     @Test("A19: a random fetch reads nothing ahead; fetches in order read ahead a window that doubles to the limit")
     func readAheadWindow() {
         var state = ReadAhead()

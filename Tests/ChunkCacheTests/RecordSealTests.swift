@@ -14,6 +14,11 @@ import Testing
         #expect(decoded.size == 262_144)
         #expect(decoded.contentVersion == Array("v1".utf8))
         #expect(decoded.root == Self.version.root)
+        #expect(decoded.matchedModificationDate == nil)
+        var matched = Self.version
+        matched.matchedModificationDate = 1_600_000_000.5
+        let withTime = try matched.encoded().withUnsafeBytes { try VersionRecord(decoding: $0, name: "the test version") }
+        #expect(withTime.matchedModificationDate == 1_600_000_000.5 && withTime.contentVersion == Array("v1".utf8))
     }
 
     @Test("any flipped byte of a record, seal included, is corruptData naming the record and saying what to do")

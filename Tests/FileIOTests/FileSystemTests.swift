@@ -9,6 +9,24 @@ import Glibc
 
 /// The path wrappers: what each does, and the exact `Errno` of each way it fails.
 @Suite struct FileSystemTests {
+    @Test("E2 (issue 18): a directory watch reports the names touched, created and written in it; touch creates then only sets times")
+    func directoryWatchSeesTouches() throws {
+        try withTemporaryDirectory { dir throws in
+            let watch = try DirectoryWatch.start(dir)
+            defer { watch.close() }
+            #expect(try watch.drain().isEmpty, "nothing happened yet")
+            try FileSystem.touch(dir + "/signal")
+            #expect(try FileSystem.status(dir + "/signal").st_size == 0)
+            #expect(try watch.drain().contains("signal"), "created")
+            try FileSystem.touch(dir + "/signal")
+            #expect(try watch.drain() == ["signal"], "a touch of an existing file is one IN_ATTRIB")
+            try TestData.write([1], to: dir + "/other")
+            #expect(try Set(watch.drain()) == ["other"])
+            #expect(throws: Errno.noSuchFile) { try DirectoryWatch.start(dir + "/missing") }
+            #expect(throws: Errno.noSuchFile) { try FileSystem.touch(dir + "/missing/x") }
+        }
+    }
+
     @Test func linkGivesASecondNameAndNeverReplaces() throws {
         try withTemporaryDirectory { dir throws in
             try TestData.write([1, 2, 3], to: dir + "/a")

@@ -72,21 +72,25 @@ public final class ItemEnumerator: Sendable {
     }
 
     /// Waits until the domain has a change after `anchor` (from any process), or `timeout` passes: the
-    /// signal a client or a mount waits on before asking for changes (E2).
-    /// - Returns: Whether a change exists.
+    /// signal a client or a mount waits on before asking for changes (E2, the seed's `signalEnumerator`).
+    ///
+    /// Every commit that logs a change wakes every waiter of the store at once, in this process and in
+    /// others (``ChangeSignal``: inotify on a file each such commit touches, where Linux offers it, else a
+    /// check every 100 ms). The wait holds no thread.
+    /// - Returns: Whether a change exists; false once `timeout` has passed without one.
     /// - Throws: `syncAnchorExpired` as ``enumerateChanges(from:suggestedBatchSize:)``; `userCancelled`.
     public func waitForChanges(after anchor: SyncAnchor, timeout: Duration) async throws -> Bool {
         let deadline = ContinuousClock.now + timeout
-        var pause = Duration.milliseconds(5)
+        let signal = cache.store.changes
         while true {
+            // Read before checking: a commit after the check moves it, and the wait below returns at once.
+            let seen = signal.generation()
             if try await hasChanges(after: anchor) { return true }
-            let now = ContinuousClock.now
-            guard now < deadline else { return false }
-            // Another process's commit cannot be signalled here, so poll, backing off to 100 ms.
-            do { try await Task.sleep(for: min(pause, deadline - now)) } catch {
+            guard ContinuousClock.now < deadline else { return false }
+            await signal.wait(after: seen, until: deadline)
+            if Task.isCancelled {
                 throw CacheError(.userCancelled, "waiting for changes of domain \"\(domain)\" was cancelled")
             }
-            pause = min(pause * 2, .milliseconds(100))
         }
     }
 

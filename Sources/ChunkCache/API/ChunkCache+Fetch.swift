@@ -18,7 +18,8 @@ extension ChunkCache {
     ///   - version: The version asked for; `nil` for the newest. With `.strictVersioning` only that version
     ///     serves. Without it, when that version cannot serve the range, the newest *newer* version that can
     ///     does, and the result says which; an older version never does (B6). A version the store does not
-    ///     know is replaced by the newest version that can serve.
+    ///     know is asked of the origin on an origin domain (served when the origin holds it, else the
+    ///     origin's current version serves); elsewhere the newest version that can serve does.
     ///   - request: Who asks; a process on the domain's non-materializing list gets `noPermission`.
     ///   - minimalRange: The bytes needed.
     ///   - alignment: A power of two from 1 to 2^30.
@@ -39,14 +40,24 @@ extension ChunkCache {
     /// Returns a file holding the whole item, as `fetchContents` (CONTRACT §4): zero chunks are holes and
     /// `knownSparseRanges` says so.
     ///
-    /// - Parameter version: The version asked for; `nil` for the newest, never an older one. Which version
-    ///   serves follows the rules of ``fetchPartialContents(for:version:request:minimalRange:aligningTo:options:destination:)``.
+    /// As the seed says, a requested version is returned or the fetch fails: with `options` left out, a
+    /// non-nil `version` runs with `.strictVersioning` (B6, A11), exactly as the completion-handler
+    /// ``fetchContents(for:version:request:completionHandler:)`` does.
+    ///
+    /// - Parameters:
+    ///   - version: The version asked for; `nil` for the newest, never an older one.
+    ///   - options: `nil` (the default) for the seed's rule above. Given, they apply as given: `[]` lets a
+    ///     newer version serve when `version` cannot, following the rules of
+    ///     ``fetchPartialContents(for:version:request:minimalRange:aligningTo:options:destination:)`` (the
+    ///     command line's non-strict `fetch`, CONTRACT §7).
+    /// - Throws: As the partial fetch; `versionNoLongerAvailable` when a strict fetch's version cannot serve.
     public func fetchContents(
         for item: ItemIdentifier, version: ItemVersion? = nil, request: FetchRequest = FetchRequest(),
-        options: FetchOptions = [], destination: FetchDestination = .handOff
+        options: FetchOptions? = nil, destination: FetchDestination = .handOff
     ) async throws -> FetchResult {
-        try await fetch(item, version: version?.contentVersion, minimalRange: nil, alignment: 1, options: options,
-                        request: request, destination: destination)
+        let options = options ?? (version == nil ? [] : .strictVersioning)
+        return try await fetch(item, version: version?.contentVersion, minimalRange: nil, alignment: 1, options: options,
+                               request: request, destination: destination)
     }
 
     /// Returns a file holding at least `minimalRange` of the item, as the async
@@ -117,7 +128,7 @@ extension ChunkCache {
                     alignment: 1, options: options, request: request, in: txn)
                 let count = try BufferReader.read(plan, at: offset, into: buffer, store: store, in: txn)
                 store.usage.noteUse(of: item, recorded: plan.item.lastUsedDate, reads: plan.policyReads, store: store)
-                return ServedRead(offset: offset, result: ReadResult(
+                return ServedRead(offset: offset, fromOriginDomain: plan.fromOrigin, result: ReadResult(
                     bytesRead: count, item: Catalog.publicItem(plan.item, domain: item.domain, version: plan.version),
                     domainVersion: plan.domainVersion))
             }
@@ -127,6 +138,7 @@ extension ChunkCache {
     /// A read's result and where it started, for read-ahead.
     private struct ServedRead: ServedBytes, Sendable {
         let offset: Int64
+        let fromOriginDomain: Bool
         let result: ReadResult
         var servedItem: Item { result.item }
         var servedRange: Range<Int64> { offset..<(offset + Int64(result.bytesRead)) }
@@ -147,7 +159,7 @@ extension ChunkCache {
     ///
     /// Hand-offs of up to ``FetchThresholds/inlineBytes`` are planned and assembled in one snapshot on the
     /// calling thread: bounded, page-cache-hot work that costs less than the two thread wake-ups of a hop.
-    /// Clones and larger ranges go to the blocking pool (``runBlocking(_:)``), which plans again in its own
+    /// Clones and larger ranges go to the blocking pool (``runBlocking(doing:store:_:)``), which plans again in its own
     /// snapshot. Task cancellation reaches both: it sets the flag the assembler checks before each chunk.
     ///
     /// - Parameter beforeChunk: Called before each chunk is read; tests set it to act at a known point.
@@ -192,16 +204,22 @@ extension ChunkCache {
                           request: request, destination: destination, strategies: strategies, inspectClone: inspectClone,
                           readsAreHits: !afterFill)
         if Task.isCancelled { throw CacheError(.userCancelled, "the fetch of \(item) was cancelled") }
-        let cancellation = CancellationFlag()
-        let inline = try await withTaskCancellationHandler {
-            try fetch.runIfWithin(FetchThresholds.inlineBytes, store: store,
-                                  checkpoint: ChunkCheckpoint(cancellation: cancellation, beforeChunk: beforeChunk))
-        } onCancel: {
-            cancellation.cancel()
-        }
-        if let inline { return inline }
-        return try await runBlocking(doing: "fetching \(item)", store: store.path) { cancellation in
-            try fetch.run(store: store, checkpoint: ChunkCheckpoint(cancellation: cancellation, beforeChunk: beforeChunk))
+        do {
+            let cancellation = CancellationFlag()
+            let inline = try await withTaskCancellationHandler {
+                try fetch.runIfWithin(FetchThresholds.inlineBytes, store: store,
+                                      checkpoint: ChunkCheckpoint(cancellation: cancellation, beforeChunk: beforeChunk))
+            } onCancel: {
+                cancellation.cancel()
+            }
+            if let inline { return inline }
+            return try await runBlocking(doing: "fetching \(item)", store: store.path) { cancellation in
+                try fetch.run(store: store, checkpoint: ChunkCheckpoint(cancellation: cancellation, beforeChunk: beforeChunk))
+            }
+        } catch let miss as ColdMiss {
+            // The plan knows the retrieved range now: a progress display learns how many bytes are coming.
+            if case .fill(_, let range, _, _) = miss { request.progress?.expect(range.length) }
+            throw miss
         }
     }
 
@@ -294,6 +312,7 @@ private struct Fetch: Sendable {
             retrievedRange: plan.retrieved,
             flags: plan.wholeFile && plan.hasZeroChunks ? .knownSparseRanges : [],
             owner: .caller, domainVersion: plan.domainVersion, cloneStrategy: nil)
+        result.fromOriginDomain = plan.fromOrigin
         switch destination {
         case .handOff:
             let (file, path) = try HandOff.createUniqueFile(in: store.tmpPath, prefix: "fetch-")

@@ -13,7 +13,7 @@ extension ChunkCache {
         public var chunks: Int, newChunks: Int, zeroChunks: Int
         /// Payload bytes this put added to the store.
         public var storedBytes: Int64
-        /// The domain's version after the put (unchanged when the bytes were already there).
+        /// The domain's version after the put (unchanged when the item's current version already held the bytes).
         public var domainVersion: DomainVersion
     }
 
@@ -23,8 +23,13 @@ extension ChunkCache {
     /// every core. The version is published in one transaction with the domain-version bump, and nothing is
     /// visible before it; a failure leaves the store as it was.
     ///
-    /// - Parameter contentVersion: The version's name (≤ 128 bytes); `nil` derives it from the bytes, so the
-    ///   same bytes give the same version.
+    /// The put bytes are the item's current content afterwards: bytes an older version holds make that
+    /// version current again (a change, and a new domain version); bytes the current version holds change
+    /// nothing.
+    ///
+    /// - Parameter contentVersion: The version's name (≤ 128 bytes); `nil` reuses the item's version that
+    ///   holds these bytes, or derives a name from the bytes, so the same bytes give the same version. A new
+    ///   name makes a new version even for bytes another version holds.
     /// - Throws: `invalidArgument` (missing file, a directory, a FIFO or anything else that is not a regular
     ///   file, a file beyond ``ChunkLayout/maxItemLength``, an existing version holding other bytes, a bad
     ///   identifier), `insufficientQuota` (the store is full), `noPermission`.
@@ -57,7 +62,7 @@ extension ChunkCache {
                     var changes = try txn.beginChanges(to: item.domain, create: true, store.dbs)
                     let published = try txn.publish(content, item: item.rawValue, contentVersion: version, layout: store.layout,
                                                     modificationDate: modificationTime(of: status), in: &changes, store.dbs)
-                    if published.created { try txn.finish(changes, store.dbs) }
+                    if published.changed { try txn.finish(changes, store.dbs) }
                     return published
                 }
             } catch {
@@ -67,7 +72,7 @@ extension ChunkCache {
                 }
                 throw CacheError.wrap(error, store: store.path, doing: "publishing \(path)")
             }
-            let counts = published.created ? content.counts : IngestCounts(chunks: content.counts.chunks, zeroChunks: content.counts.zeroChunks)
+            let counts = published.stored ? content.counts : IngestCounts(chunks: content.counts.chunks, zeroChunks: content.counts.zeroChunks)
             return PutResult(item: published.item, chunks: counts.chunks, newChunks: counts.newChunks,
                              zeroChunks: counts.zeroChunks, storedBytes: counts.storedBytes,
                              domainVersion: published.domainVersion)

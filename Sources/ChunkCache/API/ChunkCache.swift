@@ -30,9 +30,10 @@ public struct ItemIdentifier: Hashable, Sendable, CustomStringConvertible {
 ///
 /// ```swift
 /// let cache = try await ChunkCache.open(at: "/var/cache/chunkcache")
-/// let put = try await cache.put(fileAt: "/data/movie.mp4", as: ItemIdentifier(domain: "media", "movie.mp4"))
+/// let movie = ItemIdentifier(domain: "media", "movie.mp4")
+/// let put = try await cache.put(fileAt: "/data/movie.mp4", as: movie)
 /// let result = try await cache.fetchPartialContents(
-///     for: put.item.identifierInDomain, version: put.item.itemVersion, request: FetchRequest(),
+///     for: movie, version: put.item.itemVersion, request: FetchRequest(),
 ///     minimalRange: ByteRange(location: 1 << 20, length: 65536), aligningTo: 4096, options: [])
 /// // result.url holds the bytes at their offsets; the caller owns the file and deletes it.
 /// ```

@@ -3,8 +3,13 @@ import FileIO
 import Synchronization
 
 /// The File Provider–shaped layer: the seeds' completion-handler signatures, returning a `Progress` whose
-/// `cancel()` stops the work. The completion runs exactly once on every path (A17): success, error, cancel.
-/// Errors reach the completion as `NSError`s in the File Provider or Cocoa domain (``CacheError/nsError``).
+/// `cancel()` stops the work. The completion runs exactly once on every path (A17): success, error, cancel;
+/// a cancel after the completion ran changes nothing. Errors reach the completion as `NSError`s in the File
+/// Provider or Cocoa domain (``CacheError/systemError``).
+///
+/// A fetch's `Progress` counts bytes of the retrieved range (``FetchProgress``): the total once the fetch
+/// knows the range, the completed count following the download from the origin, both equal when the file
+/// is returned.
 extension ChunkCache {
     /// `fetchPartialContents(for:version:request:minimalRange:aligningTo:options:completionHandler:)`.
     ///
@@ -18,19 +23,21 @@ extension ChunkCache {
         completionHandler: @escaping @Sendable (URL?, Item?, ByteRange, MaterializationFlags, (any Error)?) -> Void
     ) -> Progress {
         let once = CompleteOnce(completionHandler)
+        let (progress, request) = Self.tracking(request)
         return runWithProgress(
-            doing: "fetching \(minimalRange) of \(item)",
+            progress.progress, doing: "fetching \(minimalRange) of \(item)",
             work: {
                 let result = try await self.fetchPartialContents(
                     for: item, version: version, request: request, minimalRange: minimalRange, aligningTo: alignment,
                     options: options)
+                progress.finish(result.retrievedRange.length)
                 if !once.call(result.url, result.item, result.retrievedRange, result.flags, nil) {
                     // Cancelled after the file was made: nobody will own it, so remove it. Best effort: a
                     // hand-off file left behind is swept from tmp/ after the grace period.
                     try? FileSystem.unlink(result.url.path)
                 }
             },
-            fail: { error in _ = once.call(nil, nil, minimalRange, [], error) })
+            fail: { error in once.call(nil, nil, minimalRange, [], error) })
     }
 
     /// `fetchContents(for:version:request:completionHandler:)`: the whole file, or an error.
@@ -60,18 +67,39 @@ extension ChunkCache {
         let once = CompleteOnce { (url: URL?, item: Item?, _: ByteRange, flags: MaterializationFlags, error: (any Error)?) in
             completionHandler(url, item, flags, error)
         }
+        let (progress, request) = Self.tracking(request)
         return runWithProgress(
-            doing: "fetching \(item)",
+            progress.progress, doing: "fetching \(item)",
             work: {
                 let result = try await self.fetchContents(for: item, version: version, request: request, options: options)
+                progress.finish(result.retrievedRange.length)
                 if !once.call(result.url, result.item, result.retrievedRange, result.flags, nil) {
                     try? FileSystem.unlink(result.url.path)  // as above: nobody will own it
                 }
             },
-            fail: { error in _ = once.call(nil, nil, ByteRange(location: 0, length: 0), [], error) })
+            fail: { error in once.call(nil, nil, ByteRange(location: 0, length: 0), [], error) })
     }
 
-    /// `import(_:fromDirectoryAt:completionHandler:)`.
+    /// A fetch's `Progress` and the request that moves it: the request's counters, if any, still count.
+    private static func tracking(_ request: FetchRequest) -> (FetchProgress, FetchRequest) {
+        let progress = FetchProgress()
+        var tracked = request
+        tracked.progress = DownloadProgress(forwardingTo: request.progress, reporting: progress)
+        return (progress, tracked)
+    }
+
+    /// `import(_:fromDirectoryAt:completionHandler:)`: as the seed, the handler runs as soon as the new domain
+    /// exists, with `nil`, or with the error that kept the import from starting (`fileExists`,
+    /// `invalidArgument`, `noPermission`, as ``import(_:fromDirectoryAt:copy:)`` throws them).
+    ///
+    /// The import then goes on in the background: the items are published in batches, what was imported is
+    /// removed from the directory, and `importDidFinish` follows when it is done
+    /// (``observeImportsFinished(_:)``; ``DomainInfo/importFinished`` turns true). The returned `Progress`
+    /// completes then too. `Progress.cancel()` before the handler ran undoes the import and reports
+    /// `userCancelled`; after it, it changes nothing: the domain the handler announced stays and its import
+    /// finishes (a crash meanwhile resumes it on the next open). An error after the handler ran (a file that
+    /// changed during the import) undoes the import, as the async form does, and is written to standard
+    /// error, since the handler has already run.
     @discardableResult
     public func `import`(
         _ domain: String, fromDirectoryAt url: URL, completionHandler: @escaping @Sendable ((any Error)?) -> Void
@@ -79,34 +107,44 @@ extension ChunkCache {
         let once = CompleteOnce { (_: URL?, _: Item?, _: ByteRange, _: MaterializationFlags, error: (any Error)?) in
             completionHandler(error)
         }
+        let what = "importing \(url.path) as domain \"\(domain)\""
+        let hooks = ImportHooks(domainCreated: {
+            guard once.call(nil, nil, ByteRange(location: 0, length: 0), [], nil) else {
+                throw CacheError(.userCancelled, "\(what) was cancelled")  // the cancel reached the handler first
+            }
+        })
+        nonisolated(unsafe) let progress = Progress(totalUnitCount: 1)
         return runWithProgress(
-            doing: "importing \(url.path) as domain \"\(domain)\"",
+            progress, doing: what,
             work: {
-                _ = try await self.import(domain, fromDirectoryAt: url)
-                _ = once.call(nil, nil, ByteRange(location: 0, length: 0), [], nil)
+                do {
+                    _ = try await self.importTree(domain, from: url, copy: false, hooks: hooks)
+                    progress.completedUnitCount = 1
+                } catch where once.succeeded {
+                    Diagnostics.report("finish \(what) after its completion handler ran; the import was undone", error)
+                }
             },
-            fail: { error in _ = once.call(nil, nil, ByteRange(location: 0, length: 0), [], error) })
+            fail: { error in once.call(nil, nil, ByteRange(location: 0, length: 0), [], error) })
     }
 
-    /// Starts `work` in a task tied to a new `Progress`: cancelling the progress cancels the task and
-    /// reports `userCancelled` through `fail` at once. `what` names the request in errors; it is built only
-    /// when one happens, so a fetch that succeeds pays nothing for it.
+    /// Starts `work`, which completes `progress`, in a task tied to it. Cancelling the
+    /// progress reports `userCancelled` through `fail` and, when that reached the completion handler, cancels
+    /// the task; once the handler has run, a cancel changes nothing. `what` names the request in errors; it
+    /// is built only when one happens, so a fetch that succeeds pays nothing for it.
     private func runWithProgress(
-        doing what: @escaping @Sendable @autoclosure () -> String, work: @escaping @Sendable () async throws -> Void, fail: @escaping @Sendable (any Error) -> Void
+        _ progress: Progress, doing what: @escaping @Sendable @autoclosure () -> String,
+        work: @escaping @Sendable () async throws -> Void, fail: @escaping @Sendable (any Error) -> Bool
     ) -> Progress {
         let storePath = path
-        let progress = Progress(totalUnitCount: 1)
         let task = Task {
             do {
                 try await work()
-                progress.completedUnitCount = 1
             } catch {
-                fail(CacheError.wrap(error, store: storePath, doing: what()).systemError)
+                _ = fail(CacheError.wrap(error, store: storePath, doing: what()).systemError)
             }
         }
         progress.cancellationHandler = {
-            task.cancel()
-            fail(CacheError(.userCancelled, "\(what()) was cancelled").systemError)
+            if fail(CacheError(.userCancelled, "\(what()) was cancelled").systemError) { task.cancel() }
         }
         return progress
     }
@@ -115,13 +153,22 @@ extension ChunkCache {
 /// Calls a completion handler at most once, whichever path gets there first.
 final class CompleteOnce: Sendable {
     typealias Handler = @Sendable (URL?, Item?, ByteRange, MaterializationFlags, (any Error)?) -> Void
-    private let handler: Mutex<Handler?>
+    private let state: Mutex<(handler: Handler?, succeeded: Bool)>
 
-    init(_ handler: @escaping Handler) { self.handler = Mutex(handler) }
+    init(_ handler: @escaping Handler) { state = Mutex((handler, false)) }
+
+    /// Whether the handler was called, without an error.
+    var succeeded: Bool { state.withLock { $0.succeeded } }
 
     /// Calls the handler if nobody has; returns whether this call did.
+    @discardableResult
     func call(_ url: URL?, _ item: Item?, _ range: ByteRange, _ flags: MaterializationFlags, _ error: (any Error)?) -> Bool {
-        guard let handler = self.handler.withLock({ h -> Handler? in defer { h = nil }; return h }) else { return false }
+        let handler = state.withLock { state -> Handler? in
+            defer { state.handler = nil }
+            if state.handler != nil { state.succeeded = error == nil }
+            return state.handler
+        }
+        guard let handler else { return false }
         handler(url, item, range, flags, error)
         return true
     }

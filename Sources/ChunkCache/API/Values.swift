@@ -348,6 +348,8 @@ public struct FetchResult: Sendable {
     public var downloadedBytes: Int64 = 0
     /// Requests this fetch made to the domain's origin.
     public var originRequests = 0
+    /// The item's domain has an origin, so its reads move the item's read-ahead.
+    var fromOriginDomain = false
 
     mutating func record(_ progress: DownloadProgress) {
         downloadedBytes = progress.downloadedBytes

@@ -14,8 +14,10 @@ struct UsageNotes: Sendable {
     var uses: [ItemIdentifier: Double] = [:]
     /// Reads per chunk of origin domains (``EvictionPolicy``).
     var reads: [PolicySlot: UInt32] = [:]
+    /// The read-ahead state of items of origin domains, for the next process (``ReadPositions``).
+    var readPositions: [ItemIdentifier: ReadAhead] = [:]
 
-    var isEmpty: Bool { uses.isEmpty && reads.isEmpty }
+    var isEmpty: Bool { uses.isEmpty && reads.isEmpty && readPositions.isEmpty }
 }
 
 /// Records `lastUsedDate` for fetches, and the chunks origin fetches read for the eviction policy (CONTRACT
@@ -50,14 +52,29 @@ final class UsageRecorder: Sendable {
         let now = Date().timeIntervalSince1970
         let use = enabled.load(ordering: .relaxed) && (recorded.map { now - $0 >= Self.granularity } ?? true)
         guard use || reads != nil else { return }
-        let schedule = state.withLock { state -> Bool in
-            if use { state.pending.uses[item] = now }
+        note(store: store) { pending in
+            if use { pending.uses[item] = now }
             if let reads {
-                for index in reads.chunks where state.pending.reads.count < Self.maxNotedChunks
-                    || state.pending.reads[PolicySlot(manifestID: reads.manifestID, index: index)] != nil {
-                    state.pending.reads[PolicySlot(manifestID: reads.manifestID, index: index), default: 0] += 1
+                for index in reads.chunks where pending.reads.count < Self.maxNotedChunks
+                    || pending.reads[PolicySlot(manifestID: reads.manifestID, index: index)] != nil {
+                    pending.reads[PolicySlot(manifestID: reads.manifestID, index: index), default: 0] += 1
                 }
             }
+        }
+    }
+
+    /// Notes where a reader of `item` is, for the next process's read-ahead.
+    func noteReadPosition(of item: ItemIdentifier, _ position: ReadAhead, store: Store) {
+        note(store: store) { pending in
+            guard pending.readPositions.count < ReadPositions.remembered || pending.readPositions[item] != nil else { return }
+            pending.readPositions[item] = position
+        }
+    }
+
+    /// Adds to the pending notes and schedules their flush unless one is scheduled.
+    private func note(store: Store, _ add: (inout UsageNotes) -> Void) {
+        let schedule = state.withLock { state -> Bool in
+            add(&state.pending)
             defer { state.scheduled = true }
             return !state.scheduled
         }
@@ -89,6 +106,7 @@ extension WriteTransaction {
     mutating func recordUsage(_ notes: UsageNotes, _ dbs: Databases) throws {
         if !notes.uses.isEmpty { try recordUses(notes.uses, dbs) }
         if !notes.reads.isEmpty { try policyRecordReads(notes.reads, dbs) }
+        if !notes.readPositions.isEmpty { try recordReadPositions(notes.readPositions, dbs) }
     }
 
     /// Sets the last-use dates noted, one domain version per domain, skipping items gone meanwhile.

@@ -12,10 +12,10 @@ import Glibc
 /// `DispatchQueue.global()` (which adds a thread whenever its threads block, so it has no bound).
 ///
 /// As NIO's `NIOThreadPool`: as many threads as cores, named `chunkcache-io-N`, started on first use, taking
-/// jobs in order from one queue. ``runBlocking(_:)`` submits here; ``SharedWork`` offers its helpers here.
+/// jobs in order from one queue. ``runBlocking(doing:store:_:)`` submits here; ``SharedWork`` offers its helpers here.
 ///
 /// What runs on the caller's thread instead, and why:
-/// - A fetch handed off as a temp file whose range is at most ``RangeAssembler/inlineLimit`` is planned and
+/// - A fetch handed off as a temp file whose range is at most ``FetchThresholds/inlineBytes`` is planned and
 ///   assembled inline, in one snapshot. Such work is bounded and page-cache-hot (map pages and a small
 ///   `pwrite`), and a hop here and back costs two thread wake-ups, as much as the fetch itself.
 /// - Write transactions run on the store's serial ``Writer`` queue: LMDB binds each to the thread that began it.

@@ -104,12 +104,16 @@ enum FetchPlanner {
 
     /// Plans a fetch of an origin domain, where what the store lacks is read from the origin (CONTRACT §10):
     /// the version the candidate order puts first serves when it holds the range, else it is filled
-    /// (``ColdMiss/fill(version:range:)``); a version the store does not know is asked of the origin
-    /// (``ColdMiss/discover(pinned:range:)``) unless, without strict versioning, a newer known one serves.
+    /// (``ColdMiss/fill(version:range:item:domainVersion:)``). A version the store does not know is asked of
+    /// the origin (``ColdMiss/discover(pinned:range:refresh:)``), strict or not: the origin may hold it, and a
+    /// stored version may be older than it, which must never serve (B6).
     private static func planFromOrigin<T: TransactionReading & ~Copyable>(
         _ versions: [VersionRecord], order: (first: Int?, thenNewest: Range<Int>), item: ItemRecord, requested: [UInt8]?,
         strict: Bool, minimal: ByteRange?, alignment: Int, domainVersion: DomainVersion, in txn: borrowing T, _ dbs: Databases
     ) throws -> FetchPlan {
+        if requested != nil && order.first == nil {
+            throw ColdMiss.discover(pinned: strict ? requested : nil, range: minimal, refresh: true)
+        }
         if let first = order.first {
             let version = versions[first]
             if var plan = try serving(version, item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion, in: txn, dbs) {

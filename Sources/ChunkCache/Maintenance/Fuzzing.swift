@@ -21,6 +21,12 @@ package enum EngineFuzzing {
             roundTrip(PendingRecord.self), roundTrip(ImportJobRecord.self), roundTrip(PolicyRecord.self), roundTrip(ChangeRecord.self),
         ]
         for check in checks { if let problem = check(bytes) { return problem } }
+        // A read-ahead state another process left (unsealed: advice, range-checked instead).
+        if var state = ReadAhead(stored: bytes) {
+            guard state.stored == Array(bytes) else { return "a read-ahead state does not encode back to its bytes" }
+            let end = ChunkLayout.maxItemLength
+            _ = state.advance(fetching: (end - 65_536)..<end, size: end, limit: 1 << 30)  // no overflow at the largest offsets
+        }
         // The keys the store parses back: only what the writer could have written parses.
         if let (manifest, page) = Keys.parseManifestPage(bytes), Keys.manifestPage(manifest, page: page) != Array(bytes) {
             return "manifest page key \(Array(bytes)) does not print back to itself"

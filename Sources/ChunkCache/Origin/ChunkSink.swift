@@ -66,7 +66,7 @@ final class ChunkSink: @unchecked Sendable {
 
     /// Takes the response's next bytes, starting at item offset `offset`.
     func deliver(_ offset: Int64, _ bytes: RemoteBytes) async throws {
-        counters.bytes.add(Int64(bytes.count), ordering: .relaxed)
+        counters.received(bytes.count)
         let shift = version.layout.shift
         var position = offset
         try bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws in

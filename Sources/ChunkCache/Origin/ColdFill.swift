@@ -58,7 +58,7 @@ struct ColdFill: Sendable {
             defer { session.downloads.end() }
             do {
                 try await session.requests.withPermit {
-                    counters.requests.add(1, ordering: .relaxed)
+                    counters.requested()
                     try await session.origin.read(
                         item, range: range, version: pinned.map { String(decoding: $0, as: UTF8.self) },
                         object: { object in
@@ -206,7 +206,7 @@ struct ColdFill: Sendable {
         while let range = sink.remainingRange {
             do {
                 try await session.requests.withPermit {
-                    counters.requests.add(1, ordering: .relaxed)
+                    counters.requested()
                     try await session.origin.read(
                         item, range: range, version: expected,
                         object: { object in

@@ -33,6 +33,8 @@ struct ColdRequest: Sendable {
 protocol ServedBytes {
     var servedItem: Item { get }
     var servedRange: Range<Int64> { get }
+    /// Served from an origin domain: only those have read-ahead.
+    var fromOriginDomain: Bool { get }
 }
 
 extension FetchResult: ServedBytes {
@@ -104,16 +106,37 @@ extension ChunkCache {
                 if !keep { try? FileSystem.unlink(path) }
             }
             try file.resize(to: filled.version.size)
-            try bytes.withUnsafeBytes { try file.writeAll(toAbsoluteOffset: filled.range.location, $0) }
+            let flags = try bytes.withUnsafeBytes { try Self.write($0, of: filled, to: file) }
             keep = true
             store.usage.noteUse(of: ItemIdentifier(domain: filled.domain, filled.item.identifier), recorded: filled.item.lastUsedDate, store: store)
             return FetchResult(
                 url: URL(fileURLWithPath: path, isDirectory: false),
                 item: Catalog.publicItem(filled.item, domain: filled.domain, version: filled.version), retrievedRange: filled.range,
-                flags: [], owner: .caller, domainVersion: filled.domainVersion, cloneStrategy: nil)
+                flags: flags, owner: .caller, domainVersion: filled.domainVersion, cloneStrategy: nil, fromOriginDomain: true)
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "writing the downloaded range of \(filled.item.identifier)")
         }
+    }
+
+    /// Writes a filled range's bytes at their offsets, by the warm path's rule (CONTRACT §3): when the range is
+    /// the whole file its zero chunks stay holes and the result says `knownSparseRanges`; inside any other
+    /// range every byte is written.
+    private static func write(_ bytes: UnsafeRawBufferPointer, of filled: FilledRange, to file: FileDescriptor) throws -> MaterializationFlags {
+        guard filled.range.location == 0 && filled.range.length == filled.version.size else {
+            try file.writeAll(toAbsoluteOffset: filled.range.location, bytes)
+            return []
+        }
+        var flags: MaterializationFlags = []
+        let chunkSize = filled.version.layout.chunkSize
+        for start in stride(from: 0, to: bytes.count, by: chunkSize) {
+            let chunk = UnsafeRawBufferPointer(rebasing: bytes[start..<min(start + chunkSize, bytes.count)])
+            if isAllZero(chunk) {
+                flags = .knownSparseRanges
+            } else {
+                try file.writeAll(toAbsoluteOffset: Int64(start), chunk)
+            }
+        }
+        return flags
     }
 
     /// A range filled from the origin, for a hand-off written from its bytes.
@@ -156,7 +179,7 @@ extension ChunkCache {
                 request.lease.protect(version, range)
                 var ahead: Range<Int64>?
                 if !readAheadDone {
-                    ahead = session.readAhead(item.rawValue, fetching: range.location..<range.end, size: version.size)
+                    ahead = advanceReadAhead(in: session, item, fetching: range.location..<range.end, size: version.size)
                     readAheadDone = true
                 }
                 guard let bytes = try await fill.fill(version, range: range, ahead: ahead, direct: request.handOver) else { return .planAgain }
@@ -180,6 +203,18 @@ extension ChunkCache {
         }
     }
 
+    /// Records a fetch of `range` of `item` in its session's read-ahead (``ReadAhead``) and returns what to
+    /// download after it. A process that has no state for the item continues from the position the last
+    /// reader left in the store, and each new position is noted for the next (``ReadPositions``).
+    private func advanceReadAhead(in session: OriginSession, _ item: ItemIdentifier, fetching range: Range<Int64>, size: Int64) -> Range<Int64>? {
+        let store = self.store
+        let step = session.readAhead(item.rawValue, fetching: range, size: size) {
+            try? store.environment.read { txn in try txn.readPosition(of: item, store.dbs) }
+        }
+        if let moved = step.moved { store.usage.noteReadPosition(of: item, moved, store: store) }
+        return step.ahead
+    }
+
     /// The origin session of `domain`.
     func originSession(of domain: String) throws -> OriginSession {
         let store = self.store
@@ -192,11 +227,11 @@ extension ChunkCache {
 
     /// Records a served fetch for its item's read-ahead and starts downloading what comes next, without
     /// waiting for it. The chunks are claimed before this returns, so the next fetch finds them in flight
-    /// instead of asking for them again. Only items of domains this process already read from an origin have
-    /// read-ahead state.
+    /// instead of asking for them again. Only items of origin domains have read-ahead.
     func readAhead(after served: some ServedBytes, _ item: ItemIdentifier) {
-        guard let session = store.origins.existing(item.domain),
-              let ahead = session.readAhead(item.rawValue, fetching: served.servedRange, size: served.servedItem.documentSize)
+        guard served.fromOriginDomain,
+              let session = store.origins.existing(item.domain) ?? (try? originSession(of: item.domain)),
+              let ahead = advanceReadAhead(in: session, item, fetching: served.servedRange, size: served.servedItem.documentSize)
         else { return }
         let store = self.store
         let contentVersion = served.servedItem.itemVersion.contentVersion

@@ -38,11 +38,20 @@ final class OriginSession: Sendable {
         origin = try Self.endpoint(domain: domain, settings).makeOrigin()
     }
 
-    /// Records a fetch of `range` of `item` and returns what to download ahead of it (``ReadAhead``).
-    func readAhead(_ item: String, fetching range: Range<Int64>, size: Int64) -> Range<Int64>? {
-        readAheads.withLock { states in
-            if states[item] == nil && states.count >= Self.rememberedItems { states.remove(at: states.startIndex) }
-            return states[item, default: ReadAhead()].advance(fetching: range, size: size, limit: settings.readAhead)
+    /// Records a fetch of `range` of `item` and returns what to download ahead of it (``ReadAhead``), and the
+    /// item's new state when the fetch moved it. `stored` gives the state to start from when this session
+    /// has none (what another process left); it is read outside the lock.
+    func readAhead(_ item: String, fetching range: Range<Int64>, size: Int64, stored: () -> ReadAhead?) -> (ahead: Range<Int64>?, moved: ReadAhead?) {
+        let start = readAheads.withLock { $0[item] } == nil ? stored() : nil
+        return readAheads.withLock { states in
+            if states[item] == nil {
+                if states.count >= Self.rememberedItems { states.remove(at: states.startIndex) }
+                states[item] = start ?? ReadAhead()
+            }
+            let before = states[item]
+            let ahead = states[item]?.advance(fetching: range, size: size, limit: settings.readAhead)
+            let after = states[item]
+            return (ahead, after == before ? nil : after)
         }
     }
 

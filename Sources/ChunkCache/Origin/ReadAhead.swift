@@ -4,7 +4,10 @@
 ///
 /// The window is topped up only when less than half of it is left ahead of the reader, so a long sequential
 /// read costs one request per half window, not one per fetch.
-struct ReadAhead: Sendable {
+///
+/// The state outlives the process (``ReadPositions``): a script that reads a file in order, one `fetch`
+/// command per range, sees the window grow as a long-lived reader does.
+struct ReadAhead: Sendable, Equatable {
     /// Where the next sequential fetch starts: the end of the last one.
     private var expected: Int64 = -1
     /// Where the last fetch started.
@@ -40,5 +43,24 @@ struct ReadAhead: Sendable {
         guard end > frontier else { return nil }
         defer { frontier = end }
         return frontier..<end
+    }
+}
+
+extension ReadAhead {
+    /// The state as the store keeps it: four big-endian 64-bit integers.
+    var stored: [UInt8] {
+        var w = ByteWriter()
+        for value in [expected, previousStart, window, frontier] { w.appendBigEndian(UInt64(bitPattern: value)) }
+        return w.bytes
+    }
+
+    /// The state kept in the store, or nil when the bytes are not one. Offsets past the largest item are
+    /// refused, so a damaged value can never make the window's arithmetic overflow.
+    init?(stored value: UnsafeRawBufferPointer) {
+        guard value.count == 32 else { return nil }
+        let fields = (0..<4).map { Int64(bitPattern: UInt64(bigEndian: value.loadUnaligned(fromByteOffset: 8 * $0, as: UInt64.self))) }
+        let limit = ChunkLayout.maxItemLength
+        guard (-1...limit).contains(fields[0]), fields.dropFirst().allSatisfy({ (0...limit).contains($0) }) else { return nil }
+        (expected, previousStart, window, frontier) = (fields[0], fields[1], fields[2], fields[3])
     }
 }

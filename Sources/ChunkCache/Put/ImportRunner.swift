@@ -74,10 +74,10 @@ struct ImportRunner {
     private enum Step {
         case folder(ItemRecord)
         case symlink(ItemRecord, replacing: ItemRecord?)
-        case file(id: String, parent: String, modified: Double, content: IngestedContent)
+        case file(id: String, parent: String, name: String, modified: Double, content: IngestedContent)
         /// A file of at most ``smallFileLimit`` bytes, read and encoded whole: stored by the batch's own
         /// transaction, with no pending manifest (and no flush) of its own.
-        case smallFile(id: String, parent: String, modified: Double, length: Int64, root: ChunkDigest, chunks: [DownloadedChunk])
+        case smallFile(id: String, parent: String, name: String, modified: Double, length: Int64, root: ChunkDigest, chunks: [DownloadedChunk])
     }
 
     /// Files up to this size are taken in whole by their batch's transaction: a directory of many small
@@ -107,7 +107,7 @@ struct ImportRunner {
             let dbs = store.dbs
             Diagnostics.attempt("roll back the pending manifests of an import batch of domain \"\(domain)\"") {
                 try store.writer.writeAndWait { txn in
-                    for case .file(_, _, _, let content) in steps { try txn.dropManifest(content.manifestID, dbs) }
+                    for case .file(_, _, _, _, let content) in steps { try txn.dropManifest(content.manifestID, dbs) }
                 }
             }
             throw error
@@ -172,10 +172,11 @@ struct ImportRunner {
                     let length = Int64(try file.status().st_size)
                     if length <= Self.smallFileLimit {
                         let (root, chunks) = try encodeWhole(file, length: length, path: path)
-                        steps.append(.smallFile(id: id, parent: parentID, modified: entry.modificationDate, length: length, root: root, chunks: chunks))
+                        steps.append(.smallFile(id: id, parent: parentID, name: entry.filename, modified: entry.modificationDate,
+                                                length: length, root: root, chunks: chunks))
                     } else {
                         let content = try Ingestor(store: store, cancellation: cancellation).ingest(file, length: length, path: path)
-                        steps.append(.file(id: id, parent: parentID, modified: entry.modificationDate, content: content))
+                        steps.append(.file(id: id, parent: parentID, name: entry.filename, modified: entry.modificationDate, content: content))
                         tally.newChunks += content.counts.newChunks
                     }
                     return length
@@ -210,21 +211,22 @@ struct ImportRunner {
                 case .symlink(var link, let replacing):
                     if replacing == nil { link.createdAt = changes.now }
                     try txn.commit(link, replacing: replacing, in: &changes, dbs)
-                case .file(let id, let parent, let modified, let content):
-                    _ = try txn.publish(content, item: id, contentVersion: nil, layout: layout, parent: parent,
+                case .file(let id, let parent, let name, let modified, let content):
+                    _ = try txn.publish(content, item: id, contentVersion: nil, layout: layout, parent: parent, filename: name,
                                         modificationDate: modified, in: &changes, dbs)
-                case .smallFile(let id, let parent, let modified, let length, let root, let chunks):
+                case .smallFile(let id, let parent, let name, let modified, let length, let root, let chunks):
                     let manifestID = max(1, try txn.counter(dbs, MetaKey.nextManifestID))
                     try txn.setCounter(dbs, MetaKey.nextManifestID, manifestID + 1)
                     try txn.writeAbsentManifest(manifestID, chunkCount: layout.chunkCount(forLength: length), dbs)
                     inserted += try txn.storeDownloaded(chunks, manifestID: manifestID, dbs)
                     let content = IngestedContent(manifestID: manifestID, length: length, root: root,
                                                   counts: IngestCounts(chunks: chunks.count, zeroChunks: chunks.count { $0.digest == nil }))
-                    _ = try txn.publish(content, item: id, contentVersion: nil, layout: layout, parent: parent,
+                    _ = try txn.publish(content, item: id, contentVersion: nil, layout: layout, parent: parent, filename: name,
                                         modificationDate: modified, in: &changes, dbs)
                 }
             }
-            try txn.finish(changes, dbs)
+            // Files read again but holding their current bytes change nothing: no domain version (E1).
+            if changes.count > 0 { try txn.finish(changes, dbs) }
             return inserted
         }
     }
@@ -284,12 +286,13 @@ struct ImportRunner {
         try store.environment.read { txn in try txn.items(named: name, in: parent, domain: domain, store.dbs).first }
     }
 
-    /// Whether a file item's newest version has `size` bytes and was modified at `modified` (G1).
+    /// Whether a file item's newest version has `size` bytes and was modified at `modified` (G1): the item's
+    /// time, or the time of a file last found to hold the same bytes (``VersionRecord/matchedModificationDate``).
     private func matches(_ item: ItemRecord, size: Int64, modified: Double) throws -> Bool {
-        guard item.contentModificationDate == modified else { return false }
-        return try store.environment.read { txn in
-            try Catalog.versions(ofItem: item.identifier, domain: domain, in: txn, store.dbs).first?.size == size
-        }
+        guard let newest = try store.environment.read({ txn in
+            try Catalog.versions(ofItem: item.identifier, domain: domain, in: txn, store.dbs).first
+        }) else { return false }
+        return newest.size == size && (item.contentModificationDate == modified || newest.matchedModificationDate == modified)
     }
 
     /// An identifier for a new item at `relative` below `below`: its path, unless an item has it already or

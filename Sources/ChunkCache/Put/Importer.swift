@@ -19,7 +19,8 @@ public struct ImportResult: Sendable, Hashable {
     /// be removed and the system's reason. `nil` when it was removed or `copy` kept it. The domain is
     /// imported either way.
     public var sourceRemovalError: String?
-    /// Files already in the store with the same parent, name, size and modification time: not read (G1).
+    /// Files already in the store with the same parent, name, size and modification time (the item's, or
+    /// the time an earlier reimport found the file holding the same bytes): not read (G1).
     public var matchedFiles: Int = 0
     /// The import's epoch finished (false when a reimport joined it and another process runs it).
     public var finished: Bool = true
@@ -160,16 +161,20 @@ struct StoreFootprint {
 struct ImportHooks: Sendable {
     /// Runs after the walk, before any file is read, with the tree's root.
     var afterWalk: @Sendable (String) -> Void = { _ in }
+    /// Runs once the new domain exists, before any file is taken in; a throw undoes the import.
+    var domainCreated: @Sendable () throws -> Void = {}
 }
 
 extension ChunkCache {
     /// Creates the domain `domain` from the directory hierarchy at `url`, as `import(_:fromDirectoryAt:)`.
     ///
     /// Each regular file becomes a file item identified by its relative path, each folder a folder item,
-    /// each symlink a symlink item (never followed). Nothing is visible until the whole tree is stored; then
-    /// the domain appears in one transaction. By default what was imported is then removed from the directory
-    /// (the store owns the data now); with `copy` it stays. On any error the store and the directory are
-    /// left as they were.
+    /// each symlink a symlink item (never followed). The domain is created first (at domain version 0, its
+    /// import unfinished), then the items are published in batches, each one transaction of changes (see
+    /// ``ImportRunner``), and `importDidFinish` is recorded when the last one is in. By default what was
+    /// imported is then removed from the directory (the store owns the data now); with `copy` it stays. This
+    /// method returns when all of that is done. On any error the import is undone: the store and the
+    /// directory are left as they were (a crash instead resumes the import on the next open).
     ///
     /// Only the regular files listed by the walk are read, each checked to be the file listed (a file
     /// swapped for a symlink, a FIFO or another file meanwhile fails the import). A tree that holds the
@@ -199,6 +204,7 @@ extension ChunkCache {
             _ = try store.writer.writeAndWait { txn in try txn.beginImport(domain, from: root, copy: copy, writer: writer, store.dbs) }
             var runner = ImportRunner(store: store, domain: domain, writer: writer, cancellation: cancellation, hooks: hooks)
             do {
+                try hooks.domainCreated()
                 let outcome = try runner.run()
                 return try Self.importResult(domain, runner.tally, outcome, copy: copy, store: store)
             } catch {

@@ -76,8 +76,12 @@ enum Catalog {
 struct PublishedVersion: Sendable {
     let item: Item
     let domainVersion: DomainVersion
-    /// False when the same bytes were already stored under that version: nothing changed.
-    let created: Bool
+    /// False when the item's current version already held these bytes: nothing changed, do not
+    /// ``WriteTransaction/finish(_:_:)`` the changes for it.
+    let changed: Bool
+    /// True when a new version record keeps the ingested manifest; false when an existing version holds the
+    /// bytes (the manifest was dropped, nothing was added to the store).
+    let stored: Bool
 }
 
 extension WriteTransaction {
@@ -98,54 +102,97 @@ extension WriteTransaction {
     }
 
     /// Publishes an ingested manifest as a content version of a file item, creating the item when missing,
-    /// as one of `changes`. Re-publishing the same bytes under an existing version changes nothing
-    /// (`created` is false: do not ``finish(_:_:)`` the changes); other bytes under an existing version are
-    /// `invalidArgument` (content versions are immutable). Either way the pending manifest is consumed.
+    /// as one of `changes`.
+    ///
+    /// Bytes the item already holds are not stored twice (D2: the content version moves exactly when the
+    /// bytes change): with no `requested` name, a version holding the same bytes is the one published, and
+    /// a named existing version must hold them (content versions are immutable: other bytes are
+    /// `invalidArgument`). If that version is the item's current one nothing changes (`changed` is false);
+    /// if it is an older one it becomes current again, as a change of its own (a revert). A new name, or
+    /// bytes the item never held, make a new version. Either way the pending manifest is consumed.
     ///
     /// - Parameters:
     ///   - parent: The parent of a new item (default the root).
-    ///   - modificationDate: The content's modification time (default now).
+    ///   - filename: The name of a new item (default the identifier's last component).
+    ///   - modificationDate: The content's modification time (default now). When the bytes are the current
+    ///     version's under another time, the time is remembered for matching (G1), not published.
     @available(*, noasync)
     mutating func publish(
         _ content: IngestedContent, item id: String, contentVersion requested: [UInt8]?, layout: ChunkLayout,
-        parent: String? = nil, modificationDate: Double? = nil, in changes: inout DomainChanges, _ dbs: Databases
+        parent: String? = nil, filename: String? = nil, modificationDate: Double? = nil, in changes: inout DomainChanges,
+        _ dbs: Databases
     ) throws -> PublishedVersion {
         let name = changes.name
-        let contentVersion = requested ?? Array(content.root.description.utf8)
         let itemKey = Keys.item(domain: name, id: id)
-        var existing: ItemRecord?
-        if let raw = try get(dbs.items, key: itemKey) {
-            let record = try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: name))
-            guard record.kind == .file else {
-                try dropManifest(content.manifestID, dbs)
-                throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(name)\" is a \(record.kind), not a file; pick another identifier")
-            }
-            existing = record
-        }
-        let versionKey = Keys.version(itemKey: itemKey, contentVersion: contentVersion)
-        if let raw = try get(dbs.versions, key: versionKey) {
-            let version = try VersionRecord(
-                decoding: raw, name: RecordNames.version(contentVersion, of: RecordNames.item(id, domain: name)))
+        let existing: ItemRecord?
+        let held: VersionRecord?
+        do {
+            existing = try existingFile(id, key: itemKey, domain: name, dbs)
+            held = try heldVersion(holding: content, named: requested, itemKey: itemKey, itemName: RecordNames.item(id, domain: name), dbs)
+        } catch {
             try dropManifest(content.manifestID, dbs)
-            guard version.root == content.root else {
-                throw CacheError(.invalidArgument,
-                    "version \"\(String(decoding: contentVersion, as: UTF8.self))\" of item \"\(id)\" already holds other bytes; content versions are immutable: give a new --version or none")
-            }
-            let record = existing ?? ItemRecord(identifier: id, parent: Item.rootContainer, filename: id, kind: .file, metadataVersion: [], createdAt: 0)
-            return PublishedVersion(item: Catalog.publicItem(record, domain: name, version: version),
-                                    domainVersion: DomainVersion(rawValue: changes.version.rawValue - 1), created: false)
+            throw error
         }
-        try delete(dbs.pending, key: Keys.manifest(content.manifestID))
+        if held != nil { try dropManifest(content.manifestID, dbs) }
+        if var held, let existing, try Catalog.versions(ofItemKey: itemKey, in: self, dbs).first?.contentVersion == held.contentVersion {
+            if let modificationDate, modificationDate != existing.contentModificationDate, modificationDate != held.matchedModificationDate {
+                held.matchedModificationDate = modificationDate
+                try put(dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: held.contentVersion), value: held.encoded())
+            }
+            return PublishedVersion(item: Catalog.publicItem(existing, domain: name, version: held),
+                                    domainVersion: DomainVersion(rawValue: changes.version.rawValue - 1), changed: false, stored: false)
+        }
         var record = existing ?? ItemRecord(
             identifier: id, parent: parent ?? Item.rootContainer,
-            filename: String(id.split(separator: "/").last ?? Substring(id)), kind: .file, metadataVersion: [], createdAt: changes.now)
+            filename: filename ?? String(id.split(separator: "/").last ?? Substring(id)), kind: .file, metadataVersion: [],
+            createdAt: changes.now)
         record.contentModificationDate = modificationDate ?? changes.now
         let written = try commit(record, replacing: existing, in: &changes, dbs)!
-        let version = VersionRecord(
-            contentVersion: contentVersion, manifestID: content.manifestID, size: content.length, chunkShift: layout.shift,
-            sequence: changes.version.rawValue, createdAt: changes.now, root: content.root)
-        try put(dbs.versions, key: versionKey, value: version.encoded())
-        try addToCounter(dbs, MetaKey.logicalBytes, content.length)
-        return PublishedVersion(item: Catalog.publicItem(written, domain: name, version: version), domainVersion: changes.version, created: true)
+        let version: VersionRecord
+        if var held {
+            held.sequence = changes.version.rawValue  // current again: versions are ordered by sequence
+            version = held
+        } else {
+            try delete(dbs.pending, key: Keys.manifest(content.manifestID))
+            version = VersionRecord(
+                contentVersion: requested ?? Array(content.root.description.utf8), manifestID: content.manifestID,
+                size: content.length, chunkShift: layout.shift, sequence: changes.version.rawValue, createdAt: changes.now,
+                root: content.root)
+            try addToCounter(dbs, MetaKey.logicalBytes, content.length)
+        }
+        try put(dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: version.contentVersion), value: version.encoded())
+        return PublishedVersion(item: Catalog.publicItem(written, domain: name, version: version), domainVersion: changes.version,
+                                changed: true, stored: held == nil)
+    }
+
+    /// The file item `id`, nil when there is none; `invalidArgument` when it is a folder or a symlink.
+    @available(*, noasync)
+    private func existingFile(_ id: String, key itemKey: [UInt8], domain: String, _ dbs: Databases) throws -> ItemRecord? {
+        guard let raw = try get(dbs.items, key: itemKey) else { return nil }
+        let record = try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: domain))
+        guard record.kind == .file else {
+            throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(domain)\" is a \(record.kind), not a file; pick another identifier")
+        }
+        return record
+    }
+
+    /// The item's version that already holds `content`: the one `requested` names (which must hold these
+    /// bytes, content versions being immutable), or with no name, the newest version with the same root
+    /// (nil when none has it and its derived name is free).
+    @available(*, noasync)
+    private func heldVersion(
+        holding content: IngestedContent, named requested: [UInt8]?, itemKey: [UInt8], itemName: @autoclosure () -> String, _ dbs: Databases
+    ) throws -> VersionRecord? {
+        guard let requested else {
+            if let same = try Catalog.versions(ofItemKey: itemKey, in: self, dbs).first(where: { $0.root == content.root }) { return same }
+            return try heldVersion(holding: content, named: Array(content.root.description.utf8), itemKey: itemKey, itemName: itemName(), dbs)
+        }
+        guard let raw = try get(dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: requested)) else { return nil }
+        let version = try VersionRecord(decoding: raw, name: RecordNames.version(requested, of: itemName()))
+        guard version.root == content.root else {
+            throw CacheError(.invalidArgument,
+                "version \"\(String(decoding: requested, as: UTF8.self))\" of \(itemName()) already holds other bytes; content versions are immutable: give a new --version or none")
+        }
+        return version
     }
 }

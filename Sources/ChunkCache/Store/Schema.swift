@@ -36,6 +36,8 @@ struct Databases: Sendable {
     let policyQueue: Database
     /// Manifest pages already checked in the snapshot being read (not a database: a memo beside them).
     let checkedManifestPages = CheckedPageMemo()
+    /// Whether the write transaction under way logged a change (not a database either: the writer's note).
+    let changeMarks = ChangeMarks()
 
     static let names = ["meta", "domains", "items", "versions", "manifests", "chunks", "refs", "pending", "changes", "listing", "policy", "policyQueue"]
 
@@ -309,6 +311,10 @@ struct VersionRecord: StoreRecord, Sendable {
     var createdAt: Double
     /// Hash over the length and chunk digests (``RootHasher``): equal exactly when the bytes are equal.
     var root: ChunkDigest
+    /// The modification time of a file last found to hold these bytes although its time differed from the
+    /// item's: a reimport matches that time too (G1), so an unchanged file is not read again. Not metadata
+    /// the item publishes; appended after `contentVersion`.
+    var matchedModificationDate: Double?
 
     static let remedy = "run `chunkcache verify` to list the damage, then put the file again under a new --version"
 
@@ -320,6 +326,7 @@ struct VersionRecord: StoreRecord, Sendable {
         w.append(createdAt)
         w.append(raw: root.bytes)
         w.appendPrefixed(contentVersion)
+        if let matchedModificationDate { w.append(matchedModificationDate) }
     }
 
     var layout: ChunkLayout { ChunkLayout(uncheckedShift: chunkShift) }
@@ -335,6 +342,7 @@ extension VersionRecord {
         guard let root = ChunkDigest(bytes: try r.readBytes(32)) else { throw .truncated }
         self.root = root
         contentVersion = try r.readPrefixed()
+        matchedModificationDate = r.offset < r.buffer.count ? try r.readDouble() : nil
         guard ChunkLayout.shifts.contains(chunkShift), (0...ChunkLayout.maxItemLength).contains(size) else {
             throw RecordDamage(problem: "has an impossible size or chunk size")
         }

@@ -46,6 +46,8 @@ final class Store: Sendable {
     let space: SpaceBound
     /// Disk held back for fetches on a full disk.
     let reserve: SpaceReserve
+    /// Wakes the waiters of changes, in this process and others.
+    let changes: ChangeSignal
     /// This process's lease on the pending manifests it writes, taken at its first ingest.
     private let lease = Mutex<WriterLease?>(nil)
 
@@ -61,6 +63,8 @@ final class Store: Sendable {
         space = SpaceBound(environment: environment, dbs: dbs, path: path, maxSize: maxSize, minFree: minFree,
                            enqueue: { [weak writer] work in writer?.enqueue(work) })
         writer.bind(space)
+        changes = ChangeSignal(folder: path, marks: dbs.changeMarks)
+        writer.signalChanges(through: changes)
         reserve = SpaceReserve(storePath: path)
         self.layout = layout
         self.maxSize = maxSize

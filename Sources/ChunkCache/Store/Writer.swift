@@ -25,6 +25,12 @@ final class Writer: Sendable {
     /// Keeps the store within `bound` from now on: eviction after commits that pass its high-water mark.
     func bind(_ bound: SpaceBound) { self.bound.withLock { $0 = bound } }
 
+    /// Who hears of commits that logged changes; set once when the store opens.
+    private let changeSignal = Mutex<ChangeSignal?>(nil)
+
+    /// Wakes the waiters of changes through `signal` after each commit that logged one.
+    func signalChanges(through signal: ChangeSignal) { changeSignal.withLock { $0 = signal } }
+
     /// Runs `work` on the writer queue, outside any transaction (it may run its own), and returns its result.
     func onQueue<R: Sendable>(_ work: @escaping @Sendable () throws -> R) async throws -> R {
         try await withCheckedThrowingContinuation { continuation in
@@ -81,6 +87,8 @@ final class Writer: Sendable {
     ) throws -> R {
         defer { afterEachTransaction.withLock { $0 }?() }
         let bound = self.bound.withLock { $0 }
+        let changeSignal = self.changeSignal.withLock { $0 }
+        changeSignal?.clearMark()
         if reserving > 0, let bound { try bound.makeRoom(for: reserving, doing: what, evicting: evicting) }
         let result: R
         do {
@@ -101,6 +109,7 @@ final class Writer: Sendable {
                 }
             }
         }
+        changeSignal?.postIfMarked()
         if evicting { bound?.afterCommit() }
         return result
     }

@@ -16,7 +16,7 @@ struct Put: AsyncParsableCommand {
     @Argument(help: "The file to store.")
     var file: String
 
-    @Option(help: "The content version (≤ 128 bytes); default: derived from the bytes.")
+    @Option(help: "The content version (≤ 128 bytes); default: the item's version that holds these bytes, else one derived from them.")
     var version: String?
 
     func run() async throws {

@@ -1,0 +1,154 @@
+import Dispatch
+import FileIO
+import Foundation
+import Synchronization
+
+/// Whether the write transaction under way appended to a domain's change log: set by
+/// ``WriteTransaction/finish(_:_:)``, read by the writer once the transaction commits.
+final class ChangeMarks: Sendable {
+    private let marked = Atomic<Bool>(false)
+
+    func mark() { marked.store(true, ordering: .relaxed) }
+
+    /// Whether a change was marked since the last call; clears the mark.
+    func take() -> Bool { marked.exchange(false, ordering: .relaxed) }
+}
+
+/// Wakes every process waiting for a store's changes (CONTRACT §11, E2: the seed's `signalEnumerator`):
+/// after each commit that appends to a change log, the writer touches ``fileName`` in the store's folder.
+/// Waiters watch the folder with inotify (``DirectoryWatch``) on a dispatch source, so no thread is held
+/// while they wait; waiters of this process are woken directly as well. Where inotify is not available
+/// (or its limits are reached), waiters fall back to polling every ``fallbackPoll``.
+///
+/// A wake-up says only that some domain of the store changed: waiters check their own domain again.
+final class ChangeSignal: Sendable {
+    /// The file each commit with changes touches, in the store's folder: empty, it takes no space.
+    static let fileName = "changes.signal"
+    /// How often a waiter checks on its own when inotify is not available.
+    static let fallbackPoll = Duration.milliseconds(100)
+    /// How often a woken-less waiter checks anyway when it is: a net under a lost event, not the mechanism.
+    static let watchedPoll = Duration.seconds(1)
+
+    let marks: ChangeMarks
+    private let folder: String
+    private var path: String { folder + "/" + Self.fileName }
+
+    private struct Waiter {
+        let continuation: CheckedContinuation<Void, Never>
+    }
+
+    private struct State {
+        /// Counts the wake-ups: a waiter sleeps only while it is still the one it read before checking.
+        var generation: UInt64 = 0
+        var waiters: [UInt64: Waiter] = [:]
+        var nextWaiter: UInt64 = 0
+        var source: (any DispatchSourceRead)?
+        var watching = false
+        var watchFailed = false
+    }
+
+    private let state = Mutex(State())
+
+    init(folder: String, marks: ChangeMarks) {
+        self.folder = folder
+        self.marks = marks
+    }
+
+    deinit {
+        state.withLock { $0.source?.cancel() }
+    }
+
+    // MARK: - The writer's side
+
+    /// Clears the mark of a transaction that did not commit; called before each transaction.
+    func clearMark() { _ = marks.take() }
+
+    /// After a commit: when it appended to a change log, wakes every waiter, here and in other processes.
+    func postIfMarked() {
+        guard marks.take() else { return }
+        do {
+            try FileSystem.touch(path)
+        } catch {
+            Diagnostics.report("touch \(path) to wake the processes waiting for changes (they find them within \(Self.watchedPoll))", error)
+        }
+        wake()
+    }
+
+    // MARK: - The waiters' side
+
+    /// The current wake-up count, read before a waiter checks for changes; starts watching the store's folder
+    /// first, so a commit after the read wakes it.
+    func generation() -> UInt64 {
+        startWatching()
+        return state.withLock { $0.generation }
+    }
+
+    /// Waits until a wake-up after `seen` (``generation()``), `deadline`, or the task's cancellation; at
+    /// most ``watchedPoll`` (``fallbackPoll`` without inotify). Holds no thread while it waits.
+    func wait(after seen: UInt64, until deadline: ContinuousClock.Instant) async {
+        let (id, watched) = state.withLock { state in
+            state.nextWaiter += 1
+            return (state.nextWaiter, state.watching)
+        }
+        let pause = min(deadline - .now, watched ? Self.watchedPoll : Self.fallbackPoll)
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let waiting = state.withLock { state -> Bool in
+                    // Checked under the lock the cancellation handler takes: one of the two sees the other.
+                    guard state.generation == seen, !Task.isCancelled else { return false }
+                    state.waiters[id] = Waiter(continuation: continuation)
+                    return true
+                }
+                guard waiting else { return continuation.resume() }
+                guard pause > .zero else { return self.resume(id) }
+                let (seconds, attoseconds) = pause.components
+                let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+                    self?.resume(id)
+                }
+            }
+        } onCancel: {
+            self.resume(id)
+        }
+    }
+
+    private func resume(_ id: UInt64) {
+        state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume()
+    }
+
+    /// Wakes every waiter of this process.
+    private func wake() {
+        let waiters = state.withLock { state -> [Waiter] in
+            state.generation &+= 1
+            defer { state.waiters.removeAll() }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.continuation.resume() }
+    }
+
+    /// Watches the store's folder for touches of ``fileName`` by other processes, once; on failure waiters
+    /// poll instead.
+    private func startWatching() {
+        let folder = self.folder
+        state.withLock { state in
+            guard !state.watching && !state.watchFailed else { return }
+            let watch: DirectoryWatch
+            do {
+                watch = try DirectoryWatch.start(folder)
+            } catch {
+                state.watchFailed = true
+                Diagnostics.report("watch \(folder) for changes with inotify (waiters poll every \(Self.fallbackPoll) instead)", error)
+                return
+            }
+            let source = DispatchSource.makeReadSource(fileDescriptor: watch.descriptor.rawValue, queue: .global())
+            source.setEventHandler { [weak self] in
+                let names = (try? watch.drain()) ?? [Self.fileName]
+                if names.contains(Self.fileName) { self?.wake() }
+            }
+            source.setCancelHandler { watch.close() }
+            source.resume()
+            state.source = source
+            state.watching = true
+        }
+    }
+}
