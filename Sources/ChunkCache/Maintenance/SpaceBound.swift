@@ -61,10 +61,11 @@ final class SpaceBound: Sendable {
     }
 
     /// LMDB's map for a store bounded at `maxSize`: the bound less the largest space reserve it may have and
-    /// 64 KiB for `lock.mdb` and the writers' leases, so that `data.mdb` can never grow past what leaves room
-    /// for the other files, even while readers keep freed pages from being reused. In whole 64 KiB.
+    /// 256 KiB for `lock.mdb` (64 KiB with LMDB's 126 reader slots) and the writers' leases (a page each), so
+    /// that `data.mdb` can never grow past what leaves room for the other files, even while readers keep
+    /// freed pages from being reused. In whole 64 KiB.
     static func mapSize(forBound maxSize: Int64) -> Int64 {
-        let others = SpaceReserve.largestSize(maxSize: maxSize) + (64 << 10)
+        let others = SpaceReserve.largestSize(maxSize: maxSize) + (256 << 10)
         return max(64 << 10, (maxSize - others) / (64 << 10) * (64 << 10))
     }
 
