@@ -86,7 +86,7 @@ public final class ChunkCache: Sendable {
             let store = try Store.open(at: Store.resolvePath(path), layout: chunkSize, maxSize: maxSize, level: compressionLevel)
             // Reader slots of crashed processes pin old snapshots, so LMDB could never reuse their pages.
             store.environment.clearStaleReaders()
-            store.reserve.ensure(keepFree: store.space.minFree)
+            store.reserve.ensure(keepFree: store.space.minFree, maxSize: store.space.maxSize)
             do { _ = try store.rollBackAbandonedManifests() } catch {
                 store.release()
                 throw CacheError.wrap(error, store: store.path, doing: "rolling back interrupted ingests")

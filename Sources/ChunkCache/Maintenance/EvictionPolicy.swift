@@ -405,14 +405,6 @@ extension WriteTransaction {
     }
 }
 
-extension TransactionReading where Self: ~Copyable {
-    /// The stored bytes of the chunks the policy may evict now (`stat`'s `evictableBytes`, an estimate:
-    /// a chunk another version shares frees nothing): the segments' own byte counters.
-    func policyTrackedBytes(_ dbs: Databases) throws -> Int64 {
-        try [PolicySegment.window, .probation, .protected].reduce(Int64(0)) { $0 + Int64(try counter(dbs, $1.bytesCounterName)) }
-    }
-}
-
 /// The policy's counters in `meta`.
 enum PolicyMeta {
     static let clock = "policyClock"

@@ -3,11 +3,12 @@ import Foundation
 import LMDBKit
 import Synchronization
 
-/// Keeps the store within its bound (CONTRACT §12): `maxSize` of live pages, and `minFree` bytes free on the
-/// store's filesystem. When a commit takes the live pages past 90 % of what is allowed, the writer evicts
-/// origin chunks the policy chooses (``EvictionPolicy``) down to 80 %, in transactions of its own queued after
-/// that commit: never inside a reader's fetch, and between two batches of any long write. Pages eviction
-/// frees go on LMDB's free list and are reused before the file grows.
+/// Keeps the store within its bound (CONTRACT §12): `maxSize` of disk for all the files it keeps (the live
+/// pages of `data.mdb`, beside room for the others: ``StoreFiles``), and `minFree` bytes free on the store's
+/// filesystem. When a commit takes the live pages past 90 % of what is allowed, the writer evicts origin
+/// chunks the policy chooses (``EvictionPolicy``) down to 80 %, in transactions of its own queued after that
+/// commit: never inside a reader's fetch, and between two batches of any long write. Pages eviction frees go
+/// on LMDB's free list and are reused before the file grows.
 ///
 /// All of it runs on the writer queue (``Writer``): it reads LMDB's free list and `statvfs` there, after a
 /// commit, so a fetch never pays for it.
@@ -15,7 +16,8 @@ final class SpaceBound: Sendable {
     private let environment: Environment
     private let dbs: Databases
     private let path: String
-    /// The most live bytes the store may hold: LMDB's map size, which no write can pass.
+    /// The most disk the store's files may take (`init --max-size`); LMDB's map, which no write can pass, is a
+    /// little less (``mapSize(forBound:)``).
     let maxSize: Int64
     /// The bytes eviction keeps free on the store's filesystem: `init --min-free`, else the default.
     var minFree: Int64 { minFree(of: try? FileSystem.filesystemStatus(path)) }
@@ -58,16 +60,41 @@ final class SpaceBound: Sendable {
         self.enqueue = enqueue
     }
 
+    /// LMDB's map for a store bounded at `maxSize`: the bound less the largest space reserve it may have and
+    /// 256 KiB for `lock.mdb` (64 KiB with LMDB's 126 reader slots) and the writers' leases (a page each), so
+    /// that `data.mdb` can never grow past what leaves room for the other files, even while readers keep
+    /// freed pages from being reused. In whole 64 KiB.
+    static func mapSize(forBound maxSize: Int64) -> Int64 {
+        let others = SpaceReserve.largestSize(maxSize: maxSize) + (256 << 10)
+        return max(64 << 10, (maxSize - others) / (64 << 10) * (64 << 10))
+    }
+
     /// Keeps `bytes` free from now on (the caller records it in `meta`).
     func setMinFree(_ bytes: Int64) { minFreeBytes.store(bytes, ordering: .relaxed) }
 
-    /// The live bytes the store may hold now: `maxSize`, and no more than leaves `minFree` free.
+    /// The live bytes the store may hold now: `maxSize` less what its other files take (``StoreFiles``), and
+    /// no more than leaves `minFree` free.
     func allowedBytes() -> Int64 {
         guard let fs = try? FileSystem.filesystemStatus(path) else { return maxSize }
+        let bound = maxSize - otherFilesBytes(fs)
         let keep = minFree(of: fs)
-        guard keep > 0, let file = try? FileSystem.status(path + "/data.mdb") else { return maxSize }
+        guard keep > 0, let file = try? FileSystem.status(path + "/data.mdb") else { return max(0, bound) }
         let free = Int64(fs.f_bavail) * Int64(fs.f_frsize)
-        return max(0, min(maxSize, Int64(file.st_blocks) * 512 + free - keep))
+        return max(0, min(bound, Int64(file.st_blocks) * 512 + free - keep))
+    }
+
+    /// The disk the store's files other than `data.mdb` take, within the bound: the space reserve at its
+    /// full size whether or not it is there now (so making it again never passes the bound), `lock.mdb` and
+    /// the writers' leases. A `readdir` of a few entries, after a commit.
+    private func otherFilesBytes(_ fs: statvfs) -> Int64 {
+        SpaceReserve.size(of: fs, maxSize: maxSize)
+            + StoreFiles.diskBytes(of: path, excluding: ["data.mdb", SpaceReserve.fileName])
+    }
+
+    /// ``otherFilesBytes(_:)`` on the filesystem as it is now.
+    private func otherFilesBytesNow() -> Int64 {
+        guard let fs = try? FileSystem.filesystemStatus(path) else { return 0 }
+        return otherFilesBytes(fs)
     }
 
     /// Called on the writer queue after each commit: queues an eviction when the live pages are above the
@@ -129,27 +156,51 @@ final class SpaceBound: Sendable {
         try makeRoom(for: bytes, doing: what)
     }
 
-    /// Whether a write of about `bytes` more fits, making room by eviction first when it would pass the bound;
-    /// on the writer queue. Throws `insufficientQuota`, before anything is written, when it cannot fit: the
-    /// store is left as it was.
+    /// Whether a write of about `bytes` more fits, making room by eviction first when it would pass the bound
+    /// (unless `evicting` is false); on the writer queue. Throws `insufficientQuota`, before anything is
+    /// written, when it cannot fit: the store is left as it was.
     @available(*, noasync)
-    func makeRoom(for bytes: Int64, doing what: String) throws {
-        // What the bytes take in pages: a chunk of 64 KiB and its header fill 17 pages of 4 KiB, and the
-        // B-trees that index them grow too.
-        let need = bytes + bytes / 8 + 256 << 10
+    func makeRoom(for bytes: Int64, doing what: String, evicting: Bool = true) throws {
+        let need = Self.pagesNeeded(for: bytes)
         let high = Self.highWater * Double(allowedBytes())
         // The file's extent first (no read of the free list): live pages are never more.
         guard Double(Int64(environment.usedBytes) + need) > high else { return }
         let live = Int64((try? environment.liveBytes()) ?? environment.usedBytes)
         guard Double(live + need) > high else { return }
-        _ = try evictToLowWater(below: need)
+        if evicting { _ = try evictToLowWater(below: need) }
         let after = Int64((try? environment.liveBytes()) ?? environment.usedBytes)
         let allowed = allowedBytes()
         guard after + need > allowed else { return }
-        let limit = allowed < maxSize
+        throw refusal(of: bytes, doing: what, allowed: allowed)
+    }
+
+    /// Whether a put of about `bytes` could fit once eviction freed everything it may (``HeldChunks``): the
+    /// put decides this before it writes, and evicts for its batches only when it could, so a put that cannot
+    /// fit leaves the origin domains' cache as it was (CONTRACT §12). Counts the evictable chunks only when
+    /// the put does not fit beside what is there. Blocking (a read transaction).
+    @available(*, noasync)
+    func couldFit(_ bytes: Int64) -> Bool {
+        let need = Self.pagesNeeded(for: bytes)
+        let allowed = allowedBytes()
+        // The file's extent first (no read of the free list): live pages are never more.
+        guard Int64(environment.usedBytes) + need > allowed else { return true }
+        let live = Int64((try? environment.liveBytes()) ?? environment.usedBytes)
+        guard live + need > allowed else { return true }
+        let dbs = self.dbs
+        let evictable = (try? environment.read { txn in try txn.heldChunks(dbs).evictableBytes }) ?? 0
+        return live - evictable + need <= allowed
+    }
+
+    /// What `bytes` of content take in pages: a chunk of 64 KiB and its header fill 17 pages of 4 KiB, and
+    /// the B-trees that index them grow too.
+    private static func pagesNeeded(for bytes: Int64) -> Int64 { bytes + bytes / 8 + 256 << 10 }
+
+    /// The `insufficientQuota` of a write of `bytes` that cannot fit in `allowed`.
+    private func refusal(of bytes: Int64, doing what: String, allowed: Int64) -> CacheError {
+        let limit = allowed < maxSize - otherFilesBytesNow()
             ? "leaves less than --min-free \(minFree) bytes free on its filesystem"
             : "passes its --max-size of \(maxSize) bytes"
-        throw CacheError(.insufficientQuota,
+        return CacheError(.insufficientQuota,
             "the store at \(path) cannot take \(bytes) more bytes while \(what): that \(limit), and nothing more can be evicted (only origin domains' unpinned content is); nothing was changed: free disk space, raise the bound with `chunkcache init --max-size`/`--min-free`, unpin items, or remove versions")
     }
 }

@@ -15,16 +15,22 @@ public struct StoreStatistics: Sendable, Hashable {
     public var uniqueBytes: Int64
     /// Their payload bytes as stored (after compression).
     public var storedBytes: Int64
-    /// Bytes the store's files take on disk.
+    /// Bytes the store's files take on disk, as `du` counts them (`st_blocks` × 512): every file the store
+    /// keeps (`data.mdb`, `lock.mdb`, the space reserve, the writers' leases), but not the hand-offs in `tmp/`,
+    /// which belong to their callers.
     public var fileBytes: Int64
-    /// The bound on the store's live pages (`init --max-size`, CONTRACT §12).
+    /// The bound on the store's disk use, `fileBytes` (`init --max-size`, CONTRACT §12).
     public var maxSize: Int64 = 0
     /// The free space eviction keeps on the store's filesystem (`init --min-free`).
     public var minFree: Int64 = 0
-    /// Stored bytes of the chunks eviction may drop now (origin domains, unpinned); a chunk another
-    /// version shares frees nothing, so this is at most what eviction can free.
+    /// What eviction could free now: the stored bytes of the distinct chunks every referencing version of
+    /// which belongs to an origin domain and is not pinned (CONTRACT §12), each chunk once however many
+    /// versions share it. A chunk a pinned item, a local domain or a pending put also references is not
+    /// counted: evicting the others would free nothing. Exact: `statistics()` scans the manifests of origin
+    /// domains and pinned items for it (never local domains' content).
     public var evictableBytes: Int64 = 0
-    /// The sizes of the newest versions of pinned items.
+    /// The stored bytes of the distinct chunks pins hold: those any version of a pinned item references, each
+    /// chunk once (a chunk shared by two pinned versions counts once). Never part of `evictableBytes`.
     public var pinnedBytes: Int64 = 0
     /// Chunks of origin domains that fetches read from the store.
     public var hits: Int64 = 0
@@ -46,36 +52,102 @@ extension ChunkCache {
         return try await runBlocking(doing: "reading the store's figures", store: store.path) { _ in
             let dbs = store.dbs
             var stats = try store.environment.read { txn in
-                StoreStatistics(
+                let held = try txn.heldChunks(dbs)
+                return StoreStatistics(
                     chunkSize: store.layout.chunkSize, domains: try txn.count(dbs.domains), items: try txn.count(dbs.items),
                     versions: try txn.count(dbs.versions), chunks: try txn.count(dbs.refs),
                     logicalBytes: Int64(try txn.counter(dbs, MetaKey.logicalBytes)),
                     uniqueBytes: Int64(try txn.counter(dbs, MetaKey.uniqueBytes)),
                     storedBytes: Int64(try txn.counter(dbs, MetaKey.storedBytes)), fileBytes: 0,
                     maxSize: store.space.maxSize, minFree: store.space.minFree,
-                    evictableBytes: try txn.policyTrackedBytes(dbs), pinnedBytes: try txn.pinnedBytes(dbs),
+                    evictableBytes: held.evictableBytes, pinnedBytes: held.pinnedBytes,
                     hits: Int64(try txn.counter(dbs, PolicyMeta.hits)), misses: Int64(try txn.counter(dbs, PolicyMeta.misses)),
                     evictedBytes: Int64(try txn.counter(dbs, PolicyMeta.evictedBytes)))
             }
-            for name in ["data.mdb", "lock.mdb"] {
-                // lock.mdb may be missing (LMDB makes it on first open); a missing file takes no space.
-                if let st = try? FileSystem.status(store.path + "/" + name) { stats.fileBytes += Int64(st.st_blocks) * 512 }
-            }
+            stats.fileBytes = StoreFiles.diskBytes(of: store.path)
             return stats
         }
     }
 }
 
+/// What eviction could free and what pins hold (`stat`'s `evictableBytes` and `pinnedBytes`, CONTRACT §12):
+/// stored bytes of distinct chunks, each counted once however many versions share it.
+struct HeldChunks: Sendable, Equatable {
+    /// Chunks every reference of which is a version of an unpinned item of an origin domain.
+    var evictableBytes: Int64 = 0
+    /// Chunks a version of a pinned item references.
+    var pinnedBytes: Int64 = 0
+}
+
 extension TransactionReading where Self: ~Copyable {
-    /// The sizes of the newest versions of pinned items (`stat`'s `pinnedBytes`).
-    func pinnedBytes(_ dbs: Databases) throws -> Int64 {
-        var keys: [[UInt8]] = []
-        try scan(dbs.items, prefix: []) { key, value in
-            if let item = ItemRecord(ifIntact: value), item.flags.contains(.pinned), item.kind == .file { keys.append(Array(key)) }
+    /// Counts the chunks eviction could free and those pins hold, exactly, by a scan of the manifests of
+    /// origin domains' versions and of pinned items' versions (never of local domains' unpinned ones) with one
+    /// reference-count lookup per chunk entry. A chunk of one reference is decided at once; only chunks with
+    /// several references are remembered until the scan ends (memory grows with shared chunks, not all).
+    /// A chunk is evictable when its reference count equals the entries naming it in evictable versions: a
+    /// reference from anywhere else (a local domain, a pinned item, a put still pending) keeps it.
+    func heldChunks(_ dbs: Databases) throws -> HeldChunks {
+        let pinnedItems = try pinnedFileItems(dbs)
+        var evictableManifests: [UInt64] = []
+        try scan(dbs.domains, prefix: []) { key, value in
+            guard DomainRecord(ifIntact: value)?.origin != nil else { return true }
+            try scan(dbs.versions, prefix: Array(key)) { versionKey, versionValue in
+                guard let parts = Keys.parseVersion(versionKey), !pinnedItems.contains(Array(parts.itemKey)),
+                      let version = VersionRecord(ifIntact: versionValue) else { return true }
+                evictableManifests.append(version.manifestID)
+                return true
+            }
             return true
         }
-        var total: Int64 = 0
-        for key in keys { total += try Catalog.versions(ofItemKey: key, in: self, dbs).first?.size ?? 0 }
-        return total
+        var held = HeldChunks()
+        var shared: [ChunkDigest: (entries: UInt64, ref: ChunkRef)] = [:]
+        for manifest in evictableManifests {
+            try forEachStoredChunk(ofManifest: manifest, dbs) { digest, ref in
+                if ref.count == 1 {
+                    held.evictableBytes += Int64(ref.storedLength)
+                } else {
+                    shared[digest, default: (0, ref)].entries += 1
+                }
+            }
+        }
+        for (_, chunk) in shared where chunk.entries == chunk.ref.count { held.evictableBytes += Int64(chunk.ref.storedLength) }
+        var pinnedShared: [ChunkDigest: UInt32] = [:]
+        for itemKey in pinnedItems {
+            for version in try Catalog.versions(ofItemKey: itemKey, in: self, dbs) {
+                try forEachStoredChunk(ofManifest: version.manifestID, dbs) { digest, ref in
+                    if ref.count == 1 {
+                        held.pinnedBytes += Int64(ref.storedLength)
+                    } else {
+                        pinnedShared[digest] = ref.storedLength
+                    }
+                }
+            }
+        }
+        held.pinnedBytes += pinnedShared.values.reduce(Int64(0)) { $0 + Int64($1) }
+        return held
+    }
+
+    /// The `items` keys of pinned files, in every domain.
+    private func pinnedFileItems(_ dbs: Databases) throws -> Set<[UInt8]> {
+        var keys = Set<[UInt8]>()
+        try scan(dbs.items, prefix: []) { key, value in
+            if let item = ItemRecord(ifIntact: value), item.flags.contains(.pinned), item.kind == .file { keys.insert(Array(key)) }
+            return true
+        }
+        return keys
+    }
+
+    /// Calls `body` with each `stored` entry of a manifest and its chunk's reference record; a damaged page
+    /// or reference is skipped (`verify` reports those).
+    private func forEachStoredChunk(ofManifest manifest: UInt64, _ dbs: Databases, _ body: (ChunkDigest, ChunkRef) throws -> Void) throws {
+        try scan(dbs.manifests, prefix: Keys.manifest(manifest)) { _, value in
+            guard let entries = ManifestPage.entries(ofStored: value) else { return true }
+            for slot in 0..<(entries.count / ManifestPage.entrySize) {
+                guard case .stored(let digest)? = try? ManifestPage.entry(in: entries, at: slot),
+                      let ref = try digest.withUnsafeBytes({ try get(dbs.refs, key: $0) }).flatMap({ ChunkRef(ifIntact: $0) }) else { continue }
+                try body(digest, ref)
+            }
+            return true
+        }
     }
 }

@@ -71,6 +71,8 @@ final class Ingestor: Sendable {
         let chunkCount = layout.chunkCount(forLength: length)
         let perBatch = max(Self.batchBytes >> layout.shift, 2 * ProcessInfo.processInfo.activeProcessorCount)
         let dataRanges = try file.dataRanges(length: length)
+        // Eviction makes room for the batches only when the whole put could fit once it did (CONTRACT §12).
+        let evicting = store.space.couldFit(dataRanges.reduce(0) { $0 + Int64($1.count) })
         let state = CommitState(manifestID: manifestID)
         let batches: [Batch]
         do {
@@ -103,7 +105,7 @@ final class Ingestor: Sendable {
             let environment = store.environment
             // At most the batch's raw bytes are added: the bound (CONTRACT §12) is checked before they are.
             let most = Int64(count) << Int64(store.layout.shift)
-            store.writer.writeLater(reserving: most, doing: "storing \(path)", { txn in try state.commit(batch, into: &txn, store: self.store) },
+            store.writer.writeLater(reserving: most, evicting: evicting, doing: "storing \(path)", { txn in try state.commit(batch, into: &txn, store: self.store) },
                                     completion: { result in
                                         if case .failure(let error) = result { state.fail(error) }
                                         // Lookups fault in neighbouring pages of the map: keep the RSS flat.

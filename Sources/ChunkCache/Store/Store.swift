@@ -8,7 +8,8 @@ import ZstdKit
 public struct StoreSettings: Sendable, Hashable {
     /// The chunk size.
     public var layout: ChunkLayout
-    /// The most bytes the store's data file may take: LMDB's map size.
+    /// The most disk the store's files may take together (`init --max-size`, CONTRACT §12): `data.mdb`, whose
+    /// LMDB map is this less room for the others, `lock.mdb` and the space reserve; hand-offs in `tmp/` aside.
     public var maxSize: Int64
     /// The zstd level for new chunks (1…19).
     public var compressionLevel: Int32
@@ -166,17 +167,17 @@ final class Store: Sendable {
             let isNew = try checkDataFile(path + "/data.mdb", store: path)
             do {
                 return (try Environment.open(directory: path, maxDatabases: Databases.names.count + 2,
-                                             mapSize: isNew ? Int(settings.maxSize) : nil), isNew)
+                                             mapSize: isNew ? Int(SpaceBound.mapSize(forBound: settings.maxSize)) : nil), isNew)
             } catch {
                 throw CacheError.wrap(error, store: path, doing: "opening")
             }
         }
-        if let maxSize, !isNew, Int64(environment.mapSize) != maxSize {
-            guard maxSize >= Int64(environment.usedBytes) else {
+        if let maxSize, !isNew, Int64(environment.mapSize) != SpaceBound.mapSize(forBound: maxSize) {
+            guard SpaceBound.mapSize(forBound: maxSize) >= Int64(environment.usedBytes) else {
                 throw CacheError(.invalidArgument,
-                    "--max-size \(maxSize) is smaller than the \(environment.usedBytes) bytes the store at \(path) already uses; give a larger size")
+                    "--max-size \(maxSize) is smaller than the \(environment.usedBytes) bytes the store at \(path) already uses beside room for its other files; give a larger size")
             }
-            do { try environment.setMapSize(Int(maxSize)) } catch LMDBError.busy {
+            do { try environment.setMapSize(Int(SpaceBound.mapSize(forBound: maxSize))) } catch LMDBError.busy {
                 // A store of this path is still closing in this process and holds the environment.
                 throw CacheError(.transient,
                     "the store at \(path) is still being closed in this process, so --max-size \(maxSize) cannot be applied yet; retry")
@@ -212,8 +213,11 @@ final class Store: Sendable {
                     try txn.indexCatalogue(dbs)
                     try txn.setCounter(dbs, MetaKey.catalogueFormat, 1)
                 }
-                let maxSize = Int64(environment.mapSize)
-                if try txn.counter(dbs, MetaKey.maxSize) != UInt64(maxSize) {
+                // The bound is recorded in `meta`; LMDB's map is a little less (``SpaceBound/mapSize(forBound:)``).
+                // A store from before has none recorded but its map, which was its bound.
+                let recorded = Int64(try txn.counter(dbs, MetaKey.maxSize))
+                let maxSize = maxSize ?? (isNew ? settings.maxSize : recorded > 0 ? recorded : Int64(environment.mapSize))
+                if recorded != maxSize {
                     try txn.setCounter(dbs, MetaKey.maxSize, UInt64(maxSize))
                 }
                 let minFree = try txn.get(dbs.meta, key: Keys.meta(MetaKey.minFree)) != nil

@@ -70,23 +70,26 @@ final class Writer: Sendable {
     }
 
     /// Starts `body` in a write transaction and calls `completion` with its outcome on the writer queue.
-    /// `reserving` as for ``write(durability:reserving:doing:_:)``.
-    func writeLater(reserving: Int64 = 0, doing what: String = "writing", _ body: @escaping @Sendable (inout WriteTransaction) throws -> Void,
+    /// `reserving` as for ``write(durability:reserving:doing:_:)``; with `evicting` false, no eviction makes
+    /// room for it nor follows its commit (a put that could not fit once everything evictable went must not
+    /// empty the cache before it fails: ``SpaceBound/couldFit(_:)``).
+    func writeLater(reserving: Int64 = 0, evicting: Bool = true, doing what: String = "writing",
+                    _ body: @escaping @Sendable (inout WriteTransaction) throws -> Void,
                     completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        queue.async { completion(Result { try self.transaction(reserving: reserving, doing: what, body) }) }
+        queue.async { completion(Result { try self.transaction(reserving: reserving, evicting: evicting, doing: what, body) }) }
     }
 
     /// One transaction, on the writer queue.
     @available(*, noasync)
     private func transaction<R>(
-        durability: Environment.Durability = .full, reserving: Int64 = 0, doing what: String = "writing",
+        durability: Environment.Durability = .full, reserving: Int64 = 0, evicting: Bool = true, doing what: String = "writing",
         _ body: (inout WriteTransaction) throws -> R
     ) throws -> R {
         defer { afterEachTransaction.withLock { $0 }?() }
         let bound = self.bound.withLock { $0 }
         let changeSignal = self.changeSignal.withLock { $0 }
         changeSignal?.clearMark()
-        if reserving > 0, let bound { try bound.makeRoom(for: reserving, doing: what) }
+        if reserving > 0, let bound { try bound.makeRoom(for: reserving, doing: what, evicting: evicting) }
         let result: R
         do {
             result = try environment.write(durability: durability, body)
@@ -107,7 +110,7 @@ final class Writer: Sendable {
             }
         }
         changeSignal?.postIfMarked()
-        bound?.afterCommit()
+        if evicting { bound?.afterCommit() }
         return result
     }
 }
