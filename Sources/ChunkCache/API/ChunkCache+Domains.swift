@@ -50,6 +50,9 @@ extension ChunkCache {
     /// Creates a domain, with an origin or without (then the store is its only copy).
     ///
     /// - Parameters:
+    ///   - name: The domain's name, 1 to 255 bytes without NUL.
+    ///   - origin: The authoritative remote copy of its items (CONTRACT §10); `nil` for a domain the store
+    ///     alone holds.
     ///   - headers: Sent with every origin request; their values are stored and never printed.
     ///   - pipelineDepth: Origin requests in flight per process, 1…128.
     ///   - readAhead: The largest sequential read-ahead window, 0…1 GiB.
@@ -83,7 +86,11 @@ extension ChunkCache {
     /// Changes the settings given (a nil one stays as it is). Bumps the domain version when anything changed.
     ///
     /// - Parameters:
+    ///   - name: The domain.
+    ///   - origin: A new origin.
     ///   - headers: Replaces all the headers; `[]` removes them.
+    ///   - pipelineDepth: Origin requests in flight per process, 1…128.
+    ///   - readAhead: The largest sequential read-ahead window, 0…1 GiB.
     ///   - changeHistory: How much of the change log to keep; what it no longer keeps is compacted with the
     ///     next change, and anchors before it expire.
     /// - Throws: `noSuchItem` for an unknown domain; `invalidArgument` for a setting out of range.

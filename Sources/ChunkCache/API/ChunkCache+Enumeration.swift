@@ -75,7 +75,7 @@ public final class ItemEnumerator: Sendable {
     /// signal a client or a mount waits on before asking for changes (E2, the seed's `signalEnumerator`).
     ///
     /// Every commit that logs a change wakes every waiter of the store at once, in this process and in
-    /// others (``ChangeSignal``: inotify on a file each such commit touches, where Linux offers it, else a
+    /// others (`ChangeSignal`: inotify on a file each such commit touches, where Linux offers it, else a
     /// check every 100 ms). The wait holds no thread.
     /// - Returns: Whether a change exists; false once `timeout` has passed without one.
     /// - Throws: `syncAnchorExpired` as ``enumerateChanges(from:suggestedBatchSize:)``; `userCancelled`.
@@ -169,7 +169,7 @@ extension ChunkCache {
     }
 
     /// Writes the last-use dates this process's fetches noted and has not written yet (they are otherwise
-    /// written within ``UsageRecorder/delay`` of the first). Call before a short-lived process exits.
+    /// written within a second of the first). Call before a short-lived process exits.
     public func flushUsage() async throws {
         let notes = store.usage.take()
         guard !notes.isEmpty else { return }

@@ -48,7 +48,9 @@ extension ChunkCache {
 
     /// Pins an item ("available offline", `pin`): exempts it from eviction and downloads what of its newest
     /// version is absent. A metadata change (D4); pinned items are in the working set.
-    /// - Parameter progress: Updated as the download proceeds.
+    /// - Parameters:
+    ///   - item: The file to pin.
+    ///   - progress: Updated as the download proceeds.
     /// - Returns: The item as pinned, and the bytes downloaded.
     public func pin(_ item: ItemIdentifier, progress: DownloadProgress? = nil) async throws -> (change: ItemChange, downloadedBytes: Int64) {
         var downloaded: Int64 = 0

@@ -23,6 +23,7 @@ extension ChunkCache {
     ///   - request: Who asks; a process on the domain's non-materializing list gets `noPermission`.
     ///   - minimalRange: The bytes needed.
     ///   - alignment: A power of two from 1 to 2^30.
+    ///   - options: `.strictVersioning` to accept only `version`.
     ///   - destination: A hand-off file (default) or a clone at a path.
     /// - Throws: `invalidArgument`, `noSuchItem` (confirmed only, C2), `versionNoLongerAvailable` (strict
     ///   fetches only, C4), `noPermission`, `corruptData` (also when no allowed version holds the range: it
@@ -45,7 +46,10 @@ extension ChunkCache {
     /// ``fetchContents(for:version:request:completionHandler:)`` does.
     ///
     /// - Parameters:
+    ///   - item: The item.
     ///   - version: The version asked for; `nil` for the newest, never an older one.
+    ///   - request: Who asks; a process on the domain's non-materializing list gets `noPermission`.
+    ///   - destination: A hand-off file (default) or a clone at a path.
     ///   - options: `nil` (the default) for the seed's rule above. Given, they apply as given: `[]` lets a
     ///     newer version serve when `version` cannot, following the rules of
     ///     ``fetchPartialContents(for:version:request:minimalRange:aligningTo:options:destination:)`` (the

@@ -27,9 +27,12 @@ extension ChunkCache {
     /// version current again (a change, and a new domain version); bytes the current version holds change
     /// nothing.
     ///
-    /// - Parameter contentVersion: The version's name (≤ 128 bytes); `nil` reuses the item's version that
-    ///   holds these bytes, or derives a name from the bytes, so the same bytes give the same version. A new
-    ///   name makes a new version even for bytes another version holds.
+    /// - Parameters:
+    ///   - path: The file to store: a regular file, read as a stream.
+    ///   - item: The item to store it as, in its domain.
+    ///   - contentVersion: The version's name (≤ 128 bytes); `nil` reuses the item's version that holds these
+    ///     bytes, or derives a name from the bytes, so the same bytes give the same version. A new name makes
+    ///     a new version even for bytes another version holds.
     /// - Throws: `invalidArgument` (missing file, a directory, a FIFO or anything else that is not a regular
     ///   file, a file beyond ``ChunkLayout/maxItemLength``, an existing version holding other bytes, a bad
     ///   identifier), `insufficientQuota` (the store is full), `noPermission`.

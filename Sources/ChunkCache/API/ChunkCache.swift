@@ -61,6 +61,7 @@ public final class ChunkCache: Sendable {
     /// deletes hand-off files older than `handOffGracePeriod` (B5).
     ///
     /// - Parameters:
+    ///   - path: The store directory; `nil` for the default above.
     ///   - settings: Settings for a new store. For an existing store a different chunk size is
     ///     `invalidArgument`; a different maximum size is applied.
     ///   - handOffGracePeriod: Seconds a leftover hand-off file is kept (default one hour).
@@ -76,8 +77,14 @@ public final class ChunkCache: Sendable {
     /// Opens the store at `path` as ``open(at:creatingWith:handOffGracePeriod:)`` does, with each setting
     /// optional: a `nil` chunk size accepts the store's own, a `nil` maximum size keeps the store's.
     ///
-    /// - Parameter resumingImports: Resume imports whose process died, in the background (the CLI passes
-    ///   false: its commands are short, and `import --resume` does it in the foreground).
+    /// - Parameters:
+    ///   - path: The store directory; `nil` for the default.
+    ///   - chunkSize: The chunk size of a new store; for an existing one, `nil` or its own.
+    ///   - maxSize: The bound on the store's disk use (CONTRACT §12); `nil` keeps the store's, or the default.
+    ///   - compressionLevel: The zstd level for new chunks (1…19).
+    ///   - handOffGracePeriod: Seconds a leftover hand-off file is kept (default one hour).
+    ///   - resumingImports: Resume imports whose process died, in the background (the CLI passes
+    ///     false: its commands are short, and `import --resume` does it in the foreground).
     public static func open(
         at path: String?, chunkSize: ChunkLayout?, maxSize: Int64?, compressionLevel: Int32 = 3,
         handOffGracePeriod: TimeInterval = 3600, resumingImports: Bool = true

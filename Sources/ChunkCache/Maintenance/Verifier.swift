@@ -20,7 +20,7 @@ public struct VerifyReport: Sendable, Hashable {
     /// `page 0 of the manifest of version "v1" of item "doc" in domain "d"`; sorted.
     public var damagedRecords: [String]
     /// Where the store's records disagree with each other although each passes its own check, found by a
-    /// full recount (``Verifier/checkConsistency(in:_:observer:)``): a chunk without its reference record or a
+    /// full recount (`Verifier.checkConsistency`): a chunk without its reference record or a
     /// reference record without its chunk, a chunk's reference count that differs from the number of
     /// manifest entries naming it (a chunk no manifest uses is garbage that is never freed; one used more
     /// often than counted would be freed while still in use), manifest pages no version or pending put

@@ -171,7 +171,7 @@ extension ChunkCache {
     /// Each regular file becomes a file item identified by its relative path, each folder a folder item,
     /// each symlink a symlink item (never followed). The domain is created first (at domain version 0, its
     /// import unfinished), then the items are published in batches, each one transaction of changes (see
-    /// ``ImportRunner``), and `importDidFinish` is recorded when the last one is in. By default what was
+    /// `ImportRunner`), and `importDidFinish` is recorded when the last one is in. By default what was
     /// imported is then removed from the directory (the store owns the data now); with `copy` it stays. This
     /// method returns when all of that is done. On any error the import is undone: the store and the
     /// directory are left as they were (a crash instead resumes the import on the next open).
