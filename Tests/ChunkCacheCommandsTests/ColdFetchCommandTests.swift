@@ -4,29 +4,16 @@ import Testing
 
 /// `chunkcache fetch` of an origin domain, process after process, against nginx on 127.0.0.1 (CONTRACT §10).
 @Suite(.serialized) struct ColdFetchCommandTests {
-    @Test("§10: fetch --json reports downloadedBytes and requests; another process finds the chunks in the store and asks nothing",
-          .requires(NginxServer.self))
-    func downloadedAcrossProcesses() async throws {
+    /// A store directory (not yet made) and an nginx on 127.0.0.1 serving `movie.bin` with `bytes`; the
+    /// server stops when `body` ends.
+    static func withMovie(_ bytes: [UInt8], _ body: (_ store: String, NginxServer) async throws -> Void) async throws {
         try await withTemporaryDirectory { dir in
             let root = dir + "/origin"
             try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-            let bytes = TestData.random(count: 3 << 20, seed: 41)
             try TestData.write(bytes, to: root + "/movie.bin")
             let server = try await NginxServer.start(root: URL(fileURLWithPath: root))
             do {
-                let store = dir + "/store"
-                try runJSON(store, ["domain", "add", "web", "--origin", server.baseURL])
-                let first = try runJSON(store, ["fetch", "--domain", "web", "movie.bin", "--range", "1048576:100000"])
-                #expect(try first.int("downloadedBytes") == 131_072 && first.int("requests") == 1)
-                let path = try first.string("path")
-                #expect(try TestData.read(path, offset: 1_048_576, count: 100_000) == Array(bytes[1_048_576..<1_148_576]))
-                let second = try runJSON(store, ["fetch", "--domain", "web", "movie.bin", "--range", "1048576:100000"])
-                #expect(try second.int("downloadedBytes") == 0 && second.int("requests") == 0)
-                let whole = try runJSON(store, ["fetch", "--domain", "web", "movie.bin"])
-                #expect(try whole.int("downloadedBytes") == (3 << 20) - 131_072, "only what the store lacked")
-                #expect(try TestData.read(try whole.string("path"), count: 3 << 20) == bytes)
-                let log = try await server.accessLog(atLeast: 2)
-                #expect(log.filter { $0.method == "GET" }.count == 1 + (try whole.int("requests")))
+                try await body(dir + "/store", server)
                 await server.stop()
             } catch {
                 await server.stop()
@@ -35,34 +22,43 @@ import Testing
         }
     }
 
+    @Test("§10: fetch --json reports downloadedBytes and requests; another process finds the chunks in the store and asks nothing",
+          .requires(NginxServer.self))
+    func downloadedAcrossProcesses() async throws {
+        let bytes = TestData.random(count: 3 << 20, seed: 41)
+        try await Self.withMovie(bytes) { store, server in
+            try runJSON(store, ["domain", "add", "web", "--origin", server.baseURL])
+            let first = try runJSON(store, ["fetch", "--domain", "web", "movie.bin", "--range", "1048576:100000"])
+            #expect(try first.int("downloadedBytes") == 131_072 && first.int("requests") == 1)
+            let path = try first.string("path")
+            #expect(try TestData.read(path, offset: 1_048_576, count: 100_000) == Array(bytes[1_048_576..<1_148_576]))
+            let second = try runJSON(store, ["fetch", "--domain", "web", "movie.bin", "--range", "1048576:100000"])
+            #expect(try second.int("downloadedBytes") == 0 && second.int("requests") == 0)
+            let whole = try runJSON(store, ["fetch", "--domain", "web", "movie.bin"])
+            #expect(try whole.int("downloadedBytes") == (3 << 20) - 131_072, "only what the store lacked")
+            #expect(try TestData.read(try whole.string("path"), count: 3 << 20) == bytes)
+            let log = try await server.accessLog(atLeast: 2)
+            #expect(log.filter { $0.method == "GET" }.count == 1 + (try whole.int("requests")))
+        }
+    }
+
     @Test("§10 A19 (issue 18): read-ahead continues across processes: 48 sequential 64 KiB fetch commands make a handful of GETs, not 48",
           .requires(NginxServer.self))
     func readAheadAcrossProcesses() async throws {
-        try await withTemporaryDirectory { dir in
-            let root = dir + "/origin"
-            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-            let bytes = TestData.random(count: 8 << 20, seed: 42)
-            try TestData.write(bytes, to: root + "/movie.bin")
-            let server = try await NginxServer.start(root: URL(fileURLWithPath: root))
-            do {
-                let store = dir + "/store"
-                try runJSON(store, ["domain", "add", "web", "--origin", server.baseURL, "--read-ahead", "1MiB"])
-                for i in 0..<48 {
-                    let offset = i * 65_536
-                    let result = try runJSON(store, ["fetch", "--domain", "web", "movie.bin", "--range", "\(offset):65536"])
-                    #expect(try TestData.read(try result.string("path"), offset: Int64(offset), count: 65_536) == Array(bytes[offset..<(offset + 65_536)]))
-                }
-                let gets = try await server.accessLog().filter { $0.method == "GET" }
-                // A window that starts at 256 KiB and doubles to 1 MiB, topped up at half: ~8 requests for 3 MiB.
-                #expect(gets.count <= 12, "\(gets.map(\.range))")
-                // A random reader is not mistaken for a sequential one: a far range downloads only itself.
-                let far = try runJSON(store, ["fetch", "--domain", "web", "movie.bin", "--range", "\(6 << 20):65536"])
-                #expect(try far.int("downloadedBytes") == 65_536)
-                await server.stop()
-            } catch {
-                await server.stop()
-                throw error
+        let bytes = TestData.random(count: 8 << 20, seed: 42)
+        try await Self.withMovie(bytes) { store, server in
+            try runJSON(store, ["domain", "add", "web", "--origin", server.baseURL, "--read-ahead", "1MiB"])
+            for i in 0..<48 {
+                let offset = i * 65_536
+                let result = try runJSON(store, ["fetch", "--domain", "web", "movie.bin", "--range", "\(offset):65536"])
+                #expect(try TestData.read(try result.string("path"), offset: Int64(offset), count: 65_536) == Array(bytes[offset..<(offset + 65_536)]))
             }
+            let gets = try await server.accessLog().filter { $0.method == "GET" }
+            // A window that starts at 256 KiB and doubles to 1 MiB, topped up at half: ~8 requests for 3 MiB.
+            #expect(gets.count <= 12, "\(gets.map(\.range))")
+            // A random reader is not mistaken for a sequential one: a far range downloads only itself.
+            let far = try runJSON(store, ["fetch", "--domain", "web", "movie.bin", "--range", "\(6 << 20):65536"])
+            #expect(try far.int("downloadedBytes") == 65_536)
         }
     }
 }

@@ -41,6 +41,14 @@ import Testing
             options: strict ? .strictVersioning : [])
     }
 
+    /// Replaces the origin's file `name` under `root` with `bytes` at once (a rename), a second after it was
+    /// last written: nginx's ETag holds the modification time in seconds, so the version changes.
+    static func replace(_ name: String, in root: String, with bytes: [UInt8]) async throws {
+        try await Task.sleep(for: .milliseconds(1100))
+        try TestData.write(bytes, to: root + "/" + name + ".tmp")
+        #expect(rename(root + "/" + name + ".tmp", root + "/" + name) == 0)
+    }
+
     static func expectBytes(_ result: FetchResult, _ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) throws {
         let range = result.retrievedRange
         #expect(try readRange(result.url.path, range) == Array(bytes[Int(range.location)..<Int(range.end)]), sourceLocation: sourceLocation)
@@ -204,9 +212,7 @@ import Testing
             let first = try await Self.fetch(cache, "a.bin", 0, 65_536)
             try Self.expectBytes(first, old)
             let oldVersion = first.item.itemVersion.contentVersionString
-            try await Task.sleep(for: .milliseconds(1100))  // nginx's ETag holds the mtime in seconds
-            try TestData.write(new, to: root + "/a.bin.tmp")
-            #expect(rename(root + "/a.bin.tmp", root + "/a.bin") == 0)
+            try await ColdPathTests.replace("a.bin", in: root, with: new)
             let strict = await errorCode { _ = try await Self.fetch(cache, "a.bin", 2 << 20, 65_536, version: oldVersion, strict: true) }
             #expect(strict == .versionNoLongerAvailable)
             let moved = try await Self.fetch(cache, "a.bin", 2 << 20, 65_536, version: oldVersion)
