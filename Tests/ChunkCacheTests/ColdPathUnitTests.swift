@@ -8,6 +8,20 @@ import Testing
     static let chunk: Int64 = 64 << 10
     static let limit: Int64 = 4 << 20
 
+    @Test("§10 A19: a domain whose session read-ahead could not make is not tried again by each warm fetch")
+    func readAheadRemembersAnUnavailableSession() {
+        let sessions = OriginSessions()
+        let attempts = Atomic<Int>(0)
+        for _ in 0..<3 {
+            let session = sessions.sessionForReadAhead("s3") {
+                attempts.add(1, ordering: .relaxed)
+                throw CacheError(.notAuthenticated, "no credentials")
+            }
+            #expect(session == nil)
+        }
+        #expect(attempts.load(ordering: .relaxed) == 1, "made once, then remembered as unavailable")
+    }
+
     @Test("§10 (issue 18): a read-ahead state kept in the store continues the sequence; damaged or out-of-range bytes are no state")
     func readAheadKeptInTheStore() {
         var state = ReadAhead()

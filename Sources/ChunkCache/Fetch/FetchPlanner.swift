@@ -6,7 +6,7 @@ struct FetchPlan: Sendable {
     let version: VersionRecord
     let retrieved: ByteRange
     /// The retrieved range is the whole file: zero chunks stay holes.
-    var wholeFile: Bool { retrieved.location == 0 && retrieved.length == version.size }
+    var wholeFile: Bool { version.isWhole(retrieved) }
     /// The retrieved range holds at least one zero chunk.
     let hasZeroChunks: Bool
     let domainVersion: DomainVersion
@@ -21,6 +21,12 @@ struct FetchPlan: Sendable {
     }
 }
 
+
+extension VersionRecord {
+    /// Whether `range` is the whole file: then zero chunks stay holes and a fetch says `knownSparseRanges`
+    /// (CONTRACT §3), warm or cold.
+    func isWhole(_ range: ByteRange) -> Bool { range.location == 0 && range.length == size }
+}
 
 /// Chooses the version and range of a fetch (CONTRACT §3–§4), reading the catalog in one snapshot.
 enum FetchPlanner {

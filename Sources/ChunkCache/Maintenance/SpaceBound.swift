@@ -4,7 +4,7 @@ import LMDBKit
 import Synchronization
 
 /// Keeps the store within its bound (CONTRACT §12): `maxSize` of disk for all the files it keeps (the live
-/// pages of `data.mdb`, beside room for the others: ``StoreFiles``), and `minFree` bytes free on the store's
+/// pages of `data.mdb`, beside a fixed room for the others: ``mapSize(forBound:)``), and `minFree` bytes free on the store's
 /// filesystem. When a commit takes the live pages past 90 % of what is allowed, the writer evicts origin
 /// chunks the policy chooses (``EvictionPolicy``) down to 80 %, in transactions of its own queued after that
 /// commit: never inside a reader's fetch, and between two batches of any long write. Pages eviction frees go
@@ -72,29 +72,16 @@ final class SpaceBound: Sendable {
     /// Keeps `bytes` free from now on (the caller records it in `meta`).
     func setMinFree(_ bytes: Int64) { minFreeBytes.store(bytes, ordering: .relaxed) }
 
-    /// The live bytes the store may hold now: `maxSize` less what its other files take (``StoreFiles``), and
-    /// no more than leaves `minFree` free.
+    /// The live bytes the store may hold now: what the bound leaves `data.mdb` (``mapSize(forBound:)``: the
+    /// room for the other files is fixed, so no commit has to list them), and no more than leaves `minFree`
+    /// free.
     func allowedBytes() -> Int64 {
-        guard let fs = try? FileSystem.filesystemStatus(path) else { return maxSize }
-        let bound = maxSize - otherFilesBytes(fs)
+        let bound = Self.mapSize(forBound: maxSize)
+        guard let fs = try? FileSystem.filesystemStatus(path) else { return bound }
         let keep = minFree(of: fs)
         guard keep > 0, let file = try? FileSystem.status(path + "/data.mdb") else { return max(0, bound) }
         let free = Int64(fs.f_bavail) * Int64(fs.f_frsize)
         return max(0, min(bound, Int64(file.st_blocks) * 512 + free - keep))
-    }
-
-    /// The disk the store's files other than `data.mdb` take, within the bound: the space reserve at its
-    /// full size whether or not it is there now (so making it again never passes the bound), `lock.mdb` and
-    /// the writers' leases. A `readdir` of a few entries, after a commit.
-    private func otherFilesBytes(_ fs: statvfs) -> Int64 {
-        SpaceReserve.size(of: fs, maxSize: maxSize)
-            + StoreFiles.diskBytes(of: path, excluding: ["data.mdb", SpaceReserve.fileName])
-    }
-
-    /// ``otherFilesBytes(_:)`` on the filesystem as it is now.
-    private func otherFilesBytesNow() -> Int64 {
-        guard let fs = try? FileSystem.filesystemStatus(path) else { return 0 }
-        return otherFilesBytes(fs)
     }
 
     /// Called on the writer queue after each commit: queues an eviction when the live pages are above the
@@ -197,7 +184,7 @@ final class SpaceBound: Sendable {
 
     /// The `insufficientQuota` of a write of `bytes` that cannot fit in `allowed`.
     private func refusal(of bytes: Int64, doing what: String, allowed: Int64) -> CacheError {
-        let limit = allowed < maxSize - otherFilesBytesNow()
+        let limit = allowed < Self.mapSize(forBound: maxSize)
             ? "leaves less than --min-free \(minFree) bytes free on its filesystem"
             : "passes its --max-size of \(maxSize) bytes"
         return CacheError(.insufficientQuota,

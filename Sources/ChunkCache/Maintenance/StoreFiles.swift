@@ -9,12 +9,12 @@ enum StoreFiles {
     /// The folder of hand-offs, not counted.
     static let handOffFolder = "tmp"
 
-    /// The disk the store's kept files take, leaving out those named in `excluded` (top-level names).
-    /// Blocking (a `readdir` of the store directory and its few folders).
-    static func diskBytes(of storePath: String, excluding excluded: Set<String> = []) -> Int64 {
+    /// The disk the store's kept files take (`stat`'s `fileBytes`). Blocking (a `readdir` of the store
+    /// directory and its few folders).
+    static func diskBytes(of storePath: String) -> Int64 {
         var total: Int64 = 0
         try? FileSystem.forEachEntry(in: storePath) { entry in
-            guard entry.name != handOffFolder, !excluded.contains(entry.name) else { return }
+            guard entry.name != handOffFolder else { return }
             total += diskBytes(at: storePath + "/" + entry.name)
         }
         return total

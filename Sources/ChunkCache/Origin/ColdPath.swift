@@ -122,7 +122,7 @@ extension ChunkCache {
     /// the whole file its zero chunks stay holes and the result says `knownSparseRanges`; inside any other
     /// range every byte is written.
     private static func write(_ bytes: UnsafeRawBufferPointer, of filled: FilledRange, to file: FileDescriptor) throws -> MaterializationFlags {
-        guard filled.range.location == 0 && filled.range.length == filled.version.size else {
+        guard filled.version.isWhole(filled.range) else {
             try file.writeAll(toAbsoluteOffset: filled.range.location, bytes)
             return []
         }
@@ -230,7 +230,7 @@ extension ChunkCache {
     /// instead of asking for them again. Only items of origin domains have read-ahead.
     func readAhead(after served: some ServedBytes, _ item: ItemIdentifier) {
         guard served.fromOriginDomain,
-              let session = store.origins.existing(item.domain) ?? (try? originSession(of: item.domain)),
+              let session = store.origins.sessionForReadAhead(item.domain, make: { try originSession(of: item.domain) }),
               let ahead = advanceReadAhead(in: session, item, fetching: served.servedRange, size: served.servedItem.documentSize)
         else { return }
         let store = self.store

@@ -90,6 +90,23 @@ final class OriginSessions: Sendable {
     /// The session of `domain` made by an earlier fill, if any.
     func existing(_ domain: String) -> OriginSession? { sessions.withLock { $0[domain] } }
 
+    /// Domains whose session a warm fetch's read-ahead could not make (S3 credentials missing, say), until a
+    /// fill makes one: a warm fetch must not read the domain and the credentials again each time.
+    private let unavailableForReadAhead = Mutex<Set<String>>([])
+
+    /// The session a warm fetch's read-ahead uses: the existing one, else one `make` makes, unless making one
+    /// failed before.
+    func sessionForReadAhead(_ domain: String, make: () throws -> OriginSession) -> OriginSession? {
+        if let existing = existing(domain) { return existing }
+        guard !unavailableForReadAhead.withLock({ $0.contains(domain) }) else { return nil }
+        do {
+            return try make()
+        } catch {
+            unavailableForReadAhead.withLock { _ = $0.insert(domain) }
+            return nil
+        }
+    }
+
     /// The session of `domain` as `record` configures it, made anew when its settings changed.
     func session(for domain: String, _ record: DomainRecord) throws(CacheError) -> OriginSession? {
         guard let origin = record.origin else { return nil }
@@ -98,6 +115,7 @@ final class OriginSessions: Sendable {
             policy: policy.withLock { $0 })
         if let existing = sessions.withLock({ $0[domain] }), existing.settings == settings { return existing }
         let session = try OriginSession(domain: domain, settings: settings)
+        unavailableForReadAhead.withLock { _ = $0.remove(domain) }
         return sessions.withLock { sessions in
             if let existing = sessions[domain], existing.settings == settings { return existing }
             sessions[domain] = session
