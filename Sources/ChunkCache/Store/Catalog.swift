@@ -125,16 +125,18 @@ extension WriteTransaction {
         let name = changes.name
         let itemKey = Keys.item(domain: name, id: id)
         let existing: ItemRecord?
+        let versions: [VersionRecord]  // newest first
         let held: VersionRecord?
         do {
             existing = try existingFile(id, key: itemKey, domain: name, dbs)
-            held = try heldVersion(holding: content, named: requested, itemKey: itemKey, itemName: RecordNames.item(id, domain: name), dbs)
+            versions = try Catalog.versions(ofItemKey: itemKey, in: self, dbs)
+            held = try Self.heldVersion(of: versions, holding: content, named: requested, itemName: RecordNames.item(id, domain: name))
         } catch {
             try dropManifest(content.manifestID, dbs)
             throw error
         }
         if held != nil { try dropManifest(content.manifestID, dbs) }
-        if var held, let existing, try Catalog.versions(ofItemKey: itemKey, in: self, dbs).first?.contentVersion == held.contentVersion {
+        if var held, let existing, versions.first?.contentVersion == held.contentVersion {
             if let modificationDate, modificationDate != existing.contentModificationDate, modificationDate != held.matchedModificationDate {
                 held.matchedModificationDate = modificationDate
                 try put(dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: held.contentVersion), value: held.encoded())
@@ -176,19 +178,17 @@ extension WriteTransaction {
         return record
     }
 
-    /// The item's version that already holds `content`: the one `requested` names (which must hold these
-    /// bytes, content versions being immutable), or with no name, the newest version with the same root
-    /// (nil when none has it and its derived name is free).
-    @available(*, noasync)
-    private func heldVersion(
-        holding content: IngestedContent, named requested: [UInt8]?, itemKey: [UInt8], itemName: @autoclosure () -> String, _ dbs: Databases
+    /// Which of the item's `versions` (newest first) already holds `content`: the one `requested` names
+    /// (which must hold these bytes, content versions being immutable), or with no name, the newest version
+    /// with the same root (nil when none has it and its derived name is free).
+    private static func heldVersion(
+        of versions: [VersionRecord], holding content: IngestedContent, named requested: [UInt8]?, itemName: @autoclosure () -> String
     ) throws -> VersionRecord? {
         guard let requested else {
-            if let same = try Catalog.versions(ofItemKey: itemKey, in: self, dbs).first(where: { $0.root == content.root }) { return same }
-            return try heldVersion(holding: content, named: Array(content.root.description.utf8), itemKey: itemKey, itemName: itemName(), dbs)
+            if let same = versions.first(where: { $0.root == content.root }) { return same }
+            return try heldVersion(of: versions, holding: content, named: Array(content.root.description.utf8), itemName: itemName())
         }
-        guard let raw = try get(dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: requested)) else { return nil }
-        let version = try VersionRecord(decoding: raw, name: RecordNames.version(requested, of: itemName()))
+        guard let version = versions.first(where: { $0.contentVersion == requested }) else { return nil }
         guard version.root == content.root else {
             throw CacheError(.invalidArgument,
                 "version \"\(String(decoding: requested, as: UTF8.self))\" of \(itemName()) already holds other bytes; content versions are immutable: give a new --version or none")
