@@ -1,7 +1,5 @@
-import Dispatch
 import FileIO
 import Foundation
-import LMDBKit
 
 extension ChunkCache {
 
