@@ -1,7 +1,5 @@
-import Dispatch
 import FileIO
 import Foundation
-import LMDBKit
 
 extension ChunkCache {
 
@@ -68,9 +66,10 @@ extension ChunkCache {
     /// ``fetchPartialContents(for:version:request:minimalRange:aligningTo:options:destination:)`` does, on the
     /// calling thread.
     ///
-    /// This is the synchronous core the async API wraps, for callers that own their thread and cannot await
-    /// (a FUSE worker, a C caller). It blocks for the whole fetch: system calls, LMDB reads and zstd decoding,
-    /// and it cannot be cancelled. Never call it from a Swift concurrency task: use the async method there.
+    /// For callers that own their thread and cannot await (a FUSE worker, a C caller). A fetch the store
+    /// can serve runs on the calling thread as the async one does (system calls, LMDB reads, zstd decoding);
+    /// one that must go to the origin waits, blocking the thread, for the same cold path the async API
+    /// takes. It cannot be cancelled. Never call it from a Swift concurrency task: use the async method there.
     ///
     /// - Throws: The errors of the async method except `userCancelled`.
     @available(*, noasync, message: "use the async fetchPartialContents in a task")
@@ -81,16 +80,27 @@ extension ChunkCache {
     ) throws -> FetchResult {
         try Self.validate(minimalRange, of: item, alignment: alignment)
         try Catalog.validate(domain: item.domain, item: item.rawValue)
-        let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimalRange, alignment: alignment, progress: request.progress,
-                               leases: store.space.fetching)
         let store = self.store
-        var result = try throughOriginBlocking(cold, version: version?.contentVersion) { version in
-            let fetch = Fetch(item: item, version: version, minimalRange: minimalRange, alignment: alignment,
-                              options: options, request: request, destination: destination)
-            return try fetch.run(store: store, checkpoint: ChunkCheckpoint(cancellation: CancellationFlag()))
+        let job = FetchJob(item: item, minimalRange: minimalRange, alignment: alignment, options: options, request: request,
+                           destination: destination)
+        let version = version?.contentVersion
+        // The warm attempt on the calling thread: no task, no hop, nothing of the cold path allocated.
+        switch try job.attempt(version, store: store, cancellation: CancellationFlag()) {
+        case .served(var served):
+            startReadAhead(after: served, item)
+            if let progress = request.progress { served.record(progress) }
+            return served
+        case .missing(let absence):
+            let cold = try throughOriginWaiting(
+                ColdTarget(item: item, minimal: minimalRange, alignment: alignment), version: version, options: options,
+                request: request, first: absence
+            ) { version in
+                try job.attempt(version, store: store, cancellation: CancellationFlag(), readsAreHits: false)
+            }
+            var served = cold.served
+            served.record(cold.downloaded)
+            return served
         }
-        result.record(cold.counters)
-        return result
     }
 
     /// Reads the item's bytes from `offset` into `buffer`, with no temp file: the buffer-returning form of a
@@ -121,31 +131,21 @@ extension ChunkCache {
         }
         try Catalog.validate(domain: item.domain, item: item.rawValue)
         let store = self.store
-        let minimal = ByteRange(location: offset, length: Int64(buffer.count))
-        let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimal, alignment: 1, progress: request.progress,
-                               leases: store.space.fetching)
-        nonisolated(unsafe) let buffer = buffer  // filled on this thread only
-        return try throughOriginBlocking(cold, version: version?.contentVersion) { requested in
-            try Self.inFreshSnapshots(of: store, fetching: item) { txn in
-                let plan = try FetchPlanner.plan(
-                    store: store, domain: item.domain, item: item.rawValue, requested: requested, minimal: minimal,
-                    alignment: 1, options: options, request: request, in: txn)
-                let count = try BufferReader.read(plan, at: offset, into: buffer, store: store, in: txn)
-                store.usage.noteUse(of: item, recorded: plan.item.lastUsedDate, reads: plan.policyReads, store: store)
-                return ServedRead(offset: offset, fromOriginDomain: plan.fromOrigin, result: ReadResult(
-                    bytesRead: count, item: Catalog.publicItem(plan.item, domain: item.domain, version: plan.version),
-                    domainVersion: plan.domainVersion))
-            }
-        }.result
-    }
-
-    /// A read's result and where it started, for read-ahead.
-    private struct ServedRead: ServedBytes, Sendable {
-        let offset: Int64
-        let fromOriginDomain: Bool
-        let result: ReadResult
-        var servedItem: Item { result.item }
-        var servedRange: Range<Int64> { offset..<(offset + Int64(result.bytesRead)) }
+        let job = BufferReadJob(item: item, offset: offset, buffer: buffer, options: options, request: request)
+        let version = version?.contentVersion
+        // The warm attempt on the calling thread, as the blocking fetch's.
+        switch try job.attempt(version, store: store) {
+        case .served(let served):
+            startReadAhead(after: served, item)
+            return served.result
+        case .missing(let absence):
+            return try throughOriginWaiting(
+                ColdTarget(item: item, minimal: job.minimalRange, alignment: 1), version: version, options: options,
+                request: request, first: absence
+            ) { version in
+                try job.attempt(version, store: store)
+            }.served.result
+        }
     }
 
     /// Checks a partial fetch's range and alignment.
@@ -156,15 +156,12 @@ extension ChunkCache {
         }
     }
 
-    /// Which strategies a clone may use; tests narrow it to exercise each fallback.
-    static let cloneStrategies = Set(CloneStrategy.allCases)
-
     /// A fetch through the async API.
     ///
-    /// Hand-offs of up to ``FetchThresholds/inlineBytes`` are planned and assembled in one snapshot on the
-    /// calling thread: bounded, page-cache-hot work that costs less than the two thread wake-ups of a hop.
-    /// Clones and larger ranges go to the blocking pool (``runBlocking(doing:store:_:)``), which plans again in its own
-    /// snapshot. Task cancellation reaches both: it sets the flag the assembler checks before each chunk.
+    /// The warm attempt first (``FetchJob``), with nothing of the cold path allocated; what it finds absent
+    /// on an origin domain goes to the cold path (``throughOrigin(_:version:options:request:servesFromDownload:first:attempt:)``),
+    /// whose attempts are made the same way. Task cancellation reaches both: it sets the flag the assembler
+    /// checks before each chunk.
     ///
     /// - Parameter beforeChunk: Called before each chunk is read; tests set it to act at a known point.
     func fetch(
@@ -173,176 +170,55 @@ extension ChunkCache {
         inspectClone: (@Sendable (FileDescriptor) -> Void)? = nil, beforeChunk: (@Sendable (Int64) -> Void)? = nil
     ) async throws -> FetchResult {
         try Catalog.validate(domain: item.domain, item: item.rawValue)
-        // The warm path first, with nothing of the cold path's allocated until something is missing.
-        let firstMiss: ColdMiss
-        do {
-            let served = try await fetchFromStore(
-                item, version: version, minimalRange: minimalRange, alignment: alignment, options: options, request: request,
-                destination: destination, strategies: strategies, inspectClone: inspectClone, beforeChunk: beforeChunk)
-            readAhead(after: served, item)
+        let job = FetchJob(item: item, minimalRange: minimalRange, alignment: alignment, options: options, request: request,
+                           destination: destination, strategies: strategies, inspectClone: inspectClone, beforeChunk: beforeChunk)
+        let absence: Absence
+        switch try await fetchFromStore(job, version: version) {
+        case .served(let served):
+            await readAhead(after: served, item)
             return served
-        } catch let miss as ColdMiss {
-            firstMiss = miss
+        case .missing(let missing):
+            absence = missing
         }
-        let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimalRange, alignment: alignment,
-                               progress: request.progress, handOver: minimalRange != nil && destination == .handOff && beforeChunk == nil,
-                               leases: store.space.fetching)
-        var result = try await throughOrigin(cold, version: version, firstMiss: firstMiss) { version in
-            try await self.fetchFromStore(
-                item, version: version, minimalRange: minimalRange, alignment: alignment, options: options, request: request,
-                destination: destination, strategies: strategies, inspectClone: inspectClone, beforeChunk: beforeChunk,
-                afterFill: true)
+        var fromDownload: (@Sendable ([UInt8], DownloadedRange) throws -> FetchResult)?
+        if job.servesFromDownload {
+            fromDownload = { @Sendable bytes, downloaded in try self.handOffDownloaded(bytes, downloaded) }
         }
-        result.record(cold.counters)
-        return result
+        let cold = try await throughOrigin(
+            ColdTarget(item: item, minimal: minimalRange, alignment: alignment), version: version, options: options, request: request,
+            servesFromDownload: fromDownload, first: absence
+        ) { version in
+            try await self.fetchFromStore(job, version: version, afterFill: true)
+        }
+        var served = cold.served
+        served.record(cold.downloaded)
+        return served
     }
 
-    /// A fetch served from the store alone; on an origin domain, what the store lacks is a ``ColdMiss``.
-    private func fetchFromStore(
-        _ item: ItemIdentifier, version: [UInt8]?, minimalRange: ByteRange?, alignment: Int, options: FetchOptions,
-        request: FetchRequest, destination: FetchDestination, strategies: Set<CloneStrategy>,
-        inspectClone: (@Sendable (FileDescriptor) -> Void)?, beforeChunk: (@Sendable (Int64) -> Void)?, afterFill: Bool = false
-    ) async throws -> FetchResult {
+    /// One attempt at `job` from the store alone.
+    ///
+    /// Hand-offs of up to ``FetchThresholds/inlineBytes`` are planned and written in one snapshot on the
+    /// calling thread: bounded, page-cache-hot work that costs less than the two thread wake-ups of a hop.
+    /// Clones and larger ranges go to the blocking pool (``runBlocking(doing:store:_:)``), which plans again in
+    /// its own snapshot.
+    ///
+    /// - Parameter afterFill: The fetch just downloaded what it reads: its reads are not hits for eviction.
+    private func fetchFromStore(_ job: FetchJob, version: [UInt8]?, afterFill: Bool = false) async throws -> FetchOutcome<FetchResult> {
         let store = self.store
-        let fetch = Fetch(item: item, version: version, minimalRange: minimalRange, alignment: alignment, options: options,
-                          request: request, destination: destination, strategies: strategies, inspectClone: inspectClone,
-                          readsAreHits: !afterFill)
-        if Task.isCancelled { throw CacheError(.userCancelled, "the fetch of \(item) was cancelled") }
-        do {
-            let cancellation = CancellationFlag()
-            let inline = try await withTaskCancellationHandler {
-                try fetch.runIfWithin(FetchThresholds.inlineBytes, store: store,
-                                      checkpoint: ChunkCheckpoint(cancellation: cancellation, beforeChunk: beforeChunk))
-            } onCancel: {
-                cancellation.cancel()
-            }
-            if let inline { return inline }
-            return try await runBlocking(doing: "fetching \(item)", store: store.path) { cancellation in
-                try fetch.run(store: store, checkpoint: ChunkCheckpoint(cancellation: cancellation, beforeChunk: beforeChunk))
-            }
-        } catch let miss as ColdMiss {
-            // The plan knows the retrieved range now: a progress display learns how many bytes are coming.
-            if case .fill(_, let range, _, _) = miss { request.progress?.expect(range.length) }
-            throw miss
+        if Task.isCancelled { throw CacheError(.userCancelled, "the fetch of \(job.item) was cancelled") }
+        let cancellation = CancellationFlag()
+        let inline = try await withTaskCancellationHandler {
+            try job.attemptInline(version, within: FetchThresholds.inlineBytes, store: store, cancellation: cancellation,
+                                  readsAreHits: !afterFill)
+        } onCancel: {
+            cancellation.cancel()
+        }
+        if let inline { return inline }
+        return try await runBlocking(doing: "fetching \(job.item)", store: store.path) { cancellation in
+            try job.attempt(version, store: store, cancellation: cancellation, readsAreHits: !afterFill)
         }
     }
 
-    /// Runs `body` in a read snapshot. When a chunk the plan found left the cache before it was read (a
-    /// parallel worker's newer snapshot saw `verify --repair` mark it absent), `body` runs again in a fresh
-    /// snapshot, where the planner sees the loss; a fetch never reports that as `versionNoLongerAvailable` (C4).
-    static func inFreshSnapshots<R>(
-        of store: Store, fetching item: ItemIdentifier, _ body: (borrowing ReadTransaction) throws -> R
-    ) throws -> R {
-        var attempts = 0
-        while true {
-            do {
-                return try store.environment.read(body)
-            } catch let signal as any EngineSignal {
-                throw signal
-            } catch let vanished as ChunkVanished {
-                attempts += 1
-                guard attempts < maxSnapshots else {
-                    throw CacheError(.corruptData,
-                        "chunk \(vanished.index) of item \(item) kept leaving the cache while it was read; run `chunkcache verify --repair`, then retry")
-                }
-            } catch {
-                throw CacheError.wrap(error, store: store.path, doing: "fetching \(item)")
-            }
-        }
-    }
-
-    /// Snapshots a fetch tries before it gives up on chunks that keep leaving the cache.
-    static let maxSnapshots = 3
-}
-
-/// One fetch's request, as every path runs it.
-private struct Fetch: Sendable {
-    let item: ItemIdentifier
-    let version: [UInt8]?
-    let minimalRange: ByteRange?
-    let alignment: Int
-    let options: FetchOptions
-    let request: FetchRequest
-    let destination: FetchDestination
-    var strategies = ChunkCache.cloneStrategies
-    var inspectClone: (@Sendable (FileDescriptor) -> Void)?
-    /// The chunks read count as hits for the eviction policy: false when this fetch just downloaded them.
-    var readsAreHits = true
-
-    /// Plans and materializes the fetch in one snapshot: the synchronous core of every path.
-    func run(store: Store, checkpoint: ChunkCheckpoint) throws -> FetchResult {
-        try usingReserveWhenFull(store) {
-            try planned(store: store) { plan, txn in try materialize(plan, store: store, checkpoint: checkpoint, in: txn) }
-        }
-    }
-
-    /// Runs `attempt`, and once more after releasing the store's space reserve when it ran out of disk
-    /// (``SpaceReserve``): a full disk must not stop a fetch of what the store holds.
-    private func usingReserveWhenFull<R>(_ store: Store, _ attempt: () throws -> R) throws -> R {
-        do {
-            return try attempt()
-        } catch let error as CacheError where error.code == .insufficientQuota && store.reserve.release() {
-            return try attempt()
-        }
-    }
-
-    /// As ``run(store:checkpoint:)`` for a hand-off of at most `limit` bytes; nil, with nothing done but the
-    /// plan, for a clone or a longer range.
-    func runIfWithin(_ limit: Int64, store: Store, checkpoint: ChunkCheckpoint) throws -> FetchResult? {
-        try usingReserveWhenFull(store) {
-            try planned(store: store) { plan, txn in
-                guard destination == .handOff && plan.retrieved.length <= limit else { return nil }
-                return try materialize(plan, store: store, checkpoint: checkpoint, in: txn)
-            }
-        }
-    }
-
-    private func planned<R>(store: Store, _ body: (FetchPlan, borrowing ReadTransaction) throws -> R) throws -> R {
-        try ChunkCache.inFreshSnapshots(of: store, fetching: item) { txn in
-            let plan = try FetchPlanner.plan(
-                store: store, domain: item.domain, item: item.rawValue, requested: version, minimal: minimalRange,
-                alignment: alignment, options: options, request: request, in: txn)
-            return try body(plan, txn)
-        }
-    }
-
-    /// Writes a planned fetch into a new hand-off file in the store's `tmp/`, or into its destination. On any
-    /// throw, cancellation included, no file is left behind.
-    private func materialize<T: TransactionReading & ~Copyable>(
-        _ plan: FetchPlan, store: Store, checkpoint: ChunkCheckpoint, in txn: borrowing T
-    ) throws -> FetchResult {
-        var result = FetchResult(
-            url: URL(fileURLWithPath: "/"), item: Catalog.publicItem(plan.item, domain: item.domain, version: plan.version),
-            retrievedRange: plan.retrieved,
-            flags: plan.wholeFile && plan.hasZeroChunks ? .knownSparseRanges : [],
-            owner: .caller, domainVersion: plan.domainVersion, cloneStrategy: nil)
-        result.fromOriginDomain = plan.fromOrigin
-        switch destination {
-        case .handOff:
-            let (file, path) = try HandOff.createUniqueFile(in: store.tmpPath, prefix: "fetch-")
-            var keep = false
-            defer {
-                try? file.close()
-                if !keep { try? FileSystem.unlink(path) }
-            }
-            do {
-                try file.resize(to: plan.version.size)
-            } catch {
-                throw CacheError.wrap(error, store: store.path, doing: "sizing the temp file \(path)")
-            }
-            try RangeAssembler.assemble(plan, store: store, into: file, checkpoint: checkpoint, in: txn)
-            keep = true
-            result.url = URL(fileURLWithPath: path, isDirectory: false)
-        case .clone(let target, let replaceExisting):
-            result.cloneStrategy = try Destination(path: target, replaceExisting: replaceExisting).write(
-                size: plan.version.size, scratch: store.tmpPath, strategies: strategies, inspect: inspectClone
-            ) { file in
-                try RangeAssembler.assemble(plan, store: store, into: file, checkpoint: checkpoint, in: txn)
-            }
-            result.url = URL(fileURLWithPath: target, isDirectory: false)
-            result.owner = .destination
-        }
-        store.usage.noteUse(of: item, recorded: plan.item.lastUsedDate, reads: readsAreHits ? plan.policyReads : nil, store: store)
-        return result
-    }
+    /// Which strategies a clone may use; tests narrow it to exercise each fallback.
+    static let cloneStrategies = Set(CloneStrategy.allCases)
 }

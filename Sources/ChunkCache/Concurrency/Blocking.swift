@@ -14,8 +14,6 @@ func runBlocking<R: Sendable>(
                 let result = Result {
                     do {
                         return try body(cancellation)
-                    } catch let signal as any EngineSignal {
-                        throw signal
                     } catch {
                         throw CacheError.wrap(error, store: storePath, doing: what())
                     }

@@ -8,17 +8,19 @@ import LMDBKit
 enum BufferReader {
     /// Fills `buffer` with the bytes of `plan`'s version from `offset` on, stopping at EOF, and returns how
     /// many it wrote. `plan` must cover those bytes (plan it with `minimal` = `offset` and the buffer's length).
-    /// On a throw the buffer's contents are unspecified.
+    /// On a throw, or when a chunk is damaged, the buffer's contents are unspecified.
+    ///
+    /// - Returns: The count read, or on an origin domain the first stored chunk found damaged.
     static func read<T: TransactionReading & ~Copyable>(
         _ plan: FetchPlan, at offset: Int64, into buffer: UnsafeMutableRawBufferPointer, store: Store, in txn: borrowing T
-    ) throws -> Int {
+    ) throws -> BufferRead {
         let size = plan.version.size
-        guard offset < size, buffer.count > 0 else { return 0 }
+        guard offset < size, buffer.count > 0 else { return .read(0) }
         let count = Int(min(Int64(buffer.count), size - offset))
         let end = offset + Int64(count)
         let layout = plan.version.layout
         let dbs = store.dbs
-        try store.codecs.withDecoder { context in
+        return try store.codecs.withDecoder { context -> BufferRead in
             var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
             for index in (offset >> layout.shift)...((end - 1) >> layout.shift) {
                 let chunk = layout.range(ofChunk: index, length: size)
@@ -31,9 +33,10 @@ enum BufferReader {
                 case .stored(let digest):
                     let stored = try RangeAssembler.storedChunk(digest, of: plan, dbs: dbs, in: txn)
                     let whole = lower == chunk.location && upper == chunk.end
-                    let bytes = try plan.decode(
+                    guard let bytes = try plan.decode(
                         stored, rawCount: Int(chunk.length), decompressor: context.decompressor,
-                        buffer: whole ? target : context.buffer, digest: digest, index: index)
+                        buffer: whole ? target : context.buffer, digest: digest)
+                    else { return .damaged(DamagedChunk(index: index, digest: digest)) }
                     if bytes.baseAddress != UnsafeRawPointer(target.baseAddress) {
                         target.copyMemory(from: UnsafeRawBufferPointer(
                             rebasing: bytes[Int(lower - chunk.location)..<Int(upper - chunk.location)]))
@@ -42,7 +45,14 @@ enum BufferReader {
                     throw ChunkVanished(index: index)
                 }
             }
+            return .read(count)
         }
-        return count
+    }
+
+    /// What ``read(_:at:into:store:in:)`` did.
+    enum BufferRead {
+        /// How many bytes it read.
+        case read(Int)
+        case damaged(DamagedChunk)
     }
 }

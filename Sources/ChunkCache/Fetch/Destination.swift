@@ -53,28 +53,25 @@ struct Destination {
     ///     filesystem, so tests can run the copying fallbacks.
     ///   - unnamed: Whether the file may be made with `O_TMPFILE`; `false` forces the named fallback.
     ///   - inspect: Sees the finished file before it is named (tests look at its extents).
-    /// - Returns: The clone strategy, or `nil` when the file was assembled in place.
+    /// - Returns: The clone strategy (`nil` when the file was assembled in place); or, when `assemble` found a
+    ///   damaged chunk, that chunk, and the destination is left as it was.
     /// - Throws: What `assemble` throws; `fileExists` when the destination appeared meanwhile without
     ///   `replaceExisting`; the file errors of `CacheError.file`, naming the destination.
     func write(
         size: Int64, scratch: String, strategies: Set<CloneStrategy>, unnamed: Bool = !DestinationTestHooks.namedStaging,
-        inspect: ((FileDescriptor) -> Void)?, assemble: (FileDescriptor) throws -> Void
-    ) throws -> CloneStrategy? {
+        inspect: ((FileDescriptor) -> Void)?, assemble: (FileDescriptor) throws -> Assembly
+    ) throws -> Written {
         var pending = try PendingFile.create(in: directory, unnamed: unnamed)
         defer { pending.close() }
         DestinationTestHooks.stagingCreated(pending)
         let strategy: CloneStrategy?
         if let source = try cloneSource(for: pending.descriptor, scratch: scratch, strategies: strategies) {
-            defer {
-                try? source.descriptor.close()
-                try? FileSystem.unlink(source.path)
-            }
             do {
                 try source.descriptor.resize(to: size)
             } catch {
                 throw CacheError.file(error, path: source.path, doing: "sizing the temp file")
             }
-            try assemble(source.descriptor)
+            if case .damaged(let chunk) = try assemble(source.descriptor) { return .damaged(chunk) }
             do {
                 strategy = try FileCloner.clone(from: source.descriptor, to: pending.descriptor, length: size, allowed: strategies)
             } catch {
@@ -85,7 +82,7 @@ struct Destination {
         } else {
             do {
                 try pending.descriptor.resize(to: size)
-                try assemble(pending.descriptor)
+                if case .damaged(let chunk) = try assemble(pending.descriptor) { return .damaged(chunk) }
             } catch let error as Errno {
                 throw CacheError.file(error, path: path, doing: "writing the fetched bytes")
             }
@@ -97,24 +94,30 @@ struct Destination {
         } catch {
             throw CacheError.file(error, path: path, doing: "moving the file into place")
         }
-        return strategy
+        return .placed(strategy)
     }
 
-    /// A new temp file in `scratch` to assemble into and clone from, or `nil` when the destination cannot
-    /// share its blocks (then the destination is written in place).
+    /// What ``write(size:scratch:strategies:unnamed:inspect:assemble:)`` did.
+    enum Written {
+        /// The destination is in place, cloned by this strategy (nil: assembled in place).
+        case placed(CloneStrategy?)
+        /// A stored chunk failed its check on an origin domain: nothing was placed.
+        case damaged(DamagedChunk)
+    }
+
+    /// A new temp file in `scratch` to assemble into and clone from (removed when it ends), or `nil` when the
+    /// destination cannot share its blocks (then the destination is written in place).
     private func cloneSource(
         for destination: FileDescriptor, scratch: String, strategies: Set<CloneStrategy>
-    ) throws -> (descriptor: FileDescriptor, path: String)? {
+    ) throws -> OwnedFile? {
         if strategies.contains(.reflink) {
             // Another filesystem cannot share blocks: skip the probe and its temp file.
             let sameDevice = (try? FileSystem.status(scratch).st_dev) == (try? destination.status().st_dev)
             guard sameDevice else { return nil }
         }
-        let (file, path) = try HandOff.createUniqueFile(in: scratch, prefix: "fetch-")
-        if !strategies.contains(.reflink) || FileCloner.canReflink(from: file, to: destination) { return (file, path) }
-        try? file.close()
-        try? FileSystem.unlink(path)
-        return nil
+        let file = try HandOff.createOwnedFile(in: scratch, prefix: "fetch-")
+        guard !strategies.contains(.reflink) || FileCloner.canReflink(from: file.descriptor, to: destination) else { return nil }
+        return file
     }
 }
 

@@ -1,34 +1,13 @@
 import LMDBKit
 
-/// What a fetch will serve: one version of one item, and the aligned range of it.
-struct FetchPlan: Sendable {
-    let item: ItemRecord
-    let version: VersionRecord
-    let retrieved: ByteRange
-    /// The retrieved range is the whole file: zero chunks stay holes.
-    var wholeFile: Bool { version.isWhole(retrieved) }
-    /// The retrieved range holds at least one zero chunk.
-    let hasZeroChunks: Bool
-    let domainVersion: DomainVersion
-    /// The domain has an origin: a stored chunk that fails its check is downloaded again (CONTRACT §10).
-    var fromOrigin = false
-
-    /// The chunks served, for the eviction policy: only an origin domain's (the others are never evicted).
-    var policyReads: ChunkReads? {
-        guard fromOrigin, retrieved.length > 0 else { return nil }
-        let shift = version.layout.shift
-        return ChunkReads(manifestID: version.manifestID, chunks: (retrieved.location >> shift)...((retrieved.end - 1) >> shift))
-    }
-}
-
-
 extension VersionRecord {
     /// Whether `range` is the whole file: then zero chunks stay holes and a fetch says `knownSparseRanges`
     /// (CONTRACT §3), warm or cold.
     func isWhole(_ range: ByteRange) -> Bool { range.location == 0 && range.length == size }
 }
 
-/// Chooses the version and range of a fetch (CONTRACT §3–§4), reading the catalog in one snapshot.
+/// Chooses the version and range of a fetch (CONTRACT §3–§4), reading the catalog in one snapshot, and says
+/// what serves it or what is absent (``PlanOutcome``).
 enum FetchPlanner {
     /// The range to retrieve for `minimal` in a file of `size` bytes (§3): both ends clamped to `[0, size]`,
     /// the start rounded down and the end rounded up to `max(alignment, chunkSize)`, the end capped at `size`.
@@ -49,7 +28,7 @@ enum FetchPlanner {
         }
     }
 
-    /// Plans a fetch.
+    /// Plans a fetch: what serves it, or, on an origin domain, what the store lacks (CONTRACT §10).
     ///
     /// - Parameters:
     ///   - minimal: The range asked for; `nil` for the whole file.
@@ -61,7 +40,7 @@ enum FetchPlanner {
     static func plan<T: TransactionReading & ~Copyable>(
         store: Store, domain: String, item id: String, requested: [UInt8]?, minimal: ByteRange?, alignment: Int,
         options: FetchOptions, request: FetchRequest, in txn: borrowing T
-    ) throws -> FetchPlan {
+    ) throws -> PlanOutcome {
         let dbs = store.dbs
         let domainRecord = try Catalog.domain(domain, in: txn, dbs)
         if let process = request.requestingProcess, domainRecord.nonMaterializingProcesses.contains(process) {
@@ -70,7 +49,7 @@ enum FetchPlanner {
         let itemKey = Keys.item(domain: domain, id: id)
         let strict = options.contains(.strictVersioning)
         if domainRecord.origin != nil, try txn.get(dbs.items, key: itemKey) == nil {
-            throw ColdMiss.discover(pinned: strict ? requested : nil, range: minimal)
+            return .miss(.undiscovered(pinned: strict ? requested : nil, range: minimal))
         }
         let item = try Catalog.item(id, domain: domain, key: itemKey, in: txn, dbs)
         guard item.kind == .file else {
@@ -86,12 +65,12 @@ enum FetchPlanner {
         }
         if let first = order.first, let plan = try serving(
             versions[first], item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion, in: txn, dbs) {
-            return plan
+            return .serve(plan)
         }
         for index in order.thenNewest {
             if let plan = try serving(
                 versions[index], item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion, in: txn, dbs) {
-                return plan
+                return .serve(plan)
             }
         }
         let asked = requested.map { "version \"\(String(decoding: $0, as: UTF8.self))\"" } ?? "the newest version"
@@ -110,33 +89,33 @@ enum FetchPlanner {
 
     /// Plans a fetch of an origin domain, where what the store lacks is read from the origin (CONTRACT §10):
     /// the version the candidate order puts first serves when it holds the range, else it is filled
-    /// (``ColdMiss/fill(version:range:item:domainVersion:)``). A version the store does not know is asked of
-    /// the origin (``ColdMiss/discover(pinned:range:refresh:)``), strict or not: the origin may hold it, and a
+    /// (``Absence/chunks(version:range:item:domainVersion:)``). A version the store does not know is asked of
+    /// the origin (``Absence/undiscovered(pinned:range:refresh:)``), strict or not: the origin may hold it, and a
     /// stored version may be older than it, which must never serve (B6).
     private static func planFromOrigin<T: TransactionReading & ~Copyable>(
         _ versions: [VersionRecord], order: (first: Int?, thenNewest: Range<Int>), item: ItemRecord, requested: [UInt8]?,
         strict: Bool, minimal: ByteRange?, alignment: Int, domainVersion: DomainVersion, in txn: borrowing T, _ dbs: Databases
-    ) throws -> FetchPlan {
+    ) throws -> PlanOutcome {
         if requested != nil && order.first == nil {
-            throw ColdMiss.discover(pinned: strict ? requested : nil, range: minimal, refresh: true)
+            return .miss(.undiscovered(pinned: strict ? requested : nil, range: minimal, refresh: true))
         }
         if let first = order.first {
             let version = versions[first]
             if var plan = try serving(version, item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion, in: txn, dbs) {
                 plan.fromOrigin = true
-                return plan
+                return .serve(plan)
             }
-            throw ColdMiss.fill(version: version, range: retrieved(minimal, of: version, alignment: alignment), item: item,
-                                domainVersion: domainVersion)
+            return .miss(.chunks(version: version, range: retrieved(minimal, of: version, alignment: alignment), item: item,
+                                 domainVersion: domainVersion))
         }
         for index in order.thenNewest {
             if var plan = try serving(
                 versions[index], item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion, in: txn, dbs) {
                 plan.fromOrigin = true
-                return plan
+                return .serve(plan)
             }
         }
-        throw ColdMiss.discover(pinned: strict ? requested : nil, range: minimal)
+        return .miss(.undiscovered(pinned: strict ? requested : nil, range: minimal))
     }
 
     /// Which versions may serve a fetch, in the order they are tried (CONTRACT §7 "Which version serves a

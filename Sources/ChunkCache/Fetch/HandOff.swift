@@ -3,6 +3,40 @@ import Foundation
 
 /// The files a fetch hands off: private temp files in the store's `tmp/` (clones at a caller's path are ``Destination``'s).
 enum HandOff {
+    /// What ``make(size:in:fill:)`` made.
+    enum Made {
+        /// The complete file, at this path; the caller owns it now.
+        case file(String)
+        /// A stored chunk failed its check on an origin domain: no file was left.
+        case damaged(DamagedChunk)
+    }
+
+    /// Makes a hand-off file: a new file in `directory` (the store's `tmp/`), `size` bytes long, that `fill`
+    /// writes. The only place a hand-off file is made, warm (assembled from the store) or cold (written from
+    /// a download). It is kept only when `fill` returns `.complete`; on a throw or a damaged chunk it is
+    /// removed (``OwnedFile``).
+    static func make(size: Int64, in directory: String, fill: (FileDescriptor) throws -> Assembly) throws -> Made {
+        var file = try createOwnedFile(in: directory, prefix: "fetch-")
+        do {
+            try file.descriptor.resize(to: size)
+        } catch {
+            throw CacheError.file(error, path: file.path, doing: "sizing the temp file")
+        }
+        switch try fill(file.descriptor) {
+        case .complete:
+            file.keep()
+            return .file(file.path)
+        case .damaged(let chunk):
+            return .damaged(chunk)
+        }
+    }
+
+    /// As ``createUniqueFile(in:prefix:mode:)``, owned: closed, and removed unless kept, when it ends.
+    static func createOwnedFile(in directory: String, prefix: String) throws -> OwnedFile {
+        let (descriptor, path) = try createUniqueFile(in: directory, prefix: prefix)
+        return OwnedFile(descriptor, path: path)
+    }
+
     /// Creates a new, empty file in `directory` with a unique name, mode 0600 and `O_EXCL` (B4).
     static func createUniqueFile(in directory: String, prefix: String, mode: mode_t = 0o600) throws -> (FileDescriptor, String) {
         while true {

@@ -14,10 +14,13 @@ import Synchronization
 enum RangeAssembler {
     /// Writes `plan`'s range into `file`, which already has the item's full length. A single worker reads
     /// in `txn` (the snapshot the plan came from); parallel workers each open their own.
+    ///
+    /// - Returns: `.complete`, or on an origin domain the first stored chunk found damaged (the file is then
+    ///   incomplete: the caller discards it).
     static func assemble<T: TransactionReading & ~Copyable>(
         _ plan: FetchPlan, store: Store, into file: FileDescriptor, checkpoint: ChunkCheckpoint, in txn: borrowing T
-    ) throws {
-        guard plan.retrieved.length > 0 else { return }
+    ) throws -> Assembly {
+        guard plan.retrieved.length > 0 else { return .complete }
         let layout = plan.version.layout
         let first = plan.retrieved.location >> layout.shift
         let end = (plan.retrieved.end - 1) >> layout.shift + 1
@@ -25,18 +28,21 @@ enum RangeAssembler {
         let workers = try plan.retrieved.length >= FetchThresholds.parallelBytes && startsWithCompressedChunks(plan, store: store, from: first, in: txn)
             ? Int(min(count, Int64(ProcessInfo.processInfo.activeProcessorCount))) : 1
         if workers == 1 {
-            try store.codecs.withDecoder { context in
-                var run = context.runWriter(into: file)
-                let stride = max(1, FetchThresholds.releaseStrideBytes >> layout.shift)
-                for lower in Swift.stride(from: first, to: end, by: Int(stride)) {
-                    let upper = min(lower + stride, end)
-                    try writeChunks(lower..<upper, of: plan, store: store, run: &run, checkpoint: checkpoint,
-                                    context: context, in: txn)
-                    try run.flush()
-                    if upper < end { store.environment.releaseMappedPages() }
+            return try store.codecs.withDecoder { context in
+                try context.withRunWriter(into: file) { run -> Assembly in
+                    let stride = max(1, FetchThresholds.releaseStrideBytes >> layout.shift)
+                    for lower in Swift.stride(from: first, to: end, by: Int(stride)) {
+                        let upper = min(lower + stride, end)
+                        let written = try writeChunks(lower..<upper, of: plan, store: store, run: &run, checkpoint: checkpoint,
+                                                      context: context, in: txn)
+                        if case .damaged(let chunk) = written { return .damaged(chunk) }
+                        // Queued raw chunks point into the map: written before its pages are released.
+                        try run.flush()
+                        if upper < end { store.environment.releaseMappedPages() }
+                    }
+                    return .complete
                 }
             }
-            return
         }
         // Workers claim a few chunks at a time rather than a fixed share each: the calling thread starts at
         // once and the other joins when it wakes (tens of µs later), so neither waits on a straggler.
@@ -46,14 +52,19 @@ enum RangeAssembler {
             do {
                 try store.codecs.withDecoder { context in
                     try store.environment.read { txn in
-                        var run = context.runWriter(into: file, gate: gate)
-                        while let indices = claims.next() {
-                            let bytes = try writeChunks(indices, of: plan, store: store, run: &run,
-                                                        checkpoint: checkpoint, context: context, in: txn)
-                            try run.writeIfFree()
-                            if claims.add(written: bytes) { store.environment.releaseMappedPages() }
+                        try context.withRunWriter(into: file, gate: gate) { run -> Void in
+                            while let indices = claims.next() {
+                                switch try writeChunks(indices, of: plan, store: store, run: &run,
+                                                       checkpoint: checkpoint, context: context, in: txn) {
+                                case .damaged(let chunk):
+                                    claims.found(chunk)
+                                    return
+                                case .written(let bytes):
+                                    try run.writeIfFree()
+                                    if claims.add(written: bytes) { store.environment.releaseMappedPages() }
+                                }
+                            }
                         }
-                        try run.flush()
                     }
                 }
             } catch {
@@ -61,6 +72,7 @@ enum RangeAssembler {
             }
         }
         if let error = claims.failure { throw error }
+        return claims.damaged.map { .damaged($0) } ?? .complete
     }
 
     /// Whether one of the first stored chunks from `first` on is compressed
@@ -90,13 +102,19 @@ enum RangeAssembler {
         return stored
     }
 
-    /// Queues chunks `indices` of `plan` on `run` (which writes some as it fills) and returns their stored
-    /// bytes (zero chunks not counted). Whatever `run` still holds must be written before `txn` ends.
-    @discardableResult
+    /// What ``writeChunks(_:of:store:run:checkpoint:context:in:)`` did.
+    private enum Written {
+        /// Every chunk queued: their stored bytes (zero chunks not counted).
+        case written(Int64)
+        /// A chunk failed its check on an origin domain; the chunks after it were not queued.
+        case damaged(DamagedChunk)
+    }
+
+    /// Queues chunks `indices` of `plan` on `run` (which writes some as it fills).
     private static func writeChunks<T: TransactionReading & ~Copyable>(
         _ indices: Range<Int64>, of plan: FetchPlan, store: Store, run: inout RunWriter,
         checkpoint: ChunkCheckpoint, context: CodecPool.DecodeContext, in txn: borrowing T
-    ) throws -> Int64 {
+    ) throws -> Written {
         let layout = plan.version.layout
         let size = plan.version.size
         let dbs = store.dbs
@@ -113,16 +131,17 @@ enum RangeAssembler {
                 if !plan.wholeFile { try run.append(ZeroBytes.prefix(length), at: range.location) }
             case .stored(let digest):
                 let stored = try storedChunk(digest, of: plan, dbs: dbs, in: txn)
-                let bytes = try plan.decode(
+                guard let bytes = try plan.decode(
                     stored, rawCount: length, decompressor: context.decompressor,
-                    buffer: try run.space(length, at: range.location), digest: digest, index: index)
+                    buffer: try run.space(length, at: range.location), digest: digest)
+                else { return .damaged(DamagedChunk(index: index, digest: digest)) }
                 try run.append(bytes, at: range.location)
                 written += range.length
             case .absent:
                 throw ChunkVanished(index: index)
             }
         }
-        return written
+        return .written(written)
     }
 }
 
@@ -164,6 +183,7 @@ private final class ChunkClaims: Sendable {
     private let written = Atomic<Int64>(0)
     private let stopped = Atomic<Bool>(false)
     private let firstError = Mutex<(any Error)?>(nil)
+    private let firstDamaged = Mutex<DamagedChunk?>(nil)
 
     init(first: Int64, end: Int64, claim: Int64) {
         nextIndex = Atomic(first)
@@ -192,4 +212,12 @@ private final class ChunkClaims: Sendable {
     }
 
     var failure: (any Error)? { firstError.withLock { $0 } }
+
+    /// Stops every worker: a chunk failed its check, so the range cannot be completed from the store.
+    func found(_ chunk: DamagedChunk) {
+        stopped.store(true, ordering: .relaxed)
+        firstDamaged.withLock { if $0 == nil { $0 = chunk } }
+    }
+
+    var damaged: DamagedChunk? { firstDamaged.withLock { $0 } }
 }

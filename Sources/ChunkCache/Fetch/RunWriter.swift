@@ -12,8 +12,10 @@ import Glibc
 /// share a file also share a ``WriteGate``: a worker finding it taken keeps its runs and decodes more
 /// instead, and waits only when its staging buffer or vectors are full. Raw chunks are written straight from
 /// where they lie (LMDB's map, the zero buffer); decoded ones wait in `staging` until they are written.
-/// Everything queued must stay valid until ``flush()``: call it before the read transaction the chunks came
-/// from ends.
+///
+/// Everything queued must stay valid until it is written, so a fetch gets its writer only from
+/// ``CodecPool/DecodeContext/withRunWriter(into:gate:_:)``, called inside the read transaction the chunks
+/// come from: the writer cannot leave that call, and what it still holds is written when the call returns.
 struct RunWriter: ~Copyable {
     /// Where a run of consecutive bytes starts: its file offset and its first vector.
     struct RunStart {
@@ -108,6 +110,22 @@ struct RunWriter: ~Copyable {
     private mutating func makeRoom(at offset: Int64) throws(Errno) {
         let continuesRun = queued > 0 && offset == runEnd
         if queued == vectors.count || (!continuesRun && runs == runStarts.count) { try flush() }
+    }
+}
+
+extension CodecPool.DecodeContext {
+    /// Runs `body` with a writer of runs into `file` that uses this context's buffers, and writes what it
+    /// still holds when `body` returns. Call it inside the read transaction the queued chunks come from.
+    /// On a throw nothing more is written: the caller discards the file.
+    ///
+    /// - Parameter gate: Shared by every worker writing `file`; nil when this is the only one.
+    func withRunWriter<R>(
+        into file: FileDescriptor, gate: WriteGate? = nil, _ body: (inout RunWriter) throws -> R
+    ) throws -> R {
+        var run = RunWriter(file: file, gate: gate, staging: buffer, vectors: vectors, runStarts: runStarts)
+        let result = try body(&run)
+        try run.flush()
+        return result
     }
 }
 

@@ -69,6 +69,7 @@ final class ChunkSink: @unchecked Sendable {
         counters.received(bytes.count)
         let shift = version.layout.shift
         var position = offset
+        var forDirect: [(index: Int64, raw: [UInt8], expected: ChunkDigest?)] = []
         try bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws in
             var consumed = 0
             while consumed < raw.count {
@@ -85,7 +86,7 @@ final class ChunkSink: @unchecked Sendable {
                     }
                     current?.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[consumed..<(consumed + take)]))
                     if position + Int64(take) == chunkEnd, let done = current, let chunk = claimed.removeValue(forKey: index) {
-                        if let direct, direct.wants(index) { direct.take(index, done.bytes, expected: chunk.expected) }
+                        if let direct, direct.wants(index) { forDirect.append((index, done.bytes, chunk.expected)) }
                         batch.append((chunk, done.bytes))
                         batchSize += done.bytes.count
                         current = nil
@@ -94,6 +95,9 @@ final class ChunkSink: @unchecked Sendable {
                 consumed += take
                 position += Int64(take)
             }
+        }
+        if let direct {
+            for chunk in forDirect { await direct.take(chunk.index, chunk.raw, expected: chunk.expected) }
         }
         if batchSize >= Self.batchBytes || batch.contains(where: { $0.chunk.flight.isAwaited }) {
             try await commitBatch()

@@ -18,13 +18,13 @@ struct ColdFill: Sendable {
     /// The most bytes one request asks for.
     static let maxRequestBytes: Int64 = 8 << 20
 
-    /// What a discovery learned, and the fetch's bytes when they were handed over before being stored.
+    /// What a discovery learned, and the fetch's bytes when it is served from its download, before they are stored.
     struct Discovered: Sendable {
         let version: VersionRecord
         let item: ItemRecord
         let domainVersion: DomainVersion
         /// The retrieved range of the fetch and its bytes (``DirectBytes``), or nil: plan again.
-        let handedOver: (range: ByteRange, bytes: [UInt8])?
+        let downloaded: (range: ByteRange, bytes: [UInt8])?
     }
 
     /// Discovers the item with one ranged GET of the range a fetch of `minimal` retrieves (its first 8 MiB;
@@ -70,17 +70,17 @@ struct ColdFill: Sendable {
                             let version = recorded.version
                             let end = min(range.upperBound, object.size)
                             let chunks = try self.claimAbsent(of: version, in: ByteRange(location: range.lowerBound, length: max(0, end - range.lowerBound))).mine
-                            var handOver: DirectBytes?
+                            var directBytes: DirectBytes?
                             if direct, let minimal {
                                 let retrieved = version.layout.retrievedRange(for: minimal, aligningTo: Int64(alignment), length: object.size)
                                 let claimedIndices = Set(chunks.map(\.index))
                                 let indices = retrieved.length > 0 ? Array((retrieved.location >> version.layout.shift)...((retrieved.end - 1) >> version.layout.shift)) : []
                                 if retrieved.length > 0 && retrieved.length <= FetchThresholds.inlineBytes && indices.allSatisfy(claimedIndices.contains) {
-                                    handOver = DirectBytes(range: retrieved, chunkShift: version.layout.shift)
+                                    directBytes = DirectBytes(range: retrieved, chunkShift: version.layout.shift, store: store.path)
                                 }
                             }
                             state.set(recorded, sink: ChunkSink(store: store, version: version, item: item, session: session, claimed: chunks,
-                                                                counters: counters, direct: handOver), direct: handOver)
+                                                                counters: counters, direct: directBytes), direct: directBytes)
                             session.discoveries.finish(item, flight, with: .success(()))
                         },
                         deliver: { offset, bytes in try await state.sink?.deliver(offset, bytes) })
@@ -104,15 +104,15 @@ struct ColdFill: Sendable {
                 do {
                     let bytes = try await direct.wait()
                     return Discovered(version: recorded.version, item: recorded.item, domainVersion: recorded.domainVersion,
-                                      handedOver: (direct.range, bytes))
+                                      downloaded: (direct.range, bytes))
                 } catch is CancellationError where Task.isCancelled {
                     throw CancellationError()
                 } catch {
-                    // The hand-over failed with the download: its own error follows.
+                    // Serving from the download failed with the download: its own error follows.
                 }
             }
             try await finished()
-            return Discovered(version: recorded.version, item: recorded.item, domainVersion: recorded.domainVersion, handedOver: nil)
+            return Discovered(version: recorded.version, item: recorded.item, domainVersion: recorded.domainVersion, downloaded: nil)
         } catch {
             download.cancel()
             // The download's own failure says more than a waiter's.
@@ -137,7 +137,7 @@ struct ColdFill: Sendable {
     /// - Parameter direct: The caller can take the range's bytes before they are stored: when this fill
     ///   downloads every chunk of a range of at most ``FetchThresholds/inlineBytes``, it returns them as soon
     ///   as they arrive (checked against known hashes) and the chunks are stored behind it.
-    /// - Returns: The range's bytes when they were handed over directly; nil when they are in the store.
+    /// - Returns: The range's bytes when the fetch is served from its download; nil when they are in the store.
     func fill(_ version: VersionRecord, range: ByteRange, ahead: Range<Int64>?, direct: Bool = false) async throws -> [UInt8]? {
         let needed = try claimAbsent(of: version, in: range)
         var extra: [ClaimedChunk] = []
@@ -145,17 +145,17 @@ struct ColdFill: Sendable {
             extra = try claimAbsent(of: version, in: ByteRange(location: ahead.lowerBound, length: Int64(ahead.count))).mine
         }
         let chunksInRange = range.length > 0 ? ((range.end - 1) >> version.layout.shift) - (range.location >> version.layout.shift) + 1 : 0
-        let handOver = direct && range.length > 0 && range.length <= FetchThresholds.inlineBytes
+        let directBytes = direct && range.length > 0 && range.length <= FetchThresholds.inlineBytes
             && needed.mine.count == chunksInRange && needed.awaited.count == needed.mine.count
-            ? DirectBytes(range: range, chunkShift: version.layout.shift) : nil
+            ? DirectBytes(range: range, chunkShift: version.layout.shift, store: store.path) : nil
         let urgent = Set(needed.mine.map(\.index))
         var ownDownloads: [Task<Void, Never>] = []
         for run in Self.runs(of: needed.mine + extra, chunkShift: version.layout.shift) {
-            let task = startDownload(run, of: version, direct: handOver)
+            let task = startDownload(run, of: version, direct: directBytes)
             if run.contains(where: { urgent.contains($0.index) }) { ownDownloads.append(task) }
         }
         do {
-            if let handOver, let bytes = try? await handOver.wait() { return bytes }
+            if let directBytes, let bytes = try? await directBytes.wait() { return bytes }
             for flight in needed.awaited { try await flight.wait() }
             return nil
         } catch let error as CancellationError where Task.isCancelled {

@@ -4,7 +4,8 @@ import Foundation
 import LMDBKit
 import OriginKit
 
-/// What a fetch tells the cold path about itself.
+/// What a fetch tells the cold path about itself. Made in one place, where the cold path starts
+/// (``ChunkCache/throughOrigin(_:version:options:request:servesFromDownload:first:attempt:)``).
 struct ColdRequest: Sendable {
     let item: ItemIdentifier
     let strict: Bool
@@ -12,21 +13,28 @@ struct ColdRequest: Sendable {
     let minimal: ByteRange?
     let alignment: Int
     let counters: DownloadProgress
-    /// The fetch returns a hand-off file and may take its bytes before they are stored (``DirectBytes``).
-    let handOver: Bool
+    /// The fetch may be served from the bytes it downloads, before they are stored (``DirectBytes``).
+    let servesFromDownload: Bool
     /// The fetch's claim on what it downloads, which eviction spares until the fetch ends.
     let lease: FetchLeases.Lease
 
-    init(item: ItemIdentifier, strict: Bool, minimal: ByteRange?, alignment: Int, progress: DownloadProgress?, handOver: Bool = false,
-         leases: FetchLeases) {
-        self.handOver = handOver
+    fileprivate init(_ target: ColdTarget, options: FetchOptions, request: FetchRequest, servesFromDownload: Bool, leases: FetchLeases) {
+        item = target.item
+        strict = options.contains(.strictVersioning)
+        minimal = target.minimal
+        alignment = target.alignment
+        counters = request.progress ?? DownloadProgress()
+        self.servesFromDownload = servesFromDownload
         lease = leases.lease()
-        self.item = item
-        self.strict = strict
-        self.minimal = minimal
-        self.alignment = alignment
-        counters = progress ?? DownloadProgress()
     }
+}
+
+/// What a fetch on the cold path reads: the item, and the range asked for (nil: the whole file) with its
+/// alignment.
+struct ColdTarget: Sendable {
+    let item: ItemIdentifier
+    let minimal: ByteRange?
+    let alignment: Int
 }
 
 /// The bytes a fetch served, for the read-ahead that follows it.
@@ -52,76 +60,112 @@ extension ChunkCache {
         await store.origins.waitUntilStored()
     }
 
-    /// Runs `attempt` (a fetch from the store) and, while it misses on an origin domain, fills what it lacks
-    /// from the origin and runs it again, with the version the origin named when it discovered one. A
-    /// hand-off of a small range whose every chunk this fetch downloads is written from the downloaded bytes
-    /// at once, the chunks stored behind it (``DirectBytes``).
+    /// The cold path, one loop for async and blocking callers: fills what a fetch of an origin domain lacks
+    /// from the origin (`first`, what the caller's warm attempt missed), then runs `attempt` (a fetch from
+    /// the store) again, with the version the origin named when it discovered one, until it serves. A
+    /// fetch that may be served from its download (a hand-off of a small range whose every chunk it
+    /// downloads) is written from the downloaded bytes at once, the chunks stored behind it
+    /// (``DirectBytes``, `servesFromDownload`). Read-ahead starts once, after the fetch is served.
     ///
-    /// - Parameter firstMiss: What a first attempt, made by the caller, lacked.
-    func throughOrigin(
-        _ request: ColdRequest, version: [UInt8]?, firstMiss: ColdMiss? = nil,
-        _ attempt: @Sendable ([UInt8]?) async throws -> FetchResult
-    ) async throws -> FetchResult {
+    /// - Returns: What served the fetch, and what it downloaded.
+    func throughOrigin<Served: ServedBytes & Sendable>(
+        _ target: ColdTarget, version: [UInt8]?, options: FetchOptions, request: FetchRequest,
+        servesFromDownload: (@Sendable ([UInt8], DownloadedRange) throws -> Served)? = nil, first: Absence,
+        attempt: @Sendable ([UInt8]?) async throws -> FetchOutcome<Served>
+    ) async throws -> (served: Served, downloaded: DownloadProgress) {
+        let cold = ColdRequest(target, options: options, request: request, servesFromDownload: servesFromDownload != nil,
+                               leases: store.space.fetching)
         var version = version
         var readAheadDone = false
-        var miss = firstMiss
-        var rounds = ColdRounds(item: request.item)
-        // Eviction spares what this fetch downloads until it has read it (PolicyProtection). A warm fetch
-        // never went to the origin and holds nothing: it takes no lock here.
-        defer { if rounds.wentToOrigin { request.lease.end() } }
+        var absence: Absence? = first
+        var rounds = ColdRounds(item: target.item)
+        // Eviction spares what this fetch downloads until it has read it (PolicyProtection).
+        defer { if rounds.wentToOrigin { cold.lease.end() } }
         while true {
-            if let pending = miss {
-                miss = nil
-                try rounds.count(pending)
-                switch try await coldFill(pending, request, readAheadDone: &readAheadDone) {
+            if let missing = absence {
+                absence = nil
+                try rounds.count(missing)
+                // The plan knows the retrieved range now: a progress display learns how many bytes are coming.
+                if case .chunks(_, let range, _, _) = missing { request.progress?.expect(range.length) }
+                switch try await coldFill(missing, cold, readAheadDone: &readAheadDone) {
                 case .planAgain: break
-                case .serve(let discovered): version = discovered
-                case .moveOn: miss = .discover(pinned: nil, range: request.minimal, refresh: true)
-                case .handOver(let bytes, let filled):
-                    let served = try handOff(bytes, filled)
-                    if !readAheadDone { readAhead(after: served, request.item) }
-                    return served
+                case .planVersion(let discovered): version = discovered
+                case .moveOn: absence = .undiscovered(pinned: nil, range: cold.minimal, refresh: true)
+                case .servedFromDownload(let bytes, let downloaded):
+                    // Only a fetch that gave `servesFromDownload` is offered its downloaded bytes.
+                    let served = try servesFromDownload!(bytes, downloaded)
+                    if !readAheadDone { await readAhead(after: served, target.item) }
+                    return (served, cold.counters)
                 }
                 continue
             }
-            do {
-                let served = try await attempt(version)
-                if !readAheadDone { readAhead(after: served, request.item) }
-                return served
-            } catch let cold as ColdMiss {
-                miss = cold
+            switch try await attempt(version) {
+            case .served(let served):
+                if !readAheadDone { await readAhead(after: served, target.item) }
+                return (served, cold.counters)
+            case .missing(let missing):
+                absence = missing
             }
         }
     }
 
-    /// Writes downloaded bytes into a new hand-off file, at their own offsets in a file of the item's size.
-    /// Bounded work (at most ``FetchThresholds/inlineBytes``) on the calling thread, as warm hand-offs are.
-    private func handOff(_ bytes: [UInt8], _ filled: FilledRange) throws -> FetchResult {
+    /// The cold path for a caller that owns its thread and cannot await (``throughOrigin(_:version:options:request:servesFromDownload:first:attempt:)``
+    /// as a task the thread waits for): each `attempt` runs on the blocking pool.
+    @available(*, noasync)
+    func throughOriginWaiting<Served: ServedBytes & Sendable>(
+        _ target: ColdTarget, version: [UInt8]?, options: FetchOptions, request: FetchRequest, first: Absence,
+        attempt: @escaping @Sendable ([UInt8]?) throws -> FetchOutcome<Served>
+    ) throws -> (served: Served, downloaded: DownloadProgress) {
+        let storePath = store.path
+        return try Self.waitFor {
+            try await self.throughOrigin(target, version: version, options: options, request: request, first: first) { version in
+                try await runBlocking(doing: "fetching \(target.item)", store: storePath) { try attempt(version) }
+            }
+        }
+    }
+
+    /// Runs `body` as a task and waits for it on the calling thread, which is not a Swift concurrency thread.
+    @available(*, noasync)
+    private static func waitFor<R: Sendable>(_ body: @escaping @Sendable () async throws -> R) throws -> R {
+        let done = DispatchSemaphore(value: 0)
+        let outcome = ResultBox<R>()
+        Task {
+            outcome.set(await Result { try await body() })
+            done.signal()
+        }
+        done.wait()
+        return try outcome.get()
+    }
+
+    /// Writes the bytes a fetch downloaded into its hand-off file (``HandOff/make(size:in:fill:)``), at
+    /// their own offsets in a file of the item's size: the fetch is served from its download while the
+    /// chunks are stored behind it. Bounded work (at most ``FetchThresholds/inlineBytes``) on the calling
+    /// thread, as warm hand-offs are.
+    func handOffDownloaded(_ bytes: [UInt8], _ downloaded: DownloadedRange) throws -> FetchResult {
         let store = self.store
         do {
-            let (file, path) = try HandOff.createUniqueFile(in: store.tmpPath, prefix: "fetch-")
-            var keep = false
-            defer {
-                try? file.close()
-                if !keep { try? FileSystem.unlink(path) }
+            var flags: MaterializationFlags = []
+            let made = try HandOff.make(size: downloaded.version.size, in: store.tmpPath) { file in
+                flags = try bytes.withUnsafeBytes { try Self.write($0, of: downloaded, to: file) }
+                return .complete
             }
-            try file.resize(to: filled.version.size)
-            let flags = try bytes.withUnsafeBytes { try Self.write($0, of: filled, to: file) }
-            keep = true
-            store.usage.noteUse(of: ItemIdentifier(domain: filled.domain, filled.item.identifier), recorded: filled.item.lastUsedDate, store: store)
+            guard case .file(let path) = made else { preconditionFailure("downloaded bytes are never damaged") }
+            store.usage.noteUse(of: ItemIdentifier(domain: downloaded.domain, downloaded.item.identifier),
+                                recorded: downloaded.item.lastUsedDate, store: store)
             return FetchResult(
                 url: URL(fileURLWithPath: path, isDirectory: false),
-                item: Catalog.publicItem(filled.item, domain: filled.domain, version: filled.version), retrievedRange: filled.range,
-                flags: flags, owner: .caller, domainVersion: filled.domainVersion, cloneStrategy: nil, fromOriginDomain: true)
+                item: Catalog.publicItem(downloaded.item, domain: downloaded.domain, version: downloaded.version),
+                retrievedRange: downloaded.range, flags: flags, owner: .caller, domainVersion: downloaded.domainVersion,
+                cloneStrategy: nil, fromOriginDomain: true)
         } catch {
-            throw CacheError.wrap(error, store: store.path, doing: "writing the downloaded range of \(filled.item.identifier)")
+            throw CacheError.wrap(error, store: store.path, doing: "writing the downloaded range of \(downloaded.item.identifier)")
         }
     }
 
     /// Writes a filled range's bytes at their offsets, by the warm path's rule (CONTRACT §3): when the range is
     /// the whole file its zero chunks stay holes and the result says `knownSparseRanges`; inside any other
     /// range every byte is written.
-    private static func write(_ bytes: UnsafeRawBufferPointer, of filled: FilledRange, to file: FileDescriptor) throws -> MaterializationFlags {
+    private static func write(_ bytes: UnsafeRawBufferPointer, of filled: DownloadedRange, to file: FileDescriptor) throws -> MaterializationFlags {
         guard filled.version.isWhole(filled.range) else {
             try file.writeAll(toAbsoluteOffset: filled.range.location, bytes)
             return []
@@ -139,8 +183,8 @@ extension ChunkCache {
         return flags
     }
 
-    /// A range filled from the origin, for a hand-off written from its bytes.
-    struct FilledRange: Sendable {
+    /// A range downloaded from the origin, for a hand-off written from its bytes.
+    struct DownloadedRange: Sendable {
         let domain: String
         let item: ItemRecord
         let version: VersionRecord
@@ -150,42 +194,46 @@ extension ChunkCache {
 
     /// What a fetch does after a fill.
     enum ColdStep: Sendable {
-        /// The range's bytes, downloaded by this fetch: written to its hand-off while they are stored.
-        case handOver([UInt8], FilledRange)
+        /// The range's bytes, downloaded by this fetch: the fetch is served from them while they are stored.
+        case servedFromDownload([UInt8], DownloadedRange)
         /// Plan again with the same version.
         case planAgain
         /// Plan again with this version, the one the origin holds.
-        case serve([UInt8])
+        case planVersion([UInt8])
         /// The origin moved on from the version being filled: discover the one it holds now (non-strict).
         case moveOn
     }
 
-    /// Fills one miss from the origin, mapping the origin's failures to the errors CONTRACT §10 names.
-    func coldFill(_ miss: ColdMiss, _ request: ColdRequest, readAheadDone: inout Bool) async throws -> ColdStep {
+    /// Fills one absence from the origin, mapping the origin's failures to the errors CONTRACT §10 names.
+    func coldFill(_ absence: Absence, _ request: ColdRequest, readAheadDone: inout Bool) async throws -> ColdStep {
         let store = self.store
         let item = request.item
-        let session = try originSession(of: item.domain)
+        // The session and the read-ahead read LMDB: on the blocking pool, in one hop.
+        let startsReadAhead = !readAheadDone
+        let (session, ahead) = try await runBlocking(doing: "starting a fetch of \(item) from its origin", store: store.path) { () -> (OriginSession, Range<Int64>?) in
+            let session = try self.originSession(of: item.domain)
+            guard startsReadAhead, case .chunks(let version, let range, _, _) = absence else { return (session, nil) }
+            return (session, self.advanceReadAhead(in: session, item, fetching: range.location..<range.end, size: version.size))
+        }
         let fill = ColdFill(store: store, session: session, item: item.rawValue, counters: request.counters)
         do {
-            switch miss {
-            case .discover(let pinned, let minimal, let refresh):
+            switch absence {
+            case .undiscovered(let pinned, let minimal, let refresh):
                 guard let found = try await fill.discover(
-                    pinned: pinned, minimal: minimal, alignment: request.alignment, refresh: refresh, direct: request.handOver)
+                    pinned: pinned, minimal: minimal, alignment: request.alignment, refresh: refresh, direct: request.servesFromDownload)
                 else { return .planAgain }
-                guard let (range, bytes) = found.handedOver else { return .serve(found.version.contentVersion) }
-                return .handOver(bytes, FilledRange(domain: item.domain, item: found.item, version: found.version, range: range,
-                                                    domainVersion: found.domainVersion))
-            case .fill(let version, let range, let record, let domainVersion):
+                guard let (range, bytes) = found.downloaded else { return .planVersion(found.version.contentVersion) }
+                return .servedFromDownload(bytes, DownloadedRange(domain: item.domain, item: found.item, version: found.version, range: range,
+                                                                  domainVersion: found.domainVersion))
+            case .chunks(let version, let range, let record, let domainVersion):
                 request.lease.protect(version, range)
-                var ahead: Range<Int64>?
-                if !readAheadDone {
-                    ahead = advanceReadAhead(in: session, item, fetching: range.location..<range.end, size: version.size)
-                    readAheadDone = true
-                }
-                guard let bytes = try await fill.fill(version, range: range, ahead: ahead, direct: request.handOver) else { return .planAgain }
-                return .handOver(bytes, FilledRange(domain: item.domain, item: record, version: version, range: range, domainVersion: domainVersion))
-            case .replace(let version, let index, let digest):
-                try await fill.replace(version, index: index, digest: digest)
+                if startsReadAhead { readAheadDone = true }
+                guard let bytes = try await fill.fill(version, range: range, ahead: ahead, direct: request.servesFromDownload)
+                else { return .planAgain }
+                return .servedFromDownload(bytes, DownloadedRange(domain: item.domain, item: record, version: version, range: range,
+                                                                  domainVersion: domainVersion))
+            case .damaged(let version, let chunk):
+                try await fill.replace(version, index: chunk.index, digest: chunk.digest)
                 return .planAgain
             }
         } catch let failure as OriginFailure {
@@ -215,7 +263,7 @@ extension ChunkCache {
         return step.ahead
     }
 
-    /// The origin session of `domain`.
+    /// The origin session of `domain`. Reads the domain's record: blocking work.
     func originSession(of domain: String) throws -> OriginSession {
         let store = self.store
         let record = try store.environment.read { txn in try Catalog.domain(domain, in: txn, store.dbs) }
@@ -226,9 +274,17 @@ extension ChunkCache {
     }
 
     /// Records a served fetch for its item's read-ahead and starts downloading what comes next, without
-    /// waiting for it. The chunks are claimed before this returns, so the next fetch finds them in flight
-    /// instead of asking for them again. Only items of origin domains have read-ahead.
-    func readAhead(after served: some ServedBytes, _ item: ItemIdentifier) {
+    /// waiting for the download. Its LMDB reads run on the blocking pool; a fetch of a domain without an
+    /// origin (which has no read-ahead) costs nothing here.
+    func readAhead(after served: some ServedBytes & Sendable, _ item: ItemIdentifier) async {
+        guard served.fromOriginDomain else { return }
+        try? await runBlocking(doing: "reading ahead in \(item)", store: store.path) { self.startReadAhead(after: served, item) }
+    }
+
+    /// ``readAhead(after:_:)`` on the calling thread, which may block (a blocking fetch's, or the pool's).
+    /// The chunks are claimed before this returns, so the next fetch finds them in flight instead of asking
+    /// for them again. Only items of origin domains have read-ahead.
+    func startReadAhead(after served: some ServedBytes, _ item: ItemIdentifier) {
         guard served.fromOriginDomain,
               let session = store.origins.sessionForReadAhead(item.domain, make: { try originSession(of: item.domain) }),
               let ahead = advanceReadAhead(in: session, item, fetching: served.servedRange, size: served.servedItem.documentSize)
@@ -244,7 +300,6 @@ extension ChunkCache {
             if let version { try fill.prefetch(version, ahead: ahead) }
         }
     }
-
 }
 
 /// How many times one fetch went to its origin, and when it gives up (as `transient`).
@@ -267,8 +322,8 @@ struct ColdRounds {
 
     init(item: ItemIdentifier) { self.item = item }
 
-    mutating func count(_ miss: ColdMiss) throws(CacheError) {
-        if case .fill = miss {
+    mutating func count(_ absence: Absence) throws(CacheError) {
+        if case .chunks = absence {
             fills += 1
             guard fills <= Self.maxFills else {
                 throw CacheError(.transient,
@@ -280,5 +335,18 @@ struct ColdRounds {
                 throw CacheError(.transient, "item \(item) kept changing at its origin while it was fetched; retry")
             }
         }
+    }
+}
+
+/// A result handed from a task to a waiting thread (set once, read after a semaphore: `@unchecked Sendable`).
+private final class ResultBox<R>: @unchecked Sendable {
+    private var result: Result<R, any Error>?
+    func set(_ result: Result<R, any Error>) { self.result = result }
+    func get() throws -> R { try result!.get() }
+}
+
+extension Result where Failure == any Error {
+    init(_ body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
     }
 }

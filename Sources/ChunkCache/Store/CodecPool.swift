@@ -29,11 +29,6 @@ final class CodecPool: Sendable {
             vectors.deallocate()
             runStarts.deallocate()
         }
-
-        /// A writer of runs into `file` using this context's buffers; `gate` when other workers write it too.
-        func runWriter(into file: FileDescriptor, gate: WriteGate? = nil) -> RunWriter {
-            RunWriter(file: file, gate: gate, staging: buffer, vectors: vectors, runStarts: runStarts)
-        }
     }
 
     private let chunkSize: Int

@@ -1,0 +1,76 @@
+import ZstdKit
+
+/// What planning a fetch decided (``FetchPlanner/plan(store:domain:item:requested:minimal:alignment:options:request:in:)``):
+/// the plan that serves it from the store, or what the store lacks, which only an origin domain's fetch can
+/// fill (CONTRACT §10).
+enum PlanOutcome: Sendable {
+    case serve(FetchPlan)
+    case miss(Absence)
+}
+
+/// What a fetch of an origin domain found absent, planning or reading: the cold path
+/// (``ChunkCache/throughOrigin(_:version:options:request:servesFromDownload:first:attempt:)``) fills it from
+/// the origin, then the fetch plans again.
+enum Absence: Sendable {
+    /// The store does not hold the item, or not the version asked for: one ranged GET of `range` (or of the
+    /// range's first chunks) tells its size and version and brings the first bytes.
+    /// - pinned: the version the origin must have (a strict fetch's), nil for whatever it holds now.
+    /// - refresh: the store's version is stale (the origin moved on): ask even though the item is known.
+    case undiscovered(pinned: [UInt8]?, range: ByteRange?, refresh: Bool = false)
+    /// The version is known but chunks of `range` are absent (of `item`, in the domain at `domainVersion`).
+    case chunks(version: VersionRecord, range: ByteRange, item: ItemRecord, domainVersion: DomainVersion)
+    /// A stored chunk of `version` failed its check on read: it is downloaded again and replaces the damaged copy.
+    case damaged(version: VersionRecord, DamagedChunk)
+}
+
+/// A stored chunk that failed its check (XXH3 or the zstd frame checksum) while a fetch read it.
+struct DamagedChunk: Sendable, Equatable {
+    let index: Int64
+    let digest: ChunkDigest
+}
+
+/// What writing or reading a plan's chunks came to: every chunk done, or, on an origin domain, a stored chunk
+/// that failed its check (elsewhere that is `corruptData`, thrown). The fetch then has nothing to show: a
+/// hand-off file or a clone is removed, and the chunk is downloaded again (``Absence/damaged(version:_:)``).
+enum Assembly: Sendable, Equatable {
+    case complete
+    case damaged(DamagedChunk)
+}
+
+/// What a fetch will serve: one version of one item, and the aligned range of it.
+struct FetchPlan: Sendable {
+    let item: ItemRecord
+    let version: VersionRecord
+    let retrieved: ByteRange
+    /// The retrieved range is the whole file: zero chunks stay holes.
+    var wholeFile: Bool { version.isWhole(retrieved) }
+    /// The retrieved range holds at least one zero chunk.
+    let hasZeroChunks: Bool
+    let domainVersion: DomainVersion
+    /// The domain has an origin: a stored chunk that fails its check is downloaded again (CONTRACT §10).
+    var fromOrigin = false
+
+    /// The chunks served, for the eviction policy: only an origin domain's (the others are never evicted).
+    var policyReads: ChunkReads? {
+        guard fromOrigin, retrieved.length > 0 else { return nil }
+        let shift = version.layout.shift
+        return ChunkReads(manifestID: version.manifestID, chunks: (retrieved.location >> shift)...((retrieved.end - 1) >> shift))
+    }
+}
+
+extension FetchPlan {
+    /// Decodes a stored chunk of the plan (``ChunkCodec/decode(_:rawCount:decompressor:buffer:digest:)``). On an
+    /// origin domain a chunk that fails its check returns nil: the fetch downloads it again and succeeds
+    /// (CONTRACT §10); elsewhere it is `corruptData`.
+    func decode(
+        _ stored: UnsafeRawBufferPointer, rawCount: Int, decompressor: Decompressor, buffer: UnsafeMutableRawBufferPointer,
+        digest: ChunkDigest
+    ) throws -> UnsafeRawBufferPointer? {
+        do {
+            return try ChunkCodec.decode(stored, rawCount: rawCount, decompressor: decompressor, buffer: buffer, digest: digest)
+        } catch {
+            guard fromOrigin else { throw error }
+            return nil
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import FileIO
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The owning file handle that replaces `defer { close; unlink }` (issue 19, item 4: lifetimes in types).
+@Suite struct OwnedFileTests {
+    /// Whether `descriptor` is still open on the file `identity` (its device and inode): a number another
+    /// test reuses after the close is open on another file.
+    private static func isOpen(_ descriptor: FileDescriptor, on identity: (dev_t, ino_t)) -> Bool {
+        guard let status = try? descriptor.status() else { return false }
+        return status.st_dev == identity.0 && status.st_ino == identity.1
+    }
+
+    private static func identity(_ descriptor: FileDescriptor) throws -> (dev_t, ino_t) {
+        let status = try descriptor.status()
+        return (status.st_dev, status.st_ino)
+    }
+
+    @Test("issue 19: an OwnedFile closes its descriptor and removes its name when it ends, also on a throw")
+    func removedWhenNotKept() throws {
+        struct Failed: Error {}
+        try withTemporaryDirectory { dir throws in
+            let path = dir + "/owned"
+            var descriptor = FileDescriptor(rawValue: -1)
+            var identity: (dev_t, ino_t) = (0, 0)
+            #expect(throws: Failed.self) {
+                let file = OwnedFile(try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL), path: path)
+                descriptor = file.descriptor
+                identity = try Self.identity(descriptor)
+                #expect(Self.isOpen(descriptor, on: identity))
+                throw Failed()
+            }
+            #expect(!Self.isOpen(descriptor, on: identity))
+            #expect(throws: Errno.noSuchFile) { _ = try FileSystem.status(path) }
+        }
+    }
+
+    @Test("issue 19: a kept OwnedFile keeps its name and its bytes, and still closes its descriptor")
+    func keptFileStays() throws {
+        try withTemporaryDirectory { dir throws in
+            let path = dir + "/kept"
+            var descriptor = FileDescriptor(rawValue: -1)
+            var identity: (dev_t, ino_t) = (0, 0)
+            do {
+                var file = OwnedFile(try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL), path: path)
+                descriptor = file.descriptor
+                identity = try Self.identity(descriptor)
+                try file.descriptor.resize(to: 4096)
+                file.keep()
+            }
+            #expect(!Self.isOpen(descriptor, on: identity))
+            #expect(try FileSystem.status(path).st_size == 4096)
+        }
+    }
+}
