@@ -11,7 +11,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
-        // HTTP(S) and S3 origins: SwiftNIO's client (async, connection pool, TLS); see README "Origins".
+        // HTTP(S) and S3 origins: SwiftNIO's client (async, connection pool, TLS); see the DocC article Choices.md.
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
@@ -59,7 +59,7 @@ let package = Package(
         .target(name: "FuzzTargets", dependencies: ["ChunkCache", "ChunkCacheCommands", "OriginKit"]),
         .executableTarget(name: "chunkcache-fuzz", dependencies: ["FuzzTargets"]),
 
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["LMDBKit"], path: "Tests/TestSupport"),
         .testTarget(name: "LMDBKitTests", dependencies: ["LMDBKit", "TestSupport"]),
         .testTarget(name: "ZstdKitTests", dependencies: ["ZstdKit", "TestSupport"]),
         .testTarget(name: "FileIOTests", dependencies: ["FileIO", "TestSupport"]),

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the DocC catalogue of the library (Sources/ChunkCache/ChunkCache.docc: the contract by section,
+# Checks that every `§N` and rule code the code cites has its entry in the catalogue, and that the tests the
+# File Provider rules name exist (scripts/check-references.py), then builds the DocC catalogue of the library (Sources/ChunkCache/ChunkCache.docc: the contract by section,
 # the File Provider rules by code, and articles on how the engine works) with swift-docc-plugin, and fails
 # on any documentation warning: a broken symbol link, an unknown article, a malformed page.
 #
@@ -8,4 +9,5 @@
 # plugin (e.g. `scripts/docs.sh --output-path /tmp/docs`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+python3 scripts/check-references.py
 swift package generate-documentation --target ChunkCache --warnings-as-errors "$@"

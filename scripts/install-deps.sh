@@ -7,19 +7,27 @@
 #   the tests run their own with a generated config); curl: the benchmarks' download floor; openssl: the TLS test's certificate.
 set -euo pipefail
 packages=(liblmdb-dev libzstd-dev libxxhash-dev pkg-config xfsprogs lmdb-utils zstd jq nginx-light curl openssl)
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
 missing=()
 for package in "${packages[@]}"; do
     dpkg -s "$package" 2>/dev/null | grep -q '^Status: install ok installed' || missing+=("$package")
 done
 if ((${#missing[@]})); then
     echo "installing: ${missing[*]}"
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
     export DEBIAN_FRONTEND=noninteractive
     $sudo apt-get update -q
     $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+# Python packages through pip: Debian's own python3 has no pip until python3-pip is installed, and refuses
+# installs into the system (PEP 668) unless told; a python3 of pyenv or a virtualenv takes them as they are.
+pip_install() {
+    if ! python3 -m pip --version >/dev/null 2>&1; then
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends python3-pip
+    fi
+    python3 -m pip install -q "$@" 2>/dev/null || $sudo python3 -m pip install -q --break-system-packages "$@"
+}
 # botocore: the SigV4 tests compare the signer with botocore's on the same requests.
-python3 -c 'import botocore' 2>/dev/null || python3 -m pip install -q botocore
+python3 -c 'import botocore' 2>/dev/null || pip_install botocore
 # moto's server mode: the S3 origin the tests start on 127.0.0.1 (python3 -m moto.server -H 127.0.0.1 -p PORT).
-python3 -c 'import moto.server' 2>/dev/null || python3 -m pip install -q 'moto[server]'
+python3 -c 'import moto.server' 2>/dev/null || pip_install 'moto[server]'

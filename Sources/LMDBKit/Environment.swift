@@ -20,6 +20,8 @@ public final class Environment: @unchecked Sendable {
     let handle: OpaquePointer
     /// The canonical directory the environment lives in.
     public let directory: String
+    /// The read transactions open on this handle now, shared by its holders (``liveReadTransactions(under:)``).
+    private let readers: ReaderCount
 
     /// The open handle of each directory and how many `Environment` values hold it.
     private static let registry = Mutex<[String: OpenHandle]>([:])
@@ -28,11 +30,13 @@ public final class Environment: @unchecked Sendable {
 
     private struct OpenHandle: @unchecked Sendable {  // Only touched under the registry's lock.
         let handle: OpaquePointer
+        let readers: ReaderCount
         var holders: Int
     }
 
-    private init(handle: OpaquePointer, directory: String) {
-        self.handle = handle
+    private init(_ open: OpenHandle, directory: String) {
+        self.handle = open.handle
+        self.readers = open.readers
         self.directory = directory
     }
 
@@ -68,7 +72,7 @@ public final class Environment: @unchecked Sendable {
             if var open = handles[directory] {
                 open.holders += 1
                 handles[directory] = open
-                return Environment(handle: open.handle, directory: directory)
+                return Environment(open, directory: directory)
             }
             var raw: OpaquePointer?
             try check(mdb_env_create(&raw))
@@ -84,8 +88,9 @@ public final class Environment: @unchecked Sendable {
                 throw error
             }
             census.opened(directory)
-            handles[directory] = OpenHandle(handle: env, holders: 1)
-            return Environment(handle: env, directory: directory)
+            let open = OpenHandle(handle: env, readers: ReaderCount(), holders: 1)
+            handles[directory] = open
+            return Environment(open, directory: directory)
         }
     }
 
@@ -225,8 +230,22 @@ public final class Environment: @unchecked Sendable {
         var raw: OpaquePointer?
         try check(mdb_txn_begin(handle, nil, UInt32(MDB_RDONLY), &raw))
         let txn = ReadTransaction(handle: raw!)
-        defer { mdb_txn_abort(raw) }
+        readers.count.add(1, ordering: .relaxed)
+        defer {
+            readers.count.subtract(1, ordering: .relaxed)
+            mdb_txn_abort(raw)
+        }
         return try body(txn)
+    }
+
+    /// The read transactions open now on the environments this process has open in `directory` or below it:
+    /// what a test's leak check expects to be 0 once the test is done with its stores.
+    public static func liveReadTransactions(under directory: String) -> Int {
+        let prefix = directory.hasSuffix("/") ? directory : directory + "/"
+        return registry.withLock { handles in
+            handles.filter { $0.key == directory || $0.key.hasPrefix(prefix) }
+                .reduce(0) { $0 + $1.value.readers.count.load(ordering: .relaxed) }
+        }
     }
 
     /// Runs `body` in a write transaction that commits when `body` returns and aborts when it throws.
@@ -289,6 +308,11 @@ final class HandleCensus: Sendable {
     func count(_ directory: String) -> (live: Int, peak: Int) {
         counts.withLock { $0[directory] ?? (0, 0) }
     }
+}
+
+/// The read transactions open on one environment handle, shared by all its holders.
+private final class ReaderCount: Sendable {
+    let count = Atomic<Int>(0)
 }
 
 /// A named database inside an environment.

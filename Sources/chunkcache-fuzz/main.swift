@@ -37,6 +37,8 @@ if let name = ProcessInfo.processInfo.environment["CHUNKCACHE_FUZZ_TARGET"], let
 }
 
 #if FUZZING
+// swift-format-ignore: AlwaysUseLowerCamelCase
+// libFuzzer's C entry point, named as libFuzzer names it.
 @_silgen_name("LLVMFuzzerRunDriver")
 func LLVMFuzzerRunDriver(
     _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
