@@ -26,7 +26,7 @@ let package = Package(
         .target(name: "CLinuxShims", cSettings: [.define("_GNU_SOURCE")]),
 
         // One job each.
-        .target(name: "LMDBKit", dependencies: ["CLMDB"]),
+        .target(name: "LMDBKit", dependencies: ["CLMDB", "FileIO"]),
         .target(name: "ZstdKit", dependencies: ["CZstd"]),
         .target(name: "FileIO", dependencies: ["CLinuxShims"]),
         // AWS Signature Version 4, for S3 origins (no S3 SDK: a small signer on swift-crypto's HMAC).
@@ -57,7 +57,7 @@ let package = Package(
         .executableTarget(name: "chunkcache", dependencies: ["ChunkCacheCommands"]),
         // Fuzzing (Fuzz/README.md): the decoders of outside bytes as targets, and libFuzzer's driver for them.
         .target(name: "FuzzTargets", dependencies: ["ChunkCache", "ChunkCacheCommands", "OriginKit"]),
-        .executableTarget(name: "chunkcache-fuzz", dependencies: ["FuzzTargets"]),
+        .executableTarget(name: "chunkcache-fuzz", dependencies: ["FuzzTargets", "FileIO"]),
 
         .target(name: "TestSupport", dependencies: ["LMDBKit"], path: "Tests/TestSupport"),
         .testTarget(name: "LMDBKitTests", dependencies: ["LMDBKit", "TestSupport"]),

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -105,4 +106,21 @@ int CLinuxShims_report_fatal_signals(const char *stderr_text, const char *stdout
         if (sigaction(signals[i], &action, NULL) != 0) return -1;
     }
     return 0;
+}
+
+int CLinuxShims_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int CLinuxShims_epoll_watch(int epoll_fd, int fd, uint64_t token, int rearm) {
+    struct epoll_event event = {.events = EPOLLIN | EPOLLONESHOT, .data.u64 = token};
+    return epoll_ctl(epoll_fd, rearm ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &event);
+}
+
+int CLinuxShims_epoll_unwatch(int epoll_fd, int fd) { return epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, NULL); }
+
+int CLinuxShims_epoll_wait(int epoll_fd, uint64_t *tokens, int capacity) {
+    enum { most = 64 };
+    struct epoll_event events[most];
+    int n = epoll_wait(epoll_fd, events, capacity < most ? capacity : most, -1);
+    for (int i = 0; i < n; i++) tokens[i] = events[i].data.u64;
+    return n;
 }

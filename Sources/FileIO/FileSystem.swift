@@ -78,6 +78,30 @@ public enum FileSystem {
         _ = try valueOrErrno(retryOnInterrupt: false) { Glibc.rmdir(path) }
     }
 
+    /// Removes `path` and, when it is a folder, everything in it; symbolic links are removed, not followed.
+    /// Best effort and for scratch trees only: it goes on past entries it cannot remove and reports the first
+    /// error.
+    ///
+    /// - Throws: ``Errno``: `ENOENT` when `path` is missing; the first error of an entry it could not remove.
+    ///
+    /// Uses the `lstat(2)`, `unlink(2)` and `rmdir(2)` system calls, and `readdir(3)` for folders.
+    public static func removeTree(_ path: String) throws(Errno) {
+        let kind = FileKind(mode: try status(path, symlinks: .doNotFollow).st_mode)
+        guard kind == .directory else { return try unlink(path) }
+        var firstError: Errno?
+        var entries: [String] = []
+        do {
+            try forEachEntry(in: path) { entries.append(path + "/" + $0.name) }
+        } catch {
+            firstError = error as? Errno ?? .invalidArgument
+        }
+        for entry in entries {
+            do throws(Errno) { try removeTree(entry) } catch { firstError = firstError ?? error }
+        }
+        do throws(Errno) { try removeDirectory(path) } catch { throw firstError ?? error }
+        if let firstError { throw firstError }
+    }
+
     /// Creates a new folder, mode 0700, named `prefix` and six random characters, in `parent`, and returns
     /// its path. No other process can have made the same folder.
     ///

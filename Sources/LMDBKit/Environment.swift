@@ -1,4 +1,5 @@
 import CLMDB
+import FileIO
 import Synchronization
 
 #if canImport(Glibc)
@@ -154,24 +155,9 @@ public final class Environment: @unchecked Sendable {
     /// ingest or a large fetch does not keep the whole file resident. The pages stay in the page cache and
     /// fault back in on the next access; pointers into the map stay valid (it is a shared file mapping).
     public func releaseMappedPages() {
-        guard let base = mapAddress() else { return }
-        madvise(base, min(usedBytes, mapSize), MADV_DONTNEED)
-    }
-
-    /// Where this process mapped `data.mdb`. `mdb_env_info` reports it only with `MDB_FIXEDMAP`, so it is
-    /// read from `/proc/self/maps` (the mapping whose file is this environment's `data.mdb`).
-    private func mapAddress() -> UnsafeMutableRawPointer? {
-        guard let maps = fopen("/proc/self/maps", "r") else { return nil }
-        defer { fclose(maps) }
-        let suffix = " " + directory + "/data.mdb"
-        var line = [CChar](repeating: 0, count: 4096 + 256)
-        while fgets(&line, Int32(line.count), maps) != nil {
-            let text = line.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }.trimmingSuffix("\n")
-            guard text.hasSuffix(suffix), let dash = text.firstIndex(of: "-"),
-                  let start = UInt(text[..<dash], radix: 16) else { continue }
-            return UnsafeMutableRawPointer(bitPattern: start)
-        }
-        return nil
+        // `mdb_env_info` reports the map's address only with `MDB_FIXEDMAP`: FileIO finds it in /proc/self/maps.
+        guard let base = MappedPages.start(ofMappingOf: directory + "/data.mdb") else { return }
+        MappedPages.drop(base, count: min(usedBytes, mapSize))
     }
 
     /// Sets a new map size.
@@ -318,10 +304,4 @@ private final class ReaderCount: Sendable {
 /// A named database inside an environment.
 public struct Database: Sendable, Hashable {
     let dbi: MDB_dbi
-}
-
-extension String {
-    fileprivate func trimmingSuffix(_ suffix: String) -> String {
-        hasSuffix(suffix) ? String(dropLast(suffix.count)) : self
-    }
 }

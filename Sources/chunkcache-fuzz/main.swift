@@ -1,3 +1,4 @@
+import FileIO
 import Foundation
 import FuzzTargets
 
@@ -54,22 +55,32 @@ exit(cArguments.withUnsafeMutableBufferPointer { buffer in
     return LLVMFuzzerRunDriver(&argc, &argv) { data, size in Chosen.run(data, size) }
 })
 #else
+/// The bytes of the file at `path`; `nil` when it cannot be read (a folder inside a corpus folder, say).
+func contents(of path: String) -> [UInt8]? {
+    guard let file = try? FileDescriptor.open(path, O_RDONLY) else { return nil }
+    return try? file.closeAfter {
+        var bytes = [UInt8](repeating: 0, count: Int(try file.status().st_size))
+        let count = try bytes.withUnsafeMutableBytes { try file.readAll(fromAbsoluteOffset: 0, into: $0) }
+        return Array(bytes[..<count])
+    }
+}
+
 var inputs: [String] = []
 for path in rest {
-    var isFolder: ObjCBool = false
-    guard FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) else {
+    guard let status = try? FileSystem.status(path) else {
         FileHandle.standardError.write(Data("chunkcache-fuzz: no file or folder \(path)\n".utf8))
         exit(66)
     }
-    if isFolder.boolValue {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+    if FileKind(mode: status.st_mode) == .directory {
+        var names: [String] = []
+        try? FileSystem.forEachEntry(in: path) { names.append($0.name) }
         inputs += names.sorted().map { path + "/" + $0 }
     } else {
         inputs.append(path)
     }
 }
 for input in inputs {
-    guard let bytes = FileManager.default.contents(atPath: input) else { continue }
+    guard let bytes = contents(of: input) else { continue }
     _ = bytes.withUnsafeBytes { Chosen.run($0.bindMemory(to: UInt8.self).baseAddress, $0.count) }
 }
 print("\(Chosen.target.name): \(inputs.count) inputs replayed, none failed")

@@ -17,7 +17,8 @@ import Glibc
 /// - `stat` counts as many chunks as `verify` checked;
 /// - every version committed before the kill, and the one being written if it landed, reads byte-exact;
 /// - `sweep` with `--tmp-grace 0s` leaves the store's `tmp/` empty, and the next `--out` into a folder
-///   leaves no `.chunkcache-*` staging file of the killed writer there.
+///   leaves nothing of the killed writer there (a named `.chunkcache-*` staging file, where a filesystem has
+///   no O_TMPFILE, and its sweep are `FetchOutKillTests`' in the integration tests).
 ///
 /// Each kind kills `CHUNKCACHE_CRASH_KILLS` times (5 in CI: 30 kills across the six kinds), at delays drawn
 /// from `CHUNKCACHE_CRASH_SEED` uniformly between 0 and the operation's duration measured once in the same
@@ -148,8 +149,8 @@ struct CrashAtAnyPointTests {
                     harness.round = round
                     if harness.draw(4) != 0 { try harness.run(["evict", "--domain", "web"]) }  // mostly cold, sometimes half warm
                     let (item, bytes) = remote.sorted { $0.key < $1.key }[harness.draw(remote.count)]
-                    let named = harness.draw(2) == 0  // a named `.chunkcache-*` staging file, as where there is no O_TMPFILE
-                    let environment: [String: String?] = ["CHUNKCACHE_TEST_NAMED_STAGING": named ? "1" : nil]
+                // A killed named `.chunkcache-*` staging file (where there is no O_TMPFILE) and its sweep are
+                // FetchOutKillTests' (ChunkCacheIntegrationTests), with the fault point injected in-process.
                     var arguments = ["fetch", "--domain", "web", item]
                     var span = Span(0, Int64(bytes.count))
                     if harness.draw(2) == 0 {
@@ -160,7 +161,7 @@ struct CrashAtAnyPointTests {
                     let destination = out + "/r\(round)"
                     let toFile = harness.draw(3) != 0
                     if toFile { arguments += ["--out", destination] }
-                    let result = try harness.killAtRandom(arguments, within: span.length == bytes.count ? whole : ranged, environment: environment)
+                    let result = try harness.killAtRandom(arguments, within: span.length == bytes.count ? whole : ranged)
 
                     // A destination has its name only once complete; a hand-off the process returned is the caller's.
                     if toFile, FileManager.default.fileExists(atPath: destination) {
@@ -177,9 +178,9 @@ struct CrashAtAnyPointTests {
                     unlink(destination)
 
                     try harness.expectStoreClean()
-                    // Whole fetches into the same folder, the same way: the origin's files, byte for byte, with what
-                    // the killed fetch committed and what is downloaded now; and the killed writer's staging file swept.
-                    try harness.expectReads(expected, into: out, environment: environment)
+                    // Whole fetches into the same folder: the origin's files, byte for byte, with what the killed
+                    // fetch committed and what is downloaded now; and nothing of the killed writer left beside them.
+                    try harness.expectReads(expected, into: out)
                     let left = try FileManager.default.contentsOfDirectory(atPath: out)
                     #expect(left.isEmpty, "nothing stays beside the destination after the next --out there \(harness.context): \(left)")
                     try harness.expectNoTemporaryFiles()

@@ -132,8 +132,8 @@ import Glibc
             let bytes = TestData.random(count: 100_000, seed: 4)
             let destination = try Destination(path: target, replaceExisting: replaceExisting)
             let written = try destination.write(
-                size: Int64(bytes.count), scratch: dir + "/scratch", strategies: Set(CloneStrategy.allCases), unnamed: false,
-                inspect: nil
+                size: Int64(bytes.count), scratch: dir + "/scratch", strategies: Set(CloneStrategy.allCases),
+                faults: DestinationFaults(namedStaging: true), inspect: nil
             ) { file in
                 let staging = try Self.entries(dir).filter { $0.hasPrefix(".chunkcache-") }
                 #expect(staging.count == 1)
@@ -149,8 +149,8 @@ import Glibc
 
             #expect(throws: Failed.self) {
                 _ = try Destination(path: dir + "/other", replaceExisting: replaceExisting).write(
-                    size: 10, scratch: dir + "/scratch", strategies: Set(CloneStrategy.allCases), unnamed: false,
-                    inspect: nil) { _ in throw Failed() }
+                    size: 10, scratch: dir + "/scratch", strategies: Set(CloneStrategy.allCases),
+                    faults: DestinationFaults(namedStaging: true), inspect: nil) { _ in throw Failed() }
             }
             #expect(try Self.entries(dir) == ["file", "scratch"])
             #expect(try Self.entries(dir + "/scratch") == [])

@@ -31,3 +31,15 @@ int CLinuxShims_count_shared_extents(int fd, int *total);
 /// `stderr_text` to fd 2 and `stdout_text` (may be NULL) to fd 1, on an alternate signal stack. Both texts
 /// are copied. Only async-signal-safe calls run in the handler (`write`, `_exit`). Returns 0 or -1 with errno set.
 int CLinuxShims_report_fatal_signals(const char *stderr_text, const char *stdout_text);
+
+/// `epoll_create1(EPOLL_CLOEXEC)`. Returns the descriptor or -1 with errno set.
+int CLinuxShims_epoll_create(void);
+/// Watches `fd` for input, once (`EPOLLIN | EPOLLONESHOT`): reported with `token` by the next
+/// ``CLinuxShims_epoll_wait`` that sees it readable, then not again until re-armed. `rearm` is nonzero to re-arm
+/// a descriptor already added. Returns 0 or -1 with errno set.
+int CLinuxShims_epoll_watch(int epoll_fd, int fd, uint64_t token, int rearm);
+/// Stops watching `fd`. Returns 0 or -1 with errno set.
+int CLinuxShims_epoll_unwatch(int epoll_fd, int fd);
+/// Waits (without limit) until a watched descriptor is readable; writes up to `capacity` tokens. Returns how
+/// many, or -1 with errno set. `struct epoll_event` is packed on x86-64, which Swift does not import as is.
+int CLinuxShims_epoll_wait(int epoll_fd, uint64_t *tokens, int capacity);

@@ -1,3 +1,4 @@
+import FileIO
 import Foundation
 import LMDBKit
 
@@ -60,13 +61,13 @@ extension ChunkCache {
         } catch let error as CacheError where error.code == .noSuchItem {
             // An origin item the store has not seen yet: the fetch discovers it (or confirms it is gone).
             let fetched = try await fetchContents(for: item, version: nil, request: FetchRequest(progress: progress))
-            try? FileManager.default.removeItem(at: fetched.url)
+            try? FileSystem.unlink(fetched.url.path)
             downloaded = fetched.downloadedBytes
             change = try await setPinned(true, item)
         }
         guard change.item.kind == .file else { return (change, 0) }
         let fetched = try await fetchContents(for: item, version: nil, request: FetchRequest(progress: progress))
-        try? FileManager.default.removeItem(at: fetched.url)
+        try? FileSystem.unlink(fetched.url.path)
         await waitForDownloads()
         return (change, downloaded + fetched.downloadedBytes)
     }

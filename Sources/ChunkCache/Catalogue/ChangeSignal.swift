@@ -1,4 +1,3 @@
-import Dispatch
 import FileIO
 import Foundation
 import Synchronization
@@ -16,8 +15,8 @@ final class ChangeMarks: Sendable {
 
 /// Wakes every process waiting for a store's changes (CONTRACT §11, E2: the seed's `signalEnumerator`):
 /// after each commit that appends to a change log, the writer touches ``fileName`` in the store's folder.
-/// Waiters watch the folder with inotify (``DirectoryWatch``) on a dispatch source, so no thread is held
-/// while they wait; waiters of this process are woken directly as well. Where inotify is not available
+/// Waiters watch the folder with inotify (``DirectoryWatch``) through ``InputWatches``, so no thread is held
+/// per store while they wait; waiters of this process are woken directly as well. Where inotify is not available
 /// (or its limits are reached), waiters fall back to polling every ``fallbackPoll``.
 ///
 /// A wake-up says only that some domain of the store changed: waiters check their own domain again.
@@ -43,7 +42,7 @@ final class ChangeSignal: Sendable {
         var generation: UInt64 = 0
         var waiters: [UInt64: Waiter] = [:]
         var nextWaiter: UInt64 = 0
-        var source: (any DispatchSourceRead)?
+        var watch: InputWatches.Watch?
         var watching = false
         var watchFailed = false
     }
@@ -56,7 +55,7 @@ final class ChangeSignal: Sendable {
     }
 
     deinit {
-        state.withLock { $0.source?.cancel() }
+        state.withLock { $0.watch?.cancel() }
     }
 
     // MARK: - The writer's side
@@ -102,9 +101,9 @@ final class ChangeSignal: Sendable {
                 }
                 guard waiting else { return continuation.resume() }
                 guard pause > .zero else { return self.resume(id) }
-                let (seconds, attoseconds) = pause.components
-                let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+                // A sleeping task holds no thread; a wake-up before it ends makes its `resume` do nothing.
+                Task { [weak self] in
+                    try? await Task.sleep(for: pause)
                     self?.resume(id)
                 }
             }
@@ -141,14 +140,17 @@ final class ChangeSignal: Sendable {
                 Diagnostics.report("watch \(folder) for changes with inotify (waiters poll every \(Self.fallbackPoll) instead)", error)
                 return
             }
-            let source = DispatchSource.makeReadSource(fileDescriptor: watch.descriptor.rawValue, queue: .global())
-            source.setEventHandler { [weak self] in
-                let names = (try? watch.drain()) ?? [Self.fileName]
-                if names.contains(Self.fileName) { self?.wake() }
+            do {
+                state.watch = try InputWatches.shared.watch(watch.descriptor, close: { watch.close() }) { [weak self] in
+                    let names = (try? watch.drain()) ?? [Self.fileName]
+                    if names.contains(Self.fileName) { self?.wake() }
+                }
+            } catch {
+                watch.close()
+                state.watchFailed = true
+                Diagnostics.report("wait for inotify events on \(folder) (waiters poll every \(Self.fallbackPoll) instead)", error)
+                return
             }
-            source.setCancelHandler { watch.close() }
-            source.resume()
-            state.source = source
             state.watching = true
         }
     }

@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import LMDBKit
 import Synchronization
@@ -79,7 +78,9 @@ final class UsageRecorder: Sendable {
             return !state.scheduled
         }
         guard schedule else { return }
-        DispatchQueue.global(qos: .utility).asyncAfter(deadline: .now() + Self.delay) { [weak store] in
+        // A sleeping task holds no thread; the flush itself only queues a transaction on the store's writer.
+        Task(priority: .utility) { [weak store] in
+            try? await Task.sleep(for: .seconds(Self.delay))
             guard let store else { return }
             let notes = self.take()
             store.writer.writeLater({ txn in try txn.recordUsage(notes, store.dbs) }) { result in

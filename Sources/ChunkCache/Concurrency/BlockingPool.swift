@@ -26,8 +26,14 @@ import Glibc
 /// - Nothing waits for a helper by spinning on a cooperative thread: ``SharedWork`` never waits for a helper
 ///   that has not started, and for one that has, it blocks on a semaphore until that helper leaves.
 final class BlockingPool: Sendable {
-    /// The pool the engine uses: one thread per core.
-    static let shared = BlockingPool(threads: max(1, ProcessInfo.processInfo.activeProcessorCount), name: "chunkcache-io")
+    /// The bound of the engine's blocking work, defined here only: one thread per core. More would not make
+    /// CPU-bound work (SHA-256, zstd) faster, and LMDB reads of mapped pages are CPU work once the pages are
+    /// cached; fewer would leave a core idle during a put or a large fetch. Parallel work (``SharedWork``)
+    /// never asks for more helpers than this.
+    static let width = max(1, ProcessInfo.processInfo.activeProcessorCount)
+
+    /// The pool the engine uses: ``width`` threads.
+    static let shared = BlockingPool(threads: width, name: "chunkcache-io")
 
     typealias Job = @Sendable () -> Void
 
@@ -85,7 +91,7 @@ final class BlockingPool: Sendable {
     /// Names the calling thread for `ps -L`, `top -H` and debuggers. Foundation's `Thread.name` stays inside
     /// Foundation on Linux and `pthread_setname_np` needs `_GNU_SOURCE`, so this writes the kernel's copy,
     /// which proc(5) allows: "A thread may modify its comm value". A thread left unnamed still works.
-    private static func nameCurrentThread(_ name: String) {
+    static func nameCurrentThread(_ name: String) {
         guard let comm = try? FileDescriptor.open("/proc/thread-self/comm", O_WRONLY) else { return }
         _ = try? comm.closeAfter {
             try Array(name.utf8).withUnsafeBytes { try comm.writeAll($0) }

@@ -52,3 +52,28 @@ final class SharedWork: Sendable {
         if inside != 0 { lastHelperLeft.wait() }
     }
 }
+
+extension SharedWork {
+    /// Shares the indices `0..<count` out among this thread and helpers of `pool` (one per spare thread of the
+    /// pool, at most one per index): each thread that turns up runs `body` once, which calls its `claim` for
+    /// the next unclaimed index until it returns `nil`. Every index is claimed exactly once.
+    static func forEachIndex(
+        below count: Int, on pool: BlockingPool = .shared, _ body: @escaping @Sendable (_ claim: () -> Int?) -> Void
+    ) {
+        guard count > 0 else { return }
+        let counter = IndexCounter()
+        run(helpers: min(count, pool.threadCount) - 1, on: pool) {
+            body { counter.claim(below: count) }
+        }
+    }
+}
+
+/// Hands out consecutive indices to the threads of a ``SharedWork``.
+private final class IndexCounter: Sendable {
+    private let next = Atomic<Int>(0)
+
+    func claim(below count: Int) -> Int? {
+        let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
+        return index < count ? index : nil
+    }
+}

@@ -1,5 +1,6 @@
 import FileIO
 import Foundation
+import Synchronization
 
 /// A fetch's file at a path the caller named (`fetch --out`), written so that each byte is written once.
 ///
@@ -51,19 +52,20 @@ struct Destination {
     ///   - scratch: Where the clone route assembles: the store's `tmp/`.
     ///   - strategies: The clone strategies allowed. Without `.reflink` the clone route is taken whatever the
     ///     filesystem, so tests can run the copying fallbacks.
-    ///   - unnamed: Whether the file may be made with `O_TMPFILE`; `false` forces the named fallback.
+    ///   - faults: What a test injected (``DestinationFaults``); none in product code.
     ///   - inspect: Sees the finished file before it is named (tests look at its extents).
     /// - Returns: The clone strategy (`nil` when the file was assembled in place); or, when `assemble` found a
     ///   damaged chunk, that chunk, and the destination is left as it was.
     /// - Throws: What `assemble` throws; `fileExists` when the destination appeared meanwhile without
     ///   `replaceExisting`; the file errors of `CacheError.file`, naming the destination.
     func write(
-        size: Int64, scratch: String, strategies: Set<CloneStrategy>, unnamed: Bool = !DestinationTestHooks.namedStaging,
+        size: Int64, scratch: String, strategies: Set<CloneStrategy>,
+        faults: DestinationFaults = DestinationFaults.inProcess.withLock { $0 },
         inspect: ((FileDescriptor) -> Void)?, assemble: (FileDescriptor) throws -> Assembly
     ) throws -> Written {
-        var pending = try PendingFile.create(in: directory, unnamed: unnamed)
+        var pending = try PendingFile.create(in: directory, unnamed: !faults.namedStaging)
         defer { pending.close() }
-        DestinationTestHooks.stagingCreated(pending)
+        faults.stagingCreated?(pending.stagingPath)
         let strategy: CloneStrategy?
         if let source = try cloneSource(for: pending.descriptor, scratch: scratch, strategies: strategies) {
             do {
@@ -97,7 +99,7 @@ struct Destination {
         return .placed(strategy)
     }
 
-    /// What ``write(size:scratch:strategies:unnamed:inspect:assemble:)`` did.
+    /// What ``write(size:scratch:strategies:faults:inspect:assemble:)`` did.
     enum Written {
         /// The destination is in place, cloned by this strategy (nil: assembled in place).
         case placed(CloneStrategy?)
@@ -272,21 +274,18 @@ enum StagingFiles {
 
 // MARK: - Test hooks
 
-/// Switches a test sets in the environment of the `chunkcache` it runs, to reach what only a killed process
-/// shows. Read once per process; unset, they change nothing.
-enum DestinationTestHooks {
-    /// `CHUNKCACHE_TEST_NAMED_STAGING=1`: never use `O_TMPFILE`, as on a filesystem without it.
-    static let namedStaging = ProcessInfo.processInfo.environment["CHUNKCACHE_TEST_NAMED_STAGING"] == "1"
+/// Points where a test steers or stops a fetch's destination, to reach what only a killed process shows.
+/// Tests set them (`@testable`), either for one ``Destination/write(size:scratch:strategies:faults:inspect:assemble:)``
+/// or, in an exit test's child process, for the whole process (``inProcess``). Product code never sets
+/// them, and unset they change nothing.
+struct DestinationFaults: Sendable {
+    /// Never use `O_TMPFILE`, as on a filesystem without it.
+    var namedStaging = false
+    /// Runs once the destination's file exists, with its staging path (`nil` while it has no name): a test
+    /// looks at the folder, or holds the process there for its parent to kill.
+    var stagingCreated: (@Sendable (_ stagingPath: String?) -> Void)?
 
-    /// `CHUNKCACHE_TEST_STAGING_FIFO=PATH`: once the destination's file exists, write its staging path (or
-    /// `unnamed`) and a newline to the FIFO at PATH, then stop the process (`SIGSTOP`) for the test to kill.
-    static let stagingFIFO = ProcessInfo.processInfo.environment["CHUNKCACHE_TEST_STAGING_FIFO"]
-
-    static func stagingCreated(_ file: PendingFile) {
-        guard let stagingFIFO, let fifo = try? FileDescriptor.open(stagingFIFO, O_WRONLY) else { return }
-        let line = Array(((file.stagingPath ?? "unnamed") + "\n").utf8)
-        line.withUnsafeBytes { bytes in _ = try? fifo.writeAll(bytes) }
-        try? fifo.close()
-        raise(SIGSTOP)
-    }
+    /// The faults of every destination of this process that is given none: none, unless an exit test's
+    /// child process (which runs that one test) set them before it fetched.
+    static let inProcess = Mutex(DestinationFaults())
 }

@@ -26,7 +26,7 @@ enum RangeAssembler {
         let end = (plan.retrieved.end - 1) >> layout.shift + 1
         let count = end - first
         let workers = try plan.retrieved.length >= FetchThresholds.parallelBytes && startsWithCompressedChunks(plan, store: store, from: first, in: txn)
-            ? Int(min(count, Int64(ProcessInfo.processInfo.activeProcessorCount))) : 1
+            ? Int(min(count, Int64(BlockingPool.width))) : 1
         if workers == 1 {
             return try store.codecs.withDecoder { context in
                 try context.withRunWriter(into: file) { run -> Assembly in

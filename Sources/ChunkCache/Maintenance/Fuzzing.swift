@@ -1,3 +1,4 @@
+import FileIO
 import Foundation
 import ZstdKit
 
@@ -139,9 +140,10 @@ package enum EngineFuzzing {
     /// it skips.
     package static func pageFile(_ bytes: UnsafeRawBufferPointer) -> String? {
         let path = (ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/chunkcache-fuzz-\(getpid()).mdb"
-        defer { unlink(path) }
-        guard let file = FileManager.default.createFile(atPath: path, contents: Data(bytes)) ? path : nil,
-              let pages = try? PageFile(path: file) else { return nil }
+        defer { try? FileSystem.unlink(path) }
+        guard let file = try? FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC),
+              (try? file.closeAfter({ try file.writeAll(bytes) })) != nil,
+              let pages = try? PageFile(path: path) else { return nil }
         var problem: String?
         for name in Databases.names {
             guard let tree = pages.tree(named: name) else { continue }

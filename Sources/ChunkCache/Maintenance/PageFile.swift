@@ -87,7 +87,7 @@ final class PageFile {
             let recorded = Int(Self.u32(first, 40))
             if recorded >= 512, recorded <= 65536, recorded & (recorded - 1) == 0 { sizes.append(recorded) }
         }
-        for fallback in [Int(sysconf(Int32(_SC_PAGESIZE))), 4096] where !sizes.contains(fallback) { sizes.append(fallback) }
+        for fallback in [ThisProcess.pageSize, 4096] where !sizes.contains(fallback) { sizes.append(fallback) }
         struct Meta { let txnid: UInt64; let lastPage: UInt64; let mainRoot: UInt64; let pageSize: Int }
         var metas: [Meta] = []
         for pageSize in sizes {

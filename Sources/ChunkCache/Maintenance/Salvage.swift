@@ -340,14 +340,14 @@ extension ChunkCache {
     public static func recover(storeAt source: String?, into destination: String) async throws -> RecoveryReport {
         let sourcePath = Store.resolvePath(source)
         return try await runBlocking(doing: "recovering the store at \(sourcePath)", store: sourcePath) { _ in
-            guard FileManager.default.fileExists(atPath: sourcePath + "/data.mdb") else {
+            guard (try? FileSystem.checkAccess(sourcePath + "/data.mdb", for: .exists)) != nil else {
                 throw CacheError(.invalidArgument, "there is no store at \(sourcePath) (no data.mdb); give the damaged store with --store")
             }
             let canonicalSource = (try? FileSystem.canonicalPath(sourcePath)) ?? sourcePath
             if let canonical = try? FileSystem.canonicalPath(destination), canonical == canonicalSource {
                 throw CacheError(.invalidArgument, "recover writes a new store: --to \(destination) is the damaged store itself; give a new directory")
             }
-            guard !FileManager.default.fileExists(atPath: destination + "/data.mdb") else {
+            guard (try? FileSystem.checkAccess(destination + "/data.mdb", for: .exists)) == nil else {
                 throw CacheError(.fileExists, "\(destination) already holds a store; give recover a new directory with --to")
             }
             let shift = PageFile.chunkShift(ofStoreAt: sourcePath)

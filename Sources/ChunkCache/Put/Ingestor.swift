@@ -29,7 +29,8 @@ struct IngestedContent: Sendable {
 }
 
 /// Streams a file into the store: reads it in batches (skipping holes), hashes and compresses each batch on
-/// every core, and commits batch after batch on the writer while the next is prepared.
+/// the blocking pool's threads (``SharedWork``), and commits batch after batch on the writer while the next
+/// is prepared.
 ///
 /// Memory is two batches of raw and encoded bytes whatever the file's size. Chunks go into a pending manifest,
 /// invisible until published; ``Store/rollBackAbandonedManifests()`` or the caller's rollback undoes it.
@@ -69,7 +70,7 @@ final class Ingestor: Sendable {
     private func fill(_ manifestID: UInt64, from file: FileDescriptor, length: Int64, path: String) throws -> IngestedContent {
         let layout = store.layout
         let chunkCount = layout.chunkCount(forLength: length)
-        let perBatch = max(Self.batchBytes >> layout.shift, 2 * ProcessInfo.processInfo.activeProcessorCount)
+        let perBatch = max(Self.batchBytes >> layout.shift, 2 * BlockingPool.width)
         let dataRanges = try file.dataRanges(length: length)
         // Eviction makes room for the batches only when the whole put could fit once it did (CONTRACT §12).
         let evicting = store.space.couldFit(dataRanges.reduce(0) { $0 + Int64($1.count) })
@@ -80,6 +81,8 @@ final class Ingestor: Sendable {
         } catch {
             throw CacheError(.transient, "no memory for the buffers to store \(path) (\(error)); nothing was stored: retry when fewer puts run at once", underlying: error)
         }
+        // Whether each batch is free again (its commit finished on the writer): this pool thread waits for the
+        // writer queue, which never waits for the pool (see ``BlockingPool``).
         let free = [DispatchSemaphore(value: 1), DispatchSemaphore(value: 1)]
         var rootHasher = RootHasher(length: length)
 
@@ -196,14 +199,14 @@ final class Batch: @unchecked Sendable {
             .initializeMemory(as: UInt8.self, repeating: 0)
     }
 
-    /// SHA-256 of each chunk on every core; all-zero chunks get no digest and are never stored.
+    /// SHA-256 of each chunk on this thread and the blocking pool's free ones (``SharedWork``); all-zero
+    /// chunks get no digest and are never stored.
     func hashChunks() {
-        let workers = min(count, ProcessInfo.processInfo.activeProcessorCount)
         let results = ParallelSlots<ChunkDigest?>(count: count, initialValue: nil)
         defer { results.deallocate() }
-        DispatchQueue.concurrentPerform(iterations: workers) { worker in
-            for i in stride(from: worker, to: count, by: workers) {
-                let bytes = rawChunk(i)
+        SharedWork.forEachIndex(below: count) { claim in
+            while let i = claim() {
+                let bytes = self.rawChunk(i)
                 results[i] = isAllZero(bytes) ? nil : ChunkDigest(hashing: bytes)
             }
         }
@@ -220,7 +223,8 @@ final class Batch: @unchecked Sendable {
         }
     }
 
-    /// Compresses, on every core, the first occurrence of each chunk the store lacks.
+    /// Compresses, on this thread and the blocking pool's free ones, the first occurrence of each chunk the
+    /// store lacks.
     func compressNewChunks(with codecs: CodecPool) {
         var seen = Set<ChunkDigest>()
         let work = (0..<count).filter { i in
@@ -229,15 +233,14 @@ final class Batch: @unchecked Sendable {
         }
         let lengths = ParallelSlots<Int>(count: work.count, initialValue: 0)
         defer { lengths.deallocate() }
-        let workers = min(work.count, ProcessInfo.processInfo.activeProcessorCount)
-        guard workers > 0 else { return }
-        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+        SharedWork.forEachIndex(below: work.count) { claim in
             codecs.withCompressor { compressor in
-                for w in stride(from: worker, to: work.count, by: workers) {
+                while let w = claim() {
                     let i = work[w]
-                    let output = UnsafeMutableRawBufferPointer(rebasing: encoded[(i * encodedStride)..<((i + 1) * encodedStride)])
+                    let stride = self.encodedStride
+                    let output = UnsafeMutableRawBufferPointer(rebasing: self.encoded[(i * stride)..<((i + 1) * stride)])
                     // Compression of a valid buffer only fails for lack of memory; then store raw.
-                    lengths[w] = (try? ChunkCodec.encode(rawChunk(i), compressor: compressor, into: output)) ?? 0
+                    lengths[w] = (try? ChunkCodec.encode(self.rawChunk(i), compressor: compressor, into: output)) ?? 0
                 }
             }
         }
@@ -245,7 +248,7 @@ final class Batch: @unchecked Sendable {
     }
 }
 
-/// Slots that `concurrentPerform` workers fill, each index by exactly one worker, so no two threads
+/// Slots that the threads of a ``SharedWork`` fill, each index by exactly one thread, so no two threads
 /// touch one slot and the buffer may cross into the workers (`@unchecked Sendable`).
 struct ParallelSlots<T>: @unchecked Sendable {
     private let base: UnsafeMutableBufferPointer<T>

@@ -1,4 +1,5 @@
 import Dispatch
+import FileIO
 import Foundation
 import LMDBKit
 import Synchronization
@@ -18,9 +19,9 @@ final class Writer: Sendable {
 
     init(environment: Environment) { self.environment = environment }
 
-    /// Pauses (µs) between attempts of a download's commit that found the map full: readers' snapshots end
-    /// in milliseconds, and with them the hold on the pages eviction freed.
-    static let mapFullRetries: [UInt32] = [2_000, 10_000, 50_000, 200_000]
+    /// Pauses between attempts of a download's commit that found the map full: readers' snapshots end in
+    /// milliseconds, and with them the hold on the pages eviction freed.
+    static let mapFullRetries: [Duration] = [.milliseconds(2), .milliseconds(10), .milliseconds(50), .milliseconds(200)]
 
     /// Keeps the store within `bound` from now on: eviction after commits that pass its high-water mark.
     func bind(_ bound: SpaceBound) { self.bound.withLock { $0 = bound } }
@@ -104,7 +105,7 @@ final class Writer: Sendable {
                     result = try environment.write(durability: durability, body)
                     break
                 } catch let again as LMDBError where again == .mapFull && attempt < Self.mapFullRetries.count {
-                    usleep(Self.mapFullRetries[attempt])
+                    ThisProcess.sleepBlocking(for: Self.mapFullRetries[attempt])  // on the writer queue, not a task
                     attempt += 1
                 }
             }

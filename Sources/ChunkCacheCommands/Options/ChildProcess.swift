@@ -1,4 +1,5 @@
 import ChunkCache
+import FileIO
 import Foundation
 
 #if canImport(Glibc)
@@ -25,7 +26,7 @@ struct ChildProcess {
     static func run(_ arguments: [String]) async throws -> ChildProcess {
         let executable: String
         do {
-            executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+            executable = try FileSystem.symlinkTarget("/proc/self/exe")
         } catch {
             throw CacheError(.featureUnsupported, "cannot find this program's own file in /proc/self/exe (\(error)) to run verify's walk in a child process; mount /proc")
         }
@@ -93,16 +94,8 @@ struct ChildProcess {
     /// Prints one JSON line on stdout at once (unbuffered), so it is out before a crash that may follow.
     static func line(_ json: JSON) {
         let text = json.rendered + "\n"
-        text.utf8CString.withUnsafeBufferPointer { buffer in
-            var offset = 0
-            let count = buffer.count - 1
-            while offset < count {
-                let written = write(1, buffer.baseAddress! + offset, count - offset)
-                if written < 0 && errno == EINTR { continue }
-                guard written > 0 else { return }
-                offset += written
-            }
-        }
+        // Best effort: a closed stdout leaves nobody to tell.
+        try? Array(text.utf8).withUnsafeBytes { try FileDescriptor(rawValue: STDOUT_FILENO).writeAll($0) }
     }
 
     static func signalName(_ signal: Int32) -> String {

@@ -1,7 +1,6 @@
 import ArgumentParser
 import ChunkCache
 import ChunkCacheBench
-import Dispatch
 import FileIO
 import Foundation
 
@@ -26,7 +25,7 @@ func benchError(_ error: any Error, doing what: String) -> CacheError {
 final class ScratchDirectory {
     /// The directory's canonical path.
     let path: String
-    private var signalSources: [any DispatchSourceSignal] = []
+    private var interrupts: InterruptSignals?
 
     /// Makes `chunkcache-bench.XXXXXX` under `parent` (default `$TMPDIR` or `/tmp`).
     init(in parent: String?) throws {
@@ -43,30 +42,22 @@ final class ScratchDirectory {
             throw CacheError(.transient, "cannot make a scratch directory in \(parent): \(error); retry")
         }
         let path = self.path
-        for signalNumber in [SIGINT, SIGTERM, SIGHUP] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler {
-                // FileManager walks and removes a whole tree, which FileIO has no wrapper for; best effort,
-                // as the process is going anyway.
-                try? FileManager.default.removeItem(atPath: path)
-                let erase = isatty(STDERR_FILENO) == 1 ? "\r\u{1B}[K" : ""  // the progress line, if any
-                let line = erase + "chunkcache: interrupted; removed the scratch store \(path)\n"
-                try? Array(line.utf8).withUnsafeBytes { try FileDescriptor(rawValue: STDERR_FILENO).writeAll($0) }
-                exit(128 + signalNumber)
-            }
-            source.resume()
-            signalSources.append(source)
+        interrupts = InterruptSignals { signalNumber in
+            // Best effort, as the process is going anyway.
+            try? FileSystem.removeTree(path)
+            let stderr = FileDescriptor(rawValue: STDERR_FILENO)
+            let erase = stderr.isTerminal ? "\r\u{1B}[K" : ""  // the progress line, if any
+            let line = erase + "chunkcache: interrupted; removed the scratch store \(path)\n"
+            try? Array(line.utf8).withUnsafeBytes { try stderr.writeAll($0) }
+            exit(128 + signalNumber)
         }
     }
 
     /// Removes the directory and everything in it, and restores the default signal actions.
     func remove() {
-        for source in signalSources { source.cancel() }
-        signalSources.removeAll()
-        for signalNumber in [SIGINT, SIGTERM, SIGHUP] { signal(signalNumber, SIG_DFL) }
-        // A whole tree: FileManager's recursive removal, as in the signal handler above.
-        try? FileManager.default.removeItem(atPath: path)
+        interrupts?.release()
+        interrupts = nil
+        try? FileSystem.removeTree(path)
     }
 }
 
@@ -77,7 +68,7 @@ final class ProgressLine {
     private var lastShown: UInt64 = 0
     private var visible = false
 
-    init(enabled: Bool = isatty(STDERR_FILENO) == 1) { self.enabled = enabled }
+    init(enabled: Bool = FileDescriptor(rawValue: STDERR_FILENO).isTerminal) { self.enabled = enabled }
 
     /// Shows `text`, unless a line was shown less than 100 ms ago and `force` is false.
     func show(_ text: @autoclosure () -> String, force: Bool = false) {

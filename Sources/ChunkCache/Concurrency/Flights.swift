@@ -1,6 +1,6 @@
 import Synchronization
 
-/// One download that any number of tasks wait for (single flight, CONTRACT §10).
+/// One piece of work (a download) that any number of tasks wait for: a single flight (CONTRACT §10).
 final class Flight: Sendable {
     private struct Progress: Sendable {
         var outcome: Result<Void, any Error>?
@@ -59,10 +59,4 @@ final class Flights<Key: Hashable & Sendable>: Sendable {
         }
         flight.finish(outcome)
     }
-}
-
-/// A chunk of one manifest: what a chunk flight downloads.
-struct ChunkKey: Hashable, Sendable {
-    let manifestID: UInt64
-    let index: Int64
 }

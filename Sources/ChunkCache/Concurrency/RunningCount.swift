@@ -1,0 +1,23 @@
+import Synchronization
+
+/// How many of something run, and a way to wait until none does.
+final class RunningCount: Sendable {
+    private let queue = WaitQueue(0)
+
+    func begin() { queue.withLock { count, _ in count += 1 } }
+
+    func end() {
+        let waiters = queue.withLock { count, waiters -> [WaitQueue<Int>.Waiter] in
+            count -= 1
+            guard count == 0 else { return [] }
+            defer { waiters.removeAll() }
+            return waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once the count is zero (at once when it is).
+    func waitForZero() async {
+        try? await queue.wait { count, _ in count == 0 ? .success(()) : nil }
+    }
+}
