@@ -130,6 +130,7 @@ struct FetchOutKillTests {
                     size: 10, scratch: dir + "/scratch", strategies: Set(CloneStrategy.allCases), inspect: nil
                 ) { _ in
                     named = try FetchOutKillTests.entries(dir).contains { $0.hasPrefix(".chunkcache-") }
+                    return .complete
                 }
                 exit(named ? 1 : 0)
             }
