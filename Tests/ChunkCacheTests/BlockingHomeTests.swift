@@ -18,6 +18,17 @@ import Glibc
     }
 
     /// The names of this process's threads.
+    /// Whether `condition` holds within 5 s. A thread names itself once it runs, and a thread it starts
+    /// carries its name until it names itself: thread names settle a moment after the thread starts.
+    static func settles(_ condition: () -> Bool) -> Bool {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { return false }
+            usleep(10_000)
+        }
+        return true
+    }
+
     static func threadNames() -> [String] {
         var names: [String] = []
         try? FileSystem.forEachEntry(in: "/proc/self/task") { entry in
@@ -73,7 +84,7 @@ import Glibc
         #expect(closed.wait(timeout: .now() + 10) == .success, "the cancelled watch closed its descriptor")
         let names = runs.withLock { $0 }
         #expect(names.count == 3 && names.allSatisfy { $0.hasPrefix("chunkcache-io-") }, "\(names)")
-        #expect(Self.threadNames().filter { $0 == "chunkcache-wait" }.count == 1, "one waiting thread for every watch")
+        #expect(Self.settles { Self.threadNames().filter { $0 == "chunkcache-wait" }.count == 1 }, "one waiting thread for every watch")
     }
 
     @Test("issue 19 (item 3): a store's change signal is watched by the blocking home's waiting thread (chunkcache-wait), not a dispatch source, and a touch by another writer wakes a waiter")
@@ -83,7 +94,7 @@ import Glibc
         let signal = ChangeSignal(folder: folder, marks: ChangeMarks())
         signal.watchedPoll.withLock { $0 = .seconds(60) }  // only the inotify event can wake the waiter in time
         let seen = signal.generation()
-        #expect(Self.threadNames().contains("chunkcache-wait"), "the watch waits on the home's thread")
+        #expect(Self.settles { Self.threadNames().contains("chunkcache-wait") }, "the watch waits on the home's thread")
         let start = ContinuousClock.now
         async let woken: Void = signal.wait(after: seen, until: .now + .seconds(30))
         try await Task.sleep(for: .milliseconds(50))
