@@ -117,7 +117,7 @@ import Testing
 }
 
 /// A writer killed mid-ingest leaves nothing behind once the store is opened again.
-@Suite struct CrashRecoveryTests {
+@Suite struct CrashCleanupTests {
     @Test("a put killed with SIGKILL mid-write is rolled back on the next open; the store verifies clean",
           .enabled(if: ChunkCacheBinary.path != nil, "needs the built chunkcache executable"))
     func killedPut() async throws {

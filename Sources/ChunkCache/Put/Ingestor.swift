@@ -319,7 +319,7 @@ final class CommitState: @unchecked Sendable {
             }
         }
         // The page being filled is written too, so the references this batch counted are always listed in
-        // the manifest: a rollback (or a crash's recovery) releases exactly what was retained.
+        // the manifest: a rollback (or the crash clean-up at open) releases exactly what was retained.
         if !page.isEmpty {
             try ManifestPage.store(&page, manifest: manifestID, page: pageIndex, in: &txn, dbs)
         }
