@@ -62,7 +62,7 @@ extension ChunkCache {
         _ name: String, origin: Origin? = nil, headers: [OriginHeader] = [],
         pipelineDepth: Int = DomainInfo.defaultPipelineDepth, readAhead: Int64 = DomainInfo.defaultReadAhead
     ) async throws -> DomainInfo {
-        try Catalog.validate(domain: name, item: nil)
+        try Records.validate(domain: name, item: nil)
         try DomainInfo.validate(pipelineDepth: pipelineDepth, readAhead: readAhead, headerCount: headers.count)
         let dbs = store.dbs
         do {
@@ -98,7 +98,7 @@ extension ChunkCache {
         _ name: String, origin: Origin? = nil, headers: [OriginHeader]? = nil, pipelineDepth: Int? = nil, readAhead: Int64? = nil,
         changeHistory: ChangeHistory? = nil
     ) async throws -> DomainInfo {
-        try Catalog.validate(domain: name, item: nil)
+        try Records.validate(domain: name, item: nil)
         try DomainInfo.validate(pipelineDepth: pipelineDepth, readAhead: readAhead, headerCount: headers?.count ?? 0)
         let dbs = store.dbs
         do {
@@ -144,7 +144,7 @@ extension ChunkCache {
     /// domain shares stays), in one transaction.
     /// - Throws: `noSuchItem` for an unknown domain.
     public func removeDomain(_ name: String) async throws {
-        try Catalog.validate(domain: name, item: nil)
+        try Records.validate(domain: name, item: nil)
         let dbs = store.dbs
         do {
             try await store.writer.write { txn in

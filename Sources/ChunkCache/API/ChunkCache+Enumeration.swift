@@ -98,7 +98,7 @@ public final class ItemEnumerator: Sendable {
         let (store, domain) = (cache.store, self.domain)
         return try await runBlocking(doing: "reading the changes of domain \"\(domain)\"", store: store.path) {
             try store.environment.read { txn in
-                let record = try Catalog.domain(domain, in: txn, store.dbs)
+                let record = try Records.domain(domain, in: txn, store.dbs)
                 let position = try CatalogueReader.validate(anchor, of: domain, record, store: try CatalogueReader.storeID(txn, store.dbs))
                 let domainKey = Keys.domain(domain)
                 var found = false
@@ -119,7 +119,7 @@ public final class ItemEnumerator: Sendable {
     @available(*, noasync)
     private static func expireRecentItemsIfDue(_ container: EnumeratedContainer, of domain: String, _ store: Store) throws {
         guard container == .workingSet else { return }
-        let checked = try store.environment.read { txn in try Catalog.domain(domain, in: txn, store.dbs).recentCheckedThrough }
+        let checked = try store.environment.read { txn in try Records.domain(domain, in: txn, store.dbs).recentCheckedThrough }
         guard checked < Date().timeIntervalSince1970 - RecentItems.window - 3600 else { return }
         _ = try store.writer.writeAndWait { txn in try txn.expireRecentItems(of: domain, store.dbs) }
     }
@@ -131,12 +131,12 @@ extension ChunkCache {
     /// - Throws: `noSuchItem` for an unknown domain or folder; `invalidArgument` for an item that is not a
     ///   folder.
     public func enumerator(for container: String, in domain: String) async throws -> ItemEnumerator {
-        try Catalog.validate(domain: domain, item: container)
+        try Records.validate(domain: domain, item: container)
         let store = self.store
         let enumerated: EnumeratedContainer = container == Item.workingSetContainer ? .workingSet : .folder(container)
         try await runBlocking(doing: "opening an enumerator of \"\(container)\" in domain \"\(domain)\"", store: store.path) {
             try store.environment.read { txn in
-                _ = try Catalog.domain(domain, in: txn, store.dbs)
+                _ = try Records.domain(domain, in: txn, store.dbs)
                 guard !ItemNames.isContainer(container) else { return }
                 guard let raw = try txn.get(store.dbs.items, key: Keys.item(domain: domain, id: container)) else {
                     throw CacheError(.noSuchItem, "there is no folder \"\(container)\" in domain \"\(domain)\"; enumerate root, workingSet, trash or an existing folder")
@@ -153,10 +153,10 @@ extension ChunkCache {
     /// An enumerator of every item of `domain`, whatever its folder: what a sync client or a mount follows.
     /// Its pages list items in no meaningful order (by identifier hash), stable as folder pages are.
     public func enumeratorOfAllItems(in domain: String) async throws -> ItemEnumerator {
-        try Catalog.validate(domain: domain, item: nil)
+        try Records.validate(domain: domain, item: nil)
         let store = self.store
         try await runBlocking(doing: "opening an enumerator of domain \"\(domain)\"", store: store.path) {
-            try store.environment.read { txn in _ = try Catalog.domain(domain, in: txn, store.dbs) }
+            try store.environment.read { txn in _ = try Records.domain(domain, in: txn, store.dbs) }
         }
         return ItemEnumerator(cache: self, domain: domain, container: .allItems)
     }

@@ -80,7 +80,7 @@ extension ChunkCache {
         destination: FetchDestination = .handOff
     ) throws -> FetchResult {
         try Self.validate(minimalRange, of: item, alignment: alignment)
-        try Catalog.validate(domain: item.domain, item: item.rawValue)
+        try Records.validate(domain: item.domain, item: item.rawValue)
         let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimalRange, alignment: alignment, progress: request.progress,
                                leases: store.space.fetching)
         let store = self.store
@@ -119,7 +119,7 @@ extension ChunkCache {
         guard offset >= 0 else {
             throw CacheError(.invalidArgument, "offset \(offset) in item \(item) is negative; read from 0 or later")
         }
-        try Catalog.validate(domain: item.domain, item: item.rawValue)
+        try Records.validate(domain: item.domain, item: item.rawValue)
         let store = self.store
         let minimal = ByteRange(location: offset, length: Int64(buffer.count))
         let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimal, alignment: 1, progress: request.progress,
@@ -133,7 +133,7 @@ extension ChunkCache {
                 let count = try BufferReader.read(plan, at: offset, into: buffer, store: store, in: txn)
                 store.usage.noteUse(of: item, recorded: plan.item.lastUsedDate, reads: plan.policyReads, store: store)
                 return ServedRead(offset: offset, fromOriginDomain: plan.fromOrigin, result: ReadResult(
-                    bytesRead: count, item: Catalog.publicItem(plan.item, domain: item.domain, version: plan.version),
+                    bytesRead: count, item: Records.publicItem(plan.item, domain: item.domain, version: plan.version),
                     domainVersion: plan.domainVersion))
             }
         }.result
@@ -172,7 +172,7 @@ extension ChunkCache {
         request: FetchRequest, destination: FetchDestination, strategies: Set<CloneStrategy> = cloneStrategies,
         inspectClone: (@Sendable (FileDescriptor) -> Void)? = nil, beforeChunk: (@Sendable (Int64) -> Void)? = nil
     ) async throws -> FetchResult {
-        try Catalog.validate(domain: item.domain, item: item.rawValue)
+        try Records.validate(domain: item.domain, item: item.rawValue)
         // The warm path first, with nothing of the cold path's allocated until something is missing.
         let firstMiss: ColdMiss
         do {
@@ -312,7 +312,7 @@ private struct Fetch: Sendable {
         _ plan: FetchPlan, store: Store, checkpoint: ChunkCheckpoint, in txn: borrowing T
     ) throws -> FetchResult {
         var result = FetchResult(
-            url: URL(fileURLWithPath: "/"), item: Catalog.publicItem(plan.item, domain: item.domain, version: plan.version),
+            url: URL(fileURLWithPath: "/"), item: Records.publicItem(plan.item, domain: item.domain, version: plan.version),
             retrievedRange: plan.retrieved,
             flags: plan.wholeFile && plan.hasZeroChunks ? .knownSparseRanges : [],
             owner: .caller, domainVersion: plan.domainVersion, cloneStrategy: nil)

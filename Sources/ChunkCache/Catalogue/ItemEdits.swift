@@ -93,7 +93,7 @@ extension WriteTransaction {
         guard edit.1, changes.record.origin != nil else { return edit }
         // A pinned item's chunks leave the eviction policy; unpinned, they come back to it (CONTRACT §12).
         let itemKey = Keys.item(domain: changes.name, id: id)
-        for version in try Catalog.versions(ofItemKey: itemKey, in: self, dbs) {
+        for version in try Records.versions(ofItemKey: itemKey, in: self, dbs) {
             if pinned {
                 try policyForget(manifest: version.manifestID, dbs)
             } else {

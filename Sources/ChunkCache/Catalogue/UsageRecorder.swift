@@ -158,7 +158,7 @@ extension WriteTransaction {
             return true
         }
         // Nothing left the working set: remember how far it was checked, without a new domain version.
-        var record = try Catalog.domain(domain, in: self, dbs)
+        var record = try Records.domain(domain, in: self, dbs)
         record.recentCheckedThrough = cutoff
         try put(dbs.domains, key: domainKey, value: record.encoded())
         return false

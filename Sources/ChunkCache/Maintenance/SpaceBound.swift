@@ -240,7 +240,7 @@ extension WriteTransaction {
         }
         var result = EvictionResult(versions: 0, bytes: 0, pinnedSkipped: 0)
         for candidate in candidates.sorted(by: { $0.used < $1.used }) where result.bytes < bytes {
-            for version in try Catalog.versions(ofItem: candidate.item.identifier, domain: candidate.domain, in: self, dbs) {
+            for version in try Records.versions(ofItem: candidate.item.identifier, domain: candidate.domain, in: self, dbs) {
                 let evicted = try evictCachedChunks(of: version, dbs)
                 if evicted > 0 { result.versions += 1 }
                 result.bytes += evicted

@@ -113,7 +113,7 @@ extension TransactionReading where Self: ~Copyable {
         for (_, chunk) in shared where chunk.entries == chunk.ref.count { held.evictableBytes += Int64(chunk.ref.storedLength) }
         var pinnedShared: [ChunkDigest: UInt32] = [:]
         for itemKey in pinnedItems {
-            for version in try Catalog.versions(ofItemKey: itemKey, in: self, dbs) {
+            for version in try Records.versions(ofItemKey: itemKey, in: self, dbs) {
                 try forEachStoredChunk(ofManifest: version.manifestID, dbs) { digest, ref in
                     if ref.count == 1 {
                         held.pinnedBytes += Int64(ref.storedLength)

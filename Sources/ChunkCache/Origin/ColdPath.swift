@@ -111,7 +111,7 @@ extension ChunkCache {
             store.usage.noteUse(of: ItemIdentifier(domain: filled.domain, filled.item.identifier), recorded: filled.item.lastUsedDate, store: store)
             return FetchResult(
                 url: URL(fileURLWithPath: path, isDirectory: false),
-                item: Catalog.publicItem(filled.item, domain: filled.domain, version: filled.version), retrievedRange: filled.range,
+                item: Records.publicItem(filled.item, domain: filled.domain, version: filled.version), retrievedRange: filled.range,
                 flags: flags, owner: .caller, domainVersion: filled.domainVersion, cloneStrategy: nil, fromOriginDomain: true)
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "writing the downloaded range of \(filled.item.identifier)")
@@ -218,7 +218,7 @@ extension ChunkCache {
     /// The origin session of `domain`.
     func originSession(of domain: String) throws -> OriginSession {
         let store = self.store
-        let record = try store.environment.read { txn in try Catalog.domain(domain, in: txn, store.dbs) }
+        let record = try store.environment.read { txn in try Records.domain(domain, in: txn, store.dbs) }
         guard let session = try store.origins.session(for: domain, record) else {
             throw CacheError(.transient, "domain \"\(domain)\" lost its origin while a fetch ran; retry")
         }

@@ -38,8 +38,8 @@ extension WriteTransaction {
         let versionKey = Keys.version(itemKey: itemKey, contentVersion: contentVersion)
         if let raw = try get(dbs.versions, key: versionKey) {
             let version = try VersionRecord(decoding: raw, name: RecordNames.version(contentVersion, of: RecordNames.item(id, domain: name)))
-            let item = try Catalog.item(id, domain: name, key: itemKey, in: self, dbs)
-            return RecordedVersion(item: item, version: version, domainVersion: DomainVersion(rawValue: try Catalog.domain(name, in: self, dbs).version))
+            let item = try Records.item(id, domain: name, key: itemKey, in: self, dbs)
+            return RecordedVersion(item: item, version: version, domainVersion: DomainVersion(rawValue: try Records.domain(name, in: self, dbs).version))
         }
         var changes = try beginChanges(to: name, dbs)
         var existing: ItemRecord?

@@ -119,7 +119,7 @@ extension WriteTransaction {
     /// one under way.
     @available(*, noasync)
     mutating func beginReimport(_ domain: String, from root: String, below: String, writer: WriterToken, _ dbs: Databases) throws -> (ImportJobRecord, Bool) {
-        var record = try Catalog.domain(domain, in: self, dbs)
+        var record = try Records.domain(domain, in: self, dbs)
         let source = ImportJobRecord.Source(root: root, below: below)
         if var job = try importJob(domain, dbs), job.phase == .importing {
             if !job.sources[job.done...].contains(source) { job.sources.append(source) }
@@ -138,7 +138,7 @@ extension WriteTransaction {
     /// Returns whether this call recorded it.
     @available(*, noasync)
     mutating func finishImport(_ domain: String, epoch: UInt64, _ dbs: Databases) throws -> Bool {
-        var record = try Catalog.domain(domain, in: self, dbs)
+        var record = try Records.domain(domain, in: self, dbs)
         guard record.importFinishedEpoch < epoch else { return false }
         record.importFinishedEpoch = epoch
         record.importsFinished += 1

@@ -290,7 +290,7 @@ struct ImportRunner {
     /// time, or the time of a file last found to hold the same bytes (``VersionRecord/matchedModificationDate``).
     private func matches(_ item: ItemRecord, size: Int64, modified: Double) throws -> Bool {
         guard let newest = try store.environment.read({ txn in
-            try Catalog.versions(ofItem: item.identifier, domain: domain, in: txn, store.dbs).first
+            try Records.versions(ofItem: item.identifier, domain: domain, in: txn, store.dbs).first
         }) else { return false }
         return newest.size == size && (item.contentModificationDate == modified || newest.matchedModificationDate == modified)
     }

@@ -1,8 +1,8 @@
 import Foundation
 import LMDBKit
 
-/// Reads and writes domains, items and versions: the store's catalog.
-enum Catalog {
+/// Reads and writes domains, items and versions: the records of the catalogue.
+enum Records {
     /// The domain's record, or `noSuchItem` naming it.
     static func domain<T: TransactionReading & ~Copyable>(_ name: String, in txn: borrowing T, _ dbs: Databases) throws -> DomainRecord {
         guard let raw = try txn.get(dbs.domains, key: Keys.domain(name)) else {
@@ -16,7 +16,7 @@ enum Catalog {
         _ id: String, domain: String, key: [UInt8]? = nil, in txn: borrowing T, _ dbs: Databases
     ) throws -> ItemRecord {
         guard let raw = try txn.get(dbs.items, key: key ?? Keys.item(domain: domain, id: id)) else {
-            throw MissingItem.confirm(id, domain: domain, authority: MissingItem.authority(of: try Catalog.domain(domain, in: txn, dbs)))
+            throw MissingItem.confirm(id, domain: domain, authority: MissingItem.authority(of: try Records.domain(domain, in: txn, dbs)))
         }
         return try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: domain))
     }
@@ -89,7 +89,7 @@ extension WriteTransaction {
     @available(*, noasync)
     mutating func domainForChange(_ name: String, create: Bool, _ dbs: Databases) throws -> DomainRecord {
         if let raw = try get(dbs.domains, key: Keys.domain(name)) { return try DomainRecord(decoding: raw, name: RecordNames.domain(name)) }
-        guard create else { return try Catalog.domain(name, in: self, dbs) }
+        guard create else { return try Records.domain(name, in: self, dbs) }
         return DomainRecord(version: 0, createdAt: Date().timeIntervalSince1970)
     }
 
@@ -129,7 +129,7 @@ extension WriteTransaction {
         let held: VersionRecord?
         do {
             existing = try existingFile(id, key: itemKey, domain: name, dbs)
-            versions = try Catalog.versions(ofItemKey: itemKey, in: self, dbs)
+            versions = try Records.versions(ofItemKey: itemKey, in: self, dbs)
             held = try Self.heldVersion(of: versions, holding: content, named: requested, itemName: RecordNames.item(id, domain: name))
         } catch {
             try dropManifest(content.manifestID, dbs)
@@ -141,7 +141,7 @@ extension WriteTransaction {
                 held.matchedModificationDate = modificationDate
                 try put(dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: held.contentVersion), value: held.encoded())
             }
-            return PublishedVersion(item: Catalog.publicItem(existing, domain: name, version: held),
+            return PublishedVersion(item: Records.publicItem(existing, domain: name, version: held),
                                     domainVersion: DomainVersion(rawValue: changes.version.rawValue - 1), changed: false, stored: false)
         }
         var record = existing ?? ItemRecord(
@@ -163,7 +163,7 @@ extension WriteTransaction {
             try addToCounter(dbs, MetaKey.logicalBytes, content.length)
         }
         try put(dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: version.contentVersion), value: version.encoded())
-        return PublishedVersion(item: Catalog.publicItem(written, domain: name, version: version), domainVersion: changes.version,
+        return PublishedVersion(item: Records.publicItem(written, domain: name, version: version), domainVersion: changes.version,
                                 changed: true, stored: held == nil)
     }
 
