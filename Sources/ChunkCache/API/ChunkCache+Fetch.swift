@@ -82,7 +82,7 @@ extension ChunkCache {
         try Self.validate(minimalRange, of: item, alignment: alignment)
         try Records.validate(domain: item.domain, item: item.rawValue)
         let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimalRange, alignment: alignment, progress: request.progress,
-                               leases: store.space.fetching)
+                               downloads: store.space.unreadDownloads)
         let store = self.store
         var result = try throughOriginBlocking(cold, version: version?.contentVersion) { version in
             let fetch = Fetch(item: item, version: version, minimalRange: minimalRange, alignment: alignment,
@@ -123,7 +123,7 @@ extension ChunkCache {
         let store = self.store
         let minimal = ByteRange(location: offset, length: Int64(buffer.count))
         let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimal, alignment: 1, progress: request.progress,
-                               leases: store.space.fetching)
+                               downloads: store.space.unreadDownloads)
         nonisolated(unsafe) let buffer = buffer  // filled on this thread only
         return try throughOriginBlocking(cold, version: version?.contentVersion) { requested in
             try Self.inFreshSnapshots(of: store, fetching: item) { txn in
@@ -186,7 +186,7 @@ extension ChunkCache {
         }
         let cold = ColdRequest(item: item, strict: options.contains(.strictVersioning), minimal: minimalRange, alignment: alignment,
                                progress: request.progress, handOver: minimalRange != nil && destination == .handOff && beforeChunk == nil,
-                               leases: store.space.fetching)
+                               downloads: store.space.unreadDownloads)
         var result = try await throughOrigin(cold, version: version, firstMiss: firstMiss) { version in
             try await self.fetchFromStore(
                 item, version: version, minimalRange: minimalRange, alignment: alignment, options: options, request: request,

@@ -28,7 +28,7 @@ final class SpaceBound: Sendable {
     /// Runs a closure on the writer queue after what is queued there.
     private let enqueue: @Sendable (@escaping @Sendable () -> Void) -> Void
     /// The chunks this process's fetches downloaded and have not read yet, which eviction spares.
-    let fetching = FetchLeases()
+    let unreadDownloads = UnreadDownloads()
 
     /// Eviction starts above this share of the allowed bytes…
     static let highWater = 0.9
@@ -114,7 +114,7 @@ final class SpaceBound: Sendable {
             guard live > target else { break }
             let want = live - target
             let dbs = self.dbs
-            let protection = fetching.protection
+            let protection = unreadDownloads.protection
             // Evicted chunks can be downloaded again: a crash that undoes this transaction loses nothing.
             let round = try environment.write(durability: .deferMeta) { txn in
                 var round = try txn.evictByPolicy(bytes: want, limit: Self.victimsPerTransaction, sparing: protection, dbs)
@@ -251,13 +251,13 @@ extension WriteTransaction {
 }
 
 /// The chunk ranges fetches of this process downloaded and will read (``PolicyProtection``), by fetch.
-final class FetchLeases: Sendable {
-    private let leases = Mutex<[UInt64: [(manifestID: UInt64, chunks: ClosedRange<Int64>)]]>([:])
+final class UnreadDownloads: Sendable {
+    private let claims = Mutex<[UInt64: [(manifestID: UInt64, chunks: ClosedRange<Int64>)]]>([:])
     private let nextID = Atomic<UInt64>(0)
 
     /// One fetch's claim: what it adds stays spared until ``end()``. A value (no allocation on the warm path).
-    struct Lease: Sendable {
-        let owner: FetchLeases
+    struct Claim: Sendable {
+        let owner: UnreadDownloads
         let id: UInt64
 
         /// Spares the chunks of `range` of `version` until the fetch ends.
@@ -265,20 +265,20 @@ final class FetchLeases: Sendable {
             guard range.length > 0 else { return }
             let shift = version.layout.shift
             let chunks = (range.location >> shift)...((range.end - 1) >> shift)
-            owner.leases.withLock { $0[id, default: []].append((version.manifestID, chunks)) }
+            owner.claims.withLock { $0[id, default: []].append((version.manifestID, chunks)) }
         }
 
         /// The fetch is done: its chunks may go.
-        func end() { _ = owner.leases.withLock { $0.removeValue(forKey: id) } }
+        func end() { _ = owner.claims.withLock { $0.removeValue(forKey: id) } }
     }
 
-    func lease() -> Lease { Lease(owner: self, id: nextID.wrappingAdd(1, ordering: .relaxed).newValue) }
+    func claim() -> Claim { Claim(owner: self, id: nextID.wrappingAdd(1, ordering: .relaxed).newValue) }
 
     var protection: PolicyProtection {
-        leases.withLock { leases in
+        claims.withLock { claims in
             var protection = PolicyProtection()
-            for claims in leases.values {
-                for claim in claims { protection.ranges[claim.manifestID, default: []].append(claim.chunks) }
+            for fetch in claims.values {
+                for claim in fetch { protection.ranges[claim.manifestID, default: []].append(claim.chunks) }
             }
             return protection
         }

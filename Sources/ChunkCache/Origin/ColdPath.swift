@@ -15,12 +15,12 @@ struct ColdRequest: Sendable {
     /// The fetch returns a hand-off file and may take its bytes before they are stored (``DirectBytes``).
     let handOver: Bool
     /// The fetch's claim on what it downloads, which eviction spares until the fetch ends.
-    let lease: FetchLeases.Lease
+    let claim: UnreadDownloads.Claim
 
     init(item: ItemIdentifier, strict: Bool, minimal: ByteRange?, alignment: Int, progress: DownloadProgress?, handOver: Bool = false,
-         leases: FetchLeases) {
+         downloads: UnreadDownloads) {
         self.handOver = handOver
-        lease = leases.lease()
+        claim = downloads.claim()
         self.item = item
         self.strict = strict
         self.minimal = minimal
@@ -68,7 +68,7 @@ extension ChunkCache {
         var rounds = ColdRounds(item: request.item)
         // Eviction spares what this fetch downloads until it has read it (PolicyProtection). A warm fetch
         // never went to the origin and holds nothing: it takes no lock here.
-        defer { if rounds.wentToOrigin { request.lease.end() } }
+        defer { if rounds.wentToOrigin { request.claim.end() } }
         while true {
             if let pending = miss {
                 miss = nil
@@ -176,7 +176,7 @@ extension ChunkCache {
                 return .handOver(bytes, FilledRange(domain: item.domain, item: found.item, version: found.version, range: range,
                                                     domainVersion: found.domainVersion))
             case .fill(let version, let range, let record, let domainVersion):
-                request.lease.protect(version, range)
+                request.claim.protect(version, range)
                 var ahead: Range<Int64>?
                 if !readAheadDone {
                     ahead = advanceReadAhead(in: session, item, fetching: range.location..<range.end, size: version.size)
@@ -259,7 +259,7 @@ struct ColdRounds {
     private var changes = 0
     private var fills = 0
 
-    /// Whether the fetch filled or discovered from its origin, so may hold a lease on what it downloaded.
+    /// Whether the fetch filled or discovered from its origin, so may hold a claim on what it downloaded.
     var wentToOrigin: Bool { changes + fills > 0 }
 
     static let maxChanges = 3

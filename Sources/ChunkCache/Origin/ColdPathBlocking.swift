@@ -11,7 +11,7 @@ extension ChunkCache {
         var readAheadDone = false
         var rounds = ColdRounds(item: request.item)
         // Eviction spares what this fetch downloads until it has read it (PolicyProtection); a warm fetch holds nothing.
-        defer { if rounds.wentToOrigin { request.lease.end() } }
+        defer { if rounds.wentToOrigin { request.claim.end() } }
         while true {
             do {
                 let served = try attempt(version)
