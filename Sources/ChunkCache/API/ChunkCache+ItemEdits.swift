@@ -1,18 +1,6 @@
 import Foundation
 import LMDBKit
 
-/// What an edit of an item did.
-public struct ItemChange: Sendable {
-    /// The item after the edit (for a permanent deletion: as it was).
-    public var item: Item
-    /// The domain's version after the edit; unchanged when the edit changed nothing.
-    public var domainVersion: DomainVersion
-    /// False when the item already was as asked: nothing was written.
-    public var changed: Bool
-    /// For a permanent deletion: every identifier deleted, the item's first (a folder's contents follow).
-    public var deleted: [String] = []
-}
-
 extension ChunkCache {
     /// Changes an item's favorite rank, tag, shared flag or last-use date (`mark`). Changes the metadata
     /// version, never the content version (D3, D4), and bumps the domain version, unless nothing changes.
