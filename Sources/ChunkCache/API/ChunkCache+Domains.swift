@@ -22,7 +22,7 @@ extension ChunkCache {
         let dbs = store.dbs
         do {
             return try await store.writer.write { txn in
-                guard try txn.get(dbs.domains, key: Keys.domain(name)) == nil else {
+                guard try !txn.contains(dbs.domains, key: Keys.domain(name)) else {
                     throw CacheError(.fileExists, "domain \"\(name)\" already exists; change it with `chunkcache domain set \(name) …` or pick another name")
                 }
                 var record = DomainRecord(version: 0, createdAt: Date().timeIntervalSince1970)

@@ -14,10 +14,11 @@ extension ChunkCache {
             try store.environment.read { txn in
                 _ = try Records.domain(domain, in: txn, store.dbs)
                 guard !ItemNames.isContainer(container) else { return }
-                guard let raw = try txn.get(store.dbs.items, key: Keys.item(domain: domain, id: container)) else {
+                guard let record = try txn.withValue(store.dbs.items, key: Keys.item(domain: domain, id: container), {
+                    try ItemRecord(decoding: $0, name: RecordNames.item(container, domain: domain))
+                }) else {
                     throw CacheError(.noSuchItem, "there is no folder \"\(container)\" in domain \"\(domain)\"; enumerate root, workingSet, trash or an existing folder")
                 }
-                let record = try ItemRecord(decoding: raw, name: RecordNames.item(container, domain: domain))
                 guard record.kind == .folder else {
                     throw CacheError(.invalidArgument, "\"\(container)\" in domain \"\(domain)\" is a \(record.kind), not a folder; enumerate its folder")
                 }

@@ -104,8 +104,9 @@ enum CatalogueReader {
             }
             last = key
             let itemKey = domainKey + ListingIndex.itemHash(ofPosition: key)
-            guard let raw = try txn.get(dbs.items, key: itemKey) else { return true }  // deleted since V0
-            let record = try ItemRecord(decoding: raw, name: "an item of \(RecordNames.domain(name))")
+            guard let record = try txn.withValue(dbs.items, key: itemKey, {
+                try ItemRecord(decoding: $0, name: "an item of \(RecordNames.domain(name))")
+            }) else { return true }  // deleted since V0
             // An unchanged entry must be the container's (an 8-byte container hash could collide).
             if unchanged && !record.placement.isListed(in: container) { return true }
             items.append(try publicItem(record, domain: name, itemKey: itemKey, in: txn, dbs))
@@ -196,8 +197,9 @@ enum CatalogueReader {
         var deleted: [String] = []
         for change in order {
             let itemKey = domainKey + change.hash
-            if let raw = try txn.get(dbs.items, key: itemKey) {
-                let record = try ItemRecord(decoding: raw, name: RecordNames.item(change.identifier, domain: name))
+            if let record = try txn.withValue(dbs.items, key: itemKey, {
+                try ItemRecord(decoding: $0, name: RecordNames.item(change.identifier, domain: name))
+            }) {
                 if record.placement.isListed(in: container) {
                     updated.append(try publicItem(record, domain: name, itemKey: itemKey, in: txn, dbs))
                     continue

@@ -69,7 +69,7 @@ enum FetchPlanner {
         }
         let itemKey = Keys.item(domain: domain, id: id)
         let strict = options.contains(.strictVersioning)
-        if domainRecord.origin != nil, try txn.get(dbs.items, key: itemKey) == nil {
+        if domainRecord.origin != nil, try !txn.contains(dbs.items, key: itemKey) {
             throw ColdMiss.discover(pinned: strict ? requested : nil, range: minimal)
         }
         let item = try Records.item(id, domain: domain, key: itemKey, in: txn, dbs)

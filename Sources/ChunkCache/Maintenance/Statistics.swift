@@ -144,7 +144,7 @@ extension TransactionReading where Self: ~Copyable {
             guard let entries = ManifestPage.entries(ofStored: value) else { return true }
             for slot in 0..<(entries.count / ManifestPage.entrySize) {
                 guard case .stored(let digest)? = try? ManifestPage.entry(in: entries, at: slot),
-                      let ref = try digest.withUnsafeBytes({ try get(dbs.refs, key: $0) }).flatMap({ ChunkRef(ifIntact: $0) }) else { continue }
+                      let ref = try intactChunkRef(digest, dbs) else { continue }
                 try body(digest, ref)
             }
             return true

@@ -238,7 +238,7 @@ extension ChunkCache {
         Diagnostics.attempt("read ahead in \(item)") {
             let key = Keys.version(itemKey: Keys.item(domain: item.domain, id: item.rawValue), contentVersion: contentVersion)
             let version = try store.environment.read { txn in
-                try txn.get(store.dbs.versions, key: key).map { try VersionRecord(decoding: $0, name: "a version of \(item)") }
+                try txn.withValue(store.dbs.versions, key: key) { try VersionRecord(decoding: $0, name: "a version of \(item)") }
             }
             let fill = ColdFill(store: store, session: session, item: item.rawValue, counters: DownloadProgress())
             if let version { try fill.prefetch(version, ahead: ahead) }

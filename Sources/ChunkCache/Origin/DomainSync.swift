@@ -110,7 +110,7 @@ extension WriteTransaction {
             if let current, current.kind != .file { continue }  // a folder of the same name: keep the folder
             let version = Array((entry.version ?? RemoteObject.fallbackVersion(lastModified: "listed", size: entry.size)).utf8)
             if current != nil {
-                if try get(dbs.versions, key: Keys.version(itemKey: Keys.item(domain: name, id: path), contentVersion: version)) != nil {
+                if try contains(dbs.versions, key: Keys.version(itemKey: Keys.item(domain: name, id: path), contentVersion: version)) {
                     result.unchanged += 1
                     continue
                 }

@@ -68,8 +68,9 @@ extension Keys {
 
 extension TransactionReading where Self: ~Copyable {
     func importJob(_ domain: String, _ dbs: Databases) throws -> ImportJobRecord? {
-        guard let raw = try get(dbs.meta, key: Keys.importJob(domain)) else { return nil }
-        return try ImportJobRecord(decoding: raw, name: "the import of \(RecordNames.domain(domain))")
+        try withValue(dbs.meta, key: Keys.importJob(domain)) {
+            try ImportJobRecord(decoding: $0, name: "the import of \(RecordNames.domain(domain))")
+        }
     }
 
     /// Every domain with an import job, and the job.
@@ -101,7 +102,7 @@ extension WriteTransaction {
     /// - Throws: `fileExists` when the domain exists.
     @available(*, noasync)
     mutating func beginImport(_ domain: String, from root: String, copy: Bool, writer: WriterToken, _ dbs: Databases) throws -> ImportJobRecord {
-        guard try get(dbs.domains, key: Keys.domain(domain)) == nil else {
+        guard try !contains(dbs.domains, key: Keys.domain(domain)) else {
             throw CacheError(.fileExists, "domain \"\(domain)\" already exists; import into a new domain name")
         }
         // Version 0 until the first batch publishes (version 1, the whole of a small tree) or the import ends.

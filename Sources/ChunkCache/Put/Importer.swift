@@ -239,7 +239,7 @@ extension ChunkCache {
     private static func checkImportable(_ domain: String, path: String, removing: Bool, store: Store) throws -> (String, FileIdentity) {
         let exists: Bool
         do {
-            exists = try store.environment.read { txn in try txn.get(store.dbs.domains, key: Keys.domain(domain)) != nil }
+            exists = try store.environment.read { txn in try txn.contains(store.dbs.domains, key: Keys.domain(domain)) }
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "looking up domain \"\(domain)\"")
         }

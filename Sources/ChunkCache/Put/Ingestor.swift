@@ -215,7 +215,7 @@ final class Batch: @unchecked Sendable {
         try store.environment.read { txn in
             for i in 0..<count {
                 guard let digest = digests[i] else { continue }
-                known[i] = try digest.withUnsafeBytes { try txn.get(store.dbs.refs, key: $0) } != nil
+                known[i] = try digest.withUnsafeBytes { try txn.contains(store.dbs.refs, key: $0) }
             }
         }
     }

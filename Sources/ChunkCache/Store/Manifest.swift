@@ -130,7 +130,8 @@ struct ManifestCursor {
     mutating func entry<T: TransactionReading & ~Copyable>(_ index: Int64, in txn: borrowing T) throws -> ManifestEntry {
         let wanted = ManifestPage.page(ofChunk: index)
         if wanted != pageIndex {
-            guard let raw = try txn.get(dbs.manifests, key: Keys.manifestPage(manifestID, page: wanted)) else {
+            // Kept past this call (`page`): a cursor lives inside one transaction.
+            guard let raw = try txn.unsafeValue(dbs.manifests, key: Keys.manifestPage(manifestID, page: wanted)) else {
                 throw CacheError(.corruptData,
                     "\(RecordNames.manifest(manifestID, in: txn, dbs)) lacks page \(wanted); \(VersionRecord.remedy)")
             }

@@ -5,20 +5,24 @@ import LMDBKit
 enum Records {
     /// The domain's record, or `noSuchItem` naming it.
     static func domain<T: TransactionReading & ~Copyable>(_ name: String, in txn: borrowing T, _ dbs: Databases) throws -> DomainRecord {
-        guard let raw = try txn.get(dbs.domains, key: Keys.domain(name)) else {
+        let record = try txn.withValue(dbs.domains, key: Keys.domain(name)) { try DomainRecord(decoding: $0, name: RecordNames.domain(name)) }
+        guard let record else {
             throw CacheError(.noSuchItem, "there is no domain \"\(name)\" in this store; `chunkcache domain add \(name)`, `put --domain \(name) …` or `import` creates it")
         }
-        return try DomainRecord(decoding: raw, name: RecordNames.domain(name))
+        return record
     }
 
     /// The item's record, or the error ``MissingItem`` confirms for an item the catalogue lacks (C2).
     static func item<T: TransactionReading & ~Copyable>(
         _ id: String, domain: String, key: [UInt8]? = nil, in txn: borrowing T, _ dbs: Databases
     ) throws -> ItemRecord {
-        guard let raw = try txn.get(dbs.items, key: key ?? Keys.item(domain: domain, id: id)) else {
+        let record = try txn.withValue(dbs.items, key: key ?? Keys.item(domain: domain, id: id)) {
+            try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: domain))
+        }
+        guard let record else {
             throw MissingItem.confirm(id, domain: domain, authority: MissingItem.authority(of: try Records.domain(domain, in: txn, dbs)))
         }
-        return try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: domain))
+        return record
     }
 
     /// The item's versions, newest first.

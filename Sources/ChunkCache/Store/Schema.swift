@@ -400,8 +400,14 @@ extension PendingRecord {
 extension TransactionReading where Self: ~Copyable {
     /// A counter or setting in `meta`, 0 when unset.
     func counter(_ dbs: Databases, _ name: String) throws -> UInt64 {
-        guard let raw = try get(dbs.meta, key: Keys.meta(name)), raw.count == 8 else { return 0 }
-        return raw.loadUnaligned(as: UInt64.self).littleEndian
+        try withValue(dbs.meta, key: Keys.meta(name)) { raw in
+            raw.count == 8 ? raw.loadUnaligned(as: UInt64.self).littleEndian : 0
+        } ?? 0
+    }
+
+    /// The reference of chunk `digest`; nil when it has none or the record fails its check.
+    func intactChunkRef(_ digest: ChunkDigest, _ dbs: Databases) throws -> ChunkRef? {
+        try digest.withUnsafeBytes { key in try withValue(dbs.refs, key: key, ChunkRef.init(ifIntact:)) } ?? nil
     }
 }
 

@@ -184,7 +184,7 @@ final class Store: Sendable {
                 if recorded != maxSize {
                     try txn.setCounter(dbs, MetaKey.maxSize, UInt64(maxSize))
                 }
-                let minFree = try txn.get(dbs.meta, key: Keys.meta(MetaKey.minFree)) != nil
+                let minFree = try txn.contains(dbs.meta, key: Keys.meta(MetaKey.minFree))
                     ? Int64(try txn.counter(dbs, MetaKey.minFree)) : -1
                 return Store(path: path, environment: environment, dbs: dbs, layout: ChunkLayout(uncheckedShift: shift),
                              maxSize: maxSize, minFree: minFree, level: settings.compressionLevel)

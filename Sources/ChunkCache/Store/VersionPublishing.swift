@@ -17,7 +17,9 @@ extension WriteTransaction {
     /// Loads a domain for a change, creating it (version 0, bumped to 1 by the change) when `create`.
     @available(*, noasync)
     mutating func domainForChange(_ name: String, create: Bool, _ dbs: Databases) throws -> DomainRecord {
-        if let raw = try get(dbs.domains, key: Keys.domain(name)) { return try DomainRecord(decoding: raw, name: RecordNames.domain(name)) }
+        if let domain = try withValue(dbs.domains, key: Keys.domain(name), { try DomainRecord(decoding: $0, name: RecordNames.domain(name)) }) {
+            return domain
+        }
         guard create else { return try Records.domain(name, in: self, dbs) }
         return DomainRecord(version: 0, createdAt: Date().timeIntervalSince1970)
     }
@@ -99,8 +101,9 @@ extension WriteTransaction {
     /// The file item `id`, nil when there is none; `invalidArgument` when it is a folder or a symlink.
     @available(*, noasync)
     private func existingFile(_ id: String, key itemKey: [UInt8], domain: String, _ dbs: Databases) throws -> ItemRecord? {
-        guard let raw = try get(dbs.items, key: itemKey) else { return nil }
-        let record = try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: domain))
+        guard let record = try withValue(dbs.items, key: itemKey, {
+            try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: domain))
+        }) else { return nil }
         guard record.kind == .file else {
             throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(domain)\" is a \(record.kind), not a file; pick another identifier")
         }
