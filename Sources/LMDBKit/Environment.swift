@@ -8,12 +8,11 @@ import Glibc
 
 /// An LMDB environment: one memory-mapped `data.mdb` with its `lock.mdb`, opened once per path per process.
 ///
-/// `lmdb.h`: "A process should only open an environment once (…) Do not have open an LMDB database twice in
-/// the same process at the same time. Not even from a plain open() call - close()ing it breaks flock()
-/// advisory locking." Hence the registry in ``open(directory:maxDatabases:mapSize:)``: each value this type
-/// hands out is one holder of the directory's single `MDB_env`, and the registry counts holders and closes the
-/// handle, under its lock, when the last holder goes. An open racing that last release either joins the
-/// handle before the count reaches zero or finds it closed; it never makes a second one beside it.
+/// The rule: one `MDB_env` per directory per process. `lmdb.h`: "A process should only open an environment
+/// once (…) Do not have open an LMDB database twice in the same process at the same time. Not even from a
+/// plain open() call - close()ing it breaks flock() advisory locking." So each value this type hands out is
+/// one holder of its directory's single handle, kept in ``SharedHandles``, which closes the handle when the
+/// last holder goes.
 ///
 /// `@unchecked Sendable`: `MDB_env` is thread-safe; transactions are not, and the transaction types here
 /// are neither `Sendable` nor copyable.
@@ -24,33 +23,27 @@ public final class Environment: @unchecked Sendable {
     /// The read transactions open on this handle now, shared by its holders (``liveReadTransactions(under:)``).
     private let readers: ReaderCount
 
-    /// The open handle of each directory and how many `Environment` values hold it.
-    private static let registry = Mutex<[String: OpenHandle]>([:])
+    /// The open handle of each directory, held by the `Environment` values of that directory.
+    private static let handles = SharedHandles<String, Handle>()
     /// Counts handles apart from the registry's books, for tests.
     static let census = HandleCensus()
 
-    private struct OpenHandle: @unchecked Sendable {  // Only touched under the registry's lock.
-        let handle: OpaquePointer
+    /// `@unchecked Sendable`: `MDB_env` is thread-safe.
+    private struct Handle: @unchecked Sendable {
+        let pointer: OpaquePointer
         let readers: ReaderCount
-        var holders: Int
     }
 
-    private init(_ open: OpenHandle, directory: String) {
-        self.handle = open.handle
+    private init(_ open: Handle, directory: String) {
+        self.handle = open.pointer
         self.readers = open.readers
         self.directory = directory
     }
 
     deinit {
-        Self.registry.withLock { handles in
-            guard var open = handles[directory] else { return }
-            open.holders -= 1
-            guard open.holders == 0 else {
-                handles[directory] = open
-                return
-            }
-            // Closed under the lock, so no `open` of this directory can run between this and the close.
-            handles[directory] = nil
+        let (handle, directory) = (handle, directory)
+        // Closed under the registry's lock, so no `open` of this directory runs between the count and the close.
+        Self.handles.release(directory, held: { $0.pointer == handle }) { _ in
             mdb_env_close(handle)
             Self.census.closed(directory)
         }
@@ -69,30 +62,29 @@ public final class Environment: @unchecked Sendable {
     ///   - mapSize: The map size for a new environment, in bytes; `nil` keeps the file's.
     /// - Throws: ``LMDBError``. The corresponding C functions are `mdb_env_create` and `mdb_env_open`.
     public static func open(directory: String, maxDatabases: Int, mapSize: Int?) throws(LMDBError) -> Environment {
-        try registry.withLock { (handles) throws(LMDBError) -> Environment in
-            if var open = handles[directory] {
-                open.holders += 1
-                handles[directory] = open
-                return Environment(open, directory: directory)
-            }
-            var raw: OpaquePointer?
-            try check(mdb_env_create(&raw))
-            guard let env = raw else { throw LMDBError.outOfMemory }
-            do throws(LMDBError) {
-                try check(mdb_env_set_maxdbs(env, MDB_dbi(maxDatabases)))
-                try check(mdb_env_set_maxreaders(env, 1022))
-                if let mapSize { try check(mdb_env_set_mapsize(env, mapSize)) }
-                try check(mdb_env_open(env, directory, UInt32(MDB_NOTLS | MDB_NORDAHEAD), 0o600))
-                try checkFileCoversPages(env, directory: directory)
-            } catch {
-                mdb_env_close(env)
-                throw error
-            }
-            census.opened(directory)
-            let open = OpenHandle(handle: env, readers: ReaderCount(), holders: 1)
-            handles[directory] = open
-            return Environment(open, directory: directory)
+        let handle = try handles.acquire(directory) { () throws(LMDBError) -> Handle in
+            try makeHandle(directory: directory, maxDatabases: maxDatabases, mapSize: mapSize)
         }
+        return Environment(handle, directory: directory)
+    }
+
+    /// A new `MDB_env` open on `directory`; only ``open(directory:maxDatabases:mapSize:)`` makes one.
+    private static func makeHandle(directory: String, maxDatabases: Int, mapSize: Int?) throws(LMDBError) -> Handle {
+        var raw: OpaquePointer?
+        try check(mdb_env_create(&raw))
+        guard let env = raw else { throw LMDBError.outOfMemory }
+        do throws(LMDBError) {
+            try check(mdb_env_set_maxdbs(env, MDB_dbi(maxDatabases)))
+            try check(mdb_env_set_maxreaders(env, 1022))
+            if let mapSize { try check(mdb_env_set_mapsize(env, mapSize)) }
+            try check(mdb_env_open(env, directory, UInt32(MDB_NOTLS | MDB_NORDAHEAD), 0o600))
+            try checkFileCoversPages(env, directory: directory)
+        } catch {
+            mdb_env_close(env)
+            throw error
+        }
+        census.opened(directory)
+        return Handle(pointer: env, readers: ReaderCount())
     }
 
     /// LMDB trusts its file: reading a page past the end of a truncated `data.mdb` through the map is a
@@ -169,8 +161,8 @@ public final class Environment: @unchecked Sendable {
     /// - Throws: ``LMDBError/busy`` while another holder in this process has the environment open.
     /// The corresponding C function is `mdb_env_set_mapsize`.
     public func setMapSize(_ bytes: Int) throws(LMDBError) {
-        try Self.registry.withLock { (handles) throws(LMDBError) in
-            guard handles[directory]?.holders == 1 else { throw LMDBError.busy }
+        try Self.handles.withHolderCount(of: directory) { (holders) throws(LMDBError) in
+            guard holders == 1 else { throw LMDBError.busy }
             try check(mdb_env_set_mapsize(handle, bytes))
         }
     }
@@ -228,10 +220,8 @@ public final class Environment: @unchecked Sendable {
     /// what a test's leak check expects to be 0 once the test is done with its stores.
     public static func liveReadTransactions(under directory: String) -> Int {
         let prefix = directory.hasSuffix("/") ? directory : directory + "/"
-        return registry.withLock { handles in
-            handles.filter { $0.key == directory || $0.key.hasPrefix(prefix) }
-                .reduce(0) { $0 + $1.value.readers.count.load(ordering: .relaxed) }
-        }
+        return handles.values { $0 == directory || $0.hasPrefix(prefix) }
+            .reduce(0) { $0 + $1.readers.count.load(ordering: .relaxed) }
     }
 
     /// Runs `body` in a write transaction that commits when `body` returns and aborts when it throws.

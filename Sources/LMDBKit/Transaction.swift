@@ -2,8 +2,10 @@ import CLMDB
 
 /// What read and write transactions share: lookups and ordered scans.
 ///
-/// Buffers handed out are borrowed from LMDB's map: they are valid only until the transaction ends,
-/// or, in a write transaction, until the next write to the same database.
+/// Values are borrowed from LMDB's map, never copied: valid only while the transaction lasts and, in a write
+/// transaction, until the next write to the same database. So they are lent to a closure
+/// (`withValue(_:key:_:)`, ``scan(_:prefix:from:_:)``) and valid inside it; only
+/// ``unsafeValue(_:key:)`` hands one out, for the fetch path that reads chunks straight from the map.
 public protocol TransactionReading: ~Copyable {
     var handle: OpaquePointer { get }
 }
@@ -13,9 +15,39 @@ extension TransactionReading where Self: ~Copyable {
     /// with one id see the same snapshot. The corresponding C function is `mdb_txn_id`.
     public var id: Int { Int(mdb_txn_id(handle)) }
 
-    /// The value stored under `key`, borrowed from the map, or `nil` when there is none.
+    /// Calls `body` with the value stored under `key`, borrowed from the map, and returns what it returns;
+    /// `nil`, without calling `body`, when there is none. The buffer is valid inside `body` only: copy or
+    /// decode what you keep. The corresponding C function is `mdb_get`.
+    @inlinable
+    public func withValue<R>(_ db: Database, key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        guard let value = try unsafeValue(db, key: key) else { return nil }
+        return try body(value)
+    }
+
+    /// Calls `body` with the value stored under `key` given as bytes; `nil` when there is none.
+    @inlinable
+    public func withValue<R>(_ db: Database, key: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        try key.withUnsafeBytes { key in try withValue(db, key: key, body) }
+    }
+
+    /// Whether a value is stored under `key`. The corresponding C function is `mdb_get`.
+    @inlinable
+    public func contains(_ db: Database, key: UnsafeRawBufferPointer) throws -> Bool {
+        try unsafeValue(db, key: key) != nil
+    }
+
+    /// Whether a value is stored under `key` given as bytes.
+    @inlinable
+    public func contains(_ db: Database, key: [UInt8]) throws -> Bool {
+        try key.withUnsafeBytes { try contains(db, key: $0) }
+    }
+
+    /// The value stored under `key`, borrowed from the map, or `nil` when there is none: valid until the
+    /// transaction ends, or in a write transaction until the next write to `db`, which nothing here checks.
+    /// For readers that keep map bytes for the transaction's life (a manifest cursor's page, chunks queued
+    /// for one vectored write); everything else uses `withValue(_:key:_:)`.
     /// The corresponding C function is `mdb_get`.
-    public func get(_ db: Database, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
+    public func unsafeValue(_ db: Database, key: UnsafeRawBufferPointer) throws -> UnsafeRawBufferPointer? {
         var k = MDB_val(mv_size: key.count, mv_data: UnsafeMutableRawPointer(mutating: key.baseAddress))
         var v = MDB_val()
         let rc = mdb_get(handle, db.dbi, &k, &v)
@@ -24,9 +56,9 @@ extension TransactionReading where Self: ~Copyable {
         return UnsafeRawBufferPointer(start: v.mv_data, count: v.mv_size)
     }
 
-    /// The value stored under `key`, borrowed, when the key is given as bytes.
-    public func get(_ db: Database, key: [UInt8]) throws -> UnsafeRawBufferPointer? {
-        try key.withUnsafeBytes { try get(db, key: $0) }
+    /// ``unsafeValue(_:key:)`` for a key given as bytes; the value's life is the transaction's, not the key's.
+    public func unsafeValue(_ db: Database, key: [UInt8]) throws -> UnsafeRawBufferPointer? {
+        try key.withUnsafeBytes { try unsafeValue(db, key: $0) }
     }
 
     /// Calls `body` for each pair whose key starts with `prefix`, in key order, from `start` (or the prefix).

@@ -486,7 +486,7 @@ import Testing
             let dbs = cache.store.dbs
             try await cache.store.writer.write { txn in
                 let itemKey = Keys.item(domain: "d", id: "a")
-                let item = try Catalog.item("a", domain: "d", in: txn, dbs)
+                let item = try Records.item("a", domain: "d", in: txn, dbs)
                 let keys = ListingIndex.keys(domain: Keys.domain("d"), itemHash: Array(itemKey.suffix(16)), placement: item.placement)
                 _ = try txn.delete(dbs.listing, key: keys.first!)
                 let stray = ListingIndex.prefix(domain: Keys.domain("d"), container: Item.rootContainer, sort: .name) + Array("ghost".utf8) + [0]

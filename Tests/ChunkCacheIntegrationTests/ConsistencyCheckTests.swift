@@ -32,8 +32,8 @@ import Testing
     static func manifestID(of item: String, _ version: String, in cache: ChunkCache) throws -> UInt64 {
         try cache.store.environment.read { txn in
             let key = Keys.version(itemKey: Keys.item(domain: "d", id: item), contentVersion: Array(version.utf8))
-            let raw = try #require(try txn.get(cache.store.dbs.versions, key: key))
-            return try VersionRecord(decoding: raw, name: "version under test").manifestID
+            let version = try txn.withValue(cache.store.dbs.versions, key: key) { try VersionRecord(decoding: $0, name: "version under test") }
+            return try #require(version).manifestID
         }
     }
 
@@ -46,7 +46,7 @@ import Testing
     static func setReferenceCount(_ digest: ChunkDigest, _ count: UInt64, in cache: ChunkCache) async throws {
         try await tamper(cache) { txn, dbs in
             try digest.withUnsafeBytes { key in
-                var ref = try ChunkRef(decoding: try #require(try txn.get(dbs.refs, key: key)), name: "ref under test")
+                var ref = try #require(try txn.withValue(dbs.refs, key: key) { try ChunkRef(decoding: $0, name: "ref under test") })
                 ref.count = count
                 try ref.encoded().withUnsafeBytes { try txn.put(dbs.refs, key: key, value: $0) }
             }
@@ -118,8 +118,9 @@ import Testing
 
     static func dropLengths(of digest: ChunkDigest, in cache: ChunkCache) async throws -> (Int64, Int64) {
         try cache.store.environment.read { txn in
-            let raw = try digest.withUnsafeBytes { try #require(try txn.get(cache.store.dbs.refs, key: $0)) }
-            let ref = try ChunkRef(decoding: raw, name: "ref under test")
+            let ref = try #require(try digest.withUnsafeBytes { key in
+                try txn.withValue(cache.store.dbs.refs, key: key) { try ChunkRef(decoding: $0, name: "ref under test") }
+            })
             return (Int64(ref.rawLength), Int64(ref.storedLength))
         }
     }
@@ -150,8 +151,8 @@ import Testing
             // Deleting the version record but not its manifest: what a drop that forgot its pages would leave.
             try await Self.tamper(cache) { txn, dbs in
                 let key = Keys.version(itemKey: Keys.item(domain: "d", id: "copy"), contentVersion: Array("v1".utf8))
-                let raw = try #require(try txn.get(dbs.versions, key: key))
-                let size = try VersionRecord(decoding: raw, name: "version under test").size
+                let version = try txn.withValue(dbs.versions, key: key) { try VersionRecord(decoding: $0, name: "version under test") }
+                let size = try #require(version).size
                 try txn.delete(dbs.versions, key: key)
                 try txn.addToCounter(dbs, MetaKey.logicalBytes, -size)
             }

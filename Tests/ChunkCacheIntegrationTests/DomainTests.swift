@@ -125,7 +125,7 @@ import Testing
             }
             let reopened = try await ChunkCache.open(at: path)
             #expect(try await reopened.domains() == [added])
-            let record = try reopened.store.environment.read { txn in try Catalog.domain("d", in: txn, reopened.store.dbs) }
+            let record = try reopened.store.environment.read { txn in try Records.domain("d", in: txn, reopened.store.dbs) }
             #expect(record.headers == [try OriginHeader(name: "X-Key", value: Self.secret)])
             #expect(record.origin?.prefix == "" && record.pipelineDepth == 17 && record.readAhead == 12345)
         }

@@ -9,8 +9,7 @@ import Testing
     /// Flips one payload byte of `digest`'s stored value inside `data.mdb`, as a disk error would.
     static func flipStoredByte(of digest: ChunkDigest, in cache: ChunkCache) throws {
         let stored: [UInt8] = try cache.store.environment.read { txn in
-            let value = try #require(try digest.withUnsafeBytes { try txn.get(cache.store.dbs.chunks, key: $0) })
-            return Array(value)
+            try #require(try digest.withUnsafeBytes { key in try txn.withValue(cache.store.dbs.chunks, key: key) { Array($0) } })
         }
         let payload = Array(stored[ChunkCodec.headerSize...])
         let needle = Array(payload.prefix(64))
@@ -27,9 +26,11 @@ import Testing
 
     static func digest(ofChunk index: Int64, item: ItemIdentifier, version: String, in cache: ChunkCache) throws -> ChunkDigest {
         try cache.store.environment.read { txn in
-            let record = try #require(try txn.get(cache.store.dbs.versions, key: Keys.version(
-                itemKey: Keys.item(domain: item.domain, id: item.rawValue), contentVersion: Array(version.utf8))))
-            var cursor = ManifestCursor(manifestID: try VersionRecord(decoding: record, name: "version \(version) of \(item)").manifestID, dbs: cache.store.dbs)
+            let key = Keys.version(itemKey: Keys.item(domain: item.domain, id: item.rawValue), contentVersion: Array(version.utf8))
+            let record = try #require(try txn.withValue(cache.store.dbs.versions, key: key) {
+                try VersionRecord(decoding: $0, name: "version \(version) of \(item)")
+            })
+            var cursor = ManifestCursor(manifestID: record.manifestID, dbs: cache.store.dbs)
             guard case .stored(let digest) = try cursor.entry(index, in: txn) else { throw CacheError(.corruptData, "not stored") }
             return digest
         }
@@ -117,7 +118,7 @@ import Testing
 }
 
 /// A writer killed mid-ingest leaves nothing behind once the store is opened again.
-@Suite struct CrashRecoveryTests {
+@Suite struct CrashCleanupTests {
     @Test("a put killed with SIGKILL mid-write is rolled back on the next open; the store verifies clean",
           .enabled(if: ChunkCacheBinary.path != nil, "needs the built chunkcache executable"))
     func killedPut() async throws {

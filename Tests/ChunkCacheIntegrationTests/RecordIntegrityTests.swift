@@ -11,7 +11,7 @@ import Testing
     /// Rewrites the value under `key` in `db` through LMDB itself, as a disk error that keeps the length would.
     static func damage(_ db: Database, key: [UInt8], in cache: ChunkCache, _ change: @escaping @Sendable (inout [UInt8]) -> Void) async throws {
         try await cache.store.writer.write { txn in
-            var value = Array(try #require(try txn.get(db, key: key), "the record exists"))
+            var value = try #require(try txn.withValue(db, key: key) { Array($0) }, "the record exists")
             let length = value.count
             change(&value)
             #expect(value.count == length)
@@ -25,8 +25,10 @@ import Testing
 
     static func versionRecord(_ item: ItemIdentifier, _ version: String, in cache: ChunkCache) throws -> VersionRecord {
         try cache.store.environment.read { txn in
-            let raw = try #require(try txn.get(cache.store.dbs.versions, key: versionKey(item, version)))
-            return try VersionRecord(decoding: raw, name: "version under test")
+            let version = try txn.withValue(cache.store.dbs.versions, key: versionKey(item, version)) {
+                try VersionRecord(decoding: $0, name: "version under test")
+            }
+            return try #require(version)
         }
     }
 

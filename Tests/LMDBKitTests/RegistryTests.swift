@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 @testable import LMDBKit
@@ -51,5 +52,29 @@ import Testing
             try env.setMapSize(4 << 20)
             #expect(env.mapSize == 4 << 20)
         }
+    }
+
+    @Test("one registry (issue 19): SharedHandles joins, counts and closes on the last release; a stale holder counts down nothing")
+    func sharedHandlesCountHolders() throws {
+        final class Box: Sendable { let id: Int; init(_ id: Int) { self.id = id } }
+        let handles = SharedHandles<String, Box>()
+        let closed = Mutex<[Int]>([])
+        let first = handles.acquire("a") { Box(1) }
+        let joined = handles.acquire("a") { Box(2) }
+        #expect(joined === first)
+        #expect(handles.withHolderCount(of: "a") { $0 } == 2)
+        #expect(throws: LMDBError.busy) {
+            _ = try handles.acquire("a", join: { (_) throws(LMDBError) in throw .busy }) { () throws(LMDBError) in Box(3) }
+        }
+        #expect(handles.withHolderCount(of: "a") { $0 } == 2)
+        let stale = Box(9)
+        handles.release("a", held: { $0 === stale }) { box in closed.withLock { $0.append(box.id) } }
+        #expect(handles.withHolderCount(of: "a") { $0 } == 2)
+        handles.release("a", held: { $0 === first }) { box in closed.withLock { $0.append(box.id) } }
+        #expect(closed.withLock { $0 }.isEmpty)
+        handles.release("a", held: { $0 === first }) { box in closed.withLock { $0.append(box.id) } }
+        #expect(closed.withLock { $0 } == [1])
+        #expect(handles.withHolderCount(of: "a") { $0 } == 0)
+        #expect(handles.acquire("a") { Box(4) }.id == 4)
     }
 }

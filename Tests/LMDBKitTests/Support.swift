@@ -16,7 +16,7 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 extension TransactionReading where Self: ~Copyable {
     /// The value under `key`, copied out of the map, or `nil`.
     func value(_ db: Database, _ key: String) throws -> [UInt8]? {
-        try get(db, key: bytes(key)).map { Array($0) }
+        try withValue(db, key: bytes(key)) { Array($0) }
     }
 
     /// Every key with `prefix`, as strings, in the order `scan` visits them.

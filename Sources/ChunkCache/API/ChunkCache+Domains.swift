@@ -1,51 +1,6 @@
 import Foundation
 import LMDBKit
 
-/// A domain as `domains()` lists it: its origin settings and what the store holds of it. Header values are
-/// credentials, so only their names are here.
-public struct DomainInfo: Sendable, Hashable {
-    public var name: String
-    public var origin: Origin?
-    /// The names of the headers sent to the origin, in the order given.
-    public var headerNames: [String]
-    public var pipelineDepth: Int
-    public var readAhead: Int64
-    public var domainVersion: DomainVersion
-    /// Items of every kind (files, folders, symlinks).
-    public var items: Int
-    /// Bytes of the domain's versions the store holds (zero chunks count as held).
-    public var cachedBytes: Int64
-    /// False while an import or reimport of the domain is under way (or interrupted, until resumed).
-    public var importFinished: Bool
-    /// How much of the change log is kept.
-    public var changeHistory: ChangeHistory
-    /// How many imports and reimports of the domain finished: `importDidFinish` is recorded once per
-    /// import epoch, also when a reimport joined an import under way (G4).
-    public var importsFinished: Int = 0
-
-    /// Origin requests in flight per domain per process, unless set.
-    public static let defaultPipelineDepth = 8
-    public static let pipelineDepthRange = 1...128
-    /// The largest sequential read-ahead window, unless set.
-    public static let defaultReadAhead: Int64 = 4 << 20
-    public static let readAheadRange: ClosedRange<Int64> = 0...(1 << 30)
-    public static let maxHeaders = 64
-
-    /// Checks the settings given (nil ones are not checked), as `addDomain` and `setDomain` do.
-    /// - Throws: `invalidArgument` naming the flag at fault and what to give.
-    public static func validate(pipelineDepth: Int?, readAhead: Int64?, headerCount: Int) throws(CacheError) {
-        if let pipelineDepth, !pipelineDepthRange.contains(pipelineDepth) {
-            throw CacheError(.invalidArgument, "--pipeline-depth \(pipelineDepth) is outside 1…128; give the number of origin requests to keep in flight")
-        }
-        if let readAhead, !readAheadRange.contains(readAhead) {
-            throw CacheError(.invalidArgument, "--read-ahead \(readAhead) is outside 0…1GiB; give a size such as 4MiB (0 turns read-ahead off)")
-        }
-        guard headerCount <= maxHeaders else {
-            throw CacheError(.invalidArgument, "\(headerCount) --header options are more than \(maxHeaders); give fewer")
-        }
-    }
-}
-
 extension ChunkCache {
     /// Creates a domain, with an origin or without (then the store is its only copy).
     ///
@@ -62,12 +17,12 @@ extension ChunkCache {
         _ name: String, origin: Origin? = nil, headers: [OriginHeader] = [],
         pipelineDepth: Int = DomainInfo.defaultPipelineDepth, readAhead: Int64 = DomainInfo.defaultReadAhead
     ) async throws -> DomainInfo {
-        try Catalog.validate(domain: name, item: nil)
+        try Records.validate(domain: name, item: nil)
         try DomainInfo.validate(pipelineDepth: pipelineDepth, readAhead: readAhead, headerCount: headers.count)
         let dbs = store.dbs
         do {
             return try await store.writer.write { txn in
-                guard try txn.get(dbs.domains, key: Keys.domain(name)) == nil else {
+                guard try !txn.contains(dbs.domains, key: Keys.domain(name)) else {
                     throw CacheError(.fileExists, "domain \"\(name)\" already exists; change it with `chunkcache domain set \(name) …` or pick another name")
                 }
                 var record = DomainRecord(version: 0, createdAt: Date().timeIntervalSince1970)
@@ -98,7 +53,7 @@ extension ChunkCache {
         _ name: String, origin: Origin? = nil, headers: [OriginHeader]? = nil, pipelineDepth: Int? = nil, readAhead: Int64? = nil,
         changeHistory: ChangeHistory? = nil
     ) async throws -> DomainInfo {
-        try Catalog.validate(domain: name, item: nil)
+        try Records.validate(domain: name, item: nil)
         try DomainInfo.validate(pipelineDepth: pipelineDepth, readAhead: readAhead, headerCount: headers?.count ?? 0)
         let dbs = store.dbs
         do {
@@ -144,7 +99,7 @@ extension ChunkCache {
     /// domain shares stays), in one transaction.
     /// - Throws: `noSuchItem` for an unknown domain.
     public func removeDomain(_ name: String) async throws {
-        try Catalog.validate(domain: name, item: nil)
+        try Records.validate(domain: name, item: nil)
         let dbs = store.dbs
         do {
             try await store.writer.write { txn in

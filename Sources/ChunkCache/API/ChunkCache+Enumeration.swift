@@ -1,147 +1,24 @@
 import Foundation
 import LMDBKit
 
-/// Lists a container's items in pages and follows its changes, as `NSFileProviderEnumerator` (CONTRACT §11).
-///
-/// Made by ``ChunkCache/enumerator(for:in:)``. Holds no cursor: pages and anchors carry where they are, so
-/// a new enumerator (in a new process too) resumes any of them (F4, F5).
-///
-/// ```swift
-/// let root = try await cache.enumerator(for: Item.rootContainer, in: "docs")
-/// var page = EnumerationPage.initialPageSortedByName
-/// var anchor: SyncAnchor?
-/// while true {
-///     let result = try await root.enumerateItems(startingAt: page, suggestedPageSize: 200)
-///     anchor = anchor ?? result.syncAnchor
-///     // … show result.items …
-///     guard let next = result.nextPage else { break }
-///     page = next
-/// }
-/// let batch = try await root.enumerateChanges(from: anchor!, suggestedBatchSize: 200)
-/// ```
-public final class ItemEnumerator: Sendable {
-    let cache: ChunkCache
-    /// The domain enumerated.
-    public let domain: String
-    let container: EnumeratedContainer
-
-    init(cache: ChunkCache, domain: String, container: EnumeratedContainer) {
-        self.cache = cache
-        self.domain = domain
-        self.container = container
-    }
-
-    /// Pages and batches default to this many items when no size is suggested.
-    public static let defaultPageSize = 200
-
-    /// One page of items from `page`: at most `suggestedPageSize` of them (F8).
-    /// - Throws: `pageExpired` for an unknown, malformed or stale token (F7); `noSuchItem` for a domain
-    ///   removed since.
-    public func enumerateItems(startingAt page: EnumerationPage, suggestedPageSize: Int? = nil) async throws -> ItemPage {
-        let (store, domain, container) = (cache.store, self.domain, self.container)
-        return try await runBlocking(doing: "listing \(container.described) of domain \"\(domain)\"", store: store.path) {
-            try Self.expireRecentItemsIfDue(container, of: domain, store)
-            return try store.environment.read { txn in
-                try CatalogueReader.page(domain: domain, container: container, from: page,
-                                         pageSize: suggestedPageSize ?? Self.defaultPageSize, in: txn, store.dbs)
-            }
-        }
-    }
-
-    /// The anchor of the domain's current version (F2: at or before what a page read after it lists).
-    public func currentSyncAnchor() async throws -> SyncAnchor {
-        let (store, domain) = (cache.store, self.domain)
-        return try await runBlocking(doing: "reading the sync anchor of domain \"\(domain)\"", store: store.path) {
-            try store.environment.read { txn in try CatalogueReader.currentAnchor(domain: domain, in: txn, store.dbs) }
-        }
-    }
-
-    /// The changes after `anchor`: at most `suggestedBatchSize` items (F8), each as it is now. With no change
-    /// the same anchor comes back and `moreComing` is false (F3).
-    /// - Throws: `syncAnchorExpired` for an anchor that is malformed, of another store or of an earlier
-    ///   domain of this name, or older than the retained history (F5, F6).
-    public func enumerateChanges(from anchor: SyncAnchor, suggestedBatchSize: Int? = nil) async throws -> ChangeBatch {
-        let (store, domain, container) = (cache.store, self.domain, self.container)
-        return try await runBlocking(doing: "reading the changes of domain \"\(domain)\"", store: store.path) {
-            try Self.expireRecentItemsIfDue(container, of: domain, store)
-            return try store.environment.read { txn in
-                try CatalogueReader.changes(domain: domain, container: container, from: anchor,
-                                            batchSize: suggestedBatchSize ?? Self.defaultPageSize, in: txn, store.dbs)
-            }
-        }
-    }
-
-    /// Waits until the domain has a change after `anchor` (from any process), or `timeout` passes: the
-    /// signal a client or a mount waits on before asking for changes (E2, the seed's `signalEnumerator`).
-    ///
-    /// Every commit that logs a change wakes every waiter of the store at once, in this process and in
-    /// others (`ChangeSignal`: inotify on a file each such commit touches, where Linux offers it, else a
-    /// check every 100 ms). The wait holds no thread.
-    /// - Returns: Whether a change exists; false once `timeout` has passed without one.
-    /// - Throws: `syncAnchorExpired` as ``enumerateChanges(from:suggestedBatchSize:)``; `userCancelled`.
-    public func waitForChanges(after anchor: SyncAnchor, timeout: Duration) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        let signal = cache.store.changes
-        while true {
-            // Read before checking: a commit after the check moves it, and the wait below returns at once.
-            let seen = signal.generation()
-            if try await hasChanges(after: anchor) { return true }
-            guard ContinuousClock.now < deadline else { return false }
-            await signal.wait(after: seen, until: deadline)
-            if Task.isCancelled {
-                throw CacheError(.userCancelled, "waiting for changes of domain \"\(domain)\" was cancelled")
-            }
-        }
-    }
-
-    private func hasChanges(after anchor: SyncAnchor) async throws -> Bool {
-        let (store, domain) = (cache.store, self.domain)
-        return try await runBlocking(doing: "reading the changes of domain \"\(domain)\"", store: store.path) {
-            try store.environment.read { txn in
-                let record = try Catalog.domain(domain, in: txn, store.dbs)
-                let position = try CatalogueReader.validate(anchor, of: domain, record, store: try CatalogueReader.storeID(txn, store.dbs))
-                let domainKey = Keys.domain(domain)
-                var found = false
-                try txn.scan(store.dbs.changes, prefix: domainKey, from: position.firstUnreadKey(domain: domainKey)) { _, _ in
-                    found = true
-                    return false
-                }
-                return found
-            }
-        }
-    }
-
-    /// Ends the enumerator's use, as `invalidate()`. It holds nothing, so this does nothing.
-    public func invalidate() {}
-
-    /// Before the working set is read, takes out of it the items no longer recent (a write, at most hourly),
-    /// on the blocking thread that then reads.
-    @available(*, noasync)
-    private static func expireRecentItemsIfDue(_ container: EnumeratedContainer, of domain: String, _ store: Store) throws {
-        guard container == .workingSet else { return }
-        let checked = try store.environment.read { txn in try Catalog.domain(domain, in: txn, store.dbs).recentCheckedThrough }
-        guard checked < Date().timeIntervalSince1970 - RecentItems.window - 3600 else { return }
-        _ = try store.writer.writeAndWait { txn in try txn.expireRecentItems(of: domain, store.dbs) }
-    }
-}
-
 extension ChunkCache {
     /// An enumerator of a container of `domain`, as `enumerator(for:request:)`: ``Item/rootContainer``,
     /// ``Item/workingSetContainer``, ``Item/trashContainer`` or a folder's identifier.
     /// - Throws: `noSuchItem` for an unknown domain or folder; `invalidArgument` for an item that is not a
     ///   folder.
     public func enumerator(for container: String, in domain: String) async throws -> ItemEnumerator {
-        try Catalog.validate(domain: domain, item: container)
+        try Records.validate(domain: domain, item: container)
         let store = self.store
         let enumerated: EnumeratedContainer = container == Item.workingSetContainer ? .workingSet : .folder(container)
         try await runBlocking(doing: "opening an enumerator of \"\(container)\" in domain \"\(domain)\"", store: store.path) {
             try store.environment.read { txn in
-                _ = try Catalog.domain(domain, in: txn, store.dbs)
+                _ = try Records.domain(domain, in: txn, store.dbs)
                 guard !ItemNames.isContainer(container) else { return }
-                guard let raw = try txn.get(store.dbs.items, key: Keys.item(domain: domain, id: container)) else {
+                guard let record = try txn.withValue(store.dbs.items, key: Keys.item(domain: domain, id: container), {
+                    try ItemRecord(decoding: $0, name: RecordNames.item(container, domain: domain))
+                }) else {
                     throw CacheError(.noSuchItem, "there is no folder \"\(container)\" in domain \"\(domain)\"; enumerate root, workingSet, trash or an existing folder")
                 }
-                let record = try ItemRecord(decoding: raw, name: RecordNames.item(container, domain: domain))
                 guard record.kind == .folder else {
                     throw CacheError(.invalidArgument, "\"\(container)\" in domain \"\(domain)\" is a \(record.kind), not a folder; enumerate its folder")
                 }
@@ -153,10 +30,10 @@ extension ChunkCache {
     /// An enumerator of every item of `domain`, whatever its folder: what a sync client or a mount follows.
     /// Its pages list items in no meaningful order (by identifier hash), stable as folder pages are.
     public func enumeratorOfAllItems(in domain: String) async throws -> ItemEnumerator {
-        try Catalog.validate(domain: domain, item: nil)
+        try Records.validate(domain: domain, item: nil)
         let store = self.store
         try await runBlocking(doing: "opening an enumerator of domain \"\(domain)\"", store: store.path) {
-            try store.environment.read { txn in _ = try Catalog.domain(domain, in: txn, store.dbs) }
+            try store.environment.read { txn in _ = try Records.domain(domain, in: txn, store.dbs) }
         }
         return ItemEnumerator(cache: self, domain: domain, container: .allItems)
     }

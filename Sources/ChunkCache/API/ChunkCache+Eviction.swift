@@ -10,12 +10,12 @@ extension ChunkCache {
     /// - Throws: `invalidArgument` for a domain without an origin (the store is its only copy);
     ///   `noSuchItem` for an unknown domain or item.
     public func evict(_ items: [String] = [], inDomain domain: String) async throws -> EvictionResult {
-        try Catalog.validate(domain: domain, item: nil)
-        for item in items { try Catalog.validate(domain: domain, item: item) }
+        try Records.validate(domain: domain, item: nil)
+        for item in items { try Records.validate(domain: domain, item: item) }
         let dbs = store.dbs
         do {
             return try await store.writer.write { txn in
-                let record = try Catalog.domain(domain, in: txn, dbs)
+                let record = try Records.domain(domain, in: txn, dbs)
                 guard record.origin != nil else {
                     throw CacheError(.invalidArgument, "domain \"\(domain)\" has no origin: the store is the only copy of its files, so nothing of it is evicted")
                 }
@@ -26,7 +26,7 @@ extension ChunkCache {
                         return true
                     }
                 } else {
-                    records = try items.map { try Catalog.item($0, domain: domain, in: txn, dbs) }
+                    records = try items.map { try Records.item($0, domain: domain, in: txn, dbs) }
                 }
                 var result = EvictionResult(versions: 0, bytes: 0, pinnedSkipped: 0)
                 for item in records where item.kind == .file {
@@ -34,7 +34,7 @@ extension ChunkCache {
                         result.pinnedSkipped += 1
                         continue
                     }
-                    for version in try Catalog.versions(ofItem: item.identifier, domain: domain, in: txn, dbs) {
+                    for version in try Records.versions(ofItem: item.identifier, domain: domain, in: txn, dbs) {
                         let bytes = try txn.evictCachedChunks(of: version, dbs)
                         if bytes > 0 { result.versions += 1 }
                         result.bytes += bytes

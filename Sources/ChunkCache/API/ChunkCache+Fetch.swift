@@ -79,7 +79,7 @@ extension ChunkCache {
         destination: FetchDestination = .handOff
     ) throws -> FetchResult {
         try Self.validate(minimalRange, of: item, alignment: alignment)
-        try Catalog.validate(domain: item.domain, item: item.rawValue)
+        try Records.validate(domain: item.domain, item: item.rawValue)
         let store = self.store
         let job = FetchJob(item: item, minimalRange: minimalRange, alignment: alignment, options: options, request: request,
                            destination: destination)
@@ -129,7 +129,7 @@ extension ChunkCache {
         guard offset >= 0 else {
             throw CacheError(.invalidArgument, "offset \(offset) in item \(item) is negative; read from 0 or later")
         }
-        try Catalog.validate(domain: item.domain, item: item.rawValue)
+        try Records.validate(domain: item.domain, item: item.rawValue)
         let store = self.store
         let job = BufferReadJob(item: item, offset: offset, buffer: buffer, options: options, request: request)
         let version = version?.contentVersion
@@ -169,7 +169,7 @@ extension ChunkCache {
         request: FetchRequest, destination: FetchDestination, strategies: Set<CloneStrategy> = cloneStrategies,
         inspectClone: (@Sendable (FileDescriptor) -> Void)? = nil, beforeChunk: (@Sendable (Int64) -> Void)? = nil
     ) async throws -> FetchResult {
-        try Catalog.validate(domain: item.domain, item: item.rawValue)
+        try Records.validate(domain: item.domain, item: item.rawValue)
         let job = FetchJob(item: item, minimalRange: minimalRange, alignment: alignment, options: options, request: request,
                            destination: destination, strategies: strategies, inspectClone: inspectClone, beforeChunk: beforeChunk)
         let absence: Absence

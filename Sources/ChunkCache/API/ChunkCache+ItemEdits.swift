@@ -1,18 +1,6 @@
 import Foundation
 import LMDBKit
 
-/// What an edit of an item did.
-public struct ItemChange: Sendable {
-    /// The item after the edit (for a permanent deletion: as it was).
-    public var item: Item
-    /// The domain's version after the edit; unchanged when the edit changed nothing.
-    public var domainVersion: DomainVersion
-    /// False when the item already was as asked: nothing was written.
-    public var changed: Bool
-    /// For a permanent deletion: every identifier deleted, the item's first (a folder's contents follow).
-    public var deleted: [String] = []
-}
-
 extension ChunkCache {
     /// Changes an item's favorite rank, tag, shared flag or last-use date (`mark`). Changes the metadata
     /// version, never the content version (D3, D4), and bumps the domain version, unless nothing changes.
@@ -33,7 +21,7 @@ extension ChunkCache {
     /// - Throws: `noSuchItem` (item or parent), `invalidArgument` (a parent that is not a folder or lies
     ///   inside the item, a bad name), `fileExists` (the parent holds that name).
     public func moveItem(_ item: ItemIdentifier, to parent: String, renamingTo name: String? = nil) async throws -> ItemChange {
-        try Catalog.validate(domain: item.domain, item: parent)
+        try Records.validate(domain: item.domain, item: parent)
         return try await applyEdit(item, doing: "moving") { txn, changes in
             try txn.move(item.rawValue, to: parent, name: name, in: &changes, self.store.dbs)
         }
@@ -41,7 +29,7 @@ extension ChunkCache {
 
     /// Deletes an item for good with its versions, a folder with everything in it (`rm --permanently`).
     public func deleteItem(_ item: ItemIdentifier) async throws -> ItemChange {
-        try Catalog.validate(domain: item.domain, item: item.rawValue)
+        try Records.validate(domain: item.domain, item: item.rawValue)
         let dbs = store.dbs
         do {
             return try await store.writer.write { txn in
@@ -63,7 +51,7 @@ extension ChunkCache {
         _ item: ItemIdentifier, doing what: String,
         _ body: @escaping @Sendable (inout WriteTransaction, inout DomainChanges) throws -> (ItemRecord, Bool)
     ) async throws -> ItemChange {
-        try Catalog.validate(domain: item.domain, item: item.rawValue)
+        try Records.validate(domain: item.domain, item: item.rawValue)
         let dbs = store.dbs
         do {
             return try await store.writer.write { txn in

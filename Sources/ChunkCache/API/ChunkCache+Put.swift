@@ -37,9 +37,9 @@ extension ChunkCache {
     ///   file, a file beyond ``ChunkLayout/maxItemLength``, an existing version holding other bytes, a bad
     ///   identifier), `insufficientQuota` (the store is full), `noPermission`.
     public func put(fileAt path: String, as item: ItemIdentifier, contentVersion: String? = nil) async throws -> PutResult {
-        try Catalog.validate(domain: item.domain, item: item.rawValue)
+        try Records.validate(domain: item.domain, item: item.rawValue)
         let version = contentVersion.map { Array($0.utf8) }
-        if let version { try Catalog.validate(contentVersion: version) }
+        if let version { try Records.validate(contentVersion: version) }
         let store = self.store
         return try await runBlocking(doing: "storing \(path) as \(item)", store: store.path) { cancellation in
             do {

@@ -6,21 +6,6 @@ import LMDBKit
 /// How a clone reached its destination: reflink, kernel copy, or reads and writes.
 public typealias CloneStrategy = FileIO.CloneStrategy
 
-/// Names an item: its domain and its identifier there (for imported files, the relative path).
-public struct ItemIdentifier: Hashable, Sendable, CustomStringConvertible {
-    /// The domain the item belongs to.
-    public var domain: String
-    /// The identifier inside the domain.
-    public var rawValue: String
-
-    public init(domain: String, _ rawValue: String) {
-        self.domain = domain
-        self.rawValue = rawValue
-    }
-
-    public var description: String { "\(domain)/\(rawValue)" }
-}
-
 /// A content-addressed chunk cache: one store directory holding files split into aligned chunks named by
 /// SHA-256, zstd-compressed in LMDB, listed per (domain, item, content version).
 ///

@@ -40,7 +40,7 @@ enum CatalogueReader {
 
     /// The anchor at the domain's current version.
     static func currentAnchor<T: TransactionReading & ~Copyable>(domain name: String, in txn: borrowing T, _ dbs: Databases) throws -> SyncAnchor {
-        let domain = try Catalog.domain(name, in: txn, dbs)
+        let domain = try Records.domain(name, in: txn, dbs)
         return AnchorPosition(store: try storeID(txn, dbs), epoch: domain.epoch, version: domain.version, index: AnchorPosition.wholeVersion).anchor
     }
 
@@ -56,7 +56,7 @@ enum CatalogueReader {
         domain name: String, container: EnumeratedContainer, from start: EnumerationPage, pageSize: Int,
         in txn: borrowing T, _ dbs: Databases
     ) throws -> ItemPage {
-        let domain = try Catalog.domain(name, in: txn, dbs)
+        let domain = try Records.domain(name, in: txn, dbs)
         let store = try storeID(txn, dbs)
         let domainKey = Keys.domain(name)
         let containerHash = ListingIndex.containerHash(container.listedIdentifier ?? "\u{1}all")
@@ -104,8 +104,9 @@ enum CatalogueReader {
             }
             last = key
             let itemKey = domainKey + ListingIndex.itemHash(ofPosition: key)
-            guard let raw = try txn.get(dbs.items, key: itemKey) else { return true }  // deleted since V0
-            let record = try ItemRecord(decoding: raw, name: "an item of \(RecordNames.domain(name))")
+            guard let record = try txn.withValue(dbs.items, key: itemKey, {
+                try ItemRecord(decoding: $0, name: "an item of \(RecordNames.domain(name))")
+            }) else { return true }  // deleted since V0
             // An unchanged entry must be the container's (an 8-byte container hash could collide).
             if unchanged && !record.placement.isListed(in: container) { return true }
             items.append(try publicItem(record, domain: name, itemKey: itemKey, in: txn, dbs))
@@ -168,7 +169,7 @@ enum CatalogueReader {
         domain name: String, container: EnumeratedContainer, from anchor: SyncAnchor, batchSize: Int,
         in txn: borrowing T, _ dbs: Databases
     ) throws -> ChangeBatch {
-        let domain = try Catalog.domain(name, in: txn, dbs)
+        let domain = try Records.domain(name, in: txn, dbs)
         let store = try storeID(txn, dbs)
         let start = try validate(anchor, of: name, domain, store: store)
         let domainKey = Keys.domain(name)
@@ -196,8 +197,9 @@ enum CatalogueReader {
         var deleted: [String] = []
         for change in order {
             let itemKey = domainKey + change.hash
-            if let raw = try txn.get(dbs.items, key: itemKey) {
-                let record = try ItemRecord(decoding: raw, name: RecordNames.item(change.identifier, domain: name))
+            if let record = try txn.withValue(dbs.items, key: itemKey, {
+                try ItemRecord(decoding: $0, name: RecordNames.item(change.identifier, domain: name))
+            }) {
                 if record.placement.isListed(in: container) {
                     updated.append(try publicItem(record, domain: name, itemKey: itemKey, in: txn, dbs))
                     continue
@@ -243,8 +245,8 @@ enum CatalogueReader {
     static func publicItem<T: TransactionReading & ~Copyable>(
         _ record: ItemRecord, domain: String, itemKey: [UInt8], in txn: borrowing T, _ dbs: Databases
     ) throws -> Item {
-        let newest = record.kind == .file ? try Catalog.versions(ofItemKey: itemKey, in: txn, dbs).first : nil
-        return Catalog.publicItem(record, domain: domain, version: newest)
+        let newest = record.kind == .file ? try Records.versions(ofItemKey: itemKey, in: txn, dbs).first : nil
+        return Records.publicItem(record, domain: domain, version: newest)
     }
 }
 

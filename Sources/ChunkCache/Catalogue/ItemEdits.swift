@@ -50,10 +50,13 @@ extension WriteTransaction {
         guard !ItemNames.isContainer(id) else {
             throw CacheError(.invalidArgument, "\"\(id)\" is a container, not an item: it cannot be marked, removed or moved")
         }
-        guard let raw = try get(dbs.items, key: Keys.item(domain: changes.name, id: id)) else {
+        let record = try withValue(dbs.items, key: Keys.item(domain: changes.name, id: id)) {
+            try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: changes.name))
+        }
+        guard let record else {
             throw CacheError(.noSuchItem, "there is no item \"\(id)\" in domain \"\(changes.name)\"; `chunkcache ls --domain \(changes.name)` lists them")
         }
-        return try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: changes.name))
+        return record
     }
 
     /// Applies a metadata edit; returns the item, and whether anything changed.
@@ -93,7 +96,7 @@ extension WriteTransaction {
         guard edit.1, changes.record.origin != nil else { return edit }
         // A pinned item's chunks leave the eviction policy; unpinned, they come back to it (CONTRACT §12).
         let itemKey = Keys.item(domain: changes.name, id: id)
-        for version in try Catalog.versions(ofItemKey: itemKey, in: self, dbs) {
+        for version in try Records.versions(ofItemKey: itemKey, in: self, dbs) {
             if pinned {
                 try policyForget(manifest: version.manifestID, dbs)
             } else {
@@ -161,10 +164,12 @@ extension WriteTransaction {
         }
         var hidden = false
         if parent != Item.rootContainer {
-            guard let raw = try get(dbs.items, key: Keys.item(domain: changes.name, id: parent)) else {
+            let folder = try withValue(dbs.items, key: Keys.item(domain: changes.name, id: parent)) {
+                try ItemRecord(decoding: $0, name: RecordNames.item(parent, domain: changes.name))
+            }
+            guard let folder else {
                 throw CacheError(.noSuchItem, "there is no folder \"\(parent)\" in domain \"\(changes.name)\" to move \"\(id)\" into; give an existing folder, or root")
             }
-            let folder = try ItemRecord(decoding: raw, name: RecordNames.item(parent, domain: changes.name))
             guard folder.kind == .folder else {
                 throw CacheError(.invalidArgument, "\"\(parent)\" is a \(folder.kind), not a folder; move \"\(id)\" into a folder, or root")
             }
@@ -194,8 +199,9 @@ extension WriteTransaction {
             guard item.identifier != id else {
                 throw CacheError(.invalidArgument, "\"\(folder.identifier)\" lies inside \"\(id)\": a folder cannot be moved into itself; give another parent")
             }
-            guard item.parent != Item.rootContainer, let raw = try get(dbs.items, key: Keys.item(domain: domain, id: item.parent)) else { return }
-            current = ItemRecord(ifIntact: raw)
+            guard item.parent != Item.rootContainer else { return }
+            guard let parent = try withValue(dbs.items, key: Keys.item(domain: domain, id: item.parent), ItemRecord.init(ifIntact:)) else { return }
+            current = parent
             steps += 1
         }
     }
@@ -233,8 +239,9 @@ extension WriteTransaction {
         var children: [ItemRecord] = []
         try scan(dbs.listing, prefix: ListingIndex.prefix(domain: domainKey, container: id, sort: .name)) { key, _ in
             let itemKey = domainKey + Array(key.suffix(ListingIndex.hashLength))
-            guard let raw = try get(dbs.items, key: itemKey) else { return true }
-            let child = try ItemRecord(decoding: raw, name: "an item of \(RecordNames.domain(domain))")
+            guard let child = try withValue(dbs.items, key: itemKey, {
+                try ItemRecord(decoding: $0, name: "an item of \(RecordNames.domain(domain))")
+            }) else { return true }
             if child.placement.container == id { children.append(child) }
             return true
         }

@@ -114,8 +114,9 @@ extension TransactionReading where Self: ~Copyable {
         var found: [ItemRecord] = []
         try scan(dbs.listing, prefix: prefix) { key, _ in
             guard key.count == prefix.count + ListingIndex.hashLength,
-                  let raw = try get(dbs.items, key: domainKey + Array(key.suffix(ListingIndex.hashLength))) else { return true }
-            let item = try ItemRecord(decoding: raw, name: "an item of \(RecordNames.domain(domain))")
+                  let item = try withValue(dbs.items, key: domainKey + Array(key.suffix(ListingIndex.hashLength)), {
+                      try ItemRecord(decoding: $0, name: "an item of \(RecordNames.domain(domain))")
+                  }) else { return true }
             if item.filename == filename && item.placement.container == container { found.append(item) }
             return true
         }

@@ -114,11 +114,12 @@ extension WriteTransaction {
     @available(*, noasync)
     mutating func recordUses(_ notes: [ItemIdentifier: Double], _ dbs: Databases) throws {
         for (domain, uses) in Dictionary(grouping: notes, by: \.key.domain) {
-            guard try get(dbs.domains, key: Keys.domain(domain)) != nil else { continue }
+            guard try contains(dbs.domains, key: Keys.domain(domain)) else { continue }
             var changes = try beginChanges(to: domain, dbs)
             for (item, time) in uses {
-                guard let raw = try get(dbs.items, key: Keys.item(domain: domain, id: item.rawValue)) else { continue }
-                let before = try ItemRecord(decoding: raw, name: RecordNames.item(item.rawValue, domain: domain))
+                guard let before = try withValue(dbs.items, key: Keys.item(domain: domain, id: item.rawValue), {
+                    try ItemRecord(decoding: $0, name: RecordNames.item(item.rawValue, domain: domain))
+                }) else { continue }
                 guard time - (before.lastUsedDate ?? -.infinity) >= UsageRecorder.granularity else { continue }
                 var after = before
                 after.lastUsedDate = time
@@ -140,8 +141,8 @@ extension WriteTransaction {
         let from = prefix + ListingIndex.bigEndian(ListingIndex.sortable(changes.record.recentCheckedThrough))
         var stale: [ItemRecord] = []
         try scan(dbs.listing, prefix: prefix, from: from) { key, _ in
-            guard let raw = try get(dbs.items, key: domainKey + Array(key.suffix(ListingIndex.hashLength))),
-                  let item = ItemRecord(ifIntact: raw), let used = item.lastUsedDate else { return true }
+            guard let item = try withValue(dbs.items, key: domainKey + Array(key.suffix(ListingIndex.hashLength)), ItemRecord.init(ifIntact:)) ?? nil,
+                  let used = item.lastUsedDate else { return true }
             guard used < cutoff else { return false }
             var after = item
             after.refreshWorkingSet(now: changes.now)
@@ -159,7 +160,7 @@ extension WriteTransaction {
             return true
         }
         // Nothing left the working set: remember how far it was checked, without a new domain version.
-        var record = try Catalog.domain(domain, in: self, dbs)
+        var record = try Records.domain(domain, in: self, dbs)
         record.recentCheckedThrough = cutoff
         try put(dbs.domains, key: domainKey, value: record.encoded())
         return false

@@ -44,9 +44,9 @@ struct WriterToken: Hashable, Sendable, CustomStringConvertible {
 ///
 /// Whether a writer still runs is decided by this lock, which the kernel drops however the process ends, and
 /// never by its pid: a process in another PID namespace (a container sharing the store) would see the pid as
-/// dead, or as another process, and roll back a put in flight. Recovery rolls back a pending manifest only
+/// dead, or as another process, and roll back a put in flight. The crash clean-up at open rolls back a pending manifest only
 /// when it can take its writer's lock (see ``AbandonedLease/claim(_:in:)``). `flock` locks belong to one open
-/// file description, so this process's own recovery, opening the file anew, finds its own leases held too.
+/// file description, so this process's own crash clean-up, opening the file anew, finds its own leases held too.
 final class WriterLease: Sendable {
     let token: WriterToken
     private let file: FileDescriptor
@@ -59,7 +59,7 @@ final class WriterLease: Sendable {
     }
 
     deinit {
-        // Unlinked while still locked, so no recovery mistakes the file for a dead writer's. A lease already
+        // Unlinked while still locked, so no crash clean-up mistakes the file for a dead writer's. A lease already
         // gone (a sweep raced it) needs no removal, and a deinit has nobody to report a failure to.
         try? FileSystem.unlink(path)
         try? file.close()
@@ -132,7 +132,7 @@ final class AbandonedLease {
 
     /// Deletes the lease file while still holding its lock, so no new writer can take it over.
     func remove() {
-        // Best effort: a lease file left behind is claimed and removed again by the next recovery.
+        // Best effort: a lease file left behind is claimed and removed again by the next crash clean-up.
         try? FileSystem.unlink(path)
     }
 }

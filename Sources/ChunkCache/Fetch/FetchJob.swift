@@ -85,7 +85,7 @@ struct FetchJob: Sendable {
         _ plan: FetchPlan, store: Store, checkpoint: ChunkCheckpoint, readsAreHits: Bool, in txn: borrowing T
     ) throws -> FetchOutcome<FetchResult> {
         var result = FetchResult(
-            url: URL(fileURLWithPath: "/"), item: Catalog.publicItem(plan.item, domain: item.domain, version: plan.version),
+            url: URL(fileURLWithPath: "/"), item: Records.publicItem(plan.item, domain: item.domain, version: plan.version),
             retrievedRange: plan.retrieved,
             flags: plan.wholeFile && plan.hasZeroChunks ? .knownSparseRanges : [],
             owner: .caller, domainVersion: plan.domainVersion, cloneStrategy: nil)
@@ -145,7 +145,7 @@ struct BufferReadJob: @unchecked Sendable {
             case .read(let count):
                 store.usage.noteUse(of: item, recorded: plan.item.lastUsedDate, reads: plan.policyReads, store: store)
                 return .served(ServedRead(offset: offset, fromOriginDomain: plan.fromOrigin, result: ReadResult(
-                    bytesRead: count, item: Catalog.publicItem(plan.item, domain: item.domain, version: plan.version),
+                    bytesRead: count, item: Records.publicItem(plan.item, domain: item.domain, version: plan.version),
                     domainVersion: plan.domainVersion)))
             }
         }

@@ -6,7 +6,7 @@ extension VersionRecord {
     func isWhole(_ range: ByteRange) -> Bool { range.location == 0 && range.length == size }
 }
 
-/// Chooses the version and range of a fetch (CONTRACT §3–§4), reading the catalog in one snapshot, and says
+/// Chooses the version and range of a fetch (CONTRACT §3–§4), reading the catalogue in one snapshot, and says
 /// what serves it or what is absent (``PlanOutcome``).
 enum FetchPlanner {
     /// The range to retrieve for `minimal` in a file of `size` bytes (§3): both ends clamped to `[0, size]`,
@@ -42,20 +42,20 @@ enum FetchPlanner {
         options: FetchOptions, request: FetchRequest, in txn: borrowing T
     ) throws -> PlanOutcome {
         let dbs = store.dbs
-        let domainRecord = try Catalog.domain(domain, in: txn, dbs)
+        let domainRecord = try Records.domain(domain, in: txn, dbs)
         if let process = request.requestingProcess, domainRecord.nonMaterializingProcesses.contains(process) {
             throw CacheError(.noPermission, "process \"\(process)\" may not materialize files of domain \"\(domain)\"; nothing was downloaded")
         }
         let itemKey = Keys.item(domain: domain, id: id)
         let strict = options.contains(.strictVersioning)
-        if domainRecord.origin != nil, try txn.get(dbs.items, key: itemKey) == nil {
+        if domainRecord.origin != nil, try !txn.contains(dbs.items, key: itemKey) {
             return .miss(.undiscovered(pinned: strict ? requested : nil, range: minimal))
         }
-        let item = try Catalog.item(id, domain: domain, key: itemKey, in: txn, dbs)
+        let item = try Records.item(id, domain: domain, key: itemKey, in: txn, dbs)
         guard item.kind == .file else {
             throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(domain)\" is a \(item.kind); only files have contents")
         }
-        let versions = try Catalog.versions(ofItemKey: itemKey, in: txn, dbs)
+        let versions = try Records.versions(ofItemKey: itemKey, in: txn, dbs)
         let order = candidateOrder(of: versions, requested: requested, strict: strict)
         let domainVersion = DomainVersion(rawValue: domainRecord.version)
         if domainRecord.origin != nil {

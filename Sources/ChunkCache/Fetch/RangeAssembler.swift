@@ -85,8 +85,8 @@ enum RangeAssembler {
         var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
         for index in first..<min(first + probes, plan.version.layout.chunkCount(forLength: plan.version.size)) {
             guard case .stored(let digest) = try cursor.entry(index, in: txn),
-                  let stored = try digest.withUnsafeBytes({ try txn.get(dbs.chunks, key: $0) }) else { continue }
-            if ChunkCodec.isCompressed(stored) { return true }
+                  let compressed = try digest.withUnsafeBytes({ try txn.withValue(dbs.chunks, key: $0, ChunkCodec.isCompressed) }) else { continue }
+            if compressed { return true }
         }
         return false
     }
@@ -96,7 +96,7 @@ enum RangeAssembler {
     static func storedChunk<T: TransactionReading & ~Copyable>(
         _ digest: ChunkDigest, of plan: FetchPlan, dbs: Databases, in txn: borrowing T
     ) throws -> UnsafeRawBufferPointer {
-        guard let stored = try digest.withUnsafeBytes({ try txn.get(dbs.chunks, key: $0) }) else {
+        guard let stored = try digest.withUnsafeBytes({ try txn.unsafeValue(dbs.chunks, key: $0) }) else {
             throw CacheError(.corruptData, "chunk \(digest) of item \"\(plan.item.identifier)\" is missing from the store; run `chunkcache verify --repair`")
         }
         return stored

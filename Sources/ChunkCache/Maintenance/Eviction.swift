@@ -25,7 +25,10 @@ extension WriteTransaction {
         try policyForget(manifest: version.manifestID, dbs)
         var evicted: Int64 = 0
         for page in pages {
-            guard try get(dbs.manifests, key: Keys.manifestPage(version.manifestID, page: page)).flatMap(ManifestPage.entries(ofStored:)) != nil else {
+            let intact = try withValue(dbs.manifests, key: Keys.manifestPage(version.manifestID, page: page)) {
+                ManifestPage.entries(ofStored: $0) != nil
+            }
+            guard intact == true else {
                 throw ManifestPage.damaged(version.manifestID, page: page, in: self, dbs)
             }
             evicted += try makeAbsent(manifest: version.manifestID, page: page, slots: nil, dbs)
@@ -39,21 +42,23 @@ extension WriteTransaction {
     /// bytes no longer cached. A page that is missing or fails its seal is left as it is (0).
     @available(*, noasync)
     mutating func makeAbsent(manifest: UInt64, page: Int64, slots: Set<Int>?, _ dbs: Databases) throws -> Int64 {
-        guard let raw = try get(dbs.manifests, key: Keys.manifestPage(manifest, page: page)),
-              let entries = ManifestPage.entries(ofStored: raw) else { return 0 }
         var dropped: [ChunkDigest] = []
         var slot = -1
-        guard var rewritten = try ManifestPage.rewrite(entries, { entry in
-            slot += 1
-            guard slots?.contains(slot) ?? true, case .stored(let digest) = entry else { return nil }
-            dropped.append(digest)
-            return .absent(digest)
-        }) else { return 0 }
+        let rewrite = try withValue(dbs.manifests, key: Keys.manifestPage(manifest, page: page)) { raw -> [UInt8]? in
+            guard let entries = ManifestPage.entries(ofStored: raw) else { return nil }
+            return try ManifestPage.rewrite(entries) { entry in
+                slot += 1
+                guard slots?.contains(slot) ?? true, case .stored(let digest) = entry else { return nil }
+                dropped.append(digest)
+                return .absent(digest)
+            }
+        }
+        guard var rewritten = rewrite ?? nil else { return 0 }
         rewritten.removeLast(Seal.size)  // ManifestPage.store seals what it is given
         try ManifestPage.store(&rewritten, manifest: manifest, page: page, in: &self, dbs)
         var bytes: Int64 = 0
         for digest in dropped {
-            bytes += Int64(try digest.withUnsafeBytes { try get(dbs.refs, key: $0) }.flatMap { ChunkRef(ifIntact: $0) }?.rawLength ?? 0)
+            bytes += Int64(try intactChunkRef(digest, dbs)?.rawLength ?? 0)
             try releaseChunk(digest, dbs)
         }
         return bytes

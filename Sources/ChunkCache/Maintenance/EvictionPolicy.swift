@@ -252,7 +252,7 @@ extension WriteTransaction {
                 continue
             }
             if pinnedItems[record.itemKey] == nil {
-                let item = try get(dbs.items, key: record.itemKey).flatMap { ItemRecord(ifIntact: $0) }
+                let item = try withValue(dbs.items, key: record.itemKey, ItemRecord.init(ifIntact:)) ?? nil
                 pinnedItems[record.itemKey] = item?.flags.contains(.pinned) ?? false
             }
             if pinnedItems[record.itemKey] == true {
@@ -292,7 +292,7 @@ extension WriteTransaction {
             guard let (_, page) = Keys.parseManifestPage(key), let entries = ManifestPage.entries(ofStored: value) else { return true }
             for slot in 0..<(entries.count / ManifestPage.entrySize) {
                 guard case .stored(let digest) = try ManifestPage.entry(in: entries, at: slot) else { continue }
-                let stored = try digest.withUnsafeBytes { try get(dbs.refs, key: $0) }.flatMap { ChunkRef(ifIntact: $0) }?.storedLength ?? 0
+                let stored = try intactChunkRef(digest, dbs)?.storedLength ?? 0
                 chunks.append((page * ManifestPage.entriesPerPage + Int64(slot), stored))
             }
             return true
@@ -310,7 +310,7 @@ extension WriteTransaction {
 
     @available(*, noasync)
     private func policyRecord(_ slot: PolicySlot, _ dbs: Databases) throws -> PolicyRecord? {
-        try get(dbs.policy, key: slot.key).flatMap { PolicyRecord(ifIntact: $0) }
+        try withValue(dbs.policy, key: slot.key, PolicyRecord.init(ifIntact:)) ?? nil
     }
 
     /// The oldest entry of a segment's queue; queue entries whose record is gone or moved are dropped.

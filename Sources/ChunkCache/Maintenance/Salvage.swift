@@ -141,7 +141,7 @@ enum Salvage {
                 let itemKey = Array(parts.itemKey)
                 let name = "version \"\(String(decoding: parts.contentVersion, as: UTF8.self))\" of an item of \(RecordNames.domain(parts.domain))"
                 guard let isOrigin = origins[parts.domain] else { return true }  // reported with its domain
-                let item = try destination.environment.read { txn in try txn.get(dbs.items, key: itemKey).flatMap { ItemRecord(ifIntact: $0) } }
+                let item = try destination.environment.read { txn in try txn.withValue(dbs.items, key: itemKey, ItemRecord.init(ifIntact:)) ?? nil }
                 guard let item, item.kind == .file else {
                     damage.append("\(name) is left out: its item's record is lost")
                     return true
@@ -244,7 +244,7 @@ enum Salvage {
                 }
                 let index = first + Int64(slot)
                 // A chunk an earlier version already brought over was checked then: count one more reference.
-                if try destination.environment.read({ txn in try digest.withUnsafeBytes { try txn.get(dbs.refs, key: $0) != nil } }) {
+                if try destination.environment.read({ txn in try digest.withUnsafeBytes { try txn.contains(dbs.refs, key: $0) } }) {
                     taken.append((digest, nil, 0))
                     entries.append(entry)
                     continue
@@ -273,7 +273,7 @@ enum Salvage {
             try txn.addToCounter(dbs, MetaKey.logicalBytes, version.size)
             // Keep the domain's version at least the version's sequence, so versions stay newest first.
             let domainKey = Keys.domain(domain)
-            if let raw = try txn.get(dbs.domains, key: domainKey), var domain = DomainRecord(ifIntact: raw), domain.version < version.sequence {
+            if var domain = try txn.withValue(dbs.domains, key: domainKey, DomainRecord.init(ifIntact:)) ?? nil, domain.version < version.sequence {
                 domain.version = version.sequence
                 try txn.put(dbs.domains, key: domainKey, value: domain.encoded())
             }

@@ -28,7 +28,7 @@ final class SpaceBound: Sendable {
     /// Runs a closure on the writer queue after what is queued there.
     private let enqueue: @Sendable (@escaping @Sendable () -> Void) -> Void
     /// The chunks this process's fetches downloaded and have not read yet, which eviction spares.
-    let fetching = FetchLeases()
+    let unreadDownloads = UnreadDownloads()
 
     /// Eviction starts above this share of the allowed bytes…
     static let highWater = 0.9
@@ -114,7 +114,7 @@ final class SpaceBound: Sendable {
             guard live > target else { break }
             let want = live - target
             let dbs = self.dbs
-            let protection = fetching.protection
+            let protection = unreadDownloads.protection
             // Evicted chunks can be downloaded again: a crash that undoes this transaction loses nothing.
             let round = try environment.write(durability: .deferMeta) { txn in
                 var round = try txn.evictByPolicy(bytes: want, limit: Self.victimsPerTransaction, sparing: protection, dbs)
@@ -240,47 +240,12 @@ extension WriteTransaction {
         }
         var result = EvictionResult(versions: 0, bytes: 0, pinnedSkipped: 0)
         for candidate in candidates.sorted(by: { $0.used < $1.used }) where result.bytes < bytes {
-            for version in try Catalog.versions(ofItem: candidate.item.identifier, domain: candidate.domain, in: self, dbs) {
+            for version in try Records.versions(ofItem: candidate.item.identifier, domain: candidate.domain, in: self, dbs) {
                 let evicted = try evictCachedChunks(of: version, dbs)
                 if evicted > 0 { result.versions += 1 }
                 result.bytes += evicted
             }
         }
         return result
-    }
-}
-
-/// The chunk ranges fetches of this process downloaded and will read (``PolicyProtection``), by fetch.
-final class FetchLeases: Sendable {
-    private let leases = Mutex<[UInt64: [(manifestID: UInt64, chunks: ClosedRange<Int64>)]]>([:])
-    private let nextID = Atomic<UInt64>(0)
-
-    /// One fetch's claim: what it adds stays spared until ``end()``. A value (no allocation on the warm path).
-    struct Lease: Sendable {
-        let owner: FetchLeases
-        let id: UInt64
-
-        /// Spares the chunks of `range` of `version` until the fetch ends.
-        func protect(_ version: VersionRecord, _ range: ByteRange) {
-            guard range.length > 0 else { return }
-            let shift = version.layout.shift
-            let chunks = (range.location >> shift)...((range.end - 1) >> shift)
-            owner.leases.withLock { $0[id, default: []].append((version.manifestID, chunks)) }
-        }
-
-        /// The fetch is done: its chunks may go.
-        func end() { _ = owner.leases.withLock { $0.removeValue(forKey: id) } }
-    }
-
-    func lease() -> Lease { Lease(owner: self, id: nextID.wrappingAdd(1, ordering: .relaxed).newValue) }
-
-    var protection: PolicyProtection {
-        leases.withLock { leases in
-            var protection = PolicyProtection()
-            for claims in leases.values {
-                for claim in claims { protection.ranges[claim.manifestID, default: []].append(claim.chunks) }
-            }
-            return protection
-        }
     }
 }

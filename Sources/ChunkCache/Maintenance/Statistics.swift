@@ -113,7 +113,7 @@ extension TransactionReading where Self: ~Copyable {
         for (_, chunk) in shared where chunk.entries == chunk.ref.count { held.evictableBytes += Int64(chunk.ref.storedLength) }
         var pinnedShared: [ChunkDigest: UInt32] = [:]
         for itemKey in pinnedItems {
-            for version in try Catalog.versions(ofItemKey: itemKey, in: self, dbs) {
+            for version in try Records.versions(ofItemKey: itemKey, in: self, dbs) {
                 try forEachStoredChunk(ofManifest: version.manifestID, dbs) { digest, ref in
                     if ref.count == 1 {
                         held.pinnedBytes += Int64(ref.storedLength)
@@ -144,7 +144,7 @@ extension TransactionReading where Self: ~Copyable {
             guard let entries = ManifestPage.entries(ofStored: value) else { return true }
             for slot in 0..<(entries.count / ManifestPage.entrySize) {
                 guard case .stored(let digest)? = try? ManifestPage.entry(in: entries, at: slot),
-                      let ref = try digest.withUnsafeBytes({ try get(dbs.refs, key: $0) }).flatMap({ ChunkRef(ifIntact: $0) }) else { continue }
+                      let ref = try intactChunkRef(digest, dbs) else { continue }
                 try body(digest, ref)
             }
             return true

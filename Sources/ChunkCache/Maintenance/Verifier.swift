@@ -70,11 +70,11 @@ enum Verifier {
                         return true
                     }
                     let digest = ChunkDigest(raw: key)
-                    guard let rawRef = try txn.get(dbs.refs, key: key) else {
+                    guard let intactRef = try txn.withValue(dbs.refs, key: key, ChunkRef.init(ifIntact:)) else {
                         corrupt.insert(digest)
                         return true
                     }
-                    guard let ref = ChunkRef(ifIntact: rawRef) else {
+                    guard let ref = intactRef else {
                         damagedRecords.append(RecordNames.chunkReference(digest))
                         corrupt.insert(digest)
                         return true
@@ -122,7 +122,7 @@ enum Verifier {
         try store.writer.writeAndWait { txn in
             for digest in sorted {
                 try digest.withUnsafeBytes { key in
-                    if let raw = try txn.get(dbs.refs, key: key), let ref = ChunkRef(ifIntact: raw) {
+                    if let ref = try txn.withValue(dbs.refs, key: key, ChunkRef.init(ifIntact:)) ?? nil {
                         try txn.addToCounter(dbs, MetaKey.uniqueBytes, -Int64(ref.rawLength))
                         try txn.addToCounter(dbs, MetaKey.storedBytes, -Int64(ref.storedLength))
                     }
@@ -200,7 +200,7 @@ enum Verifier {
             guard key.count > ListingIndex.hashLength, let item = ItemRecord(ifIntact: value) else { return true }
             let expected = ListingIndex.keys(domain: Array(key.dropLast(ListingIndex.hashLength)),
                                              itemHash: Array(key.suffix(ListingIndex.hashLength)), placement: item.placement)
-            for listingKey in expected where try txn.get(dbs.listing, key: listingKey) == nil {
+            for listingKey in expected where try !txn.contains(dbs.listing, key: listingKey) {
                 damaged.append("the listing entries of \(RecordNames.item(item.identifier, domain: RecordNames.domainName(key: key)))")
                 break
             }
@@ -214,7 +214,7 @@ enum Verifier {
                 return true
             }
             let itemKey = Array(key[..<reader.offset]) + Array(key.suffix(ListingIndex.hashLength))
-            guard let raw = try txn.get(dbs.items, key: itemKey), let item = ItemRecord(ifIntact: raw),
+            guard let item = try txn.withValue(dbs.items, key: itemKey, ItemRecord.init(ifIntact:)) ?? nil,
                   ListingIndex.keys(domain: Array(key[..<reader.offset]), itemHash: Array(key.suffix(ListingIndex.hashLength)),
                                     placement: item.placement).contains(Array(key)) else {
                 damaged.append("a listing entry of \(RecordNames.domain(key: UnsafeRawBufferPointer(rebasing: key[..<reader.offset]))) that names no item placed so")
@@ -296,7 +296,7 @@ enum Verifier {
                 return true
             }
             let digest = ChunkDigest(raw: key)
-            if try txn.get(dbs.chunks, key: key) == nil {
+            if try !txn.contains(dbs.chunks, key: key) {
                 found.append("chunk \(digest) has a reference record but is not stored")
             }
             guard let ref = ChunkRef(ifIntact: value) else {
@@ -343,28 +343,32 @@ enum Verifier {
         var rootKnown = true
         var page: Int64 = 0
         while page * ManifestPage.entriesPerPage < chunkCount {
-            guard let raw = try txn.get(dbs.manifests, key: Keys.manifestPage(version.manifestID, page: page)) else {
-                return "page \(page) of its manifest is missing"
-            }
-            guard let entries = ManifestPage.entries(ofStored: raw) else { return "page \(page) of its manifest fails its check" }
             let first = page * ManifestPage.entriesPerPage
-            for slot in 0..<Int(min(ManifestPage.entriesPerPage, chunkCount - first)) {
-                let entry: ManifestEntry
-                do {
-                    entry = try ManifestPage.entry(in: entries, at: slot)
-                } catch {
-                    return "entry \(first + Int64(slot)) of its manifest is short or unknown"
+            let pageProblem = try txn.withValue(dbs.manifests, key: Keys.manifestPage(version.manifestID, page: page)) { raw -> String? in
+                guard let entries = ManifestPage.entries(ofStored: raw) else { return "page \(page) of its manifest fails its check" }
+                for slot in 0..<Int(min(ManifestPage.entriesPerPage, chunkCount - first)) {
+                    let entry: ManifestEntry
+                    do {
+                        entry = try ManifestPage.entry(in: entries, at: slot)
+                    } catch {
+                        return "entry \(first + Int64(slot)) of its manifest is short or unknown"
+                    }
+                    switch entry {
+                    case .stored(let digest):
+                        if try !digest.withUnsafeBytes({ try txn.contains(dbs.chunks, key: $0) }) { missing.insert(digest) }
+                        root.add(digest)
+                    case .zero: root.add(nil)
+                    case .absent(let digest?): root.add(digest)
+                    case .absent(nil): rootKnown = false
+                    }
                 }
-                switch entry {
-                case .stored(let digest):
-                    if try digest.withUnsafeBytes({ try txn.get(dbs.chunks, key: $0) }) == nil { missing.insert(digest) }
-                    root.add(digest)
-                case .zero: root.add(nil)
-                case .absent(let digest?): root.add(digest)
-                case .absent(nil): rootKnown = false
-                }
+                return nil
             }
-            page += 1
+            switch pageProblem {
+            case nil: return "page \(page) of its manifest is missing"
+            case let problem??: return problem
+            case .some(nil): page += 1
+            }
         }
         guard !rootKnown || version.root == VersionRecord.unknownRoot || root.finalize() == version.root else { return "its manifest does not hash to its root" }
         return nil

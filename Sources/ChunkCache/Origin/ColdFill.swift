@@ -125,9 +125,9 @@ struct ColdFill: Sendable {
     private func recorded(_ pinned: [UInt8]?) throws -> Bool {
         let itemKey = Keys.item(domain: session.domain, id: item)
         return try store.environment.read { txn in
-            guard try txn.get(store.dbs.items, key: itemKey) != nil else { return false }
+            guard try txn.contains(store.dbs.items, key: itemKey) else { return false }
             guard let pinned else { return true }
-            return try txn.get(store.dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: pinned)) != nil
+            return try txn.contains(store.dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: pinned))
         }
     }
 

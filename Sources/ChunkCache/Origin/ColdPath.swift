@@ -16,16 +16,16 @@ struct ColdRequest: Sendable {
     /// The fetch may be served from the bytes it downloads, before they are stored (``DirectBytes``).
     let servesFromDownload: Bool
     /// The fetch's claim on what it downloads, which eviction spares until the fetch ends.
-    let lease: FetchLeases.Lease
+    let claim: UnreadDownloads.Claim
 
-    fileprivate init(_ target: ColdTarget, options: FetchOptions, request: FetchRequest, servesFromDownload: Bool, leases: FetchLeases) {
+    fileprivate init(_ target: ColdTarget, options: FetchOptions, request: FetchRequest, servesFromDownload: Bool, downloads: UnreadDownloads) {
         item = target.item
         strict = options.contains(.strictVersioning)
         minimal = target.minimal
         alignment = target.alignment
         counters = request.progress ?? DownloadProgress()
         self.servesFromDownload = servesFromDownload
-        lease = leases.lease()
+        claim = downloads.claim()
     }
 }
 
@@ -74,13 +74,13 @@ extension ChunkCache {
         attempt: @Sendable ([UInt8]?) async throws -> FetchOutcome<Served>
     ) async throws -> (served: Served, downloaded: DownloadProgress) {
         let cold = ColdRequest(target, options: options, request: request, servesFromDownload: servesFromDownload != nil,
-                               leases: store.space.fetching)
+                               downloads: store.space.unreadDownloads)
         var version = version
         var readAheadDone = false
         var absence: Absence? = first
         var rounds = ColdRounds(item: target.item)
         // Eviction spares what this fetch downloads until it has read it (PolicyProtection).
-        defer { if rounds.wentToOrigin { cold.lease.end() } }
+        defer { if rounds.wentToOrigin { cold.claim.end() } }
         while true {
             if let missing = absence {
                 absence = nil
@@ -154,7 +154,7 @@ extension ChunkCache {
                                 recorded: downloaded.item.lastUsedDate, store: store)
             return FetchResult(
                 url: URL(fileURLWithPath: path, isDirectory: false),
-                item: Catalog.publicItem(downloaded.item, domain: downloaded.domain, version: downloaded.version),
+                item: Records.publicItem(downloaded.item, domain: downloaded.domain, version: downloaded.version),
                 retrievedRange: downloaded.range, flags: flags, owner: .caller, domainVersion: downloaded.domainVersion,
                 cloneStrategy: nil, fromOriginDomain: true)
         } catch {
@@ -226,7 +226,7 @@ extension ChunkCache {
                 return .servedFromDownload(bytes, DownloadedRange(domain: item.domain, item: found.item, version: found.version, range: range,
                                                                   domainVersion: found.domainVersion))
             case .chunks(let version, let range, let record, let domainVersion):
-                request.lease.protect(version, range)
+                request.claim.protect(version, range)
                 if startsReadAhead { readAheadDone = true }
                 guard let bytes = try await fill.fill(version, range: range, ahead: ahead, direct: request.servesFromDownload)
                 else { return .planAgain }
@@ -266,7 +266,7 @@ extension ChunkCache {
     /// The origin session of `domain`. Reads the domain's record: blocking work.
     func originSession(of domain: String) throws -> OriginSession {
         let store = self.store
-        let record = try store.environment.read { txn in try Catalog.domain(domain, in: txn, store.dbs) }
+        let record = try store.environment.read { txn in try Records.domain(domain, in: txn, store.dbs) }
         guard let session = try store.origins.session(for: domain, record) else {
             throw CacheError(.transient, "domain \"\(domain)\" lost its origin while a fetch ran; retry")
         }
@@ -294,7 +294,7 @@ extension ChunkCache {
         Diagnostics.attempt("read ahead in \(item)") {
             let key = Keys.version(itemKey: Keys.item(domain: item.domain, id: item.rawValue), contentVersion: contentVersion)
             let version = try store.environment.read { txn in
-                try txn.get(store.dbs.versions, key: key).map { try VersionRecord(decoding: $0, name: "a version of \(item)") }
+                try txn.withValue(store.dbs.versions, key: key) { try VersionRecord(decoding: $0, name: "a version of \(item)") }
             }
             let fill = ColdFill(store: store, session: session, item: item.rawValue, counters: DownloadProgress())
             if let version { try fill.prefetch(version, ahead: ahead) }
@@ -314,7 +314,7 @@ struct ColdRounds {
     private var changes = 0
     private var fills = 0
 
-    /// Whether the fetch filled or discovered from its origin, so may hold a lease on what it downloaded.
+    /// Whether the fetch filled or discovered from its origin, so may hold a claim on what it downloaded.
     var wentToOrigin: Bool { changes + fills > 0 }
 
     static let maxChanges = 3

@@ -30,10 +30,10 @@ extension ChunkCache {
     ///   the origin's errors as a fetch maps them (`serverUnreachable`, `notAuthenticated`, `noPermission`,
     ///   `transient`).
     public func syncDomain(_ name: String) async throws -> SyncResult {
-        try Catalog.validate(domain: name, item: nil)
+        try Records.validate(domain: name, item: nil)
         let store = self.store
         let record = try await runBlocking(doing: "reading domain \"\(name)\"", store: store.path) {
-            try store.environment.read { txn in try Catalog.domain(name, in: txn, store.dbs) }
+            try store.environment.read { txn in try Records.domain(name, in: txn, store.dbs) }
         }
         guard let session = try store.origins.session(for: name, record) else {
             throw CacheError(.invalidArgument, "domain \"\(name)\" has no origin to sync from; give it one with `chunkcache domain set \(name) --origin URL`")
@@ -110,7 +110,7 @@ extension WriteTransaction {
             if let current, current.kind != .file { continue }  // a folder of the same name: keep the folder
             let version = Array((entry.version ?? RemoteObject.fallbackVersion(lastModified: "listed", size: entry.size)).utf8)
             if current != nil {
-                if try get(dbs.versions, key: Keys.version(itemKey: Keys.item(domain: name, id: path), contentVersion: version)) != nil {
+                if try contains(dbs.versions, key: Keys.version(itemKey: Keys.item(domain: name, id: path), contentVersion: version)) {
                     result.unchanged += 1
                     continue
                 }

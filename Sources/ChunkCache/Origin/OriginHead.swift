@@ -8,8 +8,8 @@ extension ChunkCache {
     func discoverByHead(_ item: ItemIdentifier) async throws {
         let store = self.store
         let missing = try store.environment.read { txn in
-            let domain = try Catalog.domain(item.domain, in: txn, store.dbs)
-            return try domain.origin != nil && txn.get(store.dbs.items, key: Keys.item(domain: item.domain, id: item.rawValue)) == nil
+            let domain = try Records.domain(item.domain, in: txn, store.dbs)
+            return try domain.origin != nil && !txn.contains(store.dbs.items, key: Keys.item(domain: item.domain, id: item.rawValue))
         }
         guard missing else { return }
         let session = try originSession(of: item.domain)

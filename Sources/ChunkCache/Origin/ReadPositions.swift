@@ -19,7 +19,7 @@ enum ReadPositions {
 extension TransactionReading where Self: ~Copyable {
     /// The read-ahead state another process left for `item`, if any (a damaged one is none).
     func readPosition(of item: ItemIdentifier, _ dbs: Databases) throws -> ReadAhead? {
-        try get(dbs.meta, key: ReadPositions.key(item)).flatMap(ReadAhead.init(stored:))
+        try withValue(dbs.meta, key: ReadPositions.key(item), ReadAhead.init(stored:)) ?? nil
     }
 }
 
@@ -30,9 +30,9 @@ extension WriteTransaction {
     mutating func recordReadPositions(_ positions: [ItemIdentifier: ReadAhead], _ dbs: Databases) throws {
         var count = try counter(dbs, ReadPositions.countKey)
         for (item, state) in positions {
-            guard try get(dbs.domains, key: Keys.domain(item.domain)) != nil else { continue }
+            guard try contains(dbs.domains, key: Keys.domain(item.domain)) else { continue }
             let key = ReadPositions.key(item)
-            if try get(dbs.meta, key: key) == nil {
+            if try !contains(dbs.meta, key: key) {
                 if count >= ReadPositions.remembered {
                     try deleteAll(under: ReadPositions.prefix, in: dbs.meta)
                     count = 0

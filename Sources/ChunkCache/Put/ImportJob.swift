@@ -68,8 +68,9 @@ extension Keys {
 
 extension TransactionReading where Self: ~Copyable {
     func importJob(_ domain: String, _ dbs: Databases) throws -> ImportJobRecord? {
-        guard let raw = try get(dbs.meta, key: Keys.importJob(domain)) else { return nil }
-        return try ImportJobRecord(decoding: raw, name: "the import of \(RecordNames.domain(domain))")
+        try withValue(dbs.meta, key: Keys.importJob(domain)) {
+            try ImportJobRecord(decoding: $0, name: "the import of \(RecordNames.domain(domain))")
+        }
     }
 
     /// Every domain with an import job, and the job.
@@ -101,7 +102,7 @@ extension WriteTransaction {
     /// - Throws: `fileExists` when the domain exists.
     @available(*, noasync)
     mutating func beginImport(_ domain: String, from root: String, copy: Bool, writer: WriterToken, _ dbs: Databases) throws -> ImportJobRecord {
-        guard try get(dbs.domains, key: Keys.domain(domain)) == nil else {
+        guard try !contains(dbs.domains, key: Keys.domain(domain)) else {
             throw CacheError(.fileExists, "domain \"\(domain)\" already exists; import into a new domain name")
         }
         // Version 0 until the first batch publishes (version 1, the whole of a small tree) or the import ends.
@@ -119,7 +120,7 @@ extension WriteTransaction {
     /// one under way.
     @available(*, noasync)
     mutating func beginReimport(_ domain: String, from root: String, below: String, writer: WriterToken, _ dbs: Databases) throws -> (ImportJobRecord, Bool) {
-        var record = try Catalog.domain(domain, in: self, dbs)
+        var record = try Records.domain(domain, in: self, dbs)
         let source = ImportJobRecord.Source(root: root, below: below)
         if var job = try importJob(domain, dbs), job.phase == .importing {
             if !job.sources[job.done...].contains(source) { job.sources.append(source) }
@@ -138,7 +139,7 @@ extension WriteTransaction {
     /// Returns whether this call recorded it.
     @available(*, noasync)
     mutating func finishImport(_ domain: String, epoch: UInt64, _ dbs: Databases) throws -> Bool {
-        var record = try Catalog.domain(domain, in: self, dbs)
+        var record = try Records.domain(domain, in: self, dbs)
         guard record.importFinishedEpoch < epoch else { return false }
         record.importFinishedEpoch = epoch
         record.importsFinished += 1

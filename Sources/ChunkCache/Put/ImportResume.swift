@@ -28,7 +28,7 @@ extension ChunkCache {
     /// - Throws: `noSuchItem` for an unknown domain or item; `invalidArgument` for an item that is not a
     ///   folder, or a path that is not a directory.
     public func reimportItems(below item: String = Item.rootContainer, in domain: String, from url: URL) async throws -> ImportResult {
-        try Catalog.validate(domain: domain, item: item)
+        try Records.validate(domain: domain, item: item)
         let store = self.store
         let path = url.standardizedFileURL.path
         return try await runBlocking(doing: "reimporting \(path) into domain \"\(domain)\"", store: store.path) { cancellation in
@@ -37,7 +37,7 @@ extension ChunkCache {
             let writer = try store.writerToken()
             let (job, joined) = try store.writer.writeAndWait { txn in
                 if item != Item.rootContainer {
-                    let folder = try Catalog.item(item, domain: domain, in: txn, store.dbs)
+                    let folder = try Records.item(item, domain: domain, in: txn, store.dbs)
                     guard folder.kind == .folder else {
                         throw CacheError(.invalidArgument, "\"\(item)\" in domain \"\(domain)\" is a \(folder.kind); reimport below a folder, or the root")
                     }

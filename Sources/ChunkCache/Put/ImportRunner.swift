@@ -272,7 +272,7 @@ struct ImportRunner {
                     if !seen.contains(child.identifier) { gone.append(child) } else if child.kind == .folder { pending.append(child.identifier) }
                 }
             }
-            for item in gone where try txn.get(dbs.items, key: Keys.item(domain: domain, id: item.identifier)) != nil {
+            for item in gone where try txn.contains(dbs.items, key: Keys.item(domain: domain, id: item.identifier)) {
                 _ = try txn.deletePermanently(item.identifier, in: &changes, dbs)
             }
             if changes.count > 0 { try txn.finish(changes, dbs) }
@@ -290,7 +290,7 @@ struct ImportRunner {
     /// time, or the time of a file last found to hold the same bytes (``VersionRecord/matchedModificationDate``).
     private func matches(_ item: ItemRecord, size: Int64, modified: Double) throws -> Bool {
         guard let newest = try store.environment.read({ txn in
-            try Catalog.versions(ofItem: item.identifier, domain: domain, in: txn, store.dbs).first
+            try Records.versions(ofItem: item.identifier, domain: domain, in: txn, store.dbs).first
         }) else { return false }
         return newest.size == size && (item.contentModificationDate == modified || newest.matchedModificationDate == modified)
     }
@@ -300,7 +300,7 @@ struct ImportRunner {
     private func freshIdentifier(_ below: String, _ relative: String, taken: Set<String>) throws -> String {
         let path = below == Item.rootContainer ? relative : below + "/" + relative
         func isStored(_ id: String) throws -> Bool {
-            try store.environment.read { txn in try txn.get(store.dbs.items, key: Keys.item(domain: domain, id: id)) != nil }
+            try store.environment.read { txn in try txn.contains(store.dbs.items, key: Keys.item(domain: domain, id: id)) }
         }
         var candidate = path
         var suffix = 1

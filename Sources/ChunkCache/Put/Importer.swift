@@ -191,7 +191,7 @@ extension ChunkCache {
 
     /// ``import(_:fromDirectoryAt:copy:)`` with `hooks` between its steps.
     func importTree(_ domain: String, from url: URL, copy: Bool, hooks: ImportHooks) async throws -> ImportResult {
-        try Catalog.validate(domain: domain, item: nil)
+        try Records.validate(domain: domain, item: nil)
         let store = self.store
         let path = url.standardizedFileURL.path
         return try await runBlocking(doing: "importing \(path) as domain \"\(domain)\"", store: store.path) { cancellation in
@@ -225,7 +225,7 @@ extension ChunkCache {
     static func importResult(
         _ domain: String, _ tally: ImportTally, _ outcome: (finished: Bool, removalError: String?), copy: Bool, store: Store
     ) throws -> ImportResult {
-        let record = try store.environment.read { txn in try Catalog.domain(domain, in: txn, store.dbs) }
+        let record = try store.environment.read { txn in try Records.domain(domain, in: txn, store.dbs) }
         if outcome.finished { store.importEvents.post(domain) }
         return ImportResult(
             domain: domain, files: tally.files, folders: tally.folders, symlinks: tally.symlinks, logicalBytes: tally.logicalBytes,
@@ -239,7 +239,7 @@ extension ChunkCache {
     private static func checkImportable(_ domain: String, path: String, removing: Bool, store: Store) throws -> (String, FileIdentity) {
         let exists: Bool
         do {
-            exists = try store.environment.read { txn in try txn.get(store.dbs.domains, key: Keys.domain(domain)) != nil }
+            exists = try store.environment.read { txn in try txn.contains(store.dbs.domains, key: Keys.domain(domain)) }
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "looking up domain \"\(domain)\"")
         }

@@ -218,7 +218,7 @@ final class Batch: @unchecked Sendable {
         try store.environment.read { txn in
             for i in 0..<count {
                 guard let digest = digests[i] else { continue }
-                known[i] = try digest.withUnsafeBytes { try txn.get(store.dbs.refs, key: $0) } != nil
+                known[i] = try digest.withUnsafeBytes { try txn.contains(store.dbs.refs, key: $0) }
             }
         }
     }
@@ -322,7 +322,7 @@ final class CommitState: @unchecked Sendable {
             }
         }
         // The page being filled is written too, so the references this batch counted are always listed in
-        // the manifest: a rollback (or a crash's recovery) releases exactly what was retained.
+        // the manifest: a rollback (or the crash clean-up at open) releases exactly what was retained.
         if !page.isEmpty {
             try ManifestPage.store(&page, manifest: manifestID, page: pageIndex, in: &txn, dbs)
         }

@@ -6,8 +6,8 @@ extension WriteTransaction {
     @available(*, noasync)
     mutating func retainChunk(_ digest: ChunkDigest, _ dbs: Databases) throws -> Bool {
         try digest.withUnsafeBytes { key in
-            guard let raw = try get(dbs.refs, key: key) else { return false }
-            var ref = try ChunkRef(decoding: raw, name: RecordNames.chunkReference(digest))
+            let stored = try withValue(dbs.refs, key: key) { try ChunkRef(decoding: $0, name: RecordNames.chunkReference(digest)) }
+            guard var ref = stored else { return false }
             ref.count += 1
             try ref.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
             return true
@@ -32,8 +32,9 @@ extension WriteTransaction {
     @discardableResult
     mutating func releaseChunk(_ digest: ChunkDigest, _ dbs: Databases) throws -> Int64 {
         try digest.withUnsafeBytes { key in
-            guard let raw = try get(dbs.refs, key: key) else { return 0 }  // already dropped by a repair
-            var ref = try ChunkRef(decoding: raw, name: RecordNames.chunkReference(digest))
+            guard var ref = try withValue(dbs.refs, key: key, {
+                try ChunkRef(decoding: $0, name: RecordNames.chunkReference(digest))
+            }) else { return 0 }  // already dropped by a repair
             if ref.count > 1 {
                 ref.count -= 1
                 try ref.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }

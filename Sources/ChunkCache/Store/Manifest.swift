@@ -1,6 +1,5 @@
 import Crypto
 import LMDBKit
-import Synchronization
 
 /// One chunk index of a manifest.
 public enum ManifestEntry: Hashable, Sendable {
@@ -111,82 +110,5 @@ struct RootHasher {
 
     func finalize() -> ChunkDigest {
         hasher.finalize().withUnsafeBytes { ChunkDigest(raw: $0) }
-    }
-}
-
-/// Reads the entries of one manifest in a transaction, keeping the current page borrowed from the map.
-struct ManifestCursor {
-    let manifestID: UInt64
-    let dbs: Databases
-    private var pageIndex: Int64 = -1
-    private var page = UnsafeRawBufferPointer(start: nil, count: 0)
-
-    init(manifestID: UInt64, dbs: Databases) {
-        self.manifestID = manifestID
-        self.dbs = dbs
-    }
-
-    /// The entry of chunk `index`. A missing page is `corruptData`: every published manifest is complete.
-    mutating func entry<T: TransactionReading & ~Copyable>(_ index: Int64, in txn: borrowing T) throws -> ManifestEntry {
-        let wanted = ManifestPage.page(ofChunk: index)
-        if wanted != pageIndex {
-            guard let raw = try txn.get(dbs.manifests, key: Keys.manifestPage(manifestID, page: wanted)) else {
-                throw CacheError(.corruptData,
-                    "\(RecordNames.manifest(manifestID, in: txn, dbs)) lacks page \(wanted); \(VersionRecord.remedy)")
-            }
-            // Checked once per page load, not per entry, and once per snapshot: a fetch reads a page's entries
-            // many times, and its planner and assembler load the same page.
-            let memo = CheckedPageMemo.Key(snapshot: txn.id, manifest: manifestID, page: wanted, value: raw)
-            if dbs.checkedManifestPages.contains(memo) {
-                page = UnsafeRawBufferPointer(rebasing: raw[..<(raw.count - Seal.size)])
-            } else {
-                guard let entries = ManifestPage.entries(ofStored: raw) else { throw ManifestPage.damaged(manifestID, page: wanted, in: txn, dbs) }
-                dbs.checkedManifestPages.insert(memo)
-                page = entries
-            }
-            pageIndex = wanted
-        }
-        return try ManifestPage.entry(in: page, at: Int(index - wanted * ManifestPage.entriesPerPage))
-    }
-}
-
-/// The manifest pages that passed their check lately, so the same page read again in the same snapshot is
-/// not checked again.
-///
-/// Sound because LMDB never changes a page a committed snapshot can see: every read transaction with one id
-/// sees the same bytes at the same address, and a page is reused only after a later commit, whose readers
-/// have a higher id. The address and length are part of the key, so a remapped file is checked afresh.
-final class CheckedPageMemo: Sendable {
-    struct Key: Hashable {
-        let snapshot: Int
-        let manifest: UInt64
-        let page: Int64
-        let address: UInt
-        let count: Int
-
-        init(snapshot: Int, manifest: UInt64, page: Int64, value: UnsafeRawBufferPointer) {
-            self.snapshot = snapshot
-            self.manifest = manifest
-            self.page = page
-            address = UInt(bitPattern: value.baseAddress)
-            count = value.count
-        }
-    }
-
-    /// Pages remembered: enough for the fetches a process runs at once.
-    static let capacity = 16
-    private let entries = Mutex<(keys: [Key], next: Int)>(([], 0))
-
-    func contains(_ key: Key) -> Bool { entries.withLock { $0.keys.contains(key) } }
-
-    func insert(_ key: Key) {
-        entries.withLock { state in
-            if state.keys.count < Self.capacity {
-                state.keys.append(key)
-            } else {
-                state.keys[state.next] = key
-                state.next = (state.next + 1) % Self.capacity
-            }
-        }
     }
 }

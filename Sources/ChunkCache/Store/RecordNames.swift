@@ -45,8 +45,8 @@ enum RecordNames {
 
     /// The identifier an item's record holds, or nil when the record is missing or damaged.
     static func identifier<T: TransactionReading & ~Copyable>(ofItemKey key: UnsafeRawBufferPointer, in txn: borrowing T, _ dbs: Databases) -> String? {
-        guard let raw = try? txn.get(dbs.items, key: key) else { return nil }
-        return ItemRecord(ifIntact: raw)?.identifier
+        let identifier = try? txn.withValue(dbs.items, key: key) { ItemRecord(ifIntact: $0)?.identifier }
+        return identifier ?? nil
     }
 
     /// A key of `versions` (``Keys/version(itemKey:contentVersion:)``).
@@ -64,7 +64,7 @@ enum RecordNames {
             return false
         }
         if let owner { return owner }
-        if (try? txn.get(dbs.pending, key: Keys.manifest(manifest))) != nil { return "the manifest of \(pending(manifest))" }
+        if (try? txn.contains(dbs.pending, key: Keys.manifest(manifest))) == true { return "the manifest of \(pending(manifest))" }
         return "manifest \(manifest), which no version publishes"
     }
 

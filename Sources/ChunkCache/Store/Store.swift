@@ -4,26 +4,6 @@ import LMDBKit
 import Synchronization
 import ZstdKit
 
-/// Settings fixed when a store is created.
-public struct StoreSettings: Sendable, Hashable {
-    /// The chunk size.
-    public var layout: ChunkLayout
-    /// The most disk the store's files may take together (`init --max-size`, CONTRACT §12): `data.mdb`, whose
-    /// LMDB map is this less room for the others, `lock.mdb` and the space reserve; hand-offs in `tmp/` aside.
-    public var maxSize: Int64
-    /// The zstd level for new chunks (1…19).
-    public var compressionLevel: Int32
-
-    /// 64 KiB chunks, a 1 TiB bound (address space only: the file grows as needed), zstd level 3.
-    public static let standard = StoreSettings(layout: .standard, maxSize: 1 << 40, compressionLevel: 3)
-
-    public init(layout: ChunkLayout, maxSize: Int64, compressionLevel: Int32 = 3) {
-        self.layout = layout
-        self.maxSize = maxSize
-        self.compressionLevel = compressionLevel
-    }
-}
-
 /// An open store: its directory, LMDB environment, databases and writer. Shared by every part of the engine.
 final class Store: Sendable {
     let path: String
@@ -97,15 +77,11 @@ final class Store: Sendable {
         return (env["HOME"] ?? NSHomeDirectory()) + "/.cache/chunkcache"
     }
 
-    /// Every store open in this process, by canonical path, with the number of ``ChunkCache`` values using it.
+    /// Every store open in this process, by canonical path, held by the ``ChunkCache`` values using it.
     /// Counted, not weakly held: the store leaves the registry when its last cache goes, even while a job in
-    /// flight still holds the object, so the next open reads the store afresh.
-    private static let openStores = Mutex<[String: OpenStore]>([:])
-
-    private struct OpenStore {
-        let store: Store
-        var holders: Int
-    }
+    /// flight still holds the object, so the next open reads the store afresh (its environment is still
+    /// the one `MDB_env` of the directory: ``Environment`` keeps that rule).
+    private static let openStores = SharedHandles<String, Store>()
 
     /// The store at `path`, creating it (mode 0700) when it does not exist: the one this process already has
     /// open there, else a new one. One `Store` per environment per process, so one writer queue and one
@@ -122,27 +98,15 @@ final class Store: Sendable {
     ///   - level: The zstd level for new chunks; a store already open keeps the level it was opened with.
     static func open(at rawPath: String, layout: ChunkLayout?, maxSize: Int64?, level: Int32 = 3) throws -> Store {
         let path = try prepareDirectory(rawPath)
-        // Opening under the lock: two opens of one path must not both find no store and make two.
-        return try openStores.withLock { stores in
-            if var open = stores[path] {
-                try open.store.check(layout: layout, maxSize: maxSize)
-                open.holders += 1
-                stores[path] = open
-                return open.store
-            }
-            let store = try openEnvironment(at: path, layout: layout, maxSize: maxSize, level: level)
-            stores[path] = OpenStore(store: store, holders: 1)
-            return store
+        // Opening under the registry's lock: two opens of one path must not both find no store and make two.
+        return try openStores.acquire(path, join: { store in try store.check(layout: layout, maxSize: maxSize) }) {
+            try openEnvironment(at: path, layout: layout, maxSize: maxSize, level: level)
         }
     }
 
     /// Ends one holder's use of the store; the last one takes it out of the registry.
     func release() {
-        Self.openStores.withLock { stores in
-            guard var open = stores[path], open.store === self else { return }
-            open.holders -= 1
-            stores[path] = open.holders == 0 ? nil : open
-        }
+        Self.openStores.release(path, held: { $0 === self })
     }
 
     /// Whether an open asking for `layout` and `maxSize` may share this store.
@@ -220,7 +184,7 @@ final class Store: Sendable {
                 if recorded != maxSize {
                     try txn.setCounter(dbs, MetaKey.maxSize, UInt64(maxSize))
                 }
-                let minFree = try txn.get(dbs.meta, key: Keys.meta(MetaKey.minFree)) != nil
+                let minFree = try txn.contains(dbs.meta, key: Keys.meta(MetaKey.minFree))
                     ? Int64(try txn.counter(dbs, MetaKey.minFree)) : -1
                 return Store(path: path, environment: environment, dbs: dbs, layout: ChunkLayout(uncheckedShift: shift),
                              maxSize: maxSize, minFree: minFree, level: settings.compressionLevel)

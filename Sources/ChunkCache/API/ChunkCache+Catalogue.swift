@@ -20,20 +20,20 @@ extension ChunkCache {
     /// - Throws: `noSuchItem` for an unknown domain or item (of an origin domain: only on the origin's 404
     ///   or 410), the origin's errors as a fetch maps them.
     public func versions(of item: ItemIdentifier) async throws -> (item: Item, versions: [VersionInfo]) {
-        try Catalog.validate(domain: item.domain, item: item.rawValue)
+        try Records.validate(domain: item.domain, item: item.rawValue)
         try await discoverByHead(item)
         let store = self.store
         return try await runBlocking(doing: "listing the versions of \(item)", store: store.path) { _ in
             try store.environment.read { txn in
-                _ = try Catalog.domain(item.domain, in: txn, store.dbs)
-                let record = try Catalog.item(item.rawValue, domain: item.domain, in: txn, store.dbs)
-                let versions = try Catalog.versions(ofItem: item.rawValue, domain: item.domain, in: txn, store.dbs)
+                _ = try Records.domain(item.domain, in: txn, store.dbs)
+                let record = try Records.item(item.rawValue, domain: item.domain, in: txn, store.dbs)
+                let versions = try Records.versions(ofItem: item.rawValue, domain: item.domain, in: txn, store.dbs)
                 let infos = try versions.map { version in
                     VersionInfo(contentVersion: String(decoding: version.contentVersion, as: UTF8.self), size: version.size,
                                 createdAt: Date(timeIntervalSince1970: version.createdAt),
                                 cachedBytes: try cachedBytes(of: version, in: txn, store.dbs))
                 }
-                return (Catalog.publicItem(record, domain: item.domain, version: versions.first), infos)
+                return (Records.publicItem(record, domain: item.domain, version: versions.first), infos)
             }
         }
     }
@@ -41,7 +41,7 @@ extension ChunkCache {
     /// Says which processes may not materialize the domain's files (exact, case-sensitive names); their
     /// fetches get `noPermission` and download nothing. Bumps the domain version.
     public func setNonMaterializingProcesses(_ names: [String], forDomain domain: String) async throws -> DomainVersion {
-        try Catalog.validate(domain: domain, item: nil)
+        try Records.validate(domain: domain, item: nil)
         let dbs = store.dbs
         do {
             return try await store.writer.write { txn in
@@ -59,7 +59,7 @@ extension ChunkCache {
     public func domainVersion(of domain: String) throws -> DomainVersion {
         do {
             return try store.environment.read { txn in
-                DomainVersion(rawValue: try Catalog.domain(domain, in: txn, store.dbs).version)
+                DomainVersion(rawValue: try Records.domain(domain, in: txn, store.dbs).version)
             }
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "reading domain \"\(domain)\"")

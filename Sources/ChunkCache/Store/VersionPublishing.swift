@@ -1,77 +1,6 @@
 import Foundation
 import LMDBKit
 
-/// Reads and writes domains, items and versions: the store's catalog.
-enum Catalog {
-    /// The domain's record, or `noSuchItem` naming it.
-    static func domain<T: TransactionReading & ~Copyable>(_ name: String, in txn: borrowing T, _ dbs: Databases) throws -> DomainRecord {
-        guard let raw = try txn.get(dbs.domains, key: Keys.domain(name)) else {
-            throw CacheError(.noSuchItem, "there is no domain \"\(name)\" in this store; `chunkcache domain add \(name)`, `put --domain \(name) …` or `import` creates it")
-        }
-        return try DomainRecord(decoding: raw, name: RecordNames.domain(name))
-    }
-
-    /// The item's record, or the error ``MissingItem`` confirms for an item the catalogue lacks (C2).
-    static func item<T: TransactionReading & ~Copyable>(
-        _ id: String, domain: String, key: [UInt8]? = nil, in txn: borrowing T, _ dbs: Databases
-    ) throws -> ItemRecord {
-        guard let raw = try txn.get(dbs.items, key: key ?? Keys.item(domain: domain, id: id)) else {
-            throw MissingItem.confirm(id, domain: domain, authority: MissingItem.authority(of: try Catalog.domain(domain, in: txn, dbs)))
-        }
-        return try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: domain))
-    }
-
-    /// The item's versions, newest first.
-    static func versions<T: TransactionReading & ~Copyable>(ofItem id: String, domain: String, in txn: borrowing T, _ dbs: Databases) throws -> [VersionRecord] {
-        try versions(ofItemKey: Keys.item(domain: domain, id: id), in: txn, dbs)
-    }
-
-    /// The versions of the item with key `itemKey` (``Keys/item(domain:id:)``), newest first.
-    static func versions<T: TransactionReading & ~Copyable>(ofItemKey itemKey: [UInt8], in txn: borrowing T, _ dbs: Databases) throws -> [VersionRecord] {
-        var versions: [VersionRecord] = []
-        try txn.scan(dbs.versions, prefix: itemKey) { key, value in
-            versions.append(try VersionRecord(decoding: value, name: RecordNames.version(key: key, in: txn, dbs)))
-            return true
-        }
-        return versions.sorted { $0.sequence > $1.sequence }
-    }
-
-    /// The public form of an item at one version.
-    static func publicItem(_ record: ItemRecord, domain: String, version: VersionRecord?) -> Item {
-        Item(
-            domain: domain, identifier: record.identifier, parentIdentifier: record.parent, filename: record.filename,
-            kind: record.kind,
-            itemVersion: ItemVersion(contentVersion: version?.contentVersion ?? [], metadataVersion: record.metadataVersion),
-            documentSize: version?.size ?? 0,
-            symlinkTarget: record.kind == .symlink ? record.symlinkTarget : nil,
-            creationDate: Date(timeIntervalSince1970: record.createdAt),
-            contentModificationDate: Date(timeIntervalSince1970: record.contentModificationDate),
-            lastUsedDate: record.lastUsedDate.map { Date(timeIntervalSince1970: $0) },
-            tagData: record.tagData.isEmpty ? nil : Data(record.tagData), favoriteRank: record.favoriteRank,
-            isShared: record.flags.contains(.shared), isTrashed: record.flags.contains(.trashed),
-            isPinned: record.flags.contains(.pinned))
-    }
-
-    /// Checks an identifier given by a user.
-    static func validate(domain: String, item: String?) throws(CacheError) {
-        guard !domain.isEmpty, domain.utf8.count <= 255, !domain.utf8.contains(0) else {
-            throw CacheError(.invalidArgument, "domain name \"\(domain.prefix(64))\" must be 1 to 255 bytes without NUL; pick another name")
-        }
-        if let item {
-            guard !item.isEmpty, item.utf8.count <= 4096, !item.utf8.contains(0) else {
-                throw CacheError(.invalidArgument, "item identifier \"\(item.prefix(64))\" must be 1 to 4096 bytes without NUL; pick another identifier")
-            }
-        }
-    }
-
-    /// Checks a content version given by a user (D1: at most 128 bytes).
-    static func validate(contentVersion: [UInt8]) throws(CacheError) {
-        guard !contentVersion.isEmpty, contentVersion.count <= ItemVersion.maxComponentLength else {
-            throw CacheError(.invalidArgument, "a content version must be 1 to 128 bytes, not \(contentVersion.count); give a shorter --version")
-        }
-    }
-}
-
 /// The outcome of publishing a content version.
 struct PublishedVersion: Sendable {
     let item: Item
@@ -88,8 +17,10 @@ extension WriteTransaction {
     /// Loads a domain for a change, creating it (version 0, bumped to 1 by the change) when `create`.
     @available(*, noasync)
     mutating func domainForChange(_ name: String, create: Bool, _ dbs: Databases) throws -> DomainRecord {
-        if let raw = try get(dbs.domains, key: Keys.domain(name)) { return try DomainRecord(decoding: raw, name: RecordNames.domain(name)) }
-        guard create else { return try Catalog.domain(name, in: self, dbs) }
+        if let domain = try withValue(dbs.domains, key: Keys.domain(name), { try DomainRecord(decoding: $0, name: RecordNames.domain(name)) }) {
+            return domain
+        }
+        guard create else { return try Records.domain(name, in: self, dbs) }
         return DomainRecord(version: 0, createdAt: Date().timeIntervalSince1970)
     }
 
@@ -129,7 +60,7 @@ extension WriteTransaction {
         let held: VersionRecord?
         do {
             existing = try existingFile(id, key: itemKey, domain: name, dbs)
-            versions = try Catalog.versions(ofItemKey: itemKey, in: self, dbs)
+            versions = try Records.versions(ofItemKey: itemKey, in: self, dbs)
             held = try Self.heldVersion(of: versions, holding: content, named: requested, itemName: RecordNames.item(id, domain: name))
         } catch {
             try dropManifest(content.manifestID, dbs)
@@ -141,7 +72,7 @@ extension WriteTransaction {
                 held.matchedModificationDate = modificationDate
                 try put(dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: held.contentVersion), value: held.encoded())
             }
-            return PublishedVersion(item: Catalog.publicItem(existing, domain: name, version: held),
+            return PublishedVersion(item: Records.publicItem(existing, domain: name, version: held),
                                     domainVersion: DomainVersion(rawValue: changes.version.rawValue - 1), changed: false, stored: false)
         }
         var record = existing ?? ItemRecord(
@@ -163,15 +94,16 @@ extension WriteTransaction {
             try addToCounter(dbs, MetaKey.logicalBytes, content.length)
         }
         try put(dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: version.contentVersion), value: version.encoded())
-        return PublishedVersion(item: Catalog.publicItem(written, domain: name, version: version), domainVersion: changes.version,
+        return PublishedVersion(item: Records.publicItem(written, domain: name, version: version), domainVersion: changes.version,
                                 changed: true, stored: held == nil)
     }
 
     /// The file item `id`, nil when there is none; `invalidArgument` when it is a folder or a symlink.
     @available(*, noasync)
     private func existingFile(_ id: String, key itemKey: [UInt8], domain: String, _ dbs: Databases) throws -> ItemRecord? {
-        guard let raw = try get(dbs.items, key: itemKey) else { return nil }
-        let record = try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: domain))
+        guard let record = try withValue(dbs.items, key: itemKey, {
+            try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: domain))
+        }) else { return nil }
         guard record.kind == .file else {
             throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(domain)\" is a \(record.kind), not a file; pick another identifier")
         }

@@ -36,16 +36,15 @@ extension WriteTransaction {
     ) throws -> RecordedVersion {
         let itemKey = Keys.item(domain: name, id: id)
         let versionKey = Keys.version(itemKey: itemKey, contentVersion: contentVersion)
-        if let raw = try get(dbs.versions, key: versionKey) {
-            let version = try VersionRecord(decoding: raw, name: RecordNames.version(contentVersion, of: RecordNames.item(id, domain: name)))
-            let item = try Catalog.item(id, domain: name, key: itemKey, in: self, dbs)
-            return RecordedVersion(item: item, version: version, domainVersion: DomainVersion(rawValue: try Catalog.domain(name, in: self, dbs).version))
+        let recorded = try withValue(dbs.versions, key: versionKey) {
+            try VersionRecord(decoding: $0, name: RecordNames.version(contentVersion, of: RecordNames.item(id, domain: name)))
+        }
+        if let version = recorded {
+            let item = try Records.item(id, domain: name, key: itemKey, in: self, dbs)
+            return RecordedVersion(item: item, version: version, domainVersion: DomainVersion(rawValue: try Records.domain(name, in: self, dbs).version))
         }
         var changes = try beginChanges(to: name, dbs)
-        var existing: ItemRecord?
-        if let raw = try get(dbs.items, key: itemKey) {
-            existing = try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: name))
-        }
+        let existing = try withValue(dbs.items, key: itemKey) { try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: name)) }
         let (record, version) = try addOriginVersion(
             contentVersion, size: size, of: id, existing: existing, layout: layout, modificationDate: modificationDate, in: &changes, dbs)
         try finish(changes, dbs)
@@ -115,9 +114,9 @@ extension WriteTransaction {
             while end < chunks.count && ManifestPage.page(ofChunk: chunks[end].index) == pageIndex { end += 1 }
             defer { index = end }
             let key = Keys.manifestPage(manifestID, page: pageIndex)
-            guard let raw = try get(dbs.manifests, key: key) else { continue }
-            guard let stored = ManifestPage.entries(ofStored: raw) else { throw ManifestPage.damaged(manifestID, page: pageIndex, in: self, dbs) }
-            var entries = Array(stored)
+            // Copied out: the page is rewritten below, which ends the stored value's life.
+            guard let stored = try withValue(dbs.manifests, key: key, { ManifestPage.entries(ofStored: $0).map { Array($0) } }) else { continue }
+            guard var entries = stored else { throw ManifestPage.damaged(manifestID, page: pageIndex, in: self, dbs) }
             for chunk in chunks[index..<end] {
                 let slot = Int(chunk.index - pageIndex * ManifestPage.entriesPerPage)
                 let current = try entries.withUnsafeBytes { try ManifestPage.entry(in: $0, at: slot) }
@@ -147,8 +146,8 @@ extension WriteTransaction {
     @available(*, noasync)
     private mutating func replaceChunk(_ digest: ChunkDigest, encoded: [UInt8], _ dbs: Databases) throws {
         try digest.withUnsafeBytes { key in
-            guard let raw = try get(dbs.refs, key: key) else { return }  // dropped meanwhile: nothing to mend
-            var ref = try ChunkRef(decoding: raw, name: RecordNames.chunkReference(digest))
+            let stored = try withValue(dbs.refs, key: key) { try ChunkRef(decoding: $0, name: RecordNames.chunkReference(digest)) }
+            guard var ref = stored else { return }  // dropped meanwhile: nothing to mend
             let storedLength = UInt32(encoded.count - ChunkCodec.headerSize)
             try addToCounter(dbs, MetaKey.storedBytes, Int64(storedLength) - Int64(ref.storedLength))
             ref.storedLength = storedLength
@@ -162,8 +161,9 @@ extension WriteTransaction {
     @available(*, noasync)
     mutating func removeGoneItem(domain name: String, item id: String, _ dbs: Databases) throws {
         let itemKey = Keys.item(domain: name, id: id)
-        guard let raw = try get(dbs.items, key: itemKey) else { return }
-        let record = try ItemRecord(decoding: raw, name: RecordNames.item(id, domain: name))
+        guard let record = try withValue(dbs.items, key: itemKey, {
+            try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: name))
+        }) else { return }
         var changes = try beginChanges(to: name, dbs)
         try deleteItem(record, in: &changes, dbs)
         try finish(changes, dbs)

@@ -1,0 +1,52 @@
+import LMDBKit
+
+/// The named LMDB databases of a store and what each holds.
+///
+/// - `meta`: settings and counters (`chunkShift`, `maxSize`, `nextManifestID`, `logicalBytes`, …).
+/// - `domains`: domain name → ``DomainRecord``.
+/// - `items`: (domain, SHA-256 of the item identifier) → ``ItemRecord``. Hashing keeps keys short whatever
+///   the identifier's length; the record holds the identifier itself.
+/// - `versions`: item key + content version → ``VersionRecord``.
+/// - `manifests`: (manifest id, page) → up to ``ManifestPage/entriesPerPage`` entries, so no single value
+///   holds a huge file's list.
+/// - `chunks`: digest → 16-byte header + payload (zstd frame or raw bytes). Written once, never updated.
+/// - `refs`: digest → ``ChunkRef`` (reference count and sizes), kept apart from `chunks` so counting a
+///   reference does not copy the chunk's pages.
+/// - `pending`: manifest id → ``PendingRecord`` of a manifest written but not yet published (an ingest
+///   in progress, or one a crash interrupted), rolled back on the next open once its process is gone.
+/// - `changes`: (domain, domain version, index) → ``ChangeRecord``: the domain's change log (CONTRACT §11).
+/// - `listing`: (domain, container, sort, sort key, item hash) → nothing: the order pages list a container
+///   in (``ListingIndex``).
+/// - `policy`: (manifest id, chunk index) → ``PolicyRecord``: what the eviction policy knows of a chunk of an
+///   origin version (``EvictionPolicy``).
+/// - `policyQueue`: (segment, clock) → (manifest id, chunk index): each policy segment in recency order.
+struct Databases: Sendable {
+    let meta: Database
+    let domains: Database
+    let items: Database
+    let versions: Database
+    let manifests: Database
+    let chunks: Database
+    let refs: Database
+    let pending: Database
+    let changes: Database
+    let listing: Database
+    let policy: Database
+    let policyQueue: Database
+    /// Manifest pages already checked in the snapshot being read (not a database: a memo beside them).
+    let checkedManifestPages = CheckedPageMemo()
+    /// Whether the write transaction under way logged a change (not a database either: the writer's note).
+    let changeMarks = ChangeMarks()
+
+    static let names = ["meta", "domains", "items", "versions", "manifests", "chunks", "refs", "pending", "changes", "listing", "policy", "policyQueue"]
+
+    @available(*, noasync)
+    static func open(in txn: inout WriteTransaction) throws -> Databases {
+        var handles: [Database] = []
+        for name in names { handles.append(try txn.openDatabase(name, create: true)) }
+        return Databases(
+            meta: handles[0], domains: handles[1], items: handles[2], versions: handles[3],
+            manifests: handles[4], chunks: handles[5], refs: handles[6], pending: handles[7],
+            changes: handles[8], listing: handles[9], policy: handles[10], policyQueue: handles[11])
+    }
+}
