@@ -22,7 +22,8 @@ let package = Package(
         // C libraries, linked from the system (no vendored copies).
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"]), .brew(["lmdb"])]),
         .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"]), .brew(["zstd"])]),
-        .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"]), .brew(["xxhash"])]),
+        .systemLibrary(
+            name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"]), .brew(["xxhash"])]),
         .target(name: "CLinuxShims", cSettings: [.define("_GNU_SOURCE")]),
 
         // One job each.
@@ -52,7 +53,10 @@ let package = Package(
         .target(name: "ChunkCacheBench", dependencies: ["ChunkCache", "ZstdKit", "FileIO"]),
         .target(
             name: "ChunkCacheCommands",
-            dependencies: ["ChunkCache", "ChunkCacheBench", "FileIO", "LMDBKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "ChunkCache", "ChunkCacheBench", "FileIO", "LMDBKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .executableTarget(name: "chunkcache", dependencies: ["ChunkCacheCommands"]),
         // Fuzzing (Fuzz/README.md): the decoders of outside bytes as targets, and libFuzzer's driver for them.
@@ -66,8 +70,11 @@ let package = Package(
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4"]),
         .testTarget(name: "OriginKitTests", dependencies: ["OriginKit", "SigV4", "TestSupport"]),
         .testTarget(name: "ChunkCacheTests", dependencies: ["ChunkCache", "FileIO", "TestSupport"]),
-        .testTarget(name: "ChunkCacheIntegrationTests", dependencies: ["ChunkCache", "FileIO", "LMDBKit", "TestSupport"]),
-        .testTarget(name: "ChunkCacheCommandsTests", dependencies: ["ChunkCacheCommands", "ChunkCache", "ChunkCacheBench", "TestSupport"]),
+        .testTarget(
+            name: "ChunkCacheIntegrationTests", dependencies: ["ChunkCache", "FileIO", "LMDBKit", "TestSupport"]),
+        .testTarget(
+            name: "ChunkCacheCommandsTests",
+            dependencies: ["ChunkCacheCommands", "ChunkCache", "ChunkCacheBench", "TestSupport"]),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "TestSupport"]),
 
         .executableTarget(

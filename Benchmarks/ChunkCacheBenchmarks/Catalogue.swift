@@ -25,23 +25,27 @@ func registerCatalogueBenchmarks(_ settings: BenchSettings) {
     let label = settings.smoke ? "2k" : "100k"
     for sort in [EnumerationPage.initialPageSortedByName, .initialPageSortedByDate] {
         let name = sort == .initialPageSortedByName ? "name" : "date"
-        Benchmark("catalogue ls \(label): engine page of 1000 (\(name))", configuration: settings.cataloguePage) { benchmark, state in
+        Benchmark("catalogue ls \(label): engine page of 1000 (\(name))", configuration: settings.cataloguePage) {
+            benchmark, state in
             try await state.iterate(benchmark)
         } setup: {
             try await CataloguePaging(try await CatalogueStore.open(count: count), first: sort)
         }
     }
-    Benchmark("catalogue changes \(label): engine batch of 1000", configuration: settings.cataloguePage) { benchmark, state in
+    Benchmark("catalogue changes \(label): engine batch of 1000", configuration: settings.cataloguePage) {
+        benchmark, state in
         try await state.iterate(benchmark)
     } setup: {
         try await ChangeFollowing(try await CatalogueStore.open(count: count))
     }
-    Benchmark("catalogue \(label): floor readdir+lstat 1000 entries", configuration: settings.cataloguePage) { benchmark, state in
+    Benchmark("catalogue \(label): floor readdir+lstat 1000 entries", configuration: settings.cataloguePage) {
+        benchmark, state in
         try state.iterate(benchmark)
     } setup: {
         try DirectoryScan(try CatalogueStore.tree(count: count))
     }
-    Benchmark("usage: engine fetch 64KiB, last use recorded and off, interleaved", configuration: settings.usageFetch) { benchmark, state in
+    Benchmark("usage: engine fetch 64KiB, last use recorded and off, interleaved", configuration: settings.usageFetch) {
+        benchmark, state in
         try await state.iterate(benchmark)
     } setup: {
         try await UsageFetch(items: settings.smoke ? 64 : 2048)
@@ -100,13 +104,15 @@ struct CatalogueStore {
         let path = BenchSettings.current.storesDirectory + "/catalogue-\(count)"
         let anchorFile = path + ".anchor"
         if let saved = try? String(contentsOfFile: anchorFile, encoding: .utf8), let anchor = SyncAnchor(saved),
-           let cache = try? await ChunkCache.open(at: path, chunkSize: nil, maxSize: nil, resumingImports: false),
-           (try? await cache.domains().count) == 2 {
+            let cache = try? await ChunkCache.open(at: path, chunkSize: nil, maxSize: nil, resumingImports: false),
+            (try? await cache.domains().count) == 2
+        {
             return CatalogueStore(cache: cache, start: anchor)
         }
         try? FileManager.default.removeItem(atPath: path)
         let cache = try await ChunkCache.open(at: path, chunkSize: nil, maxSize: nil, resumingImports: false)
-        _ = try await cache.import("big", fromDirectoryAt: URL(fileURLWithPath: folder).deletingLastPathComponent(), copy: true)
+        _ = try await cache.import(
+            "big", fromDirectoryAt: URL(fileURLWithPath: folder).deletingLastPathComponent(), copy: true)
         let empty = BenchSettings.current.workDirectory + "/empty-\(getpid())"
         try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
         _ = try await cache.import("log", fromDirectoryAt: URL(fileURLWithPath: empty), copy: true)
@@ -154,7 +160,9 @@ final class ChangeFollowing: @unchecked Sendable {  // used by one iteration at 
         benchmark.startMeasurement()
         let batch = try await enumerator.enumerateChanges(from: anchor, suggestedBatchSize: 1000)
         benchmark.stopMeasurement()
-        guard batch.updated.count + batch.deleted.count > 0 else { throw BenchmarkSetupError("an empty batch of changes") }
+        guard batch.updated.count + batch.deleted.count > 0 else {
+            throw BenchmarkSetupError("an empty batch of changes")
+        }
         anchor = batch.moreComing ? batch.nextAnchor : start
     }
 }
@@ -178,7 +186,9 @@ final class DirectoryScan: @unchecked Sendable {  // used by one iteration at a 
         }
         let end = min(position + 1000, names.count)
         var bytes: Int64 = 0
-        for name in names[position..<end] { bytes += Int64(try FileSystem.status(folder + "/" + name, symlinks: .doNotFollow).st_size) }
+        for name in names[position..<end] {
+            bytes += Int64(try FileSystem.status(folder + "/" + name, symlinks: .doNotFollow).st_size)
+        }
         benchmark.stopMeasurement()
         blackHole(bytes)
         position = end == names.count ? 0 : end
@@ -196,12 +206,14 @@ final class UsageFetch: @unchecked Sendable {  // used by one iteration at a tim
     init(items: Int) async throws {
         directory = BenchSettings.current.workDirectory + "/usage-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        cache = try await ChunkCache.open(at: directory + "/store", chunkSize: nil, maxSize: nil, resumingImports: false)
+        cache = try await ChunkCache.open(
+            at: directory + "/store", chunkSize: nil, maxSize: nil, resumingImports: false)
         self.items = items
         var generator = SplitMix64Generator(seed: 11)
         for index in 0..<items {
             let path = directory + "/input"
-            try Data((0..<65_536).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(to: URL(fileURLWithPath: path))
+            try Data((0..<65_536).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(
+                to: URL(fileURLWithPath: path))
             _ = try await cache.put(fileAt: path, as: ItemIdentifier(domain: "d", "item\(index)"))
         }
     }
@@ -209,7 +221,8 @@ final class UsageFetch: @unchecked Sendable {  // used by one iteration at a tim
     func iterate(_ benchmark: Benchmark) async throws {
         next += 1
         let recordedFirst = next % 2 == 0
-        var recorded = Duration.zero, off = Duration.zero
+        var recorded = Duration.zero
+        var off = Duration.zero
         for recording in recordedFirst ? [true, false] : [false, true] {
             cache.recordsLastUse = recording
             // Different items, half the cycle apart, so neither finds the other's pages hotter.
@@ -228,6 +241,7 @@ final class UsageFetch: @unchecked Sendable {  // used by one iteration at a tim
 }
 
 extension BenchmarkMetric {
-    static let recordedNanoseconds = BenchmarkMetric.custom("recorded (ns)", polarity: .prefersSmaller, useScalingFactor: false)
+    static let recordedNanoseconds = BenchmarkMetric.custom(
+        "recorded (ns)", polarity: .prefersSmaller, useScalingFactor: false)
     static let offNanoseconds = BenchmarkMetric.custom("off (ns)", polarity: .prefersSmaller, useScalingFactor: false)
 }

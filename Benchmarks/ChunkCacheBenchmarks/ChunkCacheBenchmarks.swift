@@ -81,7 +81,8 @@ let benchmarks: @Sendable () -> Void = {
 
     // What the engine's async API costs before any work: the hop its `runBlocking` makes from the calling
     // task to a Dispatch global queue and back (a checked continuation resumed from the queue).
-    Benchmark("partial overhead: async hop Task to DispatchQueue.global and back", configuration: settings.partialFetch) { benchmark in
+    Benchmark("partial overhead: async hop Task to DispatchQueue.global and back", configuration: settings.partialFetch)
+    { benchmark in
         benchmark.startMeasurement()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             DispatchQueue.global(qos: .userInitiated).async { continuation.resume() }
@@ -119,14 +120,18 @@ let benchmarks: @Sendable () -> Void = {
 
     // MARK: - Ingest (put) of the large data set into a fresh store each iteration.
 
-    Benchmark("ingest \(large): engine put", configuration: settings.bulk(extraMetrics: [.storedMegabytes])) { benchmark, state in
+    Benchmark("ingest \(large): engine put", configuration: settings.bulk(extraMetrics: [.storedMegabytes])) {
+        benchmark, state in
         try await state.iterate(benchmark)
     } setup: {
         try Ingest(dataset: .binaries)
     }
 
     let cores = ProcessInfo.processInfo.activeProcessorCount
-    Benchmark("ingest \(large): floor SHA-256+zstd-3 \(cores) threads", configuration: settings.bulk(extraMetrics: [.storedMegabytes])) { benchmark, state in
+    Benchmark(
+        "ingest \(large): floor SHA-256+zstd-3 \(cores) threads",
+        configuration: settings.bulk(extraMetrics: [.storedMegabytes])
+    ) { benchmark, state in
         try state.iterate(benchmark)
     } setup: {
         try HashCompressFloor(dataset: .binaries)
@@ -150,7 +155,8 @@ let benchmarks: @Sendable () -> Void = {
             } setup: {
                 try await DestinationFetch(filesystem: filesystem, length: length, clone: false)
             }
-            Benchmark("\(group): engine clone (\(filesystem.strategy.rawValue))", configuration: configuration) { benchmark, state in
+            Benchmark("\(group): engine clone (\(filesystem.strategy.rawValue))", configuration: configuration) {
+                benchmark, state in
                 try await state.iterate(benchmark)
             } setup: {
                 try await DestinationFetch(filesystem: filesystem, length: length, clone: true)
@@ -170,7 +176,8 @@ let benchmarks: @Sendable () -> Void = {
 
     for (label, bytes) in settings.scaleSizes {
         for probe in ScaleProbe.allCases {
-            Benchmark("store \(label): engine fetch 64KiB \(probe.rawValue)", configuration: settings.scaleFetch) { benchmark, state in
+            Benchmark("store \(label): engine fetch 64KiB \(probe.rawValue)", configuration: settings.scaleFetch) {
+                benchmark, state in
                 try await state.iterate(benchmark)
             } setup: {
                 try await ScaleFetch(totalSize: bytes, probe: probe)

@@ -28,8 +28,10 @@ struct ColdOrigin: Sendable {
     static let current: ColdOrigin? = {
         let env = ProcessInfo.processInfo.environment
         guard let loopback = env["CHUNKCACHE_BENCH_ORIGIN"], let delayed = env["CHUNKCACHE_BENCH_ORIGIN_20MS"],
-              let directory = env["CHUNKCACHE_BENCH_ORIGIN_DIR"] else {
-            FileHandle.standardError.write(Data("cold benchmarks left out: run them through Benchmarks/run.sh, which starts the origin\n".utf8))
+            let directory = env["CHUNKCACHE_BENCH_ORIGIN_DIR"]
+        else {
+            FileHandle.standardError.write(
+                Data("cold benchmarks left out: run them through Benchmarks/run.sh, which starts the origin\n".utf8))
             return nil
         }
         return ColdOrigin(loopback: loopback, delayed: delayed, directory: directory)
@@ -80,7 +82,9 @@ struct ColdRanges {
     }
 
     mutating func next() throws -> Int64 {
-        guard let index = indices.popLast() else { throw BenchmarkSetupError("out of cold ranges: make random.bin larger") }
+        guard let index = indices.popLast() else {
+            throw BenchmarkSetupError("out of cold ranges: make random.bin larger")
+        }
         return index << 16
     }
 }
@@ -98,7 +102,8 @@ final class ColdRangeFetch: @unchecked Sendable {  // used by one iteration at a
         ranges = ColdRanges(size: try origin.size(of: "random.bin"), seed: 64)
         // The item is known before the cold-range iterations start: its discovery is another benchmark.
         let first = try await store.cache.fetchPartialContents(
-            for: store.item("random.bin"), version: nil, minimalRange: ByteRange(location: 0, length: 1), aligningTo: 4096)
+            for: store.item("random.bin"), version: nil, minimalRange: ByteRange(location: 0, length: 1),
+            aligningTo: 4096)
         unlink(first.url.path)
     }
 
@@ -111,7 +116,9 @@ final class ColdRangeFetch: @unchecked Sendable {  // used by one iteration at a
             for: item, version: nil, minimalRange: ByteRange(location: location, length: 65_536), aligningTo: 4096)
         result.url.withUnsafeFileSystemRepresentation { _ = unlink($0!) }
         benchmark.stopMeasurement()
-        guard result.originRequests >= 1 else { throw BenchmarkSetupError("a cold fetch made no request: it was not cold") }
+        guard result.originRequests >= 1 else {
+            throw BenchmarkSetupError("a cold fetch made no request: it was not cold")
+        }
     }
 }
 
@@ -134,7 +141,8 @@ final class RangeGetFloor: @unchecked Sendable {  // used by one iteration at a 
         let path = directory + "/floor-\(getpid())"
         benchmark.startMeasurement()
         let file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_TRUNC, mode: 0o600)
-        try await origin.read("random.bin", range: location..<(location + 65_536), version: nil, object: { _ in }) { offset, bytes in
+        try await origin.read("random.bin", range: location..<(location + 65_536), version: nil, object: { _ in }) {
+            offset, bytes in
             try bytes.withUnsafeBytes { try file.writeAll(toAbsoluteOffset: offset, $0) }
         }
         try file.close()
@@ -165,7 +173,8 @@ final class ColdSequential: @unchecked Sendable {
             var offset: Int64 = 0
             while offset < size {
                 let result = try await store.cache.fetchPartialContents(
-                    for: item, version: nil, minimalRange: ByteRange(location: offset, length: 65_536), aligningTo: 4096)
+                    for: item, version: nil, minimalRange: ByteRange(location: offset, length: 65_536), aligningTo: 4096
+                )
                 unlink(result.url.path)
                 offset += 65_536
             }
@@ -180,7 +189,9 @@ final class ColdSequential: @unchecked Sendable {
         try await benchmark.measureBulk(bytes: bytes) {
             var offset: Int64 = 0
             while offset < bytes {
-                try await origin.read("random.bin", range: offset..<(offset + 65_536), version: nil, object: { _ in }) { _, _ in }
+                try await origin.read("random.bin", range: offset..<(offset + 65_536), version: nil, object: { _ in }) {
+                    _, _ in
+                }
                 offset += 65_536
             }
         }
@@ -197,7 +208,9 @@ func curlFloor(_ benchmark: Benchmark, url: String, bytes: Int64) throws {
         process.arguments = ["-s", "-f", "-o", path, url]
         try process.run()
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw BenchmarkSetupError("curl \(url) exited \(process.terminationStatus)") }
+        guard process.terminationStatus == 0 else {
+            throw BenchmarkSetupError("curl \(url) exited \(process.terminationStatus)")
+        }
     }
 }
 
@@ -222,7 +235,8 @@ final class ColdFull: @unchecked Sendable {
     func put(_ benchmark: Benchmark) async throws {
         let store = try await ColdStore(origin: cold.loopback)
         try await benchmark.measureBulk(bytes: size) {
-            _ = try await store.cache.put(fileAt: cold.directory + "/full.bin", as: ItemIdentifier(domain: "local", "full.bin"))
+            _ = try await store.cache.put(
+                fileAt: cold.directory + "/full.bin", as: ItemIdentifier(domain: "local", "full.bin"))
         }
     }
 }
@@ -261,7 +275,8 @@ func registerColdBenchmarks(_ settings: BenchSettings) {
     bulk.maxIterations = settings.smoke ? 1 : 3
     bulk.warmupIterations = 0
     for readAhead in [DomainInfo.defaultReadAhead, 32 << 20] {
-        Benchmark("\(sequential): engine 64KiB fetches (read-ahead \(sizeLabel(readAhead)))", configuration: bulk) { benchmark, state in
+        Benchmark("\(sequential): engine 64KiB fetches (read-ahead \(sizeLabel(readAhead)))", configuration: bulk) {
+            benchmark, state in
             try await state.engine(benchmark)
         } setup: {
             try ColdSequential(cold, .delayed, readAhead: readAhead)

@@ -63,7 +63,9 @@ enum Dataset: String, CaseIterable, Sendable {
                 try concatenate(into: output)
             }
         }
-        guard rename(partial, path) == 0 else { throw BenchmarkSetupError("cannot rename \(partial): \(Errno.current)") }
+        guard rename(partial, path) == 0 else {
+            throw BenchmarkSetupError("cannot rename \(partial): \(Errno.current)")
+        }
         return path
     }
 
@@ -105,7 +107,8 @@ enum Dataset: String, CaseIterable, Sendable {
                 var offset: Int64 = 0
                 while written < size {
                     let want = Int(min(Int64(buffer.count), size - written))
-                    let n = try input.read(fromAbsoluteOffset: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<want]))
+                    let n = try input.read(
+                        fromAbsoluteOffset: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<want]))
                     if n == 0 { break }
                     try output.writeAll(toAbsoluteOffset: written, UnsafeRawBufferPointer(rebasing: buffer[..<n]))
                     offset += Int64(n)
@@ -147,8 +150,9 @@ struct PreparedStore: @unchecked Sendable {  // ChunkCache is Sendable; the rest
     var temporaryDirectory: String { cache.temporaryDirectoryURL.path }
 
     static func open(_ dataset: Dataset) async throws -> PreparedStore {
-        try await open(dataset, directory: "\(BenchSettings.current.storesDirectory)/\(dataset.rawValue)-\(dataset.size)",
-                       settings: .standard)
+        try await open(
+            dataset, directory: "\(BenchSettings.current.storesDirectory)/\(dataset.rawValue)-\(dataset.size)",
+            settings: .standard)
     }
 
     /// The store of `dataset` at `directory`, made with `settings` when it has to be built, its item just used:
@@ -160,7 +164,9 @@ struct PreparedStore: @unchecked Sendable {  // ChunkCache is Sendable; the rest
         return store
     }
 
-    private static func openOrBuild(_ dataset: Dataset, directory: String, settings: StoreSettings) async throws -> PreparedStore {
+    private static func openOrBuild(_ dataset: Dataset, directory: String, settings: StoreSettings) async throws
+        -> PreparedStore
+    {
         let source = try dataset.prepare()
         let marker = directory + ".ready"
         let item = ItemIdentifier(domain: "bench", dataset.rawValue)
@@ -199,13 +205,18 @@ struct PreparedStore: @unchecked Sendable {  // ChunkCache is Sendable; the rest
         let length = min(Int64(1) << 20, size)
         for location in [0, (size / 2) & ~4095, size - length] {
             let result = try await cache.fetchPartialContents(
-                for: item, version: version, minimalRange: ByteRange(location: location, length: length), aligningTo: 4096)
+                for: item, version: version, minimalRange: ByteRange(location: location, length: length),
+                aligningTo: 4096)
             defer { unlink(result.url.path) }
             guard result.retrievedRange.contains(ByteRange(location: location, length: length)) else {
                 throw BenchmarkSetupError("fetch of \(location):\(length) retrieved only \(result.retrievedRange)")
             }
-            guard try readBytes(result.url.path, at: location, count: Int(length)) == readBytes(source, at: location, count: Int(length)) else {
-                throw BenchmarkSetupError("fetch of \(location):\(length) of \(dataset.rawValue) returned other bytes than the source")
+            guard
+                try readBytes(result.url.path, at: location, count: Int(length))
+                    == readBytes(source, at: location, count: Int(length))
+            else {
+                throw BenchmarkSetupError(
+                    "fetch of \(location):\(length) of \(dataset.rawValue) returned other bytes than the source")
             }
         }
     }

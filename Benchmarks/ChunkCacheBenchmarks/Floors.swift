@@ -19,7 +19,6 @@ import ZstdKit
 let chunkShift = 16
 let chunkSize = 1 << chunkShift
 
-
 // MARK: - Partial fetch
 
 /// The seed of a data set's range sequence: the engine and both floors draw the same ranges.
@@ -48,13 +47,15 @@ struct FramesFile {
         let indexPath = path + ".index"
         let count = Int((dataset.size + Int64(chunkSize) - 1) >> chunkShift)
         if let index = FileManager.default.contents(atPath: indexPath), index.count == count * 16,
-           FileManager.default.fileExists(atPath: path) {
+            FileManager.default.fileExists(atPath: path)
+        {
             var offsets: [Int64] = []
             var lengths: [Int] = []
             index.withUnsafeBytes { raw in
                 for i in 0..<count {
                     offsets.append(Int64(littleEndian: raw.loadUnaligned(fromByteOffset: i * 16, as: Int64.self)))
-                    lengths.append(Int(Int64(littleEndian: raw.loadUnaligned(fromByteOffset: i * 16 + 8, as: Int64.self))))
+                    lengths.append(
+                        Int(Int64(littleEndian: raw.loadUnaligned(fromByteOffset: i * 16 + 8, as: Int64.self))))
                 }
             }
             return FramesFile(path: path, offsets: offsets, lengths: lengths, size: dataset.size)
@@ -63,7 +64,8 @@ struct FramesFile {
     }
 
     /// Compresses batches of 256 chunks on every core and appends them in order.
-    private static func build(from source: String, size: Int64, to path: String, indexPath: String) throws -> FramesFile {
+    private static func build(from source: String, size: Int64, to path: String, indexPath: String) throws -> FramesFile
+    {
         let count = Int((size + Int64(chunkSize) - 1) >> chunkShift)
         let batch = 256
         let bound = Compressor.bound(for: chunkSize)
@@ -88,7 +90,8 @@ struct FramesFile {
                         let raw = slots.raw(i)
                         let got = try input.readAll(fromAbsoluteOffset: Int64(firstChunk + i) << chunkShift, into: raw)
                         let bytes = UnsafeRawBufferPointer(rebasing: raw[..<got])
-                        slots.lengths[i] = allZero(bytes) ? 0 : (try compressor.compress(bytes, into: slots.encoded(i)) ?? 0)
+                        slots.lengths[i] =
+                            allZero(bytes) ? 0 : (try compressor.compress(bytes, into: slots.encoded(i)) ?? 0)
                     } catch {
                         failure.withLock { $0 = error }
                     }
@@ -98,7 +101,8 @@ struct FramesFile {
             for i in 0..<n {
                 offsets.append(written)
                 lengths.append(slots.lengths[i])
-                try output.writeAll(toAbsoluteOffset: written, UnsafeRawBufferPointer(rebasing: slots.encoded(i)[..<slots.lengths[i]]))
+                try output.writeAll(
+                    toAbsoluteOffset: written, UnsafeRawBufferPointer(rebasing: slots.encoded(i)[..<slots.lengths[i]]))
                 written += Int64(slots.lengths[i])
             }
         }
@@ -107,7 +111,9 @@ struct FramesFile {
             withUnsafeBytes(of: offsets[i].littleEndian) { index.append(contentsOf: $0) }
             withUnsafeBytes(of: Int64(lengths[i]).littleEndian) { index.append(contentsOf: $0) }
         }
-        guard rename(partial, path) == 0 else { throw BenchmarkSetupError("cannot rename \(partial): \(Errno.current)") }
+        guard rename(partial, path) == 0 else {
+            throw BenchmarkSetupError("cannot rename \(partial): \(Errno.current)")
+        }
         try index.write(to: URL(fileURLWithPath: indexPath))
         return FramesFile(path: path, offsets: offsets, lengths: lengths, size: size)
     }
@@ -184,7 +190,9 @@ final class CopyRangeFloor: @unchecked Sendable {  // used by one iteration at a
                 strategy = try FileCloner.clone(from: source, to: file, length: size, allowed: [.copyRange])
             }
         }
-        guard strategy == .copyRange else { throw BenchmarkSetupError("copy_file_range was not used (\(String(describing: strategy)))") }
+        guard strategy == .copyRange else {
+            throw BenchmarkSetupError("copy_file_range was not used (\(String(describing: strategy)))")
+        }
     }
 }
 
@@ -324,6 +332,8 @@ final class ZstdCommandFloor: @unchecked Sendable {  // used by one iteration at
             process.waitUntilExit()
         }
         try? null?.close()
-        guard process.terminationStatus == 0 else { throw BenchmarkSetupError("zstd exited with \(process.terminationStatus)") }
+        guard process.terminationStatus == 0 else {
+            throw BenchmarkSetupError("zstd exited with \(process.terminationStatus)")
+        }
     }
 }

@@ -48,7 +48,8 @@ struct CloneFilesystem: Sendable {
             return try target.closeAfter { try FileCloner.clone(from: source, to: target, length: 4096) }
         }
         return CloneFilesystem(
-            label: strategy == .reflink ? name + "-reflink" : name, storeDirectory: store, destinationDirectory: destination,
+            label: strategy == .reflink ? name + "-reflink" : name, storeDirectory: store,
+            destinationDirectory: destination,
             strategy: strategy)
     }
 }
@@ -114,7 +115,8 @@ final class DestinationFetch: @unchecked Sendable {  // used by one iteration at
         }
         if clone, result.cloneStrategy != filesystem.strategy {
             throw BenchmarkSetupError(
-                "the clone used \(result.cloneStrategy.map(\.rawValue) ?? "nothing"), the probe of \(filesystem.destinationDirectory) \(filesystem.strategy)")
+                "the clone used \(result.cloneStrategy.map(\.rawValue) ?? "nothing"), the probe of \(filesystem.destinationDirectory) \(filesystem.strategy)"
+            )
         }
     }
 }

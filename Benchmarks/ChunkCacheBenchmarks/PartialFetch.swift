@@ -23,7 +23,10 @@ struct PartialCase: Sendable {
 
     /// package-benchmark appends these to the name as `(align: …, chunk: …, data: …, range: …)`.
     var tags: [String: String] {
-        ["range": sizeLabel(length), "align": sizeLabel(alignment), "chunk": sizeLabel(chunkSize), "data": dataset.rawValue]
+        [
+            "range": sizeLabel(length), "align": sizeLabel(alignment), "chunk": sizeLabel(chunkSize),
+            "data": dataset.rawValue,
+        ]
     }
 
     /// The tags of the floor that does not depend on the chunk size or the alignment.
@@ -57,7 +60,8 @@ struct PartialCase: Sendable {
             for dataset in [Dataset.text, .random] {
                 for shift in chunkShifts {
                     for alignment in alignments {
-                        cases.append(PartialCase(dataset: dataset, length: length, alignment: alignment, chunkShift: shift))
+                        cases.append(
+                            PartialCase(dataset: dataset, length: length, alignment: alignment, chunkShift: shift))
                     }
                 }
             }
@@ -73,7 +77,9 @@ extension PreparedStore {
         let layout = try ChunkLayout(chunkSize: 1 << chunkShift)
         let settings = StoreSettings(layout: layout, maxSize: StoreSettings.standard.maxSize)
         return try await open(
-            dataset, directory: "\(BenchSettings.current.storesDirectory)/\(dataset.rawValue)-\(dataset.size)-c\(sizeLabel(Int64(1) << chunkShift))",
+            dataset,
+            directory:
+                "\(BenchSettings.current.storesDirectory)/\(dataset.rawValue)-\(dataset.size)-c\(sizeLabel(Int64(1) << chunkShift))",
             settings: settings)
     }
 }
@@ -92,7 +98,9 @@ final class PartialCaseFetch: @unchecked Sendable {  // used by one iteration at
     init(_ partial: PartialCase) async throws {
         store = try await PreparedStore.open(partial.dataset, chunkShift: partial.chunkShift)
         guard store.cache.layout.chunkSize == Int(partial.chunkSize) else {
-            throw BenchmarkSetupError("the store at \(store.cache.path) has \(store.cache.layout.chunkSize)-byte chunks, not \(partial.chunkSize)")
+            throw BenchmarkSetupError(
+                "the store at \(store.cache.path) has \(store.cache.layout.chunkSize)-byte chunks, not \(partial.chunkSize)"
+            )
         }
         self.partial = partial
         ranges = partial.ranges()
@@ -101,9 +109,10 @@ final class PartialCaseFetch: @unchecked Sendable {  // used by one iteration at
     }
 
     func iterate(_ benchmark: Benchmark) async throws {
-        try await store.cache.prime(store.item, version: store.version,
-                                    range: ByteRange(location: primers.nextLocation(), length: partial.length),
-                                    alignment: Int(partial.alignment))
+        try await store.cache.prime(
+            store.item, version: store.version,
+            range: ByteRange(location: primers.nextLocation(), length: partial.length),
+            alignment: Int(partial.alignment))
         let range = ByteRange(location: ranges.nextLocation(), length: partial.length)
         let faults = minorPageFaultCount()
         benchmark.startMeasurement()
@@ -112,9 +121,11 @@ final class PartialCaseFetch: @unchecked Sendable {  // used by one iteration at
         result.url.withUnsafeFileSystemRepresentation { _ = unlink($0!) }
         benchmark.stopMeasurement()
         benchmark.measurement(.minorPageFaults, minorPageFaultCount() - faults)
-        let expected = store.cache.layout.retrievedRange(for: range, aligningTo: partial.alignment, length: partial.dataset.size)
+        let expected = store.cache.layout.retrievedRange(
+            for: range, aligningTo: partial.alignment, length: partial.dataset.size)
         guard result.retrievedRange == expected else {
-            throw BenchmarkSetupError("the engine retrieved \(result.retrievedRange) for \(range), the floors \(expected)")
+            throw BenchmarkSetupError(
+                "the engine retrieved \(result.retrievedRange) for \(range), the floors \(expected)")
         }
     }
 }

@@ -38,7 +38,8 @@ struct BenchSettings: Sendable {
         textSize = smoke ? 4 << 20 : 64 << 20
         randomSize = smoke ? 4 << 20 : 64 << 20
         binariesSize = smoke ? 16 << 20 : 1 << 30
-        scaleSizes = smoke
+        scaleSizes =
+            smoke
             ? [("8MiB", 8 << 20), ("16MiB", 16 << 20), ("32MiB", 32 << 20)]
             : [("0.1GiB", Int64(1 << 30) / 10), ("1GiB", 1 << 30), ("10GiB", 10 << 30)]
         scaleProbeSize = smoke ? 1 << 20 : 16 << 20
@@ -104,7 +105,9 @@ struct BenchSettings: Sendable {
     func destinationFetch(whole: Bool) -> Benchmark.Configuration {
         guard whole else { return partialFetchVariant }
         return Benchmark.Configuration(
-            metrics: [.wallClock, .megabytesPerSecond, .mallocCountTotal, .readSyscalls, .writeSyscalls, .writeBytesLogical],
+            metrics: [
+                .wallClock, .megabytesPerSecond, .mallocCountTotal, .readSyscalls, .writeSyscalls, .writeBytesLogical,
+            ],
             timeUnits: .milliseconds,
             warmupIterations: smoke ? 0 : 2,
             maxDuration: smoke ? .milliseconds(100) : .seconds(3),
@@ -121,8 +124,10 @@ struct BenchSettings: Sendable {
     /// Whole-file fetches and ingests of the large data set: a few long iterations.
     func bulk(extraMetrics: [BenchmarkMetric] = []) -> Benchmark.Configuration {
         Benchmark.Configuration(
-            metrics: [.wallClock, .megabytesPerSecond, .cpuTotal, .peakMemoryResident, .peakAnonymousMegabytes,
-                      .peakFileMegabytes, .mallocCountTotal, .readSyscalls, .writeSyscalls, .writeBytesLogical]
+            metrics: [
+                .wallClock, .megabytesPerSecond, .cpuTotal, .peakMemoryResident, .peakAnonymousMegabytes,
+                .peakFileMegabytes, .mallocCountTotal, .readSyscalls, .writeSyscalls, .writeBytesLogical,
+            ]
                 + extraMetrics,
             timeUnits: .milliseconds,
             units: [.peakMemoryResident: .mega],
@@ -136,15 +141,19 @@ extension BenchmarkMetric {
     /// Bytes of the data set per second of the measured region, in MB (10^6 bytes) per second.
     static let megabytesPerSecond = BenchmarkMetric.custom("MB/s", polarity: .prefersLarger, useScalingFactor: false)
     /// From the call to the end of the completion handler, in µs (the benchmark thread's wake-up excluded).
-    static let microsecondsToCompletion = BenchmarkMetric.custom("to completion (µs)", polarity: .prefersSmaller, useScalingFactor: false)
+    static let microsecondsToCompletion = BenchmarkMetric.custom(
+        "to completion (µs)", polarity: .prefersSmaller, useScalingFactor: false)
     /// The most anonymous memory resident during the measurement (`RssAnon`), in MB: heap and buffers.
-    static let peakAnonymousMegabytes = BenchmarkMetric.custom("peak RssAnon MB", polarity: .prefersSmaller, useScalingFactor: false)
+    static let peakAnonymousMegabytes = BenchmarkMetric.custom(
+        "peak RssAnon MB", polarity: .prefersSmaller, useScalingFactor: false)
     /// The most file-backed memory resident during the measurement (`RssFile`), in MB: mapped binaries and
     /// libraries, and the pages of LMDB's memory map the process has touched (clean page cache, shared).
-    static let peakFileMegabytes = BenchmarkMetric.custom("peak RssFile MB", polarity: .prefersSmaller, useScalingFactor: false)
+    static let peakFileMegabytes = BenchmarkMetric.custom(
+        "peak RssFile MB", polarity: .prefersSmaller, useScalingFactor: false)
     /// Minor page faults of the whole process during the measured region (`getrusage`): first touches of
     /// fresh memory and of LMDB's map.
-    static let minorPageFaults = BenchmarkMetric.custom("page faults (minor)", polarity: .prefersSmaller, useScalingFactor: false)
+    static let minorPageFaults = BenchmarkMetric.custom(
+        "page faults (minor)", polarity: .prefersSmaller, useScalingFactor: false)
     /// Bytes the store (or the floor) keeps after compression, in MB.
     static let storedMegabytes = BenchmarkMetric.custom("stored MB", polarity: .prefersSmaller, useScalingFactor: false)
 }

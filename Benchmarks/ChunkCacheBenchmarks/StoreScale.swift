@@ -26,7 +26,7 @@ enum ScaleProbe: String, CaseIterable, Sendable {
         let source = try dataset.prepare()
         let bytes = try readBytes(source, at: 0, count: Int(size))
         guard FileManager.default.createFile(atPath: path + ".partial", contents: Data(bytes)),
-              rename(path + ".partial", path) == 0
+            rename(path + ".partial", path) == 0
         else { throw BenchmarkSetupError("cannot write \(path)") }
         return path
     }
@@ -82,13 +82,16 @@ struct ScaleStore: @unchecked Sendable {  // ChunkCache is Sendable; the rest ar
             try text.writeFiller(to: partPath, size: size, part: part)
             let put = try await cache.put(fileAt: partPath, as: ItemIdentifier(domain: "bench", "filler-\(part)"))
             guard put.newChunks == put.chunks else {
-                throw BenchmarkSetupError("filler part \(part) deduplicated \(put.chunks - put.newChunks) of \(put.chunks) chunks")
+                throw BenchmarkSetupError(
+                    "filler part \(part) deduplicated \(put.chunks - put.newChunks) of \(put.chunks) chunks")
             }
             unlink(partPath)
             remaining -= size
             part += 1
-            FileHandle.standardError.write(Data(
-                "scale store \(sizeLabel(totalSize)): \(sizeLabel(totalSize - remaining)) ingested (\(start.duration(to: .now)))\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "scale store \(sizeLabel(totalSize)): \(sizeLabel(totalSize - remaining)) ingested (\(start.duration(to: .now)))\n"
+                        .utf8))
         }
         let store = ScaleStore(cache: cache, totalSize: totalSize, versions: versions)
         try await store.checkProbes()
@@ -104,13 +107,16 @@ struct ScaleStore: @unchecked Sendable {  // ChunkCache is Sendable; the rest ar
             let length = min(Int64(1) << 20, probe.size)
             for location in [0, (probe.size / 2) & ~4095, probe.size - length] {
                 let result = try await cache.fetchPartialContents(
-                    for: probe.item, version: versions[probe], minimalRange: ByteRange(location: location, length: length),
+                    for: probe.item, version: versions[probe],
+                    minimalRange: ByteRange(location: location, length: length),
                     aligningTo: 4096)
                 defer { unlink(result.url.path) }
-                guard try readBytes(result.url.path, at: location, count: Int(length))
-                    == readBytes(probe.path, at: location, count: Int(length))
+                guard
+                    try readBytes(result.url.path, at: location, count: Int(length))
+                        == readBytes(probe.path, at: location, count: Int(length))
                 else {
-                    throw BenchmarkSetupError("probe \(probe.rawValue) of \(cache.path) returned other bytes at \(location)")
+                    throw BenchmarkSetupError(
+                        "probe \(probe.rawValue) of \(cache.path) returned other bytes at \(location)")
                 }
             }
         }
@@ -150,7 +156,8 @@ struct FillerText {
                     var generator = SplitMix64Generator(seed: 0xF111_E500 ^ UInt64(g) &* 0x9E37_79B9)
                     let piece = UnsafeMutableRawBufferPointer(rebasing: block[start..<min(count, start + chunk)])
                     if generator.next() & 1 == 0 {
-                        let words = UnsafeMutableRawBufferPointer(rebasing: piece[..<(piece.count & ~7)]).bindMemory(to: UInt64.self)
+                        let words = UnsafeMutableRawBufferPointer(rebasing: piece[..<(piece.count & ~7)]).bindMemory(
+                            to: UInt64.self)
                         for i in words.indices { words[i] = generator.next() }
                     } else {
                         let from = Int(g % textChunks) * chunk
@@ -159,7 +166,8 @@ struct FillerText {
                         }
                         for page in stride(from: 0, to: piece.count - 16, by: 4096) {
                             piece.storeBytes(of: UInt64(g).littleEndian, toByteOffset: page, as: UInt64.self)
-                            piece.storeBytes(of: UInt64(0x5CA1_E000 + page).littleEndian, toByteOffset: page + 8, as: UInt64.self)
+                            piece.storeBytes(
+                                of: UInt64(0x5CA1_E000 + page).littleEndian, toByteOffset: page + 8, as: UInt64.self)
                         }
                     }
                 }
@@ -191,8 +199,9 @@ final class ScaleFetch: @unchecked Sendable {  // used by one iteration at a tim
     }
 
     func iterate(_ benchmark: Benchmark) async throws {
-        try await store.cache.prime(probe.item, version: store.versions[probe],
-                                    range: ByteRange(location: primers.nextLocation(), length: length), alignment: 4096)
+        try await store.cache.prime(
+            probe.item, version: store.versions[probe],
+            range: ByteRange(location: primers.nextLocation(), length: length), alignment: 4096)
         let range = ByteRange(location: ranges.nextLocation(), length: length)
         let faults = minorPageFaultCount()
         benchmark.startMeasurement()
@@ -207,5 +216,6 @@ final class ScaleFetch: @unchecked Sendable {  // used by one iteration at a tim
 
 extension BenchmarkMetric {
     /// The size of the store's `data.mdb`, in MB.
-    static let storeDataFileMegabytes = BenchmarkMetric.custom("store data.mdb MB", polarity: .prefersSmaller, useScalingFactor: false)
+    static let storeDataFileMegabytes = BenchmarkMetric.custom(
+        "store data.mdb MB", polarity: .prefersSmaller, useScalingFactor: false)
 }

@@ -36,12 +36,14 @@ public struct BlockCompression: Sendable {
     ///   - progress: Called after each block with the bytes read so far.
     /// - Returns: The bytes the frames take.
     /// - Throws: `Errno` when the file cannot be opened or read, `ZstdError` from compression.
-    public func compressedSize(ofFileAt path: String, progress: (_ bytesDone: Int64) -> Void = { _ in }) throws -> Int64 {
+    public func compressedSize(ofFileAt path: String, progress: (_ bytesDone: Int64) -> Void = { _ in }) throws -> Int64
+    {
         let file = try FileDescriptor.open(path, O_RDONLY)
         return try file.closeAfter {
             let compressor = Compressor(level: level)
             let raw = UnsafeMutableRawBufferPointer.allocate(byteCount: blockSize, alignment: 4096)
-            let encoded = UnsafeMutableRawBufferPointer.allocate(byteCount: Compressor.bound(for: blockSize), alignment: 4096)
+            let encoded = UnsafeMutableRawBufferPointer.allocate(
+                byteCount: Compressor.bound(for: blockSize), alignment: 4096)
             defer {
                 raw.deallocate()
                 encoded.deallocate()

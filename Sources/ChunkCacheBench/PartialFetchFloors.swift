@@ -72,7 +72,8 @@ public final class RawCopyFloor {
     ///     instead, as a fetch `aligningTo: alignment` retrieves; a power of two (the default, 1, leaves chunks).
     /// - Throws: `Errno` when `path` cannot be opened or examined.
     public init(
-        file path: String, layout: ChunkLayout, temporaryDirectory: String, maximumLength: Int, roundingToChunks: Bool = false,
+        file path: String, layout: ChunkLayout, temporaryDirectory: String, maximumLength: Int,
+        roundingToChunks: Bool = false,
         aligningTo alignment: Int = 1
     ) throws {
         (source, size) = try openFloorSource(path, alignment: alignment)
@@ -80,7 +81,8 @@ public final class RawCopyFloor {
         self.roundingToChunks = roundingToChunks
         self.alignment = alignment
         temporaryPath = floorTemporaryPath(in: temporaryDirectory, kind: "raw")
-        buffer = touchedBuffer(floorBufferLength(maximumLength, layout: layout, roundingToChunks: roundingToChunks, alignment: alignment))
+        buffer = touchedBuffer(
+            floorBufferLength(maximumLength, layout: layout, roundingToChunks: roundingToChunks, alignment: alignment))
     }
 
     deinit {
@@ -194,7 +196,8 @@ public final class DecodeFloor {
         rawScratch = touchedBuffer(layout.chunkSize)
         encodedScratch = touchedBuffer(Compressor.bound(for: layout.chunkSize))
         let chunks = Self.chunkCount(
-            forLength: floorBufferLength(maximumLength, layout: layout, roundingToChunks: roundingToChunks, alignment: alignment),
+            forLength: floorBufferLength(
+                maximumLength, layout: layout, roundingToChunks: roundingToChunks, alignment: alignment),
             layout: layout)
         decoded = touchedBuffer(chunks * layout.chunkSize)
         vectors = .allocate(capacity: chunks)
@@ -252,18 +255,24 @@ public final class DecodeFloor {
         let range = layout.range(ofChunk: index, length: size)
         let raw = UnsafeMutableRawBufferPointer(rebasing: rawScratch[..<Int(range.length)])
         guard try source.readAll(fromAbsoluteOffset: range.location, into: raw) == raw.count else {
-            throw FloorError("the file shrank while the decode floor read chunk \(index); leave it unchanged during the benchmark")
+            throw FloorError(
+                "the file shrank while the decode floor read chunk \(index); leave it unchanged during the benchmark")
         }
         // The engine's rule (ChunkCodec.encode): compression must save at least 1/32 of the bytes.
         let worthwhile = keepingIncompressibleChunksRaw ? raw.count - raw.count / 32 : encodedScratch.count
         var frame: Frame
         if worthwhile > 0,
-           let length = try compressor.compress(UnsafeRawBufferPointer(raw), into: UnsafeMutableRawBufferPointer(rebasing: encodedScratch[..<worthwhile])) {
+            let length = try compressor.compress(
+                UnsafeRawBufferPointer(raw),
+                into: UnsafeMutableRawBufferPointer(rebasing: encodedScratch[..<worthwhile]))
+        {
             frame = Frame(bytes: .allocate(byteCount: length, alignment: 64), rawLength: raw.count, compressed: true)
             frame.bytes.copyMemory(from: UnsafeRawBufferPointer(rebasing: encodedScratch[..<length]))
         } else {
-            frame = Frame(bytes: .allocate(byteCount: max(raw.count, 1), alignment: 64), rawLength: raw.count, compressed: false)
-            UnsafeMutableRawBufferPointer(rebasing: frame.bytes[..<raw.count]).copyMemory(from: UnsafeRawBufferPointer(raw))
+            frame = Frame(
+                bytes: .allocate(byteCount: max(raw.count, 1), alignment: 64), rawLength: raw.count, compressed: false)
+            UnsafeMutableRawBufferPointer(rebasing: frame.bytes[..<raw.count]).copyMemory(
+                from: UnsafeRawBufferPointer(raw))
         }
         return frame
     }
@@ -291,7 +300,8 @@ public final class DecodeFloor {
         if chunks > vectors.count { growBuffers(chunks: chunks) }
         for index in first...last {
             guard let frame = frames[index] else {
-                throw FloorError("chunk \(index) of the decode floor was not prepared; call prepare(_:) with the range first")
+                throw FloorError(
+                    "chunk \(index) of the decode floor was not prepared; call prepare(_:) with the range first")
             }
             let slot = Int(index - first)
             let bytes: UnsafeMutableRawPointer
@@ -308,7 +318,8 @@ public final class DecodeFloor {
             let upper = min(span.end, chunkStart + Int64(frame.rawLength)) - chunkStart
             vectors[slot] = iovec(iov_base: bytes + Int(lower), iov_len: Int(upper - lower))
         }
-        try file.writeAll(toAbsoluteOffset: span.location, vectors: UnsafeMutableBufferPointer(rebasing: vectors[..<chunks]))
+        try file.writeAll(
+            toAbsoluteOffset: span.location, vectors: UnsafeMutableBufferPointer(rebasing: vectors[..<chunks]))
     }
 
     private func growBuffers(chunks: Int) {
@@ -324,7 +335,9 @@ public final class DecodeFloor {
 
 /// The bytes a floor handles for `range`: clamped to `[0, size)`, widened if asked to the range a fetch
 /// `aligningTo: alignment` retrieves (``ChunkLayout/retrievedRange(for:aligningTo:length:)``, the engine's rule).
-func floorSpan(of range: ByteRange, size: Int64, layout: ChunkLayout, roundingToChunks: Bool, alignment: Int = 1) -> ByteRange {
+func floorSpan(of range: ByteRange, size: Int64, layout: ChunkLayout, roundingToChunks: Bool, alignment: Int = 1)
+    -> ByteRange
+{
     let start = min(max(range.location, 0), size)
     let end = min(max(range.location + max(range.length, 0), start), size)
     let clamped = ByteRange(location: start, length: end - start)
@@ -345,7 +358,8 @@ private func openFloorSource(_ path: String, alignment: Int) throws -> (FileDesc
 
 /// The longest span a floor handles for ranges up to `maximumLength`: widening adds at most one unit on
 /// each side.
-private func floorBufferLength(_ maximumLength: Int, layout: ChunkLayout, roundingToChunks: Bool, alignment: Int) -> Int {
+private func floorBufferLength(_ maximumLength: Int, layout: ChunkLayout, roundingToChunks: Bool, alignment: Int) -> Int
+{
     maximumLength + (roundingToChunks ? 2 * max(alignment, layout.chunkSize) : 0)
 }
 

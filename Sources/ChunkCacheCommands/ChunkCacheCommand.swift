@@ -9,8 +9,10 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
         commandName: "chunkcache",
         abstract: "A content-addressed chunk cache for lazy, partial file downloads.",
         subcommands: [
-            Init.self, Put.self, Import.self, Fetch.self, Versions.self, Stat.self, Domain.self, Ls.self, Changes.self, Anchor.self,
-            Mark.self, Rm.self, Mv.self, Reimport.self, Pin.self, Unpin.self, Evict.self, Gc.self, Verify.self, Recover.self, Sweep.self, Bench.self,
+            Init.self, Put.self, Import.self, Fetch.self, Versions.self, Stat.self, Domain.self, Ls.self, Changes.self,
+            Anchor.self,
+            Mark.self, Rm.self, Mv.self, Reimport.self, Pin.self, Unpin.self, Evict.self, Gc.self, Verify.self,
+            Recover.self, Sweep.self, Bench.self,
             VerifyWalk.self,
         ])
 
@@ -23,7 +25,9 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
         let json = arguments.contains("--json")
         do {
             guard var reordered = hoistingGlobalOptions(arguments) else {
-                report(code: .invalidArgument, message: "no command given; run `chunkcache --help` for the list", json: json)
+                report(
+                    code: .invalidArgument, message: "no command given; run `chunkcache --help` for the list",
+                    json: json)
                 return 64
             }
             if reordered.first == "help" {
@@ -31,9 +35,11 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
                 reordered = ["help"] + removingGlobalOptions(Array(reordered.dropFirst()))
             }
             if let name = reordered.first, !name.hasPrefix("-"), name != "help", !commandNames.contains(name) {
-                report(code: .invalidArgument,
-                       message: "unknown command '\(name)'; the commands are \(shownCommandNames.sorted().joined(separator: ", "))",
-                       json: json)
+                report(
+                    code: .invalidArgument,
+                    message:
+                        "unknown command '\(name)'; the commands are \(shownCommandNames.sorted().joined(separator: ", "))",
+                    json: json)
                 return 64
             }
             var command = try parseAsRoot(reordered)
@@ -98,14 +104,16 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
         return 0
     }
 
-    static let commandNames = Set(configuration.subcommands.map {
-        $0.configuration.commandName ?? String(describing: $0).lowercased()
-    })
+    static let commandNames = Set(
+        configuration.subcommands.map {
+            $0.configuration.commandName ?? String(describing: $0).lowercased()
+        })
 
     /// The commands help lists (not `verify-walk`, which `verify` runs in its child process).
-    static let shownCommandNames = Set(configuration.subcommands.filter { $0.configuration.shouldDisplay }.map {
-        $0.configuration.commandName ?? String(describing: $0).lowercased()
-    })
+    static let shownCommandNames = Set(
+        configuration.subcommands.filter { $0.configuration.shouldDisplay }.map {
+            $0.configuration.commandName ?? String(describing: $0).lowercased()
+        })
 
     /// Makes a fault end the command with exit status 1 and a `corruptData` error instead of a crash. LMDB
     /// trusts the pages of its memory-mapped file, so a damaged store can fault inside it (SIGSEGV, SIGBUS, or
@@ -115,21 +123,32 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
         let environment = ProcessInfo.processInfo.environment
         var store = environment["CHUNKCACHE_STORE"].flatMap { $0.isEmpty ? nil : $0 }
         if let index = arguments.firstIndex(of: "--store"), index + 1 < arguments.count { store = arguments[index + 1] }
-        if let option = arguments.first(where: { $0.hasPrefix("--store=") }) { store = String(option.dropFirst("--store=".count)) }
+        if let option = arguments.first(where: { $0.hasPrefix("--store=") }) {
+            store = String(option.dropFirst("--store=".count))
+        }
         let option = store.map { " --store \($0)" } ?? ""
-        let message = "a fatal signal (SIGSEGV, SIGBUS or SIGABRT) stopped this command, most likely at a damaged page of the store"
-            + (store.map { " at \($0)" } ?? "") + ", which LMDB reads without checks; run `chunkcache\(option) verify` to check the store, "
+        let message =
+            "a fatal signal (SIGSEGV, SIGBUS or SIGABRT) stopped this command, most likely at a damaged page of the store"
+            + (store.map { " at \($0)" } ?? "")
+            + ", which LMDB reads without checks; run `chunkcache\(option) verify` to check the store, "
             + "then `chunkcache\(option) recover --to NEWSTORE` to salvage what can be read into a new store"
-        let line = "chunkcache: \(CacheError.Code.corruptData.name): " + message.replacingOccurrences(of: "\n", with: "\\n") + "\n"
+        let line =
+            "chunkcache: \(CacheError.Code.corruptData.name): " + message.replacingOccurrences(of: "\n", with: "\\n")
+            + "\n"
         var object: String?
         if json {
             let code = CacheError.Code.corruptData
-            object = JSON.object([
-                ("error", .object([
-                    ("code", .string(code.name)), ("domain", .string(code.domain)), ("rawValue", .int(Int64(code.rawValue))),
-                    ("message", .string(message)),
-                ]))
-            ]).rendered + "\n"
+            object =
+                JSON.object([
+                    (
+                        "error",
+                        .object([
+                            ("code", .string(code.name)), ("domain", .string(code.domain)),
+                            ("rawValue", .int(Int64(code.rawValue))),
+                            ("message", .string(message)),
+                        ])
+                    )
+                ]).rendered + "\n"
         }
         // Best effort: without the handler a fault is a crash, as before.
         try? FatalSignals.reportAndExit(stderrText: line, stdoutText: object)
@@ -141,10 +160,14 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
         FileHandle.standardError.write(Data("chunkcache: \(code.name): \(line)\n".utf8))
         if json {
             let object = JSON.object([
-                ("error", .object([
-                    ("code", .string(code.name)), ("domain", .string(code.domain)), ("rawValue", .int(Int64(code.rawValue))),
-                    ("message", .string(message)),
-                ]))
+                (
+                    "error",
+                    .object([
+                        ("code", .string(code.name)), ("domain", .string(code.domain)),
+                        ("rawValue", .int(Int64(code.rawValue))),
+                        ("message", .string(message)),
+                    ])
+                )
             ])
             print(object.rendered)
         }

@@ -50,7 +50,9 @@ public struct DirectoryWatch: Sendable {
         var names: [String] = []
         var offset = events.startIndex
         while offset + 16 <= events.endIndex {
-            let length = events[(offset + 12)..<(offset + 16)].withUnsafeBytes { Int($0.loadUnaligned(as: UInt32.self)) }
+            let length = events[(offset + 12)..<(offset + 16)].withUnsafeBytes {
+                Int($0.loadUnaligned(as: UInt32.self))
+            }
             let nameStart = offset + 16
             let nameEnd = min(nameStart + length, events.endIndex)
             let name = events[nameStart..<nameEnd].prefix { $0 != 0 }

@@ -44,7 +44,7 @@ public enum FileCloner {
             do {
                 try copyRanges(ranges, from: source, to: destination)
                 return .copyRange
-            } catch where isUnsupported(error) {
+            } catch  where isUnsupported(error) {
                 // Fall through to plain reads and writes.
             }
         }
@@ -70,28 +70,34 @@ public enum FileCloner {
     }
 
     /// Uses the `copy_file_range(2)` system call for each range.
-    static func copyRanges(_ ranges: [Range<Int64>], from source: FileDescriptor, to destination: FileDescriptor) throws(Errno) {
+    static func copyRanges(_ ranges: [Range<Int64>], from source: FileDescriptor, to destination: FileDescriptor)
+        throws(Errno)
+    {
         for range in ranges {
             var inOffset = range.lowerBound
             var outOffset = range.lowerBound
             while inOffset < range.upperBound {
                 let n = try valueOrErrno {
                     CLinuxShims_copy_file_range(
-                        source.rawValue, &inOffset, destination.rawValue, &outOffset, Int(range.upperBound - inOffset), 0)
+                        source.rawValue, &inOffset, destination.rawValue, &outOffset, Int(range.upperBound - inOffset),
+                        0)
                 }
                 if n == 0 { break }  // the source shrank under us
             }
         }
     }
 
-    static func readWriteRanges(_ ranges: [Range<Int64>], from source: FileDescriptor, to destination: FileDescriptor) throws(Errno) {
+    static func readWriteRanges(_ ranges: [Range<Int64>], from source: FileDescriptor, to destination: FileDescriptor)
+        throws(Errno)
+    {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
         defer { buffer.deallocate() }
         for range in ranges {
             var offset = range.lowerBound
             while offset < range.upperBound {
                 let want = Int(min(Int64(buffer.count), range.upperBound - offset))
-                let n = try source.read(fromAbsoluteOffset: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<want]))
+                let n = try source.read(
+                    fromAbsoluteOffset: offset, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<want]))
                 if n == 0 { break }
                 try destination.writeAll(toAbsoluteOffset: offset, UnsafeRawBufferPointer(rebasing: buffer[..<n]))
                 offset += Int64(n)

@@ -12,7 +12,9 @@ public struct FileDescriptor: Sendable, Hashable {
     public init(rawValue: Int32) { self.rawValue = rawValue }
 
     /// Opens `path` with `flags` (and `mode` when creating). Uses the `open(2)` system call.
-    public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600, retryOnInterrupt: Bool = true) throws(Errno) -> FileDescriptor {
+    public static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o600, retryOnInterrupt: Bool = true)
+        throws(Errno) -> FileDescriptor
+    {
         let fd = try valueOrErrno(retryOnInterrupt: retryOnInterrupt) { Glibc.open(path, flags | O_CLOEXEC, mode) }
         return FileDescriptor(rawValue: fd)
     }
@@ -24,7 +26,9 @@ public struct FileDescriptor: Sendable, Hashable {
     ///   `EOPNOTSUPP` (or `EISDIR` or `EINVAL` on older kernels) where the filesystem cannot make unnamed files.
     ///
     /// Uses the `open(2)` system call with `O_TMPFILE`.
-    public static func openUnnamedFile(in directory: String, mode: mode_t = 0o600, retryOnInterrupt: Bool = true) throws(Errno) -> FileDescriptor {
+    public static func openUnnamedFile(in directory: String, mode: mode_t = 0o600, retryOnInterrupt: Bool = true)
+        throws(Errno) -> FileDescriptor
+    {
         try open(directory, CLinuxShims_O_TMPFILE | O_RDWR, mode: mode, retryOnInterrupt: retryOnInterrupt)
     }
 
@@ -41,15 +45,23 @@ public struct FileDescriptor: Sendable, Hashable {
 
     /// Reads up to `buffer.count` bytes at `offset`, returning how many were read (0 at end of file).
     /// Uses the `pread(2)` system call.
-    public func read(fromAbsoluteOffset offset: Int64, into buffer: UnsafeMutableRawBufferPointer, retryOnInterrupt: Bool = true) throws(Errno) -> Int {
-        try valueOrErrno(retryOnInterrupt: retryOnInterrupt) { pread(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
+    public func read(
+        fromAbsoluteOffset offset: Int64, into buffer: UnsafeMutableRawBufferPointer, retryOnInterrupt: Bool = true
+    ) throws(Errno) -> Int {
+        try valueOrErrno(retryOnInterrupt: retryOnInterrupt) {
+            pread(rawValue, buffer.baseAddress, buffer.count, off_t(offset))
+        }
     }
 
     /// Fills `buffer` from `offset`, stopping early only at end of file; returns the bytes read.
-    public func readAll(fromAbsoluteOffset offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+    public func readAll(fromAbsoluteOffset offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws(Errno)
+        -> Int
+    {
         var done = 0
         while done < buffer.count {
-            let n = try read(fromAbsoluteOffset: offset + Int64(done), into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]))
+            let n = try read(
+                fromAbsoluteOffset: offset + Int64(done), into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...])
+            )
             if n == 0 { break }
             done += n
         }
@@ -57,7 +69,9 @@ public struct FileDescriptor: Sendable, Hashable {
     }
 
     /// Writes all of `bytes` at `offset`, looping over short writes. Uses the `pwrite(2)` system call.
-    public func writeAll(toAbsoluteOffset offset: Int64, _ bytes: UnsafeRawBufferPointer, retryOnInterrupt: Bool = true) throws(Errno) {
+    public func writeAll(toAbsoluteOffset offset: Int64, _ bytes: UnsafeRawBufferPointer, retryOnInterrupt: Bool = true)
+        throws(Errno)
+    {
         var done = 0
         while done < bytes.count {
             let n = try valueOrErrno(retryOnInterrupt: retryOnInterrupt) {
@@ -72,7 +86,9 @@ public struct FileDescriptor: Sendable, Hashable {
     public func writeAll(_ bytes: UnsafeRawBufferPointer, retryOnInterrupt: Bool = true) throws(Errno) {
         var done = 0
         while done < bytes.count {
-            done += try valueOrErrno(retryOnInterrupt: retryOnInterrupt) { Glibc.write(rawValue, bytes.baseAddress! + done, bytes.count - done) }
+            done += try valueOrErrno(retryOnInterrupt: retryOnInterrupt) {
+                Glibc.write(rawValue, bytes.baseAddress! + done, bytes.count - done)
+            }
         }
     }
 
@@ -199,7 +215,7 @@ public struct FileDescriptor: Sendable, Hashable {
         do {
             _ = try valueOrErrno { flock(rawValue, kind.operation | LOCK_NB) }
             return true
-        } catch where error == .wouldBlock {
+        } catch  where error == .wouldBlock {
             return false
         }
     }

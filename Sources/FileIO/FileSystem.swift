@@ -129,7 +129,9 @@ public enum FileSystem {
         // readlink truncates silently, so a full buffer would mean a cut text: refuse it rather than return it.
         var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX))
         let count = try valueOrErrno(retryOnInterrupt: false) {
-            buffer.withUnsafeMutableBytes { readlink(path, $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count) }
+            buffer.withUnsafeMutableBytes {
+                readlink(path, $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count)
+            }
         }
         guard count < buffer.count else { throw Errno(rawValue: ENAMETOOLONG) }
         return String(decoding: buffer[..<count], as: UTF8.self)

@@ -33,8 +33,9 @@ public enum MappedPages {
     /// ends the line as `suffix`.
     static func address(onLine line: ArraySlice<UInt8>, ending suffix: [UInt8]) -> UnsafeMutableRawPointer? {
         guard line.count > suffix.count, line.suffix(suffix.count).elementsEqual(suffix),
-              let dash = line.firstIndex(of: UInt8(ascii: "-")),
-              let start = UInt(String(decoding: line[..<dash], as: UTF8.self), radix: 16) else { return nil }
+            let dash = line.firstIndex(of: UInt8(ascii: "-")),
+            let start = UInt(String(decoding: line[..<dash], as: UTF8.self), radix: 16)
+        else { return nil }
         return UnsafeMutableRawPointer(bitPattern: start)
     }
 

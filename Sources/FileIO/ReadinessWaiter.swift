@@ -38,7 +38,9 @@ public struct ReadinessWaiter: Sendable {
     public func wait() throws(Errno) -> [UInt64] {
         var tokens = [UInt64](repeating: 0, count: 16)
         let count = try valueOrErrno {
-            tokens.withUnsafeMutableBufferPointer { CLinuxShims_epoll_wait(descriptor.rawValue, $0.baseAddress, Int32($0.count)) }
+            tokens.withUnsafeMutableBufferPointer {
+                CLinuxShims_epoll_wait(descriptor.rawValue, $0.baseAddress, Int32($0.count))
+            }
         }
         return Array(tokens[..<Int(count)])
     }

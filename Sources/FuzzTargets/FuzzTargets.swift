@@ -12,18 +12,23 @@ public struct FuzzTarget: Sendable {
 
     /// Every target, in the order `scripts/fuzz.sh` runs them.
     public static let all: [FuzzTarget] = [
-        FuzzTarget(name: "byte-size-range", summary: "--size, --range START:LENGTH", check: CommandFuzzing.byteSizeAndRange),
+        FuzzTarget(
+            name: "byte-size-range", summary: "--size, --range START:LENGTH", check: CommandFuzzing.byteSizeAndRange),
         FuzzTarget(name: "duration", summary: "--timeout, --keep-for", check: CommandFuzzing.duration),
         FuzzTarget(name: "content-range", summary: "Content-Range", check: OriginFuzzing.contentRange),
         FuzzTarget(name: "retry-after", summary: "Retry-After", check: OriginFuzzing.retryAfter),
-        FuzzTarget(name: "response-headers", summary: "ETag, Last-Modified, x-amz-version-id, Content-Range, Retry-After of a response",
-                   check: OriginFuzzing.responseHeaders),
+        FuzzTarget(
+            name: "response-headers",
+            summary: "ETag, Last-Modified, x-amz-version-id, Content-Range, Retry-After of a response",
+            check: OriginFuzzing.responseHeaders),
         FuzzTarget(name: "nginx-listing", summary: "nginx autoindex_format json", check: OriginFuzzing.nginxListing),
         FuzzTarget(name: "s3-listing", summary: "S3 ListObjectsV2 and error XML", check: OriginFuzzing.s3Listing),
         FuzzTarget(name: "origin-header", summary: "--header 'Name: value'", check: EngineFuzzing.originHeader),
         FuzzTarget(name: "sync-tokens", summary: "sync anchors and page tokens", check: EngineFuzzing.syncTokens),
-        FuzzTarget(name: "records", summary: "every record type of the store, and its keys", check: EngineFuzzing.records),
-        FuzzTarget(name: "manifest-page", summary: "manifest pages and their rewrite", check: EngineFuzzing.manifestPage),
+        FuzzTarget(
+            name: "records", summary: "every record type of the store, and its keys", check: EngineFuzzing.records),
+        FuzzTarget(
+            name: "manifest-page", summary: "manifest pages and their rewrite", check: EngineFuzzing.manifestPage),
         FuzzTarget(name: "stored-chunk", summary: "a stored chunk (raw or zstd)", check: EngineFuzzing.storedChunk),
         FuzzTarget(name: "page-file", summary: "the LMDB pages `recover` reads", check: EngineFuzzing.pageFile),
     ]

@@ -183,14 +183,16 @@ public final class Environment: @unchecked Sendable {
     public var activeReaders: Int {
         var count = 0
         _ = withUnsafeMutablePointer(to: &count) { counter in
-            mdb_reader_list(handle, { line, context in
-                // `mdb_reader_list` sends a header ("    pid     thread     txnid") or "(no active readers)",
-                // then one line per slot in use, which starts with the holder's pid.
-                guard let line, let context else { return 0 }
-                let isReader = String(cString: line).drop(while: { $0 == " " }).first?.isNumber ?? false
-                if isReader { context.assumingMemoryBound(to: Int.self).pointee += 1 }
-                return 0
-            }, counter)
+            mdb_reader_list(
+                handle,
+                { line, context in
+                    // `mdb_reader_list` sends a header ("    pid     thread     txnid") or "(no active readers)",
+                    // then one line per slot in use, which starts with the holder's pid.
+                    guard let line, let context else { return 0 }
+                    let isReader = String(cString: line).drop(while: { $0 == " " }).first?.isNumber ?? false
+                    if isReader { context.assumingMemoryBound(to: Int.self).pointee += 1 }
+                    return 0
+                }, counter)
         }
         return count
     }

@@ -58,7 +58,9 @@ package final class SharedHandles<Key: Hashable & Sendable, Value: Sendable>: Se
 
     /// Runs `body` under the lock with the number of holders of `key` (0 when none), so no holder comes or
     /// goes while it runs.
-    package func withHolderCount<R, Failure: Error>(of key: Key, _ body: (Int) throws(Failure) -> R) throws(Failure) -> R {
+    package func withHolderCount<R, Failure: Error>(of key: Key, _ body: (Int) throws(Failure) -> R) throws(Failure)
+        -> R
+    {
         try entries.withLock { (entries) throws(Failure) -> R in try body(entries[key]?.holders ?? 0) }
     }
 

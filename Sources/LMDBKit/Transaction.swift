@@ -19,7 +19,9 @@ extension TransactionReading where Self: ~Copyable {
     /// `nil`, without calling `body`, when there is none. The buffer is valid inside `body` only: copy or
     /// decode what you keep. The corresponding C function is `mdb_get`.
     @inlinable
-    public func withValue<R>(_ db: Database, key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+    public func withValue<R>(_ db: Database, key: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> R)
+        throws -> R?
+    {
         guard let value = try unsafeValue(db, key: key) else { return nil }
         return try body(value)
     }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The parts of a `Content-Range` header (RFC 9110 §14.4): `bytes FIRST-LAST/SIZE`, or `bytes */SIZE` on a 416.
 struct ContentRange: Equatable {
     /// The bytes sent, nil for `*/SIZE`.
@@ -17,7 +19,8 @@ struct ContentRange: Equatable {
         }
         let bounds = parts[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]),
-              first >= 0, last >= first, last < size else { return nil }
+            first >= 0, last >= first, last < size
+        else { return nil }
         range = first..<(last + 1)
     }
 }
@@ -37,9 +40,9 @@ enum Backoff {
     /// A `Retry-After` of delta seconds (the HTTP-date form is not worth a date parser here: servers that
     /// throttle send seconds).
     static func retryAfter(_ header: String?) -> Duration? {
-        guard let header, let seconds = Int(header.trimmingCharacters(in: .whitespaces)), seconds >= 0 else { return nil }
+        guard let header, let seconds = Int(header.trimmingCharacters(in: .whitespaces)), seconds >= 0 else {
+            return nil
+        }
         return .seconds(seconds)
     }
 }
-
-import Foundation

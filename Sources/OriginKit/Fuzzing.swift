@@ -10,9 +10,12 @@ package enum OriginFuzzing {
         guard let parsed = ContentRange(String(decoding: bytes, as: UTF8.self)) else { return nil }
         guard parsed.size >= 0 else { return "a negative size \(parsed.size)" }
         if let range = parsed.range {
-            guard range.lowerBound >= 0, range.upperBound <= parsed.size, !range.isEmpty else { return "range \(range) outside size \(parsed.size)" }
+            guard range.lowerBound >= 0, range.upperBound <= parsed.size, !range.isEmpty else {
+                return "range \(range) outside size \(parsed.size)"
+            }
         }
-        let printed = "bytes " + (parsed.range.map { "\($0.lowerBound)-\($0.upperBound - 1)" } ?? "*") + "/\(parsed.size)"
+        let printed =
+            "bytes " + (parsed.range.map { "\($0.lowerBound)-\($0.upperBound - 1)" } ?? "*") + "/\(parsed.size)"
         return ContentRange(printed) == parsed ? nil : "\(printed) does not parse back to itself"
     }
 
@@ -32,14 +35,18 @@ package enum OriginFuzzing {
         for line in String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isNewline) {
             // NIO's parser refuses a name that is not ASCII before any dialect sees it (and `add` traps on one).
             guard let colon = line.firstIndex(of: ":"), line[..<colon].allSatisfy(\.isASCII) else { continue }
-            headers.add(name: String(line[..<colon]), value: line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+            headers.add(
+                name: String(line[..<colon]),
+                value: line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
         }
         let http = HTTPDialect(base: "http://127.0.0.1/", headers: [])
         let s3 = S3Dialect(endpoint: "http://127.0.0.1", bucket: "b", prefix: "", headers: [], signer: nil)
         for dialect in [http as any OriginDialect, s3] {
             let version = dialect.version(of: headers, size: 1)
             guard !version.isEmpty else { return "an empty version from \(headers)" }
-            if dialect is HTTPDialect, dialect.pins(version), !version.hasPrefix("\"") { return "HTTP pins \(version), not a strong ETag" }
+            if dialect is HTTPDialect, dialect.pins(version), !version.hasPrefix("\"") {
+                return "HTTP pins \(version), not a strong ETag"
+            }
             _ = dialect.namesVersion(headers)
         }
         for value in headers["content-range"] {
@@ -56,12 +63,16 @@ package enum OriginFuzzing {
         guard let (files, folders) = NginxListing.entries(json: Array(bytes), folder: "d/") else { return nil }
         for file in files {
             let name = file.item.dropFirst(2)
-            guard file.item.hasPrefix("d/"), !name.isEmpty, !name.contains("/"), name != ".", name != ".." else { return "file \(file.item) leaves its folder" }
+            guard file.item.hasPrefix("d/"), !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
+                return "file \(file.item) leaves its folder"
+            }
             guard file.size >= 0 else { return "file \(file.item) has size \(file.size)" }
         }
         for folder in folders {
             let name = folder.dropFirst(2).dropLast()
-            guard folder.hasPrefix("d/"), folder.hasSuffix("/"), !name.isEmpty, !name.contains("/"), name != ".", name != ".." else { return "folder \(folder) leaves its folder" }
+            guard folder.hasPrefix("d/"), folder.hasSuffix("/"), !name.isEmpty, !name.contains("/"), name != ".",
+                name != ".."
+            else { return "folder \(folder) leaves its folder" }
         }
         return nil
     }

@@ -26,7 +26,8 @@ enum HTTPClients {
                 redirectConfiguration: .follow(max: 5, allowCycles: false),
                 timeout: .init(connect: TimeAmount(policy.connectTimeout), read: TimeAmount(policy.idleTimeout)),
                 decompression: .disabled)
-            configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connectionsPerHost)
+            configuration.connectionPool = .init(
+                idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connectionsPerHost)
             // A refused connection is `serverUnreachable` at once, not after the connect timeout's worth of retries.
             configuration.connectionPool.retryConnectionEstablishment = false
             configuration.httpVersion = .http1Only

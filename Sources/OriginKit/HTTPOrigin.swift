@@ -26,11 +26,18 @@ struct HTTPOrigin: ReadingOrigin {
         let response = try await reader.executeListing({ request }, folder)
         guard response.status == .ok else {
             throw dialect.failure(status: Int(response.status.code), body: "", item: folder.isEmpty ? "/" : folder)
-                ?? OriginFailure.transient(detail: "\(dialect.host) answered \(response.status.code) for the listing of \(folder)")
+                ?? OriginFailure.transient(
+                    detail: "\(dialect.host) answered \(response.status.code) for the listing of \(folder)")
         }
         var body = try await response.body.collect(upTo: 64 << 20)
-        guard let (files, folders) = NginxListing.entries(json: body.readBytes(length: body.readableBytes) ?? [], folder: folder) else {
-            throw OriginFailure.invalidResponse(detail: "\(dialect.host) gave no JSON listing for \(folder.isEmpty ? "/" : folder); the origin must be nginx with `autoindex_format json`")
+        guard
+            let (files, folders) = NginxListing.entries(
+                json: body.readBytes(length: body.readableBytes) ?? [], folder: folder)
+        else {
+            throw OriginFailure.invalidResponse(
+                detail:
+                    "\(dialect.host) gave no JSON listing for \(folder.isEmpty ? "/" : folder); the origin must be nginx with `autoindex_format json`"
+            )
         }
         if !files.isEmpty { try await page(files) }
         for subfolder in folders { try await list(folder: subfolder, page: page) }
@@ -65,19 +72,27 @@ struct HTTPDialect: OriginDialect {
     init(base: String, headers: [(name: String, value: String)]) {
         self.base = base
         self.headers = headers
-        host = URLComponents(string: base).map { "\($0.scheme ?? "http")://\($0.host ?? "?")\($0.port.map { ":\($0)" } ?? "")" } ?? "the origin"
+        host =
+            URLComponents(string: base).map {
+                "\($0.scheme ?? "http")://\($0.host ?? "?")\($0.port.map { ":\($0)" } ?? "")"
+            } ?? "the origin"
     }
 
     /// The URL of `item` (or of a folder ending in `/`): each segment percent-encoded once.
     func url(_ item: String) -> String {
-        base + item.split(separator: "/", omittingEmptySubsequences: false).map { SigV4Signer.percentEncode(String($0)) }.joined(separator: "/")
+        base
+            + item.split(separator: "/", omittingEmptySubsequences: false).map { SigV4Signer.percentEncode(String($0)) }
+            .joined(separator: "/")
     }
 
     func request(_ item: String, range: Range<Int64>?, version: String?) throws -> HTTPClientRequest {
         var request = HTTPClientRequest(url: url(item))
         request.method = range == nil ? .HEAD : .GET
         for (name, value) in headers { request.headers.add(name: name, value: value) }
-        if let range { request.headers.add(name: "Range", value: "bytes=\(range.lowerBound)-\(max(range.lowerBound, range.upperBound - 1))") }
+        if let range {
+            request.headers.add(
+                name: "Range", value: "bytes=\(range.lowerBound)-\(max(range.lowerBound, range.upperBound - 1))")
+        }
         if let version { request.headers.add(name: "If-Match", value: version) }
         return request
     }
@@ -90,20 +105,25 @@ struct HTTPDialect: OriginDialect {
         return RemoteObject.fallbackVersion(lastModified: headers.first(name: "last-modified") ?? "no date", size: size)
     }
 
-    func namesVersion(_ headers: HTTPHeaders) -> Bool { headers.contains(name: "etag") || headers.contains(name: "last-modified") }
+    func namesVersion(_ headers: HTTPHeaders) -> Bool {
+        headers.contains(name: "etag") || headers.contains(name: "last-modified")
+    }
 
-    func failure(status: Int, body: String, item: String) -> OriginFailure? { commonFailure(status: status, item: item) }
+    func failure(status: Int, body: String, item: String) -> OriginFailure? {
+        commonFailure(status: status, item: item)
+    }
 }
 
-public extension OriginEndpoint {
+extension OriginEndpoint {
     /// The origin client for this endpoint.
-    func makeOrigin() -> any RemoteOrigin {
+    public func makeOrigin() -> any RemoteOrigin {
         switch location {
         case .http(let base):
             return HTTPOrigin(base: base, headers: headers, policy: policy)
         case .s3(let endpoint, let region, let bucket, let prefix):
-            return S3Origin(endpoint: endpoint, region: region, bucket: bucket, prefix: prefix, headers: headers,
-                            credentials: credentials, policy: policy)
+            return S3Origin(
+                endpoint: endpoint, region: region, bucket: bucket, prefix: prefix, headers: headers,
+                credentials: credentials, policy: policy)
         }
     }
 }
@@ -129,15 +149,20 @@ enum NginxListing {
         var folders: [String] = []
         for case let entry as [String: Any] in listing {
             guard let name = entry["name"] as? String, let type = entry["type"] as? String,
-                  !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0") else { continue }
+                !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0")
+            else { continue }
             if type == "directory" {
                 folders.append(folder + name + "/")
             } else if type == "file" {
                 // Through Double: NSNumber.int64Value traps on a size past Int64 (`1e30`).
-                guard let number = entry["size"] as? NSNumber, let size = Int64(exactly: number.doubleValue.rounded(.down)), size >= 0 else { continue }
+                guard let number = entry["size"] as? NSNumber,
+                    let size = Int64(exactly: number.doubleValue.rounded(.down)), size >= 0
+                else { continue }
                 let modified = (entry["mtime"] as? String).flatMap(date(from:))
-                files.append(RemoteEntry(item: folder + name, size: size, version: modified.map { etag(modified: $0, size: size) },
-                                         modificationDate: modified))
+                files.append(
+                    RemoteEntry(
+                        item: folder + name, size: size, version: modified.map { etag(modified: $0, size: size) },
+                        modificationDate: modified))
             }
         }
         return (files, folders)

@@ -12,7 +12,8 @@ enum OriginDates {
     /// not take the process down.
     static func seconds(_ text: String, _ formatter: (String) -> Date?) -> Double? {
         guard text.utf8.count <= 64, text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }),
-              let seconds = formatter(text)?.timeIntervalSince1970, seconds >= 0, seconds <= latest else { return nil }
+            let seconds = formatter(text)?.timeIntervalSince1970, seconds >= 0, seconds <= latest
+        else { return nil }
         return seconds
     }
 }

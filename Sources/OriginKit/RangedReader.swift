@@ -34,13 +34,16 @@ struct RangedReader: Sendable {
             attempt += 1
             do {
                 let pin = told?.version ?? version
-                let response = try await execute(dialect.request(item, range: next..<end, version: pin.flatMap { dialect.pins($0) ? $0 : nil }), item)
+                let response = try await execute(
+                    dialect.request(item, range: next..<end, version: pin.flatMap { dialect.pins($0) ? $0 : nil }), item
+                )
                 let status = Int(response.status.code)
                 guard status == 200 || status == 206 || status == 416 else {
                     let body = try await Self.prefix(of: response.body)
                     if let failure = dialect.failure(status: status, body: body, item: item) { throw failure }
-                    throw Retry(detail: "\(dialect.host) answered \(status) for \(item)",
-                                retryAfter: Backoff.retryAfter(response.headers.first(name: "retry-after")))
+                    throw Retry(
+                        detail: "\(dialect.host) answered \(status) for \(item)",
+                        retryAfter: Backoff.retryAfter(response.headers.first(name: "retry-after")))
                 }
                 let (sent, size) = try Self.extent(of: response, status: status, item: item, host: dialect.host)
                 var current = RemoteObject(size: size, version: dialect.version(of: response.headers, size: size))
@@ -55,12 +58,14 @@ struct RangedReader: Sendable {
                     told = current
                     do { try await object(current) } catch { throw CallerError(error: error) }
                 } else if current.size != told?.size {
-                    throw OriginFailure.invalidResponse(detail: "\(dialect.host) changed the size of \(item) within one version")
+                    throw OriginFailure.invalidResponse(
+                        detail: "\(dialect.host) changed the size of \(item) within one version")
                 }
                 end = min(end, size)
                 guard next < end, let sent else { return }
                 guard status == 200 || sent.lowerBound == next else {
-                    throw OriginFailure.invalidResponse(detail: "\(dialect.host) sent bytes \(sent) of \(item), not from \(next)")
+                    throw OriginFailure.invalidResponse(
+                        detail: "\(dialect.host) sent bytes \(sent) of \(item), not from \(next)")
                 }
                 var position = sent.lowerBound
                 var body = response.body.makeAsyncIterator()
@@ -77,7 +82,9 @@ struct RangedReader: Sendable {
                     }
                     if next >= end { break }
                 }
-                guard next >= end else { throw Retry(detail: "\(dialect.host) ended the body of \(item) at byte \(next) of \(end)") }
+                guard next >= end else {
+                    throw Retry(detail: "\(dialect.host) ended the body of \(item) at byte \(next) of \(end)")
+                }
                 return
             } catch let caller as CallerError {
                 throw caller.error
@@ -92,7 +99,9 @@ struct RangedReader: Sendable {
                 if let timeout = broken.error as? HTTPClientError, timeout == .readTimeout {
                     throw OriginFailure.unreachable(detail: "\(dialect.host) sent nothing for \(policy.idleTimeout)")
                 }
-                try await wait(before: attempt + 1, Retry(detail: "\(dialect.host) broke off \(item) at byte \(next): \(broken.error)"))
+                try await wait(
+                    before: attempt + 1,
+                    Retry(detail: "\(dialect.host) broke off \(item) at byte \(next): \(broken.error)"))
             } catch {
                 if Task.isCancelled { throw CancellationError() }
                 let failure = classify(error, item: item)
@@ -118,12 +127,14 @@ struct RangedReader: Sendable {
         while true {
             attempt += 1
             do {
-                let response = try await execute(dialect.request(item, range: nil, version: version.flatMap { dialect.pins($0) ? $0 : nil }), item)
+                let response = try await execute(
+                    dialect.request(item, range: nil, version: version.flatMap { dialect.pins($0) ? $0 : nil }), item)
                 let status = Int(response.status.code)
                 guard status == 200 else {
                     if let failure = dialect.failure(status: status, body: "", item: item) { throw failure }
-                    throw Retry(detail: "\(dialect.host) answered \(status) for \(item)",
-                                retryAfter: Backoff.retryAfter(response.headers.first(name: "retry-after")))
+                    throw Retry(
+                        detail: "\(dialect.host) answered \(status) for \(item)",
+                        retryAfter: Backoff.retryAfter(response.headers.first(name: "retry-after")))
                 }
                 guard let length = response.headers.first(name: "content-length").flatMap({ Int64($0) }) else {
                     throw OriginFailure.invalidResponse(detail: "\(dialect.host) gave no Content-Length for \(item)")
@@ -172,15 +183,20 @@ struct RangedReader: Sendable {
             let status = Int(response.status.code)
             guard status >= 500 || status == 429 else { return response }
             _ = try? await Self.prefix(of: response.body)  // drained, so the connection can be reused
-            try await wait(before: attempt + 1, Retry(detail: "\(dialect.host) answered \(status) for \(item)",
-                                                       retryAfter: Backoff.retryAfter(response.headers.first(name: "retry-after"))))
+            try await wait(
+                before: attempt + 1,
+                Retry(
+                    detail: "\(dialect.host) answered \(status) for \(item)",
+                    retryAfter: Backoff.retryAfter(response.headers.first(name: "retry-after"))))
         }
     }
 
     /// Sleeps before try `attempt`, or throws `transient` when none is left.
     private func wait(before attempt: Int, _ retry: Retry) async throws {
         guard attempt <= policy.attempts else { throw OriginFailure.transient(detail: retry.detail) }
-        try await Task.sleep(for: Backoff.delay(attempt: attempt - 1, base: policy.backoff, retryAfter: retry.retryAfter, cap: policy.maxRetryAfter))
+        try await Task.sleep(
+            for: Backoff.delay(
+                attempt: attempt - 1, base: policy.backoff, retryAfter: retry.retryAfter, cap: policy.maxRetryAfter))
     }
 
     /// What a transport error means: retried (`transient`) when the connection broke after it was made,
@@ -191,7 +207,8 @@ struct RangedReader: Sendable {
             switch error {
             case .connectTimeout: return .unreachable(detail: "connecting to \(host) timed out")
             case .readTimeout: return .unreachable(detail: "\(host) sent nothing for \(policy.idleTimeout)")
-            case .remoteConnectionClosed: return .transient(detail: "\(host) closed the connection while sending \(item)")
+            case .remoteConnectionClosed:
+                return .transient(detail: "\(host) closed the connection while sending \(item)")
             default: return .unreachable(detail: "\(host): \(error)")
             }
         }
@@ -213,11 +230,14 @@ struct RangedReader: Sendable {
 
     /// The bytes a response sends and the item's size: from `Content-Range` on a 206 or 416, from
     /// `Content-Length` on a 200 (a server that ignored `Range` sends the whole item).
-    static func extent(of response: HTTPClientResponse, status: Int, item: String, host: String) throws -> (Range<Int64>?, Int64) {
+    static func extent(of response: HTTPClientResponse, status: Int, item: String, host: String) throws -> (
+        Range<Int64>?, Int64
+    ) {
         switch status {
         case 206, 416:
             guard let header = response.headers.first(name: "content-range"), let parsed = ContentRange(header),
-                  (status == 416) == (parsed.range == nil) else {
+                (status == 416) == (parsed.range == nil)
+            else {
                 throw OriginFailure.invalidResponse(detail: "\(host) sent no usable Content-Range for \(item)")
             }
             return (parsed.range, parsed.size)

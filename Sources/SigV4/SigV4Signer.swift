@@ -70,19 +70,24 @@ public struct SigV4Signer: Sendable {
         method: String, encodedPath: String, query: [(String, String)], headers: [(String, String)],
         payloadHash: String, date: Date
     ) -> String {
-        let canonical = canonicalRequest(method: method, encodedPath: encodedPath, query: query, headers: headers,
-                                         payloadHash: payloadHash)
+        let canonical = canonicalRequest(
+            method: method, encodedPath: encodedPath, query: query, headers: headers,
+            payloadHash: payloadHash)
         let scope = "\(Self.day(date))/\(region)/\(service)/aws4_request"
         let toSign = stringToSign(canonicalRequest: canonical.text, scope: scope, date: date)
-        let signature = hex(HMAC<SHA256>.authenticationCode(for: Data(toSign.utf8), using: signingKey(day: Self.day(date))))
-        return "AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyID)/\(scope), SignedHeaders=\(canonical.signedHeaders), Signature=\(signature)"
+        let signature = hex(
+            HMAC<SHA256>.authenticationCode(for: Data(toSign.utf8), using: signingKey(day: Self.day(date))))
+        return
+            "AWS4-HMAC-SHA256 Credential=\(credentials.accessKeyID)/\(scope), SignedHeaders=\(canonical.signedHeaders), Signature=\(signature)"
     }
 
     /// The canonical request and the `SignedHeaders` list it names.
     func canonicalRequest(
         method: String, encodedPath: String, query: [(String, String)], headers: [(String, String)], payloadHash: String
     ) -> (text: String, signedHeaders: String) {
-        let encoded: [(name: String, value: String)] = query.map { (Self.percentEncode($0.0), Self.percentEncode($0.1)) }
+        let encoded: [(name: String, value: String)] = query.map {
+            (Self.percentEncode($0.0), Self.percentEncode($0.1))
+        }
         let sorted = encoded.sorted { $0.name == $1.name ? $0.value < $1.value : $0.name < $1.name }
         let canonicalQuery = sorted.map { $0.name + "=" + $0.value }.joined(separator: "&")
         // Same-named headers join with commas in the order given; values are trimmed and inner runs of
@@ -121,10 +126,12 @@ public struct SigV4Signer: Sendable {
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "~"):
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."),
+                UInt8(ascii: "~"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
             default:
-                out += "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 15, radix: 16, uppercase: true)
+                out +=
+                    "%" + String(byte >> 4, radix: 16, uppercase: true) + String(byte & 15, radix: 16, uppercase: true)
             }
         }
         return out
@@ -132,7 +139,8 @@ public struct SigV4Signer: Sendable {
 
     /// A `/`-separated key encoded segment by segment, for the path of an S3 request.
     public static func encodePath(_ key: String) -> String {
-        key.split(separator: "/", omittingEmptySubsequences: false).map { percentEncode(String($0)) }.joined(separator: "/")
+        key.split(separator: "/", omittingEmptySubsequences: false).map { percentEncode(String($0)) }.joined(
+            separator: "/")
     }
 
     private static func foldSpaces(_ value: String) -> String {

@@ -51,7 +51,9 @@ public final class Compressor {
     /// Compresses `source` into one frame in `destination`, returning the frame's length, or `nil` when the
     /// frame would not fit (the caller then stores the bytes raw).
     /// The corresponding C function is `ZSTD_compress2`.
-    public func compress(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer) throws(ZstdError) -> Int? {
+    public func compress(_ source: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer)
+        throws(ZstdError) -> Int?
+    {
         let n = ZSTD_compress2(context, destination.baseAddress, destination.count, source.baseAddress, source.count)
         if ZSTD_isError(n) != 0 {
             if ZstdError(rawValue: n) == .destinationTooSmall { return nil }
@@ -85,7 +87,9 @@ public final class Decompressor {
     /// Decompresses one frame into `destination`, which must be exactly the frame's content size: a frame
     /// that declares another size, fails its checksum or is damaged throws. Returns the bytes written.
     /// The corresponding C function is `ZSTD_decompressDCtx`.
-    public func decompress(_ frame: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer) throws(ZstdError) -> Int {
+    public func decompress(_ frame: UnsafeRawBufferPointer, into destination: UnsafeMutableRawBufferPointer)
+        throws(ZstdError) -> Int
+    {
         guard let declared = Self.contentSize(of: frame), declared == destination.count else {
             throw ZstdError.sizeMismatch
         }

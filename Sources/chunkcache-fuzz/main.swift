@@ -32,7 +32,9 @@ if let name = ProcessInfo.processInfo.environment["CHUNKCACHE_FUZZ_TARGET"], let
     Chosen.target = target
 } else {
     var usage = "usage: chunkcache-fuzz TARGET [libFuzzer flags] [CORPUS...]; targets:\n"
-    for target in FuzzTarget.all { usage += "  \(target.name.padding(toLength: 18, withPad: " ", startingAt: 0)) \(target.summary)\n" }
+    for target in FuzzTarget.all {
+        usage += "  \(target.name.padding(toLength: 18, withPad: " ", startingAt: 0)) \(target.summary)\n"
+    }
     FileHandle.standardError.write(Data(usage.utf8))
     exit(rest.first == "--list" ? 0 : 64)
 }
@@ -42,7 +44,8 @@ if let name = ProcessInfo.processInfo.environment["CHUNKCACHE_FUZZ_TARGET"], let
 // libFuzzer's C entry point, named as libFuzzer names it.
 @_silgen_name("LLVMFuzzerRunDriver")
 func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+    _ argc: UnsafeMutablePointer<CInt>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
     _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
 ) -> CInt
 
@@ -50,10 +53,11 @@ func LLVMFuzzerRunDriver(
 var driverArguments = [arguments[0]] + rest
 var cArguments: [UnsafeMutablePointer<CChar>?] = driverArguments.map { strdup($0) } + [nil]
 var argc = CInt(driverArguments.count)
-exit(cArguments.withUnsafeMutableBufferPointer { buffer in
-    var argv = buffer.baseAddress!
-    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in Chosen.run(data, size) }
-})
+exit(
+    cArguments.withUnsafeMutableBufferPointer { buffer in
+        var argv = buffer.baseAddress!
+        return LLVMFuzzerRunDriver(&argc, &argv) { data, size in Chosen.run(data, size) }
+    })
 #else
 /// The bytes of the file at `path`; `nil` when it cannot be read (a folder inside a corpus folder, say).
 func contents(of path: String) -> [UInt8]? {

@@ -44,7 +44,9 @@ struct BadInput: Sendable, CustomTestStringConvertible {
 
     var testDescription: String { name }
 
-    static func usage(_ name: String, _ arguments: @escaping @Sendable (BadInputFixture) -> [String], mentions: [String]) -> BadInput {
+    static func usage(
+        _ name: String, _ arguments: @escaping @Sendable (BadInputFixture) -> [String], mentions: [String]
+    ) -> BadInput {
         BadInput(name: name, arguments: arguments, exit: 64, code: "invalidArgument", mentions: { _ in mentions })
     }
 
@@ -61,69 +63,142 @@ struct BadInputTests {
     static let cases: [BadInput] = [
         // init
         .usage("init --chunk-size abc", { _ in ["init", "--chunk-size", "abc"] }, mentions: ["abc", "--chunk-size"]),
-        .engine("init --chunk-size 3000 (not a power of two)", "invalidArgument", { _ in ["init", "--chunk-size", "3000"] }, mentions: { _ in ["3000"] }),
-        .engine("init --chunk-size 8MiB (too large)", "invalidArgument", { _ in ["init", "--chunk-size", "8MiB"] }, mentions: { _ in ["8388608"] }),
-        .engine("init --chunk-size 4KiB on a 64 KiB store", "invalidArgument", { _ in ["init", "--chunk-size", "4KiB"] }, mentions: { [$0.store] }),
+        .engine(
+            "init --chunk-size 3000 (not a power of two)", "invalidArgument",
+            { _ in ["init", "--chunk-size", "3000"] }, mentions: { _ in ["3000"] }),
+        .engine(
+            "init --chunk-size 8MiB (too large)", "invalidArgument", { _ in ["init", "--chunk-size", "8MiB"] },
+            mentions: { _ in ["8388608"] }),
+        .engine(
+            "init --chunk-size 4KiB on a 64 KiB store", "invalidArgument", { _ in ["init", "--chunk-size", "4KiB"] },
+            mentions: { [$0.store] }),
         .usage("init --max-size 10", { _ in ["init", "--max-size", "10"] }, mentions: ["--max-size"]),
         .usage("init with an unknown flag", { _ in ["init", "--bogus"] }, mentions: ["--bogus"]),
         // put
-        .engine("put of a missing file", "invalidArgument", { ["put", "--domain", "d", "doc", $0.missing] }, mentions: { [$0.missing] }),
-        .engine("put of a directory", "invalidArgument", { ["put", "--domain", "d", "doc", $0.folder] }, mentions: { [$0.folder] }),
-        .engine("put of other bytes under an existing --version", "invalidArgument",
-                { ["put", "--domain", "d", "doc", $0.otherFile, "--version", "v1"] }, mentions: { _ in ["\"v1\"", "doc"] }),
-        .engine("put onto a folder item", "invalidArgument", { ["put", "--domain", "tree", "sub", $0.file] }, mentions: { _ in ["sub"] }),
-        .engine("put onto a symlink item", "invalidArgument", { ["put", "--domain", "tree", "link", $0.file] }, mentions: { _ in ["link"] }),
-        .engine("put with a 129-byte --version (D1)", "invalidArgument",
-                { ["put", "--domain", "d", "doc", $0.file, "--version", String(repeating: "v", count: 129)] }, mentions: { _ in ["128"] }),
-        .engine("put with an empty --version", "invalidArgument", { ["put", "--domain", "d", "doc", $0.file, "--version", ""] },
-                mentions: { _ in ["version"] }),
-        .engine("put with an empty --domain", "invalidArgument", { ["put", "--domain", "", "doc", $0.file] }, mentions: { _ in ["domain"] }),
+        .engine(
+            "put of a missing file", "invalidArgument", { ["put", "--domain", "d", "doc", $0.missing] },
+            mentions: { [$0.missing] }),
+        .engine(
+            "put of a directory", "invalidArgument", { ["put", "--domain", "d", "doc", $0.folder] },
+            mentions: { [$0.folder] }),
+        .engine(
+            "put of other bytes under an existing --version", "invalidArgument",
+            { ["put", "--domain", "d", "doc", $0.otherFile, "--version", "v1"] }, mentions: { _ in ["\"v1\"", "doc"] }),
+        .engine(
+            "put onto a folder item", "invalidArgument", { ["put", "--domain", "tree", "sub", $0.file] },
+            mentions: { _ in ["sub"] }),
+        .engine(
+            "put onto a symlink item", "invalidArgument", { ["put", "--domain", "tree", "link", $0.file] },
+            mentions: { _ in ["link"] }),
+        .engine(
+            "put with a 129-byte --version (D1)", "invalidArgument",
+            { ["put", "--domain", "d", "doc", $0.file, "--version", String(repeating: "v", count: 129)] },
+            mentions: { _ in ["128"] }),
+        .engine(
+            "put with an empty --version", "invalidArgument",
+            { ["put", "--domain", "d", "doc", $0.file, "--version", ""] },
+            mentions: { _ in ["version"] }),
+        .engine(
+            "put with an empty --domain", "invalidArgument", { ["put", "--domain", "", "doc", $0.file] },
+            mentions: { _ in ["domain"] }),
         .usage("put without --domain", { ["put", "doc", $0.file] }, mentions: ["--domain"]),
         .usage("put without FILE", { _ in ["put", "--domain", "d", "doc"] }, mentions: ["<file>"]),
-        .usage("put with an unknown flag", { ["put", "--domain", "d", "doc", $0.file, "--compress"] }, mentions: ["--compress"]),
+        .usage(
+            "put with an unknown flag", { ["put", "--domain", "d", "doc", $0.file, "--compress"] },
+            mentions: ["--compress"]),
         // import
-        .engine("import of a file", "invalidArgument", { ["import", $0.file, "--domain", "new"] }, mentions: { [$0.file] }),
-        .engine("import of a missing directory", "invalidArgument", { ["import", $0.missing, "--domain", "new"] }, mentions: { [$0.missing] }),
-        .engine("import into an existing domain", "fileExists", { ["import", $0.folder, "--domain", "tree"] }, mentions: { _ in ["\"tree\""] }),
+        .engine(
+            "import of a file", "invalidArgument", { ["import", $0.file, "--domain", "new"] }, mentions: { [$0.file] }),
+        .engine(
+            "import of a missing directory", "invalidArgument", { ["import", $0.missing, "--domain", "new"] },
+            mentions: { [$0.missing] }),
+        .engine(
+            "import into an existing domain", "fileExists", { ["import", $0.folder, "--domain", "tree"] },
+            mentions: { _ in ["\"tree\""] }),
         .usage("import without --domain", { ["import", $0.folder] }, mentions: ["--domain"]),
-        .usage("import with an unknown flag", { ["import", $0.folder, "--domain", "new", "--move"] }, mentions: ["--move"]),
+        .usage(
+            "import with an unknown flag", { ["import", $0.folder, "--domain", "new", "--move"] }, mentions: ["--move"]),
         // fetch
-        .engine("fetch from an unknown domain", "noSuchItem", { _ in ["fetch", "--domain", "nodomain", "doc"] }, mentions: { _ in ["nodomain"] }),
-        .engine("fetch of an unknown item", "noSuchItem", { _ in ["fetch", "--domain", "d", "nothing"] }, mentions: { _ in ["nothing"] }),
-        .engine("fetch of an unknown item with --range", "noSuchItem", { _ in ["fetch", "--domain", "d", "nothing", "--range", "0:1"] },
-                mentions: { _ in ["nothing"] }),
-        .engine("A11 fetch --strict of an unknown version", "versionNoLongerAvailable",
-                { _ in ["fetch", "--domain", "d", "doc", "--version", "v9", "--strict"] }, mentions: { _ in ["v9"] }),
-        .engine("A11 fetch --strict --range of an unknown version", "versionNoLongerAvailable",
-                { _ in ["fetch", "--domain", "d", "doc", "--version", "v9", "--strict", "--range", "0:10"] }, mentions: { _ in ["v9"] }),
-        .engine("fetch of a folder item", "invalidArgument", { _ in ["fetch", "--domain", "tree", "sub"] }, mentions: { _ in ["sub"] }),
-        .engine("fetch of a symlink item", "invalidArgument", { _ in ["fetch", "--domain", "tree", "link"] }, mentions: { _ in ["link"] }),
-        .engine("fetch of an empty item identifier", "invalidArgument", { _ in ["fetch", "--domain", "d", ""] }, mentions: { _ in ["identifier"] }),
-        .engine("fetch --out onto an existing file", "fileExists", { ["fetch", "--domain", "d", "doc", "--out", $0.otherFile] },
-                mentions: { [$0.otherFile] }),
-        .engine("fetch --out into a missing folder", "invalidArgument", { ["fetch", "--domain", "d", "doc", "--out", $0.missing + "/x"] },
-                mentions: { [$0.missing] }),
-        .engine("fetch --out --force onto a directory", "invalidArgument", { ["fetch", "--domain", "d", "doc", "--out", $0.folder, "--force"] },
-                mentions: { [$0.folder] }),
+        .engine(
+            "fetch from an unknown domain", "noSuchItem", { _ in ["fetch", "--domain", "nodomain", "doc"] },
+            mentions: { _ in ["nodomain"] }),
+        .engine(
+            "fetch of an unknown item", "noSuchItem", { _ in ["fetch", "--domain", "d", "nothing"] },
+            mentions: { _ in ["nothing"] }),
+        .engine(
+            "fetch of an unknown item with --range", "noSuchItem",
+            { _ in ["fetch", "--domain", "d", "nothing", "--range", "0:1"] },
+            mentions: { _ in ["nothing"] }),
+        .engine(
+            "A11 fetch --strict of an unknown version", "versionNoLongerAvailable",
+            { _ in ["fetch", "--domain", "d", "doc", "--version", "v9", "--strict"] }, mentions: { _ in ["v9"] }),
+        .engine(
+            "A11 fetch --strict --range of an unknown version", "versionNoLongerAvailable",
+            { _ in ["fetch", "--domain", "d", "doc", "--version", "v9", "--strict", "--range", "0:10"] },
+            mentions: { _ in ["v9"] }),
+        .engine(
+            "fetch of a folder item", "invalidArgument", { _ in ["fetch", "--domain", "tree", "sub"] },
+            mentions: { _ in ["sub"] }),
+        .engine(
+            "fetch of a symlink item", "invalidArgument", { _ in ["fetch", "--domain", "tree", "link"] },
+            mentions: { _ in ["link"] }),
+        .engine(
+            "fetch of an empty item identifier", "invalidArgument", { _ in ["fetch", "--domain", "d", ""] },
+            mentions: { _ in ["identifier"] }),
+        .engine(
+            "fetch --out onto an existing file", "fileExists",
+            { ["fetch", "--domain", "d", "doc", "--out", $0.otherFile] },
+            mentions: { [$0.otherFile] }),
+        .engine(
+            "fetch --out into a missing folder", "invalidArgument",
+            { ["fetch", "--domain", "d", "doc", "--out", $0.missing + "/x"] },
+            mentions: { [$0.missing] }),
+        .engine(
+            "fetch --out --force onto a directory", "invalidArgument",
+            { ["fetch", "--domain", "d", "doc", "--out", $0.folder, "--force"] },
+            mentions: { [$0.folder] }),
         .usage("fetch --range abc", { _ in ["fetch", "--domain", "d", "doc", "--range", "abc"] }, mentions: ["abc"]),
         .usage("fetch --range 5", { _ in ["fetch", "--domain", "d", "doc", "--range", "5"] }, mentions: ["'5'"]),
-        .usage("fetch --range -1:10", { _ in ["fetch", "--domain", "d", "doc", "--range", "-1:10"] }, mentions: ["--range"]),
-        .usage("fetch --range=-1:10", { _ in ["fetch", "--domain", "d", "doc", "--range=-1:10"] }, mentions: ["-1:10"]),
-        .usage("fetch --range 1:2:3", { _ in ["fetch", "--domain", "d", "doc", "--range", "1:2:3"] }, mentions: ["1:2:3"]),
-        .usage("fetch --range with an overflowing length", { _ in ["fetch", "--domain", "d", "doc", "--range", "0:99999999999999999999"] },
-               mentions: ["0:99999999999999999999"]),
-        .usage("fetch --align 3", { _ in ["fetch", "--domain", "d", "doc", "--range", "0:10", "--align", "3"] }, mentions: ["--align", "3"]),
-        .usage("fetch --align 0", { _ in ["fetch", "--domain", "d", "doc", "--range", "0:10", "--align", "0"] }, mentions: ["--align", "0"]),
-        .usage("fetch --align 2GiB", { _ in ["fetch", "--domain", "d", "doc", "--range", "0:10", "--align", "2GiB"] }, mentions: ["--align"]),
-        .usage("fetch --align without --range", { _ in ["fetch", "--domain", "d", "doc", "--align", "4096"] }, mentions: ["--align", "--range"]),
-        .usage("fetch --force without --out", { _ in ["fetch", "--domain", "d", "doc", "--force"] }, mentions: ["--force"]),
+        .usage(
+            "fetch --range -1:10", { _ in ["fetch", "--domain", "d", "doc", "--range", "-1:10"] }, mentions: ["--range"]
+        ),
+        .usage(
+            "fetch --range=-1:10", { _ in ["fetch", "--domain", "d", "doc", "--range=-1:10"] }, mentions: ["-1:10"]),
+        .usage(
+            "fetch --range 1:2:3", { _ in ["fetch", "--domain", "d", "doc", "--range", "1:2:3"] }, mentions: ["1:2:3"]),
+        .usage(
+            "fetch --range with an overflowing length",
+            { _ in ["fetch", "--domain", "d", "doc", "--range", "0:99999999999999999999"] },
+            mentions: ["0:99999999999999999999"]),
+        .usage(
+            "fetch --align 3", { _ in ["fetch", "--domain", "d", "doc", "--range", "0:10", "--align", "3"] },
+            mentions: ["--align", "3"]),
+        .usage(
+            "fetch --align 0", { _ in ["fetch", "--domain", "d", "doc", "--range", "0:10", "--align", "0"] },
+            mentions: ["--align", "0"]),
+        .usage(
+            "fetch --align 2GiB", { _ in ["fetch", "--domain", "d", "doc", "--range", "0:10", "--align", "2GiB"] },
+            mentions: ["--align"]),
+        .usage(
+            "fetch --align without --range", { _ in ["fetch", "--domain", "d", "doc", "--align", "4096"] },
+            mentions: ["--align", "--range"]),
+        .usage(
+            "fetch --force without --out", { _ in ["fetch", "--domain", "d", "doc", "--force"] }, mentions: ["--force"]),
         .usage("fetch without ITEM", { _ in ["fetch", "--domain", "d"] }, mentions: ["<item>"]),
-        .usage("fetch with an unknown flag", { _ in ["fetch", "--domain", "d", "doc", "--offset", "5"] }, mentions: ["--offset"]),
+        .usage(
+            "fetch with an unknown flag", { _ in ["fetch", "--domain", "d", "doc", "--offset", "5"] },
+            mentions: ["--offset"]),
         // versions
-        .engine("versions of an unknown domain", "noSuchItem", { _ in ["versions", "--domain", "nodomain", "doc"] }, mentions: { _ in ["nodomain"] }),
-        .engine("versions of an unknown item", "noSuchItem", { _ in ["versions", "--domain", "d", "nothing"] }, mentions: { _ in ["nothing"] }),
+        .engine(
+            "versions of an unknown domain", "noSuchItem", { _ in ["versions", "--domain", "nodomain", "doc"] },
+            mentions: { _ in ["nodomain"] }),
+        .engine(
+            "versions of an unknown item", "noSuchItem", { _ in ["versions", "--domain", "d", "nothing"] },
+            mentions: { _ in ["nothing"] }),
         .usage("versions without ITEM", { _ in ["versions", "--domain", "d"] }, mentions: ["<item>"]),
-        .usage("versions with an unknown flag", { _ in ["versions", "--domain", "d", "doc", "--all"] }, mentions: ["--all"]),
+        .usage(
+            "versions with an unknown flag", { _ in ["versions", "--domain", "d", "doc", "--all"] }, mentions: ["--all"]
+        ),
         // stat, verify, sweep
         .usage("stat with an extra argument", { _ in ["stat", "extra"] }, mentions: ["extra"]),
         .usage("stat with an unknown flag", { _ in ["stat", "--verbose"] }, mentions: ["--verbose"]),
@@ -135,8 +210,9 @@ struct BadInputTests {
         .usage("an unknown command", { _ in ["frobnicate"] }, mentions: ["frobnicate"]),
     ]
 
-    @Test("§6 §7 bad input: exit code, one line on stderr naming the fault, the JSON error object, the store unchanged",
-          arguments: cases)
+    @Test(
+        "§6 §7 bad input: exit code, one line on stderr naming the fault, the JSON error object, the store unchanged",
+        arguments: cases)
     func badInput(input: BadInput) throws {
         try withTemporaryDirectory { dir in
             let fixture = try BadInputFixture.make(in: dir)
@@ -145,24 +221,35 @@ struct BadInputTests {
             let result = try runCLI(["--store", fixture.store, "--json"] + input.arguments(fixture))
             expectError(result, exit: input.exit, code: input.code, mentions: input.mentions(fixture))
             #expect(try storeFigures(fixture.store) == before, "§6: nothing changes on an error")
-            #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.store + "/tmp") == [], "no temp file left")
-            #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == outside, "nothing made or removed beside the store")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: fixture.store + "/tmp") == [], "no temp file left")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == outside,
+                "nothing made or removed beside the store")
             #expect(FileManager.default.fileExists(atPath: fixture.folder + "/inner"), "the folder is untouched")
             let doc = try runJSON(fixture.store, ["fetch", "--domain", "d", "doc", "--version", "v1", "--strict"])
-            #expect(try TestData.read(try doc.string("path"), count: 300_000) == TestData.random(count: 200_000, seed: 111))
+            #expect(
+                try TestData.read(try doc.string("path"), count: 300_000) == TestData.random(count: 200_000, seed: 111))
         }
     }
 
-    @Test("§7 the same errors without --json: one line on stderr and nothing on stdout",
-          arguments: cases.filter { ["init --chunk-size abc", "put of a missing file", "fetch from an unknown domain",
-                                     "A11 fetch --strict of an unknown version", "fetch --range 5", "fetch --force without --out"].contains($0.name) })
+    @Test(
+        "§7 the same errors without --json: one line on stderr and nothing on stdout",
+        arguments: cases.filter {
+            [
+                "init --chunk-size abc", "put of a missing file", "fetch from an unknown domain",
+                "A11 fetch --strict of an unknown version", "fetch --range 5", "fetch --force without --out",
+            ].contains($0.name)
+        })
     func badInputWithoutJSON(input: BadInput) throws {
         try withTemporaryDirectory { dir in
             let fixture = try BadInputFixture.make(in: dir)
             let result = try runCLI(["--store", fixture.store] + input.arguments(fixture))
             #expect(result.exitCode == input.exit, "\(result)")
             #expect(result.stdout.isEmpty, "\(result)")
-            #expect(result.stderr.hasSuffix("\n") && result.stderr.dropLast().split(separator: "\n").count == 1, "\(result)")
+            #expect(
+                result.stderr.hasSuffix("\n") && result.stderr.dropLast().split(separator: "\n").count == 1, "\(result)"
+            )
             #expect(result.stderr.contains(input.code), "\(result)")
         }
     }
@@ -171,11 +258,17 @@ struct BadInputTests {
     func newlineInIdentifier() throws {
         try withTemporaryDirectory { dir in
             let fixture = try BadInputFixture.make(in: dir)
-            for command in [["fetch", "--domain", "d", "bad\nname"], ["versions", "--domain", "d", "bad\nname"],
-                            ["fetch", "--domain", "no\ndomain", "doc"]] {
+            for command in [
+                ["fetch", "--domain", "d", "bad\nname"], ["versions", "--domain", "d", "bad\nname"],
+                ["fetch", "--domain", "no\ndomain", "doc"],
+            ] {
                 let result = try runCLI(["--store", fixture.store, "--json"] + command)
-                expectError(result, exit: 1, code: "noSuchItem", mentions: ["bad", "name"].filter { command.joined().contains($0) })
-                #expect(try result.json().object("error").string("message").contains("\n"), "the JSON message keeps the real name")
+                expectError(
+                    result, exit: 1, code: "noSuchItem",
+                    mentions: ["bad", "name"].filter { command.joined().contains($0) })
+                #expect(
+                    try result.json().object("error").string("message").contains("\n"),
+                    "the JSON message keeps the real name")
             }
         }
     }
@@ -196,10 +289,14 @@ struct BadInputTests {
 struct UnusableStoreTests {
     /// Every command, as it would run against a working store.
     static func everyCommand(_ dir: String) -> [[String]] {
-        [["init"], ["put", "--domain", "d", "doc", dir + "/input"], ["import", dir + "/tree", "--domain", "t", "--copy"],
-         ["fetch", "--domain", "d", "doc"], ["fetch", "--domain", "d", "doc", "--range", "0:10"],
-         ["fetch", "--domain", "d", "doc", "--out", dir + "/out"], ["versions", "--domain", "d", "doc"], ["stat"], ["verify"],
-         ["sweep"], ["sweep", "--all"]]
+        [
+            ["init"], ["put", "--domain", "d", "doc", dir + "/input"],
+            ["import", dir + "/tree", "--domain", "t", "--copy"],
+            ["fetch", "--domain", "d", "doc"], ["fetch", "--domain", "d", "doc", "--range", "0:10"],
+            ["fetch", "--domain", "d", "doc", "--out", dir + "/out"], ["versions", "--domain", "d", "doc"], ["stat"],
+            ["verify"],
+            ["sweep"], ["sweep", "--all"],
+        ]
     }
 
     static func makeInputs(in dir: String) throws {
@@ -248,7 +345,9 @@ struct UnusableStoreTests {
                 let result = try runCLI(["--store", store, "--json"] + command)
                 expectError(result, exit: 1, code: "corruptData", mentions: [store])
             }
-            #expect(try Data(contentsOf: URL(fileURLWithPath: store + "/data.mdb")) == damaged, "nothing rewrote the damaged file")
+            #expect(
+                try Data(contentsOf: URL(fileURLWithPath: store + "/data.mdb")) == damaged,
+                "nothing rewrote the damaged file")
             #expect(FileManager.default.fileExists(atPath: dir + "/tree/x"), "import left its source alone")
             #expect(!FileManager.default.fileExists(atPath: dir + "/out"))
         }

@@ -6,14 +6,20 @@ import Testing
 /// JSON it promises, a store that never passed its bound, eviction at work, and nothing left behind.
 @Suite("chunkcache bench churn", .serialized)
 struct BenchChurnTests {
-    func entries(_ dir: String) -> [String] { ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).sorted() }
+    func entries(_ dir: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).sorted()
+    }
 
-    @Test("churn --json, 64 MiB bound × 3 cycles: every cycle's fill counted, data.mdb and the live pages within the bound, eviction in the later cycles",
-          .requires(NginxServer.self))
+    @Test(
+        "churn --json, 64 MiB bound × 3 cycles: every cycle's fill counted, data.mdb and the live pages within the bound, eviction in the later cycles",
+        .requires(NginxServer.self))
     func smokeJSON() async throws {
         try await withTemporaryDirectory { dir in
-            let root = dir + "/origin", scratch = dir + "/scratch"
-            for path in [root, scratch] { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false) }
+            let root = dir + "/origin"
+            let scratch = dir + "/scratch"
+            for path in [root, scratch] {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+            }
             // Something of the server's own in its root: the command removes only what it wrote.
             try TestData.write(Array("keep".utf8), to: root + "/other.txt")
             let server = try await NginxServer.start(root: URL(fileURLWithPath: root))
@@ -31,11 +37,13 @@ struct BenchChurnTests {
             try #require(result.exitCode == 0 && !result.terminatedBySignal, "\(result)")
             #expect(result.stderr.isEmpty, "a progress line or message on a non-terminal stderr: \(result.stderr)")
             let json = try result.json()
-            #expect(Set(json.keys) == [
-                "origin", "bound", "cycles", "chunkSize", "cycleBytes", "itemSize", "itemsPerCycle", "parallel", "pinnedSize",
-                "probeRangeSize", "probeIntervalMillis", "seed", "quiet", "cycleResults", "duringEviction", "goals",
-                "originThroughputLastToFirst", "errors",
-            ])
+            #expect(
+                Set(json.keys) == [
+                    "origin", "bound", "cycles", "chunkSize", "cycleBytes", "itemSize", "itemsPerCycle", "parallel",
+                    "pinnedSize",
+                    "probeRangeSize", "probeIntervalMillis", "seed", "quiet", "cycleResults", "duringEviction", "goals",
+                    "originThroughputLastToFirst", "errors",
+                ])
             let bound: Int64 = 64 << 20
             #expect(try json.int("bound") == bound)
             #expect(try json.int("cycles") == 3)
@@ -49,7 +57,8 @@ struct BenchChurnTests {
                 let summary = try json.object(key)
                 #expect(Set(summary.keys) == latencyKeys, "\(key): \(summary.keys.sorted())")
                 #expect(try summary.int("samples") > 0, "\(key)")
-                let p50 = try summary.double("p50Micros"), p99 = try summary.double("p99Micros")
+                let p50 = try summary.double("p50Micros")
+                let p99 = try summary.double("p99Micros")
                 #expect(p50 > 0 && p50 <= p99, "\(key): \(p50) \(p99)")
             }
             #expect(try json.object("quiet").int("samples") == 200)
@@ -59,10 +68,12 @@ struct BenchChurnTests {
             var evicted: Int64 = 0
             var failed: Int64 = 0
             for (index, cycle) in cycles.enumerated() {
-                #expect(Set(cycle.keys) == [
-                    "cycle", "items", "failed", "downloadedBytes", "originBytes", "seconds", "throughputMBps", "originThroughputMBps", "dataFileBytes", "liveBytes",
-                    "maxLiveBytes", "evictedBytes", "probe",
-                ])
+                #expect(
+                    Set(cycle.keys) == [
+                        "cycle", "items", "failed", "downloadedBytes", "originBytes", "seconds", "throughputMBps",
+                        "originThroughputMBps", "dataFileBytes", "liveBytes",
+                        "maxLiveBytes", "evictedBytes", "probe",
+                    ])
                 #expect(try cycle.int("cycle") == Int64(index + 1))
                 // Failed fetches are counted, not fatal: on this engine some whole-file fetches give up under
                 // churn (Benchmarks/RESULTS.md, the churn run of 2026-11-25), which the goals then show.
@@ -73,7 +84,9 @@ struct BenchChurnTests {
                 #expect(try cycle.int("downloadedBytes") <= cycle.int("originBytes"), "\(cycle)")
                 #expect(try cycle.double("seconds") > 0 && cycle.double("originThroughputMBps") > 0)
                 // The map size is the bound: no write can take data.mdb, or its live pages, past it.
-                let dataFile = try cycle.int("dataFileBytes"), live = try cycle.int("liveBytes"), maxLive = try cycle.int("maxLiveBytes")
+                let dataFile = try cycle.int("dataFileBytes")
+                let live = try cycle.int("liveBytes")
+                let maxLive = try cycle.int("maxLiveBytes")
                 #expect(dataFile > 0 && dataFile <= bound, "\(cycle)")
                 #expect(live > 0 && live <= maxLive && maxLive <= bound, "\(cycle)")
                 #expect(Set(try cycle.object("probe").keys) == latencyKeys)
@@ -100,9 +113,13 @@ struct BenchChurnTests {
     @Test("churn checks its options before it does anything: a bound under 16 MiB, no --origin-dir")
     func usage() throws {
         try withTemporaryDirectory { dir in
-            let bad = try runCLI(["bench", "churn", "--origin", "http://127.0.0.1:9/", "--origin-dir", dir, "--bound", "1MiB"])
+            let bad = try runCLI([
+                "bench", "churn", "--origin", "http://127.0.0.1:9/", "--origin-dir", dir, "--bound", "1MiB",
+            ])
             #expect(bad.exitCode == 64 && bad.stderr.contains("--bound"), "\(bad)")
-            let missing = try runCLI(["bench", "churn", "--origin", "http://127.0.0.1:9/", "--origin-dir", dir + "/none", "--scratch", dir])
+            let missing = try runCLI([
+                "bench", "churn", "--origin", "http://127.0.0.1:9/", "--origin-dir", dir + "/none", "--scratch", dir,
+            ])
             #expect(missing.exitCode == 64 && missing.stderr.contains("--origin-dir"), "\(missing)")
             #expect(entries(dir).isEmpty, "\(entries(dir))")
         }

@@ -14,18 +14,23 @@ struct BenchTests {
     static let latencyKeys: Set<String> = ["p50Micros", "p90Micros", "p99Micros"]
 
     /// Checks `ratio` is `engine / floor` at p50, p90 and p99, within the rounding of the printed figures.
-    func expectRatios(_ ratio: [String: Any], engine: [String: Any], floor: [String: Any],
-                      sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expectRatios(
+        _ ratio: [String: Any], engine: [String: Any], floor: [String: Any],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         for percentile in ["p50", "p90", "p99"] {
             let expected = try engine.double(percentile + "Micros") / floor.double(percentile + "Micros")
             let reported = try ratio.double(percentile)
-            #expect(abs(reported - expected) <= 1e-3 * max(1, expected), "\(percentile): \(reported) vs \(expected)",
-                    sourceLocation: sourceLocation)
+            #expect(
+                abs(reported - expected) <= 1e-3 * max(1, expected), "\(percentile): \(reported) vs \(expected)",
+                sourceLocation: sourceLocation)
         }
     }
 
     /// The entries of `dir`, sorted.
-    func entries(_ dir: String) -> [String] { ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).sorted() }
+    func entries(_ dir: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).sorted()
+    }
 
     @Test("read-latency --json: the asked figures, ordered percentiles, ratios of its own figures, nothing left behind")
     func readLatencyJSON() throws {
@@ -41,10 +46,12 @@ struct BenchTests {
             try #require(result.exitCode == 0 && !result.terminatedBySignal, "\(result)")
             #expect(result.stderr.isEmpty, "a progress line or message on a non-terminal stderr: \(result.stderr)")
             let json = try result.json()
-            #expect(Set(json.keys) == [
-                "file", "size", "chunkSize", "rangeSize", "alignment", "iterations", "warmup", "level", "seed", "engine",
-                "rawFloor", "decodeFloor", "ratios", "compressionRatio",
-            ])
+            #expect(
+                Set(json.keys) == [
+                    "file", "size", "chunkSize", "rangeSize", "alignment", "iterations", "warmup", "level", "seed",
+                    "engine",
+                    "rawFloor", "decodeFloor", "ratios", "compressionRatio",
+                ])
             #expect(try json.string("file") == file)
             #expect(try json.int("size") == 1 << 20)
             #expect(try json.int("chunkSize") == 16 << 10)
@@ -56,7 +63,9 @@ struct BenchTests {
             for key in ["engine", "rawFloor", "decodeFloor"] {
                 let summary = try json.object(key)
                 #expect(Set(summary.keys) == Self.latencyKeys, "\(key): \(summary.keys.sorted())")
-                let p50 = try summary.double("p50Micros"), p90 = try summary.double("p90Micros"), p99 = try summary.double("p99Micros")
+                let p50 = try summary.double("p50Micros")
+                let p90 = try summary.double("p90Micros")
+                let p99 = try summary.double("p99Micros")
                 #expect(p50 > 0 && p50 <= p90 && p90 <= p99, "\(key): \(p50) \(p90) \(p99)")
             }
             let ratios = try json.object("ratios")
@@ -79,11 +88,15 @@ struct BenchTests {
         try withTemporaryDirectory { dir in
             let file = dir + "/data.bin"
             try TestData.write(TestData.random(count: 512 << 10, seed: 32), to: file)
-            let result = try runCLI(["bench", "read-latency", file, "--iterations", "50", "--warmup", "5", "--scratch", dir])
+            let result = try runCLI([
+                "bench", "read-latency", file, "--iterations", "50", "--warmup", "5", "--scratch", dir,
+            ])
             try #require(result.exitCode == 0 && !result.terminatedBySignal, "\(result)")
             #expect(result.stderr.isEmpty, "\(result.stderr)")
             #expect(!result.stdout.contains("\r"))
-            for label in ["engine ", "raw floor", "decode floor", "engine / raw", "engine / decode", "p50 µs", "p99 µs"] {
+            for label in [
+                "engine ", "raw floor", "decode floor", "engine / raw", "engine / decode", "p50 µs", "p99 µs",
+            ] {
                 #expect(result.stdout.contains(label), "no \(label) in \(result.stdout)")
             }
             #expect(entries(dir) == ["data.bin"], "\(entries(dir))")
@@ -95,7 +108,8 @@ struct BenchTests {
         try withTemporaryDirectory { dir in
             let chunk = 64 << 10
             var bytes = TestData.random(count: 4 << 20, seed: 33)
-            let v1 = dir + "/v1.bin", v2 = dir + "/v2.bin"
+            let v1 = dir + "/v1.bin"
+            let v2 = dir + "/v2.bin"
             try TestData.write(bytes, to: v1)
             bytes.replaceSubrange((10 * chunk)..<(11 * chunk), with: TestData.random(count: chunk, seed: 34))
             try TestData.write(bytes, to: v2)
@@ -108,9 +122,11 @@ struct BenchTests {
             let versions = try #require(try json.array("versions") as? [[String: Any]])
             try #require(versions.count == 4)
             for (index, version) in versions.enumerated() {
-                #expect(Set(version.keys) == [
-                    "file", "version", "logicalBytes", "chunks", "newChunks", "storedBytes", "cumulativeDedupRatio", "zstdBytes",
-                ])
+                #expect(
+                    Set(version.keys) == [
+                        "file", "version", "logicalBytes", "chunks", "newChunks", "storedBytes", "cumulativeDedupRatio",
+                        "zstdBytes",
+                    ])
                 #expect(try version.string("file") == (index == 0 ? v1 : v2))
                 #expect(try version.string("version") == "v\(index + 1)")
                 #expect(try version.int("logicalBytes") == 4 << 20)
@@ -160,8 +176,9 @@ struct BenchTests {
         }
     }
 
-    @Test("on a terminal, stderr shows a progress line rewritten with \\r, and stdout stays clean",
-          .enabled(if: Capabilities.path(of: "script") != nil, "needs script(1) for a pseudo-terminal"))
+    @Test(
+        "on a terminal, stderr shows a progress line rewritten with \\r, and stdout stays clean",
+        .enabled(if: Capabilities.path(of: "script") != nil, "needs script(1) for a pseudo-terminal"))
     func progressOnTerminal() throws {
         let binary = try #require(ChunkCacheBinary.path)
         try withTemporaryDirectory { dir in
@@ -170,7 +187,9 @@ struct BenchTests {
             // script(1) gives the command a pseudo-terminal; stdout goes to a file, so the terminal shows stderr only.
             let process = Process()
             process.executableURL = URL(fileURLWithPath: try #require(Capabilities.path(of: "script")))
-            process.arguments = ["-qec", "'\(binary)' bench dedup '\(file)' '\(file)' --scratch '\(dir)' > '\(dir)/out'", "/dev/null"]
+            process.arguments = [
+                "-qec", "'\(binary)' bench dedup '\(file)' '\(file)' --scratch '\(dir)' > '\(dir)/out'", "/dev/null",
+            ]
             let terminal = Pipe()
             process.standardOutput = terminal
             process.standardError = FileHandle.nullDevice
@@ -180,9 +199,12 @@ struct BenchTests {
             process.waitUntilExit()
             #expect(process.terminationStatus == 0, "\(shown)")
             #expect(shown.contains("\r\u{1B}[Kversion 1/2: storing"), "no progress line: \(shown.debugDescription)")
-            #expect(shown.hasSuffix("\r\u{1B}[K"), "the progress line is not erased at the end: \(shown.debugDescription)")
+            #expect(
+                shown.hasSuffix("\r\u{1B}[K"), "the progress line is not erased at the end: \(shown.debugDescription)")
             let stdout = try String(contentsOfFile: dir + "/out", encoding: .utf8)
-            #expect(stdout.contains("total") && !stdout.contains("\r") && !stdout.contains("\u{1B}"), "\(stdout.debugDescription)")
+            #expect(
+                stdout.contains("total") && !stdout.contains("\r") && !stdout.contains("\u{1B}"),
+                "\(stdout.debugDescription)")
         }
     }
 
@@ -192,34 +214,40 @@ struct BenchTests {
             let file = dir + "/there"
             try TestData.write(TestData.random(count: 100_000, seed: 36), to: file)
             let missing = dir + "/missing.bin"
-            expectError(try runCLI(["--json", "bench", "read-latency", missing, "--scratch", dir]),
-                        exit: 1, code: "invalidArgument", mentions: [missing])
-            expectError(try runCLI(["--json", "bench", "dedup", file, missing, "--scratch", dir]),
-                        exit: 1, code: "invalidArgument", mentions: [missing])
-            expectError(try runCLI(["--json", "bench", "dedup", dir, "--scratch", dir]),
-                        exit: 1, code: "invalidArgument", mentions: [dir])
+            expectError(
+                try runCLI(["--json", "bench", "read-latency", missing, "--scratch", dir]),
+                exit: 1, code: "invalidArgument", mentions: [missing])
+            expectError(
+                try runCLI(["--json", "bench", "dedup", file, missing, "--scratch", dir]),
+                exit: 1, code: "invalidArgument", mentions: [missing])
+            expectError(
+                try runCLI(["--json", "bench", "dedup", dir, "--scratch", dir]),
+                exit: 1, code: "invalidArgument", mentions: [dir])
             #expect(entries(dir) == ["there"], "\(entries(dir))")
         }
     }
 
-    @Test("bad sizes and counts are usage errors, exit 64", arguments: [
-        ["read-latency", "FILE", "--range-size", "0"],
-        ["read-latency", "FILE", "--range-size", "lots"],
-        ["read-latency", "FILE", "--range-size", "1MiB"],  // larger than the file
-        ["read-latency", "FILE", "--align", "3000"],
-        ["read-latency", "FILE", "--chunk-size", "3000"],
-        ["read-latency", "FILE", "--chunk-size", "1KiB"],
-        ["read-latency", "FILE", "--iterations", "0"],
-        ["read-latency", "FILE", "--level", "0"],
-        ["dedup", "FILE", "--chunk-size", "8MiB"],
-        ["dedup", "FILE", "--level", "99"],
-        ["dedup"],
-    ])
+    @Test(
+        "bad sizes and counts are usage errors, exit 64",
+        arguments: [
+            ["read-latency", "FILE", "--range-size", "0"],
+            ["read-latency", "FILE", "--range-size", "lots"],
+            ["read-latency", "FILE", "--range-size", "1MiB"],  // larger than the file
+            ["read-latency", "FILE", "--align", "3000"],
+            ["read-latency", "FILE", "--chunk-size", "3000"],
+            ["read-latency", "FILE", "--chunk-size", "1KiB"],
+            ["read-latency", "FILE", "--iterations", "0"],
+            ["read-latency", "FILE", "--level", "0"],
+            ["dedup", "FILE", "--chunk-size", "8MiB"],
+            ["dedup", "FILE", "--level", "99"],
+            ["dedup"],
+        ])
     func badSizes(_ arguments: [String]) throws {
         try withTemporaryDirectory { dir in
             let file = dir + "/file"
             try TestData.write(TestData.random(count: 100_000, seed: 37), to: file)
-            let result = try runCLI(["--json", "bench"] + arguments.map { $0 == "FILE" ? file : $0 } + ["--scratch", dir])
+            let result = try runCLI(
+                ["--json", "bench"] + arguments.map { $0 == "FILE" ? file : $0 } + ["--scratch", dir])
             expectError(result, exit: 64, code: "invalidArgument")
             #expect(entries(dir) == ["file"], "\(entries(dir))")
         }

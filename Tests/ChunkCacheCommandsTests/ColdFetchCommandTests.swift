@@ -22,8 +22,9 @@ import Testing
         }
     }
 
-    @Test("§10: fetch --json reports downloadedBytes and requests; another process finds the chunks in the store and asks nothing",
-          .requires(NginxServer.self))
+    @Test(
+        "§10: fetch --json reports downloadedBytes and requests; another process finds the chunks in the store and asks nothing",
+        .requires(NginxServer.self))
     func downloadedAcrossProcesses() async throws {
         let bytes = TestData.random(count: 3 << 20, seed: 41)
         try await Self.withMovie(bytes) { store, server in
@@ -42,16 +43,20 @@ import Testing
         }
     }
 
-    @Test("§10 A19 (issue 18): read-ahead continues across processes: 48 sequential 64 KiB fetch commands make a handful of GETs, not 48",
-          .requires(NginxServer.self))
+    @Test(
+        "§10 A19 (issue 18): read-ahead continues across processes: 48 sequential 64 KiB fetch commands make a handful of GETs, not 48",
+        .requires(NginxServer.self))
     func readAheadAcrossProcesses() async throws {
         let bytes = TestData.random(count: 8 << 20, seed: 42)
         try await Self.withMovie(bytes) { store, server in
             try runJSON(store, ["domain", "add", "web", "--origin", server.baseURL, "--read-ahead", "1MiB"])
             for i in 0..<48 {
                 let offset = i * 65_536
-                let result = try runJSON(store, ["fetch", "--domain", "web", "movie.bin", "--range", "\(offset):65536"])
-                #expect(try TestData.read(try result.string("path"), offset: Int64(offset), count: 65_536) == Array(bytes[offset..<(offset + 65_536)]))
+                let result = try runJSON(
+                    store, ["fetch", "--domain", "web", "movie.bin", "--range", "\(offset):65536"])
+                #expect(
+                    try TestData.read(try result.string("path"), offset: Int64(offset), count: 65_536)
+                        == Array(bytes[offset..<(offset + 65_536)]))
             }
             let gets = try await server.accessLog().filter { $0.method == "GET" }
             // A window that starts at 256 KiB and doubles to 1 MiB, topped up at half: ~8 requests for 3 MiB.

@@ -26,7 +26,9 @@ import Glibc
 /// kind with a fresh seed.
 @Suite("Issue 10: crash at any point", .serialized)
 struct CrashAtAnyPointTests {
-    @Test("kill -9 during put at random moments: the store opens, verify is clean, every committed version (and the killed one if it landed) reads byte-exact, stat agrees with a recount, no temp file stays (§6, §12)")
+    @Test(
+        "kill -9 during put at random moments: the store opens, verify is clean, every committed version (and the killed one if it landed) reads byte-exact, stat agrees with a recount, no temp file stays (§6, §12)"
+    )
     func killedPuts() throws {
         try withTemporaryDirectory { dir in
             let harness = CrashHarness("put", in: dir)
@@ -45,27 +47,37 @@ struct CrashAtAnyPointTests {
                     let measured = CrashContent.variant(of: base, seed: harness.draw())
                     try TestData.write(measured, to: dir + "/next")
                     duration = try harness.timed(["put", "--domain", "d", "big", dir + "/next", "--version", "m0"])
-                    committed = [.init(domain: "d", item: "big", version: "v0", bytes: base), .init(domain: "d", item: "small", bytes: small),
-                                 .init(domain: "d", item: "big", version: "m0", bytes: measured)]
+                    committed = [
+                        .init(domain: "d", item: "big", version: "v0", bytes: base),
+                        .init(domain: "d", item: "small", bytes: small),
+                        .init(domain: "d", item: "big", version: "m0", bytes: measured),
+                    ]
                 }
                 harness.round = round
                 let version = "r\(round)"
                 let bytes = CrashContent.variant(of: base, seed: harness.draw())
                 try TestData.write(bytes, to: dir + "/next")
-                let result = try harness.killAtRandom(["put", "--domain", "d", "big", dir + "/next", "--version", version], within: duration)
+                let result = try harness.killAtRandom(
+                    ["put", "--domain", "d", "big", dir + "/next", "--version", version], within: duration)
 
                 try harness.expectStoreClean()
-                let listed = Set(try harness.run(["versions", "--domain", "d", "big"]).array("versions")
-                    .compactMap { ($0 as? [String: Any])?["contentVersion"] as? String })
+                let listed = Set(
+                    try harness.run(["versions", "--domain", "d", "big"]).array("versions")
+                        .compactMap { ($0 as? [String: Any])?["contentVersion"] as? String })
                 let before = Set(committed.filter { $0.item == "big" }.compactMap(\.version))
                 let landed = listed.contains(version)
-                #expect(listed.subtracting([version]) == before, "the versions committed before the kill are all there, and nothing else \(harness.context): \(listed.sorted())")
+                #expect(
+                    listed.subtracting([version]) == before,
+                    "the versions committed before the kill are all there, and nothing else \(harness.context): \(listed.sorted())"
+                )
                 if !result.terminatedBySignal { #expect(landed, "a put that exited 0 is committed \(harness.context)") }
                 if landed {
                     committed.append(.init(domain: "d", item: "big", version: version, bytes: bytes))
                     harness.noteCommitted(result)
                 }
-                #expect(try harness.run(["stat"]).int("versions") == Int64(committed.count), "stat counts the committed versions \(harness.context)")
+                #expect(
+                    try harness.run(["stat"]).int("versions") == Int64(committed.count),
+                    "stat counts the committed versions \(harness.context)")
                 try harness.expectReads(committed)
                 try harness.expectNoTemporaryFiles()
             }
@@ -73,17 +85,20 @@ struct CrashAtAnyPointTests {
         }
     }
 
-    @Test("kill -9 during import at random moments: the store opens and verifies clean, what was published reads byte-exact, import --resume finishes the tree once (§6, §8, §12)")
+    @Test(
+        "kill -9 during import at random moments: the store opens and verifies clean, what was published reads byte-exact, import --resume finishes the tree once (§6, §8, §12)"
+    )
     func killedImports() throws {
         try withTemporaryDirectory { dir in
             let harness = CrashHarness("import", in: dir)
             harness.newStore("store")
             let tree = dir + "/tree"
             let files = try CrashContent.tree(at: tree, seed: harness.draw())
-            let folders = Set(files.keys.flatMap { path in
-                let parts = path.split(separator: "/").dropLast()
-                return parts.indices.map { parts[...$0].joined(separator: "/") }
-            })
+            let folders = Set(
+                files.keys.flatMap { path in
+                    let parts = path.split(separator: "/").dropLast()
+                    return parts.indices.map { parts[...$0].joined(separator: "/") }
+                })
             let baseBytes = CrashContent.mixed(count: 3 << 20, seed: harness.draw())
             try TestData.write(baseBytes, to: dir + "/base")
             try harness.run(["put", "--domain", "d", "base", dir + "/base", "--version", "v1"])
@@ -103,8 +118,15 @@ struct CrashAtAnyPointTests {
                     for (path, bytes) in files.sorted(by: { $0.key < $1.key }) {
                         if try harness.expectReadIfPresent(domain: domain, item: path, bytes) { present += 1 }
                     }
-                    if !result.terminatedBySignal { #expect(present == files.count, "an import that exited 0 published every file \(harness.context)") }
-                    if present == files.count { harness.noteCommitted(result) } else if present > 0 { harness.noteHalfway() }
+                    if !result.terminatedBySignal {
+                        #expect(
+                            present == files.count, "an import that exited 0 published every file \(harness.context)")
+                    }
+                    if present == files.count {
+                        harness.noteCommitted(result)
+                    } else if present > 0 {
+                        harness.noteHalfway()
+                    }
                 } else {
                     #expect(result.terminatedBySignal, "an import that exited 0 made its domain \(harness.context)")
                 }
@@ -112,21 +134,28 @@ struct CrashAtAnyPointTests {
                 let resumed = try harness.run(["import", "--resume"])
                 if try harness.domainNames().contains(domain) {
                     try harness.expectReads(files.map { .init(domain: domain, item: $0.key, bytes: $0.value) })
-                    let info = try #require(try harness.domain(domain), "the resumed domain is listed \(harness.context)")
-                    #expect(try info.int("items") == Int64(files.count + folders.count), "every file and folder once after the resume \(harness.context): \(info)")
-                    #expect(info["importFinished"] as? Bool == true, "the resumed import finished \(harness.context): \(resumed)")
+                    let info = try #require(
+                        try harness.domain(domain), "the resumed domain is listed \(harness.context)")
+                    #expect(
+                        try info.int("items") == Int64(files.count + folders.count),
+                        "every file and folder once after the resume \(harness.context): \(info)")
+                    #expect(
+                        info["importFinished"] as? Bool == true,
+                        "the resumed import finished \(harness.context): \(resumed)")
                     try harness.expectStoreClean()
                     try harness.run(["domain", "rm", domain])
                 }
-                #expect(try harness.run(["stat"]).int("domains") == 1, "only the base domain is left \(harness.context)")
+                #expect(
+                    try harness.run(["stat"]).int("domains") == 1, "only the base domain is left \(harness.context)")
                 try harness.expectNoTemporaryFiles()
             }
             harness.expectSomeKillsLanded()
         }
     }
 
-    @Test("kill -9 during a cold fetch from an nginx origin (whole file or range, hand-off or --out) at random moments: committed downloads read byte-exact against the origin, no half file at the destination, no staging or temp file stays (§3, §6, §10)",
-          .requires(NginxServer.self))
+    @Test(
+        "kill -9 during a cold fetch from an nginx origin (whole file or range, hand-off or --out) at random moments: committed downloads read byte-exact against the origin, no half file at the destination, no staging or temp file stays (§3, §6, §10)",
+        .requires(NginxServer.self))
     func killedColdFetches() async throws {
         try await withTemporaryDirectory { dir in
             let harness = CrashHarness("fetch", in: dir)
@@ -139,18 +168,22 @@ struct CrashAtAnyPointTests {
             try await harness.withOriginStore(remote) { baseBytes in
                 // How long a cold whole fetch and a cold 1 MiB range take here.
                 let whole = try harness.timed(["fetch", "--domain", "web", "a.bin", "--out", out + "/warmup"])
-                let ranged = try harness.timed(["fetch", "--domain", "web", "sub/b.bin", "--range", "1048576:1048576", "--out", out + "/warmup2"])
+                let ranged = try harness.timed([
+                    "fetch", "--domain", "web", "sub/b.bin", "--range", "1048576:1048576", "--out", out + "/warmup2",
+                ])
                 unlink(out + "/warmup")
                 unlink(out + "/warmup2")
-                let expected = [CrashHarness.Expected(domain: "d", item: "base", version: "v1", bytes: baseBytes)]
+                let expected =
+                    [CrashHarness.Expected(domain: "d", item: "base", version: "v1", bytes: baseBytes)]
                     + remote.map { CrashHarness.Expected(domain: "web", item: $0.key, bytes: $0.value) }
 
                 for round in 0..<CrashRun.kills {
                     harness.round = round
-                    if harness.draw(4) != 0 { try harness.run(["evict", "--domain", "web"]) }  // mostly cold, sometimes half warm
+                    // mostly cold, sometimes half warm
+                    if harness.draw(4) != 0 { try harness.run(["evict", "--domain", "web"]) }
                     let (item, bytes) = remote.sorted { $0.key < $1.key }[harness.draw(remote.count)]
-                // A killed named `.chunkcache-*` staging file (where there is no O_TMPFILE) and its sweep are
-                // FetchOutKillTests' (ChunkCacheIntegrationTests), with the fault point injected in-process.
+                    // A killed named `.chunkcache-*` staging file (where there is no O_TMPFILE) and its sweep are
+                    // FetchOutKillTests' (ChunkCacheIntegrationTests), with the fault point injected in-process.
                     var arguments = ["fetch", "--domain", "web", item]
                     var span = Span(0, Int64(bytes.count))
                     if harness.draw(2) == 0 {
@@ -161,18 +194,27 @@ struct CrashAtAnyPointTests {
                     let destination = out + "/r\(round)"
                     let toFile = harness.draw(3) != 0
                     if toFile { arguments += ["--out", destination] }
-                    let result = try harness.killAtRandom(arguments, within: span.length == bytes.count ? whole : ranged)
+                    let result = try harness.killAtRandom(
+                        arguments, within: span.length == bytes.count ? whole : ranged)
 
                     // A destination has its name only once complete; a hand-off the process returned is the caller's.
                     if toFile, FileManager.default.fileExists(atPath: destination) {
                         let got = try TestData.read(destination, offset: span.location, count: Int(span.length))
-                        #expect(got == bytes.slice(span.location, span.length), "a named destination holds the fetched bytes \(harness.context)")
-                        #expect(try TestData.status(destination).st_size == Int64(bytes.count), "the destination has the item's length \(harness.context)")
+                        #expect(
+                            got == bytes.slice(span.location, span.length),
+                            "a named destination holds the fetched bytes \(harness.context)")
+                        #expect(
+                            try TestData.status(destination).st_size == Int64(bytes.count),
+                            "the destination has the item's length \(harness.context)")
                     } else if toFile {
-                        #expect(result.terminatedBySignal, "a fetch --out that exited 0 left its destination \(harness.context)")
+                        #expect(
+                            result.terminatedBySignal,
+                            "a fetch --out that exited 0 left its destination \(harness.context)")
                     } else if !result.terminatedBySignal, let path = try? result.json().string("path") {
                         let got = try TestData.read(path, offset: span.location, count: Int(span.length))
-                        #expect(got == bytes.slice(span.location, span.length), "the hand-off holds the fetched bytes \(harness.context)")
+                        #expect(
+                            got == bytes.slice(span.location, span.length),
+                            "the hand-off holds the fetched bytes \(harness.context)")
                         unlink(path)
                     }
                     unlink(destination)
@@ -182,7 +224,9 @@ struct CrashAtAnyPointTests {
                     // fetch committed and what is downloaded now; and nothing of the killed writer left beside them.
                     try harness.expectReads(expected, into: out)
                     let left = try FileManager.default.contentsOfDirectory(atPath: out)
-                    #expect(left.isEmpty, "nothing stays beside the destination after the next --out there \(harness.context): \(left)")
+                    #expect(
+                        left.isEmpty,
+                        "nothing stays beside the destination after the next --out there \(harness.context): \(left)")
                     try harness.expectNoTemporaryFiles()
                 }
                 harness.expectSomeKillsLanded()
@@ -190,17 +234,21 @@ struct CrashAtAnyPointTests {
         }
     }
 
-    @Test("kill -9 during evict --domain at random moments: the store verifies clean, the pinned item keeps its chunks, every origin item reads byte-exact again, the local domain is untouched (§6, §12, H1)",
-          .requires(NginxServer.self))
+    @Test(
+        "kill -9 during evict --domain at random moments: the store verifies clean, the pinned item keeps its chunks, every origin item reads byte-exact again, the local domain is untouched (§6, §12, H1)",
+        .requires(NginxServer.self))
     func killedEvictions() async throws {
         try await withTemporaryDirectory { dir in
             let harness = CrashHarness("evict", in: dir)
             var remote: [String: [UInt8]] = ["p.bin": CrashContent.mixed(count: 1 << 20, seed: harness.draw())]
-            for name in ["a.bin", "b.bin", "c/d.bin"] { remote[name] = CrashContent.mixed(count: 4 << 20, seed: harness.draw()) }
+            for name in ["a.bin", "b.bin", "c/d.bin"] {
+                remote[name] = CrashContent.mixed(count: 4 << 20, seed: harness.draw())
+            }
             // Two items share a run of chunks, so eviction drops references to chunks that stay.
             remote["b.bin"]!.replaceSubrange(0..<(1 << 20), with: remote["a.bin"]![0..<(1 << 20)])
             try await harness.withOriginStore(remote) { baseBytes in
-                let expected = [CrashHarness.Expected(domain: "d", item: "base", version: "v1", bytes: baseBytes)]
+                let expected =
+                    [CrashHarness.Expected(domain: "d", item: "base", version: "v1", bytes: baseBytes)]
                     + remote.map { CrashHarness.Expected(domain: "web", item: $0.key, bytes: $0.value) }
                 try harness.expectReads(expected)  // everything cached
                 try harness.run(["pin", "--domain", "web", "p.bin"])
@@ -213,11 +261,18 @@ struct CrashAtAnyPointTests {
                     if harness.draw(3) == 0 { arguments += ["a.bin", "c/d.bin", "p.bin"] }
                     let result = try harness.killAtRandom(arguments, within: duration)
                     try harness.expectStoreClean()
-                    let evicted = try #require(try harness.run(["versions", "--domain", "web", "a.bin"]).array("versions").first as? [String: Any])
+                    let evicted = try #require(
+                        try harness.run(["versions", "--domain", "web", "a.bin"]).array("versions").first
+                            as? [String: Any])
                     if try evicted.int("cachedBytes") == 0 { harness.noteCommitted(result) }
-                    let pinned = try #require(try harness.run(["versions", "--domain", "web", "p.bin"]).array("versions").first as? [String: Any])
-                    #expect(try pinned.int("cachedBytes") == pinned.int("size"), "§12: a pinned item is never evicted \(harness.context): \(pinned)")
-                    try harness.expectReads(expected)  // downloads what the eviction dropped, and caches it for the next round
+                    let pinned = try #require(
+                        try harness.run(["versions", "--domain", "web", "p.bin"]).array("versions").first
+                            as? [String: Any])
+                    #expect(
+                        try pinned.int("cachedBytes") == pinned.int("size"),
+                        "§12: a pinned item is never evicted \(harness.context): \(pinned)")
+                    // downloads what the eviction dropped, and caches it for the next round
+                    try harness.expectReads(expected)
                     try harness.expectNoTemporaryFiles()
                 }
                 harness.expectSomeKillsLanded()
@@ -225,7 +280,9 @@ struct CrashAtAnyPointTests {
         }
     }
 
-    @Test("kill -9 during gc --keep-versions 1 at random moments: the store verifies clean, each item's newest version stays, every version left reads byte-exact, stat agrees with a recount (§6, §12)")
+    @Test(
+        "kill -9 during gc --keep-versions 1 at random moments: the store verifies clean, each item's newest version stays, every version left reads byte-exact, stat agrees with a recount (§6, §12)"
+    )
     func killedGarbageCollections() throws {
         try withTemporaryDirectory { dir in
             let harness = CrashHarness("gc", in: dir)
@@ -260,28 +317,45 @@ struct CrashAtAnyPointTests {
                     let listed = try harness.run(["versions", "--domain", "d", item]).array("versions")
                         .compactMap { ($0 as? [String: Any])?["contentVersion"] as? String }
                     let known = committed[item]!
-                    #expect(listed.first == known.first?.version, "the newest version of \(item) stays \(harness.context): \(listed)")
-                    #expect(Set(listed).isSubset(of: known.map(\.version)), "no version of \(item) appears from nowhere \(harness.context): \(listed)")
-                    if !result.terminatedBySignal { #expect(listed.count == 1, "a gc that exited 0 kept one version of \(item) \(harness.context): \(listed)") }
+                    #expect(
+                        listed.first == known.first?.version,
+                        "the newest version of \(item) stays \(harness.context): \(listed)")
+                    #expect(
+                        Set(listed).isSubset(of: known.map(\.version)),
+                        "no version of \(item) appears from nowhere \(harness.context): \(listed)")
+                    if !result.terminatedBySignal {
+                        #expect(
+                            listed.count == 1,
+                            "a gc that exited 0 kept one version of \(item) \(harness.context): \(listed)")
+                    }
                     committed[item] = known.filter { listed.contains($0.version) }
                     left += committed[item]!.count
                 }
                 if left == items.count { harness.noteCommitted(result) }
-                #expect(try harness.run(["stat"]).int("versions") == Int64(left), "stat counts the versions left \(harness.context)")
-                try harness.expectReads(items.flatMap { item in committed[item]!.map { .init(domain: "d", item: item, version: $0.version, bytes: $0.bytes) } })
+                #expect(
+                    try harness.run(["stat"]).int("versions") == Int64(left),
+                    "stat counts the versions left \(harness.context)")
+                try harness.expectReads(
+                    items.flatMap { item in
+                        committed[item]!.map { .init(domain: "d", item: item, version: $0.version, bytes: $0.bytes) }
+                    })
                 try harness.expectNoTemporaryFiles()
-                if left > 4 * items.count {  // killed gcs left many versions: collect them, so each round's checks stay short
+                // killed gcs left many versions: collect them, so each round's checks stay short
+                if left > 4 * items.count {
                     try harness.run(["gc", "--keep-versions", "1"])
                     for item in items { committed[item] = Array(committed[item]!.prefix(1)) }
-                    #expect(try harness.run(["stat"]).int("versions") == Int64(items.count), "a gc run to the end keeps one version an item \(harness.context)")
+                    #expect(
+                        try harness.run(["stat"]).int("versions") == Int64(items.count),
+                        "a gc run to the end keeps one version an item \(harness.context)")
                 }
             }
             harness.expectSomeKillsLanded()
         }
     }
 
-    @Test("kill -9 during domain sync at random moments: the store verifies clean, the listing is applied all or nothing (F12), a sync run again applies it, every origin file reads byte-exact (§6, §10, §11)",
-          .requires(NginxServer.self))
+    @Test(
+        "kill -9 during domain sync at random moments: the store verifies clean, the listing is applied all or nothing (F12), a sync run again applies it, every origin file reads byte-exact (§6, §10, §11)",
+        .requires(NginxServer.self))
     func killedSyncs() async throws {
         try await withTemporaryDirectory { dir in
             let harness = CrashHarness("sync", in: dir)
@@ -293,10 +367,13 @@ struct CrashAtAnyPointTests {
             func write(_ name: String, count: Int) throws {
                 serial += 1
                 let bytes = CrashContent.mixed(count: count, seed: harness.draw())
-                try FileManager.default.createDirectory(atPath: origin + "/" + (name as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(
+                    atPath: origin + "/" + (name as NSString).deletingLastPathComponent,
+                    withIntermediateDirectories: true)
                 try TestData.write(bytes, to: origin + "/" + name)
                 clock += 10
-                try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: clock)], ofItemAtPath: origin + "/" + name)
+                try FileManager.default.setAttributes(
+                    [.modificationDate: Date(timeIntervalSince1970: clock)], ofItemAtPath: origin + "/" + name)
                 remote[name] = bytes
             }
             for folder in 0..<4 {
@@ -331,7 +408,8 @@ struct CrashAtAnyPointTests {
                     for name in modified { try write(name, count: 1 + harness.draw(300_000)) }
                     for name in removed {
                         unlink(origin + "/" + name)
-                        rmdir(origin + "/" + (name as NSString).deletingLastPathComponent)  // a folder left empty goes too
+                        // a folder left empty goes too
+                        rmdir(origin + "/" + (name as NSString).deletingLastPathComponent)
                         remote[name] = nil
                     }
                     added.append("n\(round)")
@@ -342,19 +420,30 @@ struct CrashAtAnyPointTests {
                     let (updated, deleted) = try harness.changes(of: "web", since: anchor)
                     let applied = !updated.isEmpty || !deleted.isEmpty
                     if applied {
-                        #expect(updated.isSuperset(of: added + modified) && deleted.isSuperset(of: removed),
-                                "F12: the killed sync applied the whole listing or nothing \(harness.context): updated \(updated.sorted()), deleted \(deleted.sorted())")
+                        #expect(
+                            updated.isSuperset(of: added + modified) && deleted.isSuperset(of: removed),
+                            "F12: the killed sync applied the whole listing or nothing \(harness.context): updated \(updated.sorted()), deleted \(deleted.sorted())"
+                        )
                     }
-                    if !result.terminatedBySignal { #expect(applied, "a sync that exited 0 applied the listing \(harness.context)") }
+                    if !result.terminatedBySignal {
+                        #expect(applied, "a sync that exited 0 applied the listing \(harness.context)")
+                    }
                     if applied { harness.noteCommitted(result) }
 
                     try harness.run(["domain", "sync", "web"])
                     let (after, gone) = try harness.changes(of: "web", since: anchor)
-                    #expect(after.isSuperset(of: added + modified) && gone.isSuperset(of: removed), "the next sync applies it \(harness.context)")
+                    #expect(
+                        after.isSuperset(of: added + modified) && gone.isSuperset(of: removed),
+                        "the next sync applies it \(harness.context)")
                     let folders = Set(remote.keys.map { ($0 as NSString).deletingLastPathComponent })
                     let info = try #require(try harness.domain("web"))
-                    #expect(try info.int("items") == Int64(remote.count + folders.count), "the domain lists what the origin has \(harness.context): \(info)")
-                    let sample = Set(added.filter { remote[$0] != nil } + modified + [remote.keys.sorted()[harness.draw(remote.count)]])
+                    #expect(
+                        try info.int("items") == Int64(remote.count + folders.count),
+                        "the domain lists what the origin has \(harness.context): \(info)")
+                    let sample = Set(
+                        added.filter { remote[$0] != nil } + modified + [
+                            remote.keys.sorted()[harness.draw(remote.count)]
+                        ])
                     try harness.expectReads(sample.sorted().map { .init(domain: "web", item: $0, bytes: remote[$0]!) })
                     for name in removed { try harness.expectNoSuchItem(domain: "web", item: name) }
                     try harness.expectNoTemporaryFiles()
@@ -370,7 +459,8 @@ struct CrashAtAnyPointTests {
 /// What the environment asks of a run.
 enum CrashRun {
     /// Kills per operation kind: `CHUNKCACHE_CRASH_KILLS`, 5 unless set (30 across the six kinds).
-    static let kills = ProcessInfo.processInfo.environment["CHUNKCACHE_CRASH_KILLS"].flatMap { Int($0) }.map { max(1, $0) } ?? 5
+    static let kills =
+        ProcessInfo.processInfo.environment["CHUNKCACHE_CRASH_KILLS"].flatMap { Int($0) }.map { max(1, $0) } ?? 5
     /// The seed every draw comes from: `CHUNKCACHE_CRASH_SEED`, a fixed one unless set.
     static let seed = ProcessInfo.processInfo.environment["CHUNKCACHE_CRASH_SEED"].flatMap { UInt64($0) } ?? 20_261_126
     /// `put` starts a new store after this many rounds, so each check reads a bounded number of versions.
@@ -407,7 +497,8 @@ final class CrashHarness {
     func withOriginStore(_ remote: [String: [UInt8]], _ body: ([UInt8]) async throws -> Void) async throws {
         let origin = dir + "/origin"
         for (name, bytes) in remote {
-            try FileManager.default.createDirectory(atPath: origin + "/" + (name as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: origin + "/" + (name as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try TestData.write(bytes, to: origin + "/" + name)
         }
         try await withNginx(serving: origin) { server in
@@ -424,8 +515,11 @@ final class CrashHarness {
         self.kind = kind
         self.dir = dir
         // Each kind draws from its own stream of the seed, so one kind's draws do not shift another's.
-        rng = SplitMix64(seed: CrashRun.seed ^ kind.utf8.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 })
-        print("crash at any point, \(kind): CHUNKCACHE_CRASH_SEED=\(CrashRun.seed) CHUNKCACHE_CRASH_KILLS=\(CrashRun.kills)")
+        rng = SplitMix64(
+            seed: CrashRun.seed ^ kind.utf8.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 })
+        print(
+            "crash at any point, \(kind): CHUNKCACHE_CRASH_SEED=\(CrashRun.seed) CHUNKCACHE_CRASH_KILLS=\(CrashRun.kills)"
+        )
     }
 
     /// Names the moment in a failure message; `CHUNKCACHE_CRASH_SEED` replays the draws.
@@ -442,9 +536,12 @@ final class CrashHarness {
 
     /// Runs `chunkcache --store STORE --json arguments…` to completion, requiring exit 0; returns its JSON object.
     @discardableResult
-    func run(_ arguments: [String], environment: [String: String?] = [:], sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+    func run(
+        _ arguments: [String], environment: [String: String?] = [:], sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> [String: Any] {
         let result = try runCLI(["--store", store, "--json"] + arguments, env: environment)
-        try #require(result.exitCode == 0 && !result.terminatedBySignal, "\(context) \(result)", sourceLocation: sourceLocation)
+        try #require(
+            result.exitCode == 0 && !result.terminatedBySignal, "\(context) \(result)", sourceLocation: sourceLocation)
         return try result.json(sourceLocation: sourceLocation)
     }
 
@@ -460,8 +557,10 @@ final class CrashHarness {
     /// Starts the operation and sends it SIGKILL after a delay drawn uniformly from `0...duration`. The
     /// process either dies of the signal or, when it was quicker, exits 0.
     @discardableResult
-    func killAtRandom(_ arguments: [String], within duration: Double, environment: [String: String?] = [:],
-                      sourceLocation: SourceLocation = #_sourceLocation) throws -> CLIResult {
+    func killAtRandom(
+        _ arguments: [String], within duration: Double, environment: [String: String?] = [:],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> CLIResult {
         delay = Double(rng.next() % 1_000_001) / 1_000_000 * duration
         operation = arguments
         let process = try CLIProcess(["--store", store, "--json"] + arguments, environment: environment)
@@ -469,10 +568,14 @@ final class CrashHarness {
         process.kill9()
         let result = process.wait()
         if result.terminatedBySignal {
-            #expect(result.exitCode == SIGKILL, "died of SIGKILL, not of its own fault \(context): \(result)", sourceLocation: sourceLocation)
+            #expect(
+                result.exitCode == SIGKILL, "died of SIGKILL, not of its own fault \(context): \(result)",
+                sourceLocation: sourceLocation)
             killed += 1
         } else {
-            #expect(result.exitCode == 0, "ran to the end without an error \(context): \(result)", sourceLocation: sourceLocation)
+            #expect(
+                result.exitCode == 0, "ran to the end without an error \(context): \(result)",
+                sourceLocation: sourceLocation)
             finished += 1
         }
         return result
@@ -483,38 +586,53 @@ final class CrashHarness {
     /// and `stat` counts as many chunks as `verify` checked.
     func expectStoreClean(sourceLocation: SourceLocation = #_sourceLocation) throws {
         let verify = try runCLI(["--store", store, "--json", "verify"])
-        try #require(verify.exitCode == 0 && !verify.terminatedBySignal, "the store opens and verifies \(context): \(verify)", sourceLocation: sourceLocation)
+        try #require(
+            verify.exitCode == 0 && !verify.terminatedBySignal, "the store opens and verifies \(context): \(verify)",
+            sourceLocation: sourceLocation)
         let report = try verify.json(sourceLocation: sourceLocation)
         for key in ["corrupt", "damagedVersions", "damagedRecords", "inconsistencies"] {
             let found = try report.array(key, sourceLocation: sourceLocation)
             #expect(found.isEmpty, "verify lists \(key) \(context): \(found)", sourceLocation: sourceLocation)
         }
         let stat = try run(["stat"], sourceLocation: sourceLocation)
-        #expect(try stat.int("chunks") == report.int("chunksChecked"), "stat counts the chunks verify checked \(context): \(stat)",
-                sourceLocation: sourceLocation)
+        #expect(
+            try stat.int("chunks") == report.int("chunksChecked"),
+            "stat counts the chunks verify checked \(context): \(stat)",
+            sourceLocation: sourceLocation)
     }
 
     /// Each expected version reads back byte-exact through `fetch --out` (strict when a version is named) in
     /// a new process, into `folder` (a folder of its own unless given); the files are removed afterwards.
-    func expectReads(_ expected: [Expected], into folder: String? = nil, environment: [String: String?] = [:],
-                     sourceLocation: SourceLocation = #_sourceLocation) throws {
+    func expectReads(
+        _ expected: [Expected], into folder: String? = nil, environment: [String: String?] = [:],
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let folder = folder ?? dir + "/check"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         for (index, item) in expected.enumerated() {
             let destination = folder + "/check-\(index)"
-            var arguments = ["--store", store, "--json", "fetch", "--domain", item.domain, item.item, "--out", destination]
+            var arguments = [
+                "--store", store, "--json", "fetch", "--domain", item.domain, item.item, "--out", destination,
+            ]
             if let version = item.version { arguments += ["--version", version, "--strict"] }
             let result = try runCLI(arguments, env: environment)
-            #expect(result.exitCode == 0 && !result.terminatedBySignal, "version \(item.version ?? "newest") of \(item.domain)/\(item.item) reads \(context): \(result)",
-                    sourceLocation: sourceLocation)
+            #expect(
+                result.exitCode == 0 && !result.terminatedBySignal,
+                "version \(item.version ?? "newest") of \(item.domain)/\(item.item) reads \(context): \(result)",
+                sourceLocation: sourceLocation)
             if result.exitCode == 0 {
                 let got = try TestData.read(destination, count: item.bytes.count + 1)
                 // Compared whole first (the standard library's loop); searched byte by byte only on a mismatch.
-                let mismatch = got == item.bytes ? nil
-                    : got.count != item.bytes.count ? "length \(got.count) instead of \(item.bytes.count)"
-                    : got.indices.first { got[$0] != item.bytes[$0] }.map { "first differing byte at \($0)" }
-                #expect(mismatch == nil, "version \(item.version ?? "newest") of \(item.domain)/\(item.item) reads byte-exact \(context): \(mismatch ?? "")",
-                        sourceLocation: sourceLocation)
+                let mismatch =
+                    got == item.bytes
+                    ? nil
+                    : got.count != item.bytes.count
+                        ? "length \(got.count) instead of \(item.bytes.count)"
+                        : got.indices.first { got[$0] != item.bytes[$0] }.map { "first differing byte at \($0)" }
+                #expect(
+                    mismatch == nil,
+                    "version \(item.version ?? "newest") of \(item.domain)/\(item.item) reads byte-exact \(context): \(mismatch ?? "")",
+                    sourceLocation: sourceLocation)
             }
             unlink(destination)
         }
@@ -522,18 +640,24 @@ final class CrashHarness {
 
     /// Reads an item that may not be published yet: byte-exact when it is there (returns true), `noSuchItem`
     /// when it is not (returns false), nothing else.
-    func expectReadIfPresent(domain: String, item: String, _ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) throws -> Bool {
+    func expectReadIfPresent(
+        domain: String, item: String, _ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> Bool {
         let destination = dir + "/check-present"
         let result = try runCLI(["--store", store, "--json", "fetch", "--domain", domain, item, "--out", destination])
         defer { unlink(destination) }
         guard result.exitCode == 0 else {
             let code = ((try? result.json())?["error"] as? [String: Any])?["code"] as? String
-            #expect(code == "noSuchItem" && !result.terminatedBySignal, "\(domain)/\(item) reads or is not there yet \(context): \(result)",
-                    sourceLocation: sourceLocation)
+            #expect(
+                code == "noSuchItem" && !result.terminatedBySignal,
+                "\(domain)/\(item) reads or is not there yet \(context): \(result)",
+                sourceLocation: sourceLocation)
             return false
         }
         let same = try TestData.read(destination, count: bytes.count + 1) == bytes
-        #expect(same, "\(domain)/\(item), published before the kill, reads byte-exact \(context)", sourceLocation: sourceLocation)
+        #expect(
+            same, "\(domain)/\(item), published before the kill, reads byte-exact \(context)",
+            sourceLocation: sourceLocation)
         return true
     }
 
@@ -541,14 +665,18 @@ final class CrashHarness {
     func expectNoSuchItem(domain: String, item: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
         let result = try runCLI(["--store", store, "--json", "fetch", "--domain", domain, item, "--range", "0:1"])
         let code = ((try? result.json())?["error"] as? [String: Any])?["code"] as? String
-        #expect(result.exitCode == 1 && code == "noSuchItem", "\(domain)/\(item) is gone \(context): \(result)", sourceLocation: sourceLocation)
+        #expect(
+            result.exitCode == 1 && code == "noSuchItem", "\(domain)/\(item) is gone \(context): \(result)",
+            sourceLocation: sourceLocation)
     }
 
     /// `sweep` with `--tmp-grace 0s` (the grace period over) leaves the store's `tmp/` empty.
     func expectNoTemporaryFiles(sourceLocation: SourceLocation = #_sourceLocation) throws {
         try run(["--tmp-grace", "0s", "sweep"], sourceLocation: sourceLocation)
         let left = (try? FileManager.default.contentsOfDirectory(atPath: store + "/tmp")) ?? []
-        #expect(left.isEmpty, "no temp file stays after the grace period \(context): \(left)", sourceLocation: sourceLocation)
+        #expect(
+            left.isEmpty, "no temp file stays after the grace period \(context): \(left)",
+            sourceLocation: sourceLocation)
     }
 
     /// The store's domain names (`domain ls`).
@@ -558,7 +686,9 @@ final class CrashHarness {
 
     /// The domain object of `domain ls`, or nil.
     func domain(_ name: String) throws -> [String: Any]? {
-        try run(["domain", "ls"]).array("domains").compactMap { $0 as? [String: Any] }.first { $0["name"] as? String == name }
+        try run(["domain", "ls"]).array("domains").compactMap { $0 as? [String: Any] }.first {
+            $0["name"] as? String == name
+        }
     }
 
     /// The identifiers `changes` reports updated and deleted since `anchor`.
@@ -580,9 +710,13 @@ final class CrashHarness {
 
     /// At least one kill landed while the operation ran: the delays are not all too long.
     func expectSomeKillsLanded(sourceLocation: SourceLocation = #_sourceLocation) {
-        print("crash at any point, \(kind): \(killed) killed (\(killedAfterCommit) of them after the change was committed, \(killedHalfway) with part of it committed), \(finished) finished first (CHUNKCACHE_CRASH_SEED=\(CrashRun.seed))")
-        #expect(killed >= 1 || killed + finished < 3, "no kill landed while the operation ran [\(kind), CHUNKCACHE_CRASH_SEED=\(CrashRun.seed)]",
-                sourceLocation: sourceLocation)
+        print(
+            "crash at any point, \(kind): \(killed) killed (\(killedAfterCommit) of them after the change was committed, \(killedHalfway) with part of it committed), \(finished) finished first (CHUNKCACHE_CRASH_SEED=\(CrashRun.seed))"
+        )
+        #expect(
+            killed >= 1 || killed + finished < 3,
+            "no kill landed while the operation ran [\(kind), CHUNKCACHE_CRASH_SEED=\(CrashRun.seed)]",
+            sourceLocation: sourceLocation)
     }
 }
 
@@ -633,7 +767,11 @@ enum CrashContent {
             bytes.replaceSubrange(block..<(block + length), with: mixed(count: length, seed: rng.next()))
         }
         let change = Int(rng.next() % 200_000)
-        if rng.next() % 2 == 0 { bytes += TestData.random(count: change, seed: rng.next()) } else { bytes.removeLast(min(change, bytes.count / 2)) }
+        if rng.next() % 2 == 0 {
+            bytes += TestData.random(count: change, seed: rng.next())
+        } else {
+            bytes.removeLast(min(change, bytes.count / 2))
+        }
         return bytes
     }
 
@@ -645,11 +783,13 @@ enum CrashContent {
         for index in 0..<24 {
             let folder = ["", "a/", "b/c/"][index % 3]
             try FileManager.default.createDirectory(atPath: root + "/" + folder, withIntermediateDirectories: true)
-            let bytes: [UInt8] = switch index {
-            case 0, 1: mixed(count: (3 << 19) + index, seed: rng.next())
-            case let i where i % 5 == 4: files.values.sorted { $0.count < $1.count }.first!  // the same contents again
-            default: mixed(count: 1 + Int(rng.next() % 300_000), seed: rng.next())
-            }
+            let bytes: [UInt8] =
+                switch index {
+                case 0, 1: mixed(count: (3 << 19) + index, seed: rng.next())
+                // the same contents again
+                case let i where i % 5 == 4: files.values.sorted { $0.count < $1.count }.first!
+                default: mixed(count: 1 + Int(rng.next() % 300_000), seed: rng.next())
+                }
             try TestData.write(bytes, to: root + "/\(folder)f\(index)")
             files["\(folder)f\(index)"] = bytes
         }

@@ -27,7 +27,9 @@ struct DamagedStoreTests {
     static let copies = Int(ProcessInfo.processInfo.environment["CHUNKCACHE_DAMAGE_SEEDS"] ?? "") ?? 20
     static let seed = UInt64(ProcessInfo.processInfo.environment["CHUNKCACHE_DAMAGE_SEED"] ?? "") ?? 0xDA3A6E
 
-    @Test("recover of an undamaged store loses nothing: every domain (with its origin), item and version, byte-exact, and verify is clean")
+    @Test(
+        "recover of an undamaged store loses nothing: every domain (with its origin), item and version, byte-exact, and verify is clean"
+    )
     func recoverWhole() throws {
         try withTemporaryDirectory { dir in
             let base = try DamageFixture(in: dir)
@@ -43,11 +45,14 @@ struct DamagedStoreTests {
                 _ = try runJSON(dir + "/new", expected.fetchArguments(out: out))
                 #expect(try TestData.read(out, count: expected.bytes.count + 1) == expected.bytes, "\(expected)")
             }
-            let old = try runJSON(base.store, ["stat"]), new = try runJSON(dir + "/new", ["stat"])
+            let old = try runJSON(base.store, ["stat"])
+            let new = try runJSON(dir + "/new", ["stat"])
             for figure in ["domains", "items", "versions", "chunks", "logicalBytes", "uniqueBytes", "storedBytes"] {
                 #expect(try old.int(figure) == new.int(figure), "\(figure)")
             }
-            let domains = try runJSON(dir + "/new", ["domain", "ls"]).array("domains").compactMap { $0 as? [String: Any] }
+            let domains = try runJSON(dir + "/new", ["domain", "ls"]).array("domains").compactMap {
+                $0 as? [String: Any]
+            }
             let web = try #require(domains.first { $0["name"] as? String == "web" }, "\(domains)")
             #expect("\(web)".contains("127.0.0.1:9"), "the origin setting is kept: \(web)")
             // recover never writes a store that exists, nor the damaged one.
@@ -56,7 +61,9 @@ struct DamagedStoreTests {
         }
     }
 
-    @Test("damaged copies at random offsets: no crash of the calling process, no wrong bytes, the recovered store verifies clean and serves what it kept")
+    @Test(
+        "damaged copies at random offsets: no crash of the calling process, no wrong bytes, the recovered store verifies clean and serves what it kept"
+    )
     func damagedCopies() throws {
         try withTemporaryDirectory { dir in
             let base = try DamageFixture(in: dir)
@@ -97,8 +104,12 @@ struct DamagedStoreTests {
                 let verify = try run(["verify"])
                 if verify.exitCode == 1, verify.stderr.contains("verify's walk") {
                     counts.verifyChildCrashes += 1
-                    #expect(verify.stderr.contains("died of") && verify.stderr.contains("recover --to NEWSTORE"), "\(verify)")
-                    if counts.verifyChildCrashes == 1 { print("verify of a damaged copy (\(damage)): \(verify.stderr)") }
+                    #expect(
+                        verify.stderr.contains("died of") && verify.stderr.contains("recover --to NEWSTORE"),
+                        "\(verify)")
+                    if counts.verifyChildCrashes == 1 {
+                        print("verify of a damaged copy (\(damage)): \(verify.stderr)")
+                    }
                 }
                 _ = try run(["stat"])
                 let sample = base.sample(&rng)
@@ -117,7 +128,9 @@ struct DamagedStoreTests {
                 let recovered = store + "-new"
                 let recover = try run(["recover", "--to", recovered])
                 guard recover.exitCode == 0 else {
-                    #expect(recover.exitCode == 1 && recover.stderr.contains("corruptData"), "\(what) (\(damage)): \(recover)")
+                    #expect(
+                        recover.exitCode == 1 && recover.stderr.contains("corruptData"),
+                        "\(what) (\(damage)): \(recover)")
                     continue
                 }
                 let report = try recover.json()
@@ -140,11 +153,13 @@ struct DamagedStoreTests {
                 try? FileManager.default.removeItem(atPath: recovered)
             }
             let seconds = Date().timeIntervalSince(started)
-            print("damaged copies: \(Self.copies) (seed \(Self.seed)) in \(String(format: "%.1f", seconds)) s; CLI runs \(counts.runs); "
-                  + "crashes of the calling process \(counts.crashes); wrong bytes \(counts.wrongBytes); "
-                  + "verify-child crashes detected \(counts.verifyChildCrashes); faults ended by the CLI's handler \(counts.handledFaults); "
-                  + "fetches served \(counts.fetchesServed); recovered stores not clean \(counts.recoveredNotClean); "
-                  + "fetches served by recovered stores \(counts.recoveredServed); versions lost \(counts.versionsLost); chunks lost \(counts.chunksLost)")
+            print(
+                "damaged copies: \(Self.copies) (seed \(Self.seed)) in \(String(format: "%.1f", seconds)) s; CLI runs \(counts.runs); "
+                    + "crashes of the calling process \(counts.crashes); wrong bytes \(counts.wrongBytes); "
+                    + "verify-child crashes detected \(counts.verifyChildCrashes); faults ended by the CLI's handler \(counts.handledFaults); "
+                    + "fetches served \(counts.fetchesServed); recovered stores not clean \(counts.recoveredNotClean); "
+                    + "fetches served by recovered stores \(counts.recoveredServed); versions lost \(counts.versionsLost); chunks lost \(counts.chunksLost)"
+            )
             #expect(counts.crashes == 0)
             #expect(counts.abnormalExits == 0)
             #expect(counts.wrongBytes == 0)
@@ -162,9 +177,12 @@ struct DamagedStoreTests {
         let result = try runCLI(["--store", store, "--json", "verify"])
         counts.note(result, what: what + ", verify of the recovered store")
         let report = result.exitCode == 0 ? try? result.json() : nil
-        let clean = report.map { report in
-            ["corrupt", "damagedVersions", "damagedRecords", "inconsistencies"].allSatisfy { ((report[$0] as? [Any]) ?? [0]).isEmpty }
-        } ?? false
+        let clean =
+            report.map { report in
+                ["corrupt", "damagedVersions", "damagedRecords", "inconsistencies"].allSatisfy {
+                    ((report[$0] as? [Any]) ?? [0]).isEmpty
+                }
+            } ?? false
         if !clean {
             counts.recoveredNotClean += 1
             Issue.record("\(what): the recovered store does not verify clean: \(result)")
@@ -190,10 +208,12 @@ struct DamageCounts {
         runs += 1
         if result.terminatedBySignal {
             crashes += 1
-            Issue.record("\(what): chunkcache \(result.arguments.joined(separator: " ")) died of signal \(result.exitCode)")
+            Issue.record(
+                "\(what): chunkcache \(result.arguments.joined(separator: " ")) died of signal \(result.exitCode)")
         } else if ![0, 1, 64].contains(result.exitCode) {
             abnormalExits += 1
-            Issue.record("\(what): chunkcache \(result.arguments.joined(separator: " ")) exited \(result.exitCode): \(result)")
+            Issue.record(
+                "\(what): chunkcache \(result.arguments.joined(separator: " ")) exited \(result.exitCode): \(result)")
         }
         if result.stderr.contains("a fatal signal") { handledFaults += 1 }
     }
@@ -229,7 +249,9 @@ struct DamageFixture {
         big2.replaceSubrange(0..<(1 << 20), with: TestData.random(count: 1 << 20, seed: 12))
         let text = TestData.text(count: 2 << 20, seed: 13)
         let small = TestData.text(count: 20_000, seed: 14)
-        for (name, bytes, version) in [("big.bin", big, "v1"), ("big.bin", big2, "v2"), ("text.txt", text, "t1"), ("small", small, "s1")] {
+        for (name, bytes, version) in [
+            ("big.bin", big, "v1"), ("big.bin", big2, "v2"), ("text.txt", text, "t1"), ("small", small, "s1"),
+        ] {
             try TestData.write(bytes, to: dir + "/input")
             _ = try runJSON(store, ["put", "--domain", "docs", name, dir + "/input", "--version", version])
             expected.append(Expected(domain: "docs", item: name, version: version, bytes: bytes))
@@ -240,7 +262,8 @@ struct DamageFixture {
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             let bytes = TestData.text(count: 1000 + index * 37, seed: 100 + UInt64(index))
             try TestData.write(bytes, to: folder + "/file\(index).txt")
-            expected.append(Expected(domain: "tree", item: "f\(index % 12)/file\(index).txt", version: nil, bytes: bytes))
+            expected.append(
+                Expected(domain: "tree", item: "f\(index % 12)/file\(index).txt", version: nil, bytes: bytes))
         }
         _ = try runJSON(store, ["import", tree, "--domain", "tree", "--copy"])
         _ = try runJSON(store, ["domain", "add", "web", "--origin", "http://127.0.0.1:9/files/"])

@@ -8,11 +8,16 @@ struct DomainCommandTests {
 
     /// The domain object of §10, key by key.
     static func expectDomain(
-        _ object: [String: Any], name: String, origin: String?, pipelineDepth: Int64, readAhead: Int64, domainVersion: UInt64,
-        items: Int64 = 0, cachedBytes: Int64 = 0, headers: [String] = [], sourceLocation: SourceLocation = #_sourceLocation
+        _ object: [String: Any], name: String, origin: String?, pipelineDepth: Int64, readAhead: Int64,
+        domainVersion: UInt64,
+        items: Int64 = 0, cachedBytes: Int64 = 0, headers: [String] = [],
+        sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
-        #expect(Set(object.keys).isSuperset(of: ["name", "origin", "pipelineDepth", "readAhead", "domainVersion", "items",
-                                                 "cachedBytes", "importFinished", "headers"]), sourceLocation: sourceLocation)
+        #expect(
+            Set(object.keys).isSuperset(of: [
+                "name", "origin", "pipelineDepth", "readAhead", "domainVersion", "items",
+                "cachedBytes", "importFinished", "headers",
+            ]), sourceLocation: sourceLocation)
         #expect(try object.string("name") == name, sourceLocation: sourceLocation)
         #expect(object["origin"] as? String == origin, "origin: \(object)", sourceLocation: sourceLocation)
         if origin == nil { #expect(object["origin"] is NSNull, sourceLocation: sourceLocation) }
@@ -29,24 +34,38 @@ struct DomainCommandTests {
     func roundTrip() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
-            try Self.expectDomain(try runJSON(store, ["domain", "add", "plain"]),
-                                  name: "plain", origin: nil, pipelineDepth: 8, readAhead: 4 << 20, domainVersion: 1)
-            let web = try runJSON(store, ["domain", "add", "web", "--origin", "https://example.com/files",
-                                          "--header", "Authorization: \(Self.secret)", "--header", "X-Tenant:a",
-                                          "--pipeline-depth", "16", "--read-ahead", "1MiB"])
-            try Self.expectDomain(web, name: "web", origin: "https://example.com/files/", pipelineDepth: 16, readAhead: 1 << 20,
-                                  domainVersion: 1, headers: ["Authorization", "X-Tenant"])
-            let s3 = try runJSON(store, ["domain", "add", "b", "--origin", "s3://bucket/pre", "--endpoint", "http://127.0.0.1:9000",
-                                         "--region", "us-east-1"])
-            try Self.expectDomain(s3, name: "b", origin: "s3://bucket/pre/", pipelineDepth: 8, readAhead: 4 << 20, domainVersion: 1)
+            try Self.expectDomain(
+                try runJSON(store, ["domain", "add", "plain"]),
+                name: "plain", origin: nil, pipelineDepth: 8, readAhead: 4 << 20, domainVersion: 1)
+            let web = try runJSON(
+                store,
+                [
+                    "domain", "add", "web", "--origin", "https://example.com/files",
+                    "--header", "Authorization: \(Self.secret)", "--header", "X-Tenant:a",
+                    "--pipeline-depth", "16", "--read-ahead", "1MiB",
+                ])
+            try Self.expectDomain(
+                web, name: "web", origin: "https://example.com/files/", pipelineDepth: 16, readAhead: 1 << 20,
+                domainVersion: 1, headers: ["Authorization", "X-Tenant"])
+            let s3 = try runJSON(
+                store,
+                [
+                    "domain", "add", "b", "--origin", "s3://bucket/pre", "--endpoint", "http://127.0.0.1:9000",
+                    "--region", "us-east-1",
+                ])
+            try Self.expectDomain(
+                s3, name: "b", origin: "s3://bucket/pre/", pipelineDepth: 8, readAhead: 4 << 20, domainVersion: 1)
             #expect(s3["endpoint"] as? String == "http://127.0.0.1:9000" && s3["region"] as? String == "us-east-1")
 
             let set = try runJSON(store, ["domain", "set", "web", "--read-ahead", "0"])
-            try Self.expectDomain(set, name: "web", origin: "https://example.com/files/", pipelineDepth: 16, readAhead: 0,
-                                  domainVersion: 2, headers: ["Authorization", "X-Tenant"])
-            let replaced = try runJSON(store, ["domain", "set", "web", "--header", "X-Other: 1", "--pipeline-depth", "128"])
-            try Self.expectDomain(replaced, name: "web", origin: "https://example.com/files/", pipelineDepth: 128, readAhead: 0,
-                                  domainVersion: 3, headers: ["X-Other"])
+            try Self.expectDomain(
+                set, name: "web", origin: "https://example.com/files/", pipelineDepth: 16, readAhead: 0,
+                domainVersion: 2, headers: ["Authorization", "X-Tenant"])
+            let replaced = try runJSON(
+                store, ["domain", "set", "web", "--header", "X-Other: 1", "--pipeline-depth", "128"])
+            try Self.expectDomain(
+                replaced, name: "web", origin: "https://example.com/files/", pipelineDepth: 128, readAhead: 0,
+                domainVersion: 3, headers: ["X-Other"])
             // The same settings again change nothing, so the version stays.
             #expect(try runJSON(store, ["domain", "set", "web", "--pipeline-depth", "128"]).domainVersion() == 3)
 
@@ -55,8 +74,9 @@ struct DomainCommandTests {
             #expect(listed.count == 3)
             try #require(listed.count == 3)
             #expect(try listed.map { try $0.string("name") } == ["b", "plain", "web"])
-            try Self.expectDomain(listed[2], name: "web", origin: "https://example.com/files/", pipelineDepth: 128, readAhead: 0,
-                                  domainVersion: 3, headers: ["X-Other"])
+            try Self.expectDomain(
+                listed[2], name: "web", origin: "https://example.com/files/", pipelineDepth: 128, readAhead: 0,
+                domainVersion: 3, headers: ["X-Other"])
 
             let human = try runCLI(["--store", store, "domain", "ls"])
             #expect(human.exitCode == 0)
@@ -70,10 +90,15 @@ struct DomainCommandTests {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
             try runJSON(store, ["domain", "add", "d"])
-            expectError(try runCLI(["--store", store, "--json", "domain", "add", "d"]), exit: 1, code: "fileExists", mentions: ["\"d\""])
-            expectError(try runCLI(["--store", store, "--json", "domain", "set", "x", "--pipeline-depth", "2"]),
-                        exit: 1, code: "noSuchItem", mentions: ["\"x\""])
-            expectError(try runCLI(["--store", store, "--json", "domain", "rm", "x"]), exit: 1, code: "noSuchItem", mentions: ["\"x\""])
+            expectError(
+                try runCLI(["--store", store, "--json", "domain", "add", "d"]), exit: 1, code: "fileExists",
+                mentions: ["\"d\""])
+            expectError(
+                try runCLI(["--store", store, "--json", "domain", "set", "x", "--pipeline-depth", "2"]),
+                exit: 1, code: "noSuchItem", mentions: ["\"x\""])
+            expectError(
+                try runCLI(["--store", store, "--json", "domain", "rm", "x"]), exit: 1, code: "noSuchItem",
+                mentions: ["\"x\""])
         }
     }
 
@@ -107,8 +132,9 @@ struct DomainCommandTests {
             }
             let listed = try runJSON(store, ["domain", "ls"]).array("domains")
             #expect(listed.count == 1)
-            try Self.expectDomain(try #require(listed.first as? [String: Any]), name: "d", origin: nil, pipelineDepth: 8,
-                                  readAhead: 4 << 20, domainVersion: 1)
+            try Self.expectDomain(
+                try #require(listed.first as? [String: Any]), name: "d", origin: nil, pipelineDepth: 8,
+                readAhead: 4 << 20, domainVersion: 1)
         }
     }
 
@@ -119,15 +145,33 @@ struct DomainCommandTests {
             var outputs: [CLIResult] = []
             for json in [["--json"], []] {
                 let domain = "d\(json.count)"
-                outputs.append(try runCLI(["--store", store] + json + ["domain", "add", domain, "--origin", "http://h/",
-                                                                       "--header", "Authorization: \(Self.secret)"]))
-                outputs.append(try runCLI(["--store", store] + json + ["domain", "set", domain, "--header", "X-Key: \(Self.secret)"]))
+                outputs.append(
+                    try runCLI(
+                        ["--store", store] + json + [
+                            "domain", "add", domain, "--origin", "http://h/",
+                            "--header", "Authorization: \(Self.secret)",
+                        ]))
+                outputs.append(
+                    try runCLI(
+                        ["--store", store] + json + ["domain", "set", domain, "--header", "X-Key: \(Self.secret)"]))
                 outputs.append(try runCLI(["--store", store] + json + ["domain", "ls"]))
-                outputs.append(try runCLI(["--store", store] + json + ["domain", "add", domain, "--header", "Authorization: \(Self.secret)"]))
-                outputs.append(try runCLI(["--store", store] + json + ["domain", "add", "e", "--header", "Authorization \(Self.secret)"]))
-                outputs.append(try runCLI(["--store", store] + json + ["domain", "add", "e", "--header", "Bad Name: \(Self.secret)"]))
-                outputs.append(try runCLI(["--store", store] + json + ["domain", "add", "e", "--header", "X: \(Self.secret)\r\nY: 1"]))
-                outputs.append(try runCLI(["--store", store] + json + ["domain", "add", "e", "--origin", "https://u:\(Self.secret)@h/"]))
+                outputs.append(
+                    try runCLI(
+                        ["--store", store] + json + [
+                            "domain", "add", domain, "--header", "Authorization: \(Self.secret)",
+                        ]))
+                outputs.append(
+                    try runCLI(
+                        ["--store", store] + json + ["domain", "add", "e", "--header", "Authorization \(Self.secret)"]))
+                outputs.append(
+                    try runCLI(
+                        ["--store", store] + json + ["domain", "add", "e", "--header", "Bad Name: \(Self.secret)"]))
+                outputs.append(
+                    try runCLI(
+                        ["--store", store] + json + ["domain", "add", "e", "--header", "X: \(Self.secret)\r\nY: 1"]))
+                outputs.append(
+                    try runCLI(
+                        ["--store", store] + json + ["domain", "add", "e", "--origin", "https://u:\(Self.secret)@h/"]))
             }
             #expect(outputs.map(\.exitCode) == [0, 0, 0, 1, 64, 64, 64, 64, 0, 0, 0, 1, 64, 64, 64, 64], "\(outputs)")
             for result in outputs {
@@ -163,11 +207,15 @@ struct DomainCommandTests {
             try runJSON(store, ["fetch", "--domain", "keep", "s", "--out", dir + "/back"])
             #expect(try TestData.read(dir + "/back", count: shared.count) == shared)
             #expect(try runJSON(store, ["verify"]).array("corrupt").isEmpty)
-            expectError(try runCLI(["--store", store, "--json", "fetch", "--domain", "gone", "own"]), exit: 1, code: "noSuchItem")
+            expectError(
+                try runCLI(["--store", store, "--json", "fetch", "--domain", "gone", "own"]), exit: 1,
+                code: "noSuchItem")
         }
     }
 
-    @Test("C2: fetch of an unknown item of a domain whose origin refuses connections is serverUnreachable, not noSuchItem (-1005)")
+    @Test(
+        "C2: fetch of an unknown item of a domain whose origin refuses connections is serverUnreachable, not noSuchItem (-1005)"
+    )
     func originItemNotConfirmed() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"

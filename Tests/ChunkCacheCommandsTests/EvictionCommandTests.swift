@@ -5,7 +5,9 @@ import Testing
 /// `gc`, `evict`, `pin` and `unpin` through the CLI (CONTRACT §12).
 @Suite("§12 eviction commands")
 struct EvictionCommandTests {
-    @Test("§12 gc --keep-versions prints what it removed; evict of a domain without an origin is invalidArgument; pin and unpin print the item")
+    @Test(
+        "§12 gc --keep-versions prints what it removed; evict of a domain without an origin is invalidArgument; pin and unpin print the item"
+    )
     func commands() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
@@ -16,8 +18,12 @@ struct EvictionCommandTests {
             let gc = try runJSON(store, ["gc", "--keep-versions", "2"])
             #expect(try gc.int("removedVersions") == 1 && (try gc.int("removedBytes")) == 70_000)
             #expect(try runJSON(store, ["versions", "--domain", "d", "doc"]).array("versions").count == 2)
-            expectError(try runCLI(["--store", store, "--json", "gc", "--keep-versions", "0"]), exit: 64, code: "invalidArgument")
-            expectError(try runCLI(["--store", store, "--json", "evict", "--domain", "d"]), exit: 1, code: "invalidArgument", mentions: ["no origin"])
+            expectError(
+                try runCLI(["--store", store, "--json", "gc", "--keep-versions", "0"]), exit: 64,
+                code: "invalidArgument")
+            expectError(
+                try runCLI(["--store", store, "--json", "evict", "--domain", "d"]), exit: 1, code: "invalidArgument",
+                mentions: ["no origin"])
             let pinned = try runJSON(store, ["pin", "--domain", "d", "doc"])
             let first = try #require((try pinned.array("pinned")).first as? [String: Any])
             #expect(first["downloadedBytes"] as? Int == 0, "a domain without an origin holds everything already")
@@ -26,7 +32,9 @@ struct EvictionCommandTests {
         }
     }
 
-    @Test("§12 init --max-size and --min-free set the bound; stat prints maxSize, minFree, evictableBytes, pinnedBytes, hits, misses and evictedBytes")
+    @Test(
+        "§12 init --max-size and --min-free set the bound; stat prints maxSize, minFree, evictableBytes, pinnedBytes, hits, misses and evictedBytes"
+    )
     func boundAndFigures() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
@@ -42,7 +50,9 @@ struct EvictionCommandTests {
             #expect(try stat.int("hits") == 0 && (try stat.int("misses")) == 0 && (try stat.int("evictedBytes")) == 0)
             // The bound is kept in the store: a later open without options keeps it.
             #expect(try runJSON(store, ["init"]).int("minFree") == 0)
-            expectError(try runCLI(["--store", store, "--json", "init", "--min-free", "lots"]), exit: 64, code: "invalidArgument")
+            expectError(
+                try runCLI(["--store", store, "--json", "init", "--min-free", "lots"]), exit: 64,
+                code: "invalidArgument")
         }
     }
 }

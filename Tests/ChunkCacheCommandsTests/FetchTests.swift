@@ -35,22 +35,29 @@ func expectFetchRules(
     let size = Int64(content.count)
     let range = try json.retrievedRange(sourceLocation: sourceLocation)
     let path = try json.string("path", sourceLocation: sourceLocation)
-    #expect(range.location % alignment == 0, "A1: \(range) is not aligned to \(alignment)", sourceLocation: sourceLocation)
-    #expect(range.length % alignment == 0 || range.end == size, "A2: \(range) of \(size)", sourceLocation: sourceLocation)
+    #expect(
+        range.location % alignment == 0, "A1: \(range) is not aligned to \(alignment)", sourceLocation: sourceLocation)
+    #expect(
+        range.length % alignment == 0 || range.end == size, "A2: \(range) of \(size)", sourceLocation: sourceLocation)
     let clampedStart = min(max(start, 0), size)
     let clampedEnd = max(clampedStart, min(start + length, size))
-    #expect(range.location <= clampedStart && range.end >= clampedEnd, "A3: \(range) misses \(start):\(length)",
-            sourceLocation: sourceLocation)
+    #expect(
+        range.location <= clampedStart && range.end >= clampedEnd, "A3: \(range) misses \(start):\(length)",
+        sourceLocation: sourceLocation)
     #expect(range.end <= size, "\(range) runs past EOF \(size)", sourceLocation: sourceLocation)
-    #expect(try TestData.status(path).st_size == size, "A6: the file has the item's length", sourceLocation: sourceLocation)
+    #expect(
+        try TestData.status(path).st_size == size, "A6: the file has the item's length", sourceLocation: sourceLocation)
     let read = try TestData.read(path, offset: range.location, count: Int(range.length))
-    #expect(read == content.slice(range.location, range.length), "A5: bytes of \(range) differ", sourceLocation: sourceLocation)
+    #expect(
+        read == content.slice(range.location, range.length), "A5: bytes of \(range) differ",
+        sourceLocation: sourceLocation)
 }
 
 @Suite("§3–§5 fetch through the CLI")
 struct FetchTests {
     /// 1 MiB + 12345 bytes: text, then random, so both compressed and raw chunks are read.
-    static let content: [UInt8] = TestData.text(count: 600_000, seed: 11) + TestData.random(count: 1_048_576 + 12345 - 600_000, seed: 12)
+    static let content: [UInt8] =
+        TestData.text(count: 600_000, seed: 11) + TestData.random(count: 1_048_576 + 12345 - 600_000, seed: 12)
 
     static let ranges: [RangeCase] = [
         RangeCase(start: 0, length: 1, why: "first byte"),
@@ -70,11 +77,15 @@ struct FetchTests {
             try TestData.write(Self.content, to: dir + "/file")
             try runJSON(store, ["put", "--domain", "d", "doc", dir + "/file", "--version", "v1"])
             let json = try runJSON(store, ["fetch", "--domain", "d", "doc", "--range", range.argument])
-            try expectItemObject(json["item"], domain: "d", id: "doc", size: Int64(Self.content.count), contentVersion: "v1")
+            try expectItemObject(
+                json["item"], domain: "d", id: "doc", size: Int64(Self.content.count), contentVersion: "v1")
             try expectFetchRules(json, content: Self.content, start: range.start, length: range.length, alignment: 4096)
             // §3 and §7: without --align the alignment is 4096, so on a 64 KiB store the unit is 64 KiB.
-            #expect(try json.retrievedRange() == expectedRetrievedRange(
-                start: range.start, length: range.length, alignment: 4096, chunkSize: defaultChunkSize, size: Int64(Self.content.count)))
+            #expect(
+                try json.retrievedRange()
+                    == expectedRetrievedRange(
+                        start: range.start, length: range.length, alignment: 4096, chunkSize: defaultChunkSize,
+                        size: Int64(Self.content.count)))
         }
     }
 
@@ -89,7 +100,9 @@ struct FetchTests {
         [1, 4096, 16384, 1 << 20].map { Geometry(chunkSize: chunk, alignment: $0) }
     }
 
-    @Test("A1 A2 A3 retrieved range follows §3 for alignments smaller and larger than the chunk size", arguments: geometries)
+    @Test(
+        "A1 A2 A3 retrieved range follows §3 for alignments smaller and larger than the chunk size",
+        arguments: geometries)
     func alignmentRules(geometry: Geometry) throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
@@ -97,11 +110,18 @@ struct FetchTests {
             try TestData.write(Self.content, to: dir + "/file")
             try runJSON(store, ["put", "--domain", "d", "doc", dir + "/file"])
             for range in [Self.ranges[1], Self.ranges[3], Self.ranges[5], Self.ranges[6]] {
-                let json = try runJSON(store, ["fetch", "--domain", "d", "doc", "--range", range.argument, "--align", String(geometry.alignment)])
-                try expectFetchRules(json, content: Self.content, start: range.start, length: range.length, alignment: geometry.alignment)
-                #expect(try json.retrievedRange() == expectedRetrievedRange(
-                    start: range.start, length: range.length, alignment: geometry.alignment, chunkSize: geometry.chunkSize,
-                    size: Int64(Self.content.count)), "\(range)")
+                let json = try runJSON(
+                    store,
+                    ["fetch", "--domain", "d", "doc", "--range", range.argument, "--align", String(geometry.alignment)])
+                try expectFetchRules(
+                    json, content: Self.content, start: range.start, length: range.length, alignment: geometry.alignment
+                )
+                #expect(
+                    try json.retrievedRange()
+                        == expectedRetrievedRange(
+                            start: range.start, length: range.length, alignment: geometry.alignment,
+                            chunkSize: geometry.chunkSize,
+                            size: Int64(Self.content.count)), "\(range)")
             }
         }
     }
@@ -115,7 +135,8 @@ struct FetchTests {
             try runJSON(store, ["put", "--domain", "d", "doc", dir + "/file"])
             let json = try runJSON(store, ["fetch", "--domain", "d", "doc", "--range", "10000:5000"])
             #expect(try json.retrievedRange() == Span(8192, 8192))
-            let aligned = try runJSON(store, ["fetch", "--domain", "d", "doc", "--range", "10000:5000", "--align", "64KiB"])
+            let aligned = try runJSON(
+                store, ["fetch", "--domain", "d", "doc", "--range", "10000:5000", "--align", "64KiB"])
             #expect(try aligned.retrievedRange() == Span(0, 65536))
         }
     }
@@ -140,11 +161,13 @@ struct FetchTests {
 
     /// Eight 64 KiB chunks less 1000 bytes: random, hole, hole, written zeros, text, hole, hole, short hole.
     static func sparseContent(at path: String) throws -> [UInt8] {
-        try TestData.writeSparse(to: path, length: 8 * 65536 - 1000, pieces: [
-            (0, TestData.random(count: 65536, seed: 21)),
-            (3 * 65536, [UInt8](repeating: 0, count: 65536)),
-            (4 * 65536, TestData.text(count: 65536, seed: 22)),
-        ])
+        try TestData.writeSparse(
+            to: path, length: 8 * 65536 - 1000,
+            pieces: [
+                (0, TestData.random(count: 65536, seed: 21)),
+                (3 * 65536, [UInt8](repeating: 0, count: 65536)),
+                (4 * 65536, TestData.text(count: 65536, seed: 22)),
+            ])
     }
 
     @Test("A7 A8 zero chunks: a full fetch keeps holes with knownSparseRanges, a partial range gets real zeros")
@@ -163,20 +186,27 @@ struct FetchTests {
             #expect(try whole.retrievedRange() == Span(0, size), "A4")
             #expect(try whole.flags() == ["knownSparseRanges"], "§4: a whole file with zero chunks")
             #expect(try TestData.read(wholePath, count: content.count + 1) == content)
-            #expect(try TestData.firstHole(in: wholePath, atOrAfter: 0) == 65536, "zero chunks stay holes in a whole-file fetch")
+            #expect(
+                try TestData.firstHole(in: wholePath, atOrAfter: 0) == 65536,
+                "zero chunks stay holes in a whole-file fetch")
             #expect(Int64(try TestData.status(wholePath).st_blocks) * 512 < size)
 
             // A7 and A8: a partial range holding zero chunks has real zeros and no flag.
-            for (range, expected) in [("70000:200000", Span(65536, 262144)), ("131072:65536", Span(131072, 65536)),
-                                      ("400000:10", Span(393216, 65536))] {
+            for (range, expected) in [
+                ("70000:200000", Span(65536, 262144)), ("131072:65536", Span(131072, 65536)),
+                ("400000:10", Span(393216, 65536)),
+            ] {
                 let json = try runJSON(store, ["fetch", "--domain", "d", "disk.img", "--range", range])
                 let path = try json.string("path")
                 let retrieved = try json.retrievedRange()
                 #expect(retrieved == expected)
                 #expect(try json.flags() == [], "A8: \(range) is not the whole file")
-                #expect(try TestData.firstHole(in: path, atOrAfter: retrieved.location) >= retrieved.end,
-                        "A7: a hole inside \(retrieved)")
-                #expect(try TestData.read(path, offset: retrieved.location, count: Int(retrieved.length)) == content.slice(retrieved.location, retrieved.length))
+                #expect(
+                    try TestData.firstHole(in: path, atOrAfter: retrieved.location) >= retrieved.end,
+                    "A7: a hole inside \(retrieved)")
+                #expect(
+                    try TestData.read(path, offset: retrieved.location, count: Int(retrieved.length))
+                        == content.slice(retrieved.location, retrieved.length))
             }
 
             // A range that covers the whole file is the whole file (A4): holes and the flag again.
@@ -206,8 +236,12 @@ struct FetchTests {
             #expect(try TestData.firstHole(in: dir + "/copy", atOrAfter: 0) == 65536, "SEEK_HOLE finds the zero chunks")
             // Each byte written once: shared blocks (reflink) or assembled in place (no cloneStrategy), never a copy.
             #expect([nil, "reflink"].contains(json["cloneStrategy"] as? String), "\(json)")
-            #expect(try FileManager.default.contentsOfDirectory(atPath: store + "/tmp") == [], "the engine removed its own temp")
-            #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["copy", "sparse", "store"], "no staging file left")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: store + "/tmp") == [],
+                "the engine removed its own temp")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["copy", "sparse", "store"],
+                "no staging file left")
         }
     }
 
@@ -221,11 +255,16 @@ struct FetchTests {
             let destination = dir + "/dest"
             try TestData.write(Array("precious".utf8), to: destination)
 
-            let refused = try runCLI(["--store", store, "--json", "fetch", "--domain", "d", "doc", "--out", destination])
+            let refused = try runCLI([
+                "--store", store, "--json", "fetch", "--domain", "d", "doc", "--out", destination,
+            ])
             expectError(refused, exit: 1, code: "fileExists", mentions: [destination])
-            #expect(try TestData.read(destination, count: 100) == Array("precious".utf8), "the destination is untouched")
+            #expect(
+                try TestData.read(destination, count: 100) == Array("precious".utf8), "the destination is untouched")
 
-            let partial = try runCLI(["--store", store, "--json", "fetch", "--domain", "d", "doc", "--out", destination, "--range", "0:10"])
+            let partial = try runCLI([
+                "--store", store, "--json", "fetch", "--domain", "d", "doc", "--out", destination, "--range", "0:10",
+            ])
             expectError(partial, exit: 1, code: "fileExists", mentions: [destination])
 
             let replaced = try runJSON(store, ["fetch", "--domain", "d", "doc", "--out", destination, "--force"])
@@ -254,7 +293,9 @@ struct FetchTests {
                 #expect(st.st_mode & 0o777 == 0o600)
                 #expect(try TestData.read(path, count: 100_000) == content)
             }
-            #expect(Set(try FileManager.default.contentsOfDirectory(atPath: store + "/tmp").map { store + "/tmp/" + $0 }) == Set(paths))
+            #expect(
+                Set(try FileManager.default.contentsOfDirectory(atPath: store + "/tmp").map { store + "/tmp/" + $0 })
+                    == Set(paths))
         }
     }
 
@@ -277,7 +318,8 @@ struct FetchTests {
                 let older = try runJSON(store, ["fetch", "--domain", "d", "doc", "--version", "v1"] + strict)
                 try expectItemObject(older["item"], domain: "d", id: "doc", size: 100_000, contentVersion: "v1")
                 #expect(try TestData.read(try older.string("path"), count: 200_000) == old)
-                let olderRange = try runJSON(store, ["fetch", "--domain", "d", "doc", "--version", "v1", "--range", "90000:20000"] + strict)
+                let olderRange = try runJSON(
+                    store, ["fetch", "--domain", "d", "doc", "--version", "v1", "--range", "90000:20000"] + strict)
                 try expectItemObject(olderRange["item"], domain: "d", id: "doc", size: 100_000, contentVersion: "v1")
                 try expectFetchRules(olderRange, content: old, start: 90000, length: 20000, alignment: 4096)
             }

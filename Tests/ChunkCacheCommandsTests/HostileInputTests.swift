@@ -10,7 +10,9 @@ import Glibc
 /// at fault, never crashes or hangs, and leaves the store as it was.
 @Suite("§6 hostile input through the CLI")
 struct HostileInputCLITests {
-    @Test("import of a directory that contains the store is invalidArgument naming both paths; every domain survives (§6, §8)")
+    @Test(
+        "import of a directory that contains the store is invalidArgument naming both paths; every domain survives (§6, §8)"
+    )
     func importTreeHoldingStore() throws {
         try withTemporaryDirectory { dir in
             let home = dir + "/home"
@@ -24,12 +26,14 @@ struct HostileInputCLITests {
             }
             #expect(try storeFigures(store) == before)
             let doc = try runJSON(store, ["fetch", "--domain", "kept", "doc"])
-            #expect(try TestData.read(try doc.string("path"), count: 200_000) == TestData.random(count: 100_000, seed: 7))
+            #expect(
+                try TestData.read(try doc.string("path"), count: 200_000) == TestData.random(count: 100_000, seed: 7))
         }
     }
 
-    @Test("import of a directory that contains the store is refused through a bind mount of the store (device and inode)",
-          .enabled(if: getuid() == 0, "bind mounts need root"))
+    @Test(
+        "import of a directory that contains the store is refused through a bind mount of the store (device and inode)",
+        .enabled(if: getuid() == 0, "bind mounts need root"))
     func importTreeHoldingBindMountedStore() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
@@ -44,7 +48,9 @@ struct HostileInputCLITests {
             let result = try runCLI(["--store", store, "--json", "import", tree, "--domain", "x"])
             expectError(result, exit: 1, code: "invalidArgument", mentions: [tree, store])
             #expect(try storeFigures(store) == before)
-            #expect(FileManager.default.fileExists(atPath: tree + "/x") && FileManager.default.fileExists(atPath: store + "/data.mdb"))
+            #expect(
+                FileManager.default.fileExists(atPath: tree + "/x")
+                    && FileManager.default.fileExists(atPath: store + "/data.mdb"))
         }
     }
 
@@ -56,14 +62,16 @@ struct HostileInputCLITests {
             try #require(mkfifo(dir + "/fifo", 0o600) == 0)
             let before = try storeFigures(store)
             // A blocking open never returns: the timeout kills the process and fails the test.
-            let result = try CLIProcess(["--store", store, "--json", "put", "--domain", "d", "doc", dir + "/fifo"]).wait(timeout: 20)
+            let result = try CLIProcess(["--store", store, "--json", "put", "--domain", "d", "doc", dir + "/fifo"])
+                .wait(timeout: 20)
             expectError(result, exit: 1, code: "invalidArgument", mentions: [dir + "/fifo", "FIFO"])
             #expect(try storeFigures(store) == before)
         }
     }
 
-    @Test("SIGILL on huge sizes: put of a sparse file of 2^63−1 bytes is invalidArgument naming the limit, no crash (§6)",
-          .enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+    @Test(
+        "SIGILL on huge sizes: put of a sparse file of 2^63−1 bytes is invalidArgument naming the limit, no crash (§6)",
+        .enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
     func putHugeSparseFile() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
@@ -80,7 +88,9 @@ struct HostileInputCLITests {
             close(fd)
             try #require(resized == 0, "ftruncate to 2^63−1: \(String(cString: strerror(errno)))")
             let result = try runCLI(["--store", store, "--json", "put", "--domain", "d", "doc", huge])
-            expectError(result, exit: 1, code: "invalidArgument", mentions: [huge, "\(Int64.max) bytes", "1125899906842624 bytes"])
+            expectError(
+                result, exit: 1, code: "invalidArgument",
+                mentions: [huge, "\(Int64.max) bytes", "1125899906842624 bytes"])
             #expect(try storeFigures(store) == before)
             let plain = try runCLI(["--store", store, "put", "--domain", "d", "doc", huge])
             #expect(!plain.terminatedBySignal && plain.exitCode == 1, "\(plain)")
@@ -96,7 +106,8 @@ struct HostileInputCLITests {
             try TestData.write(contents, to: store + "/data.mdb")
             for command in UnusableStoreTests.everyCommand(dir) {
                 let result = try runCLI(["--store", store, "--json"] + command)
-                expectError(result, exit: 1, code: "corruptData", mentions: [store + "/data.mdb", what, "move data.mdb aside"])
+                expectError(
+                    result, exit: 1, code: "corruptData", mentions: [store + "/data.mdb", what, "move data.mdb aside"])
             }
             #expect(try TestData.read(store + "/data.mdb", count: contents.count + 1) == contents, "nothing rewrote it")
             #expect(FileManager.default.fileExists(atPath: dir + "/tree/x"), "import left its source alone")
@@ -113,7 +124,9 @@ struct HostileInputCLITests {
         try expectDamagedStore(TestData.random(count: 8192, seed: 77), saying: "is not an LMDB file")
     }
 
-    @Test("§2 first opens of one new store by several processes at once all succeed: the empty-file check never sees a store being created")
+    @Test(
+        "§2 first opens of one new store by several processes at once all succeed: the empty-file check never sees a store being created"
+    )
     func concurrentFirstOpens() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
@@ -121,7 +134,9 @@ struct HostileInputCLITests {
             for result in processes.map({ $0.wait() }) {
                 #expect(result.exitCode == 0 && !result.terminatedBySignal, "\(result)")
             }
-            #expect(try runJSON(store, ["init"]).int("maxSize") == 1 << 40, "created with the default 1 TiB map, not LMDB's 1 MiB")
+            #expect(
+                try runJSON(store, ["init"]).int("maxSize") == 1 << 40,
+                "created with the default 1 TiB map, not LMDB's 1 MiB")
         }
     }
 
@@ -130,7 +145,8 @@ struct HostileInputCLITests {
         try withTemporaryDirectory { dir in
             try FileManager.default.createDirectory(atPath: dir + "/cwd", withIntermediateDirectories: false)
             try TestData.write([1, 2, 3], to: dir + "/cwd/precious")
-            let result = try runCLI(["--store", dir + "/store", "--json", "import", "", "--domain", "x"], currentDirectory: dir + "/cwd")
+            let result = try runCLI(
+                ["--store", dir + "/store", "--json", "import", "", "--domain", "x"], currentDirectory: dir + "/cwd")
             expectError(result, exit: 64, code: "invalidArgument", mentions: ["<directory>"])
             #expect(try TestData.read(dir + "/cwd/precious", count: 10) == [1, 2, 3])
         }
@@ -144,8 +160,9 @@ struct HostileInputCLITests {
         }
     }
 
-    @Test("import that cannot remove its source reports it: a warning line on stderr, sourceRemovalError in JSON, exit 0 (§8)",
-          .enabled(if: getuid() == 0, "chattr +i needs root"))
+    @Test(
+        "import that cannot remove its source reports it: a warning line on stderr, sourceRemovalError in JSON, exit 0 (§8)",
+        .enabled(if: getuid() == 0, "chattr +i needs root"))
     func importSourceNotRemovable() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
@@ -160,25 +177,30 @@ struct HostileInputCLITests {
             let reason = try result.json().string("sourceRemovalError")
             #expect(reason.contains(tree + "/locked") && reason.contains(String(cString: strerror(EPERM))), "\(reason)")
             let lines = result.stderr.split(separator: "\n")
-            #expect(lines.count == 1 && lines[0].hasPrefix("chunkcache: warning: ") && lines[0].contains(tree)
+            #expect(
+                lines.count == 1 && lines[0].hasPrefix("chunkcache: warning: ") && lines[0].contains(tree)
                     && lines[0].contains(reason), "\(result.stderr)")
             #expect(try runJSON(store, ["fetch", "--domain", "d", "locked"]).string("path").isEmpty == false)
 
             try FileManager.default.createDirectory(atPath: dir + "/plain", withIntermediateDirectories: false)
             let plain = try runCLI(["--store", store, "--json", "import", dir + "/plain", "--domain", "e"])
             #expect(plain.exitCode == 0 && plain.stderr.isEmpty, "\(plain)")
-            #expect(try plain.json()["sourceRemovalError"] is NSNull, "the key is there, null, when the source was removed")
+            #expect(
+                try plain.json()["sourceRemovalError"] is NSNull, "the key is there, null, when the source was removed")
         }
     }
 }
 
 @Suite("§7 CLI texts")
 struct CLITextTests {
-    @Test("--help and help COMMAND print the help as text and exit 0, whatever --json says", arguments: [
-        ["--help"], ["--json", "--help"], ["help"], ["--json", "help"], ["help", "put"], ["--json", "help", "put"],
-        ["help", "put", "--json"], ["--store", "/nonexistent/x", "--json", "help", "put"], ["--json", "put", "--help"],
-        ["put", "--help", "--json"], ["put", "-h"], ["--json", "bench", "dedup", "--help"],
-    ])
+    @Test(
+        "--help and help COMMAND print the help as text and exit 0, whatever --json says",
+        arguments: [
+            ["--help"], ["--json", "--help"], ["help"], ["--json", "help"], ["help", "put"], ["--json", "help", "put"],
+            ["help", "put", "--json"], ["--store", "/nonexistent/x", "--json", "help", "put"],
+            ["--json", "put", "--help"],
+            ["put", "--help", "--json"], ["put", "-h"], ["--json", "bench", "dedup", "--help"],
+        ])
     func helpIsText(arguments: [String]) throws {
         let result = try runCLI(arguments)
         #expect(result.exitCode == 0 && !result.terminatedBySignal, "\(result)")
@@ -196,8 +218,11 @@ struct CLITextTests {
             let help = try runCLI([command, "--help"]).stdout
             // The option's help wraps at 80 columns; compare with the line breaks folded.
             let folded = help.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-            #expect(folded.contains("--tmp-grace <duration> Age at which leftover hand-off files are swept (e.g. 1h, 30m, 0). (default: 1h)"),
-                    "\(help)")
+            #expect(
+                folded.contains(
+                    "--tmp-grace <duration> Age at which leftover hand-off files are swept (e.g. 1h, 30m, 0). (default: 1h)"
+                ),
+                "\(help)")
             #expect(!help.contains("Duration("), "\(help)")
         }
     }
@@ -210,7 +235,10 @@ struct CLITextTests {
             let put = try runCLI(["--store", store, "put", "--domain", "d", "doc", dir + "/file", "--version", "v1"])
             try #require(put.exitCode == 0, "\(put)")
             // Random bytes do not compress: 22 chunks stored raw.
-            #expect(put.stdout == "put d/doc version v1: 1.4 MB, 22 chunks, 22 new, 0 zero, 1.4 MB stored; domain version 1\n", "\(put.stdout)")
+            #expect(
+                put.stdout
+                    == "put d/doc version v1: 1.4 MB, 22 chunks, 22 new, 0 zero, 1.4 MB stored; domain version 1\n",
+                "\(put.stdout)")
             let stat = try runCLI(["--store", store, "stat"])
             #expect(stat.stdout.contains("\nlogical 1.4 MB, unique 1.4 MB, stored 1.4 MB, on disk "), "\(stat.stdout)")
             #expect(stat.stdout.contains("(64 KiB chunks)"), "\(stat.stdout)")

@@ -18,7 +18,10 @@ struct ImportCrashTests {
         for index in 0..<count {
             let folder = "d\(index % 20)/e\(index % 3)"
             try FileManager.default.createDirectory(atPath: root + "/" + folder, withIntermediateDirectories: true)
-            let bytes = index % 7 == 0 ? TestData.text(count: 4096, seed: 7) : TestData.random(count: 1024 * (1 + index % 9), seed: UInt64(index))
+            let bytes =
+                index % 7 == 0
+                ? TestData.text(count: 4096, seed: 7)
+                : TestData.random(count: 1024 * (1 + index % 9), seed: UInt64(index))
             try TestData.write(bytes, to: root + "/\(folder)/f\(index)")
             files["\(folder)/f\(index)"] = bytes
         }
@@ -27,10 +30,14 @@ struct ImportCrashTests {
 
     /// Checks the store holds the domain's import exactly once: finished once, every file byte-exact, no
     /// item twice.
-    static func expectImported(_ store: String, _ files: [String: [UInt8]], sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    static func expectImported(
+        _ store: String, _ files: [String: [UInt8]], sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
         let cache = try await ChunkCache.open(at: store, chunkSize: nil, maxSize: nil, resumingImports: false)
         let info = try #require(try await cache.domains().first { $0.name == "d" }, sourceLocation: sourceLocation)
-        #expect(info.importFinished && info.importsFinished == 1, "G4: importDidFinish once, not \(info.importsFinished)", sourceLocation: sourceLocation)
+        #expect(
+            info.importFinished && info.importsFinished == 1, "G4: importDidFinish once, not \(info.importsFinished)",
+            sourceLocation: sourceLocation)
         var page = EnumerationPage.initialPageSortedByName
         var identifiers: [String] = []
         let all = try await cache.enumeratorOfAllItems(in: "d")
@@ -40,7 +47,9 @@ struct ImportCrashTests {
             guard let next = result.nextPage else { break }
             page = next
         }
-        #expect(identifiers.count == files.count && Set(identifiers) == Set(files.keys), "every file once", sourceLocation: sourceLocation)
+        #expect(
+            identifiers.count == files.count && Set(identifiers) == Set(files.keys), "every file once",
+            sourceLocation: sourceLocation)
         var wrong = 0
         for (path, bytes) in files {
             let fetched = try await cache.fetchContents(for: ItemIdentifier(domain: "d", path))
@@ -50,7 +59,9 @@ struct ImportCrashTests {
         #expect(wrong == 0, "\(wrong) files differ", sourceLocation: sourceLocation)
     }
 
-    @Test("§8 G4: kill -9 at 30 random points of an import of 2,000 files; `import --resume` finishes it once, byte-exact; a moved source is removed only after")
+    @Test(
+        "§8 G4: kill -9 at 30 random points of an import of 2,000 files; `import --resume` finishes it once, byte-exact; a moved source is removed only after"
+    )
     func killedImports() async throws {
         try await withTemporaryDirectory { dir in
             let tree = dir + "/tree"
@@ -69,7 +80,8 @@ struct ImportCrashTests {
                     source = dir + "/moving\(round)"
                     try runTool("cp", "-a", tree, source)
                 }
-                let importer = try CLIProcess(["--store", store, "--json", "import", source, "--domain", "d"] + (moving ? [] : ["--copy"]))
+                let importer = try CLIProcess(
+                    ["--store", store, "--json", "import", source, "--domain", "d"] + (moving ? [] : ["--copy"]))
                 usleep(UInt32(Double(rng.next() % 1000) / 1000 * duration * 1_000_000))
                 importer.kill9()
                 _ = importer.wait()
@@ -82,7 +94,9 @@ struct ImportCrashTests {
                 }
                 try await Self.expectImported(store, files)
                 if moving {
-                    #expect(!FileManager.default.fileExists(atPath: source), "the moved source is removed once the import finished")
+                    #expect(
+                        !FileManager.default.fileExists(atPath: source),
+                        "the moved source is removed once the import finished")
                 }
                 try? FileManager.default.removeItem(atPath: store)
             }

@@ -22,9 +22,11 @@ struct ImportTests {
             "docs/empty": [],
         ]
         for (path, bytes) in files { try TestData.write(bytes, to: root + "/" + path) }
-        files["media/zeros.img"] = try TestData.writeSparse(to: root + "/media/zeros.img", length: 5 * 65536 + 7, pieces: [
-            (2 * 65536, TestData.random(count: 1000, seed: 104)),
-        ])
+        files["media/zeros.img"] = try TestData.writeSparse(
+            to: root + "/media/zeros.img", length: 5 * 65536 + 7,
+            pieces: [
+                (2 * 65536, TestData.random(count: 1000, seed: 104))
+            ])
         try fm.createSymbolicLink(atPath: root + "/docs/latest", withDestinationPath: "2024/report.txt")
         try fm.createSymbolicLink(atPath: root + "/passwd", withDestinationPath: "/etc/passwd")
         return files
@@ -47,7 +49,9 @@ struct ImportTests {
             // readme, report (3 chunks), photo (4 chunks), the one data chunk of zeros.img.
             #expect(try json.int("newChunks") == 1 + 3 + 4 + 1)
             #expect(try json.domainVersion() == 1, "an import publishes a new domain in one change")
-            #expect(!FileManager.default.fileExists(atPath: tree), "§8: without --copy the directory is moved into the store")
+            #expect(
+                !FileManager.default.fileExists(atPath: tree),
+                "§8: without --copy the directory is moved into the store")
 
             for (path, bytes) in files {
                 let fetched = try runJSON(store, ["fetch", "--domain", "home", path])
@@ -56,12 +60,15 @@ struct ImportTests {
                 #expect(try fetched.flags() == (path == "media/zeros.img" ? ["knownSparseRanges"] : []), "\(path)")
             }
             let partial = try runJSON(store, ["fetch", "--domain", "home", "media/zeros.img", "--range", "65536:10"])
-            try expectFetchRules(partial, content: try #require(files["media/zeros.img"]), start: 65536, length: 10, alignment: 4096)
+            try expectFetchRules(
+                partial, content: try #require(files["media/zeros.img"]), start: 65536, length: 10, alignment: 4096)
             #expect(try partial.flags() == [])
 
             let stat = try runJSON(store, ["stat"])
             #expect(try stat.int("domains") == 1)
-            #expect(try stat.int("items") == Self.expectedCounts.files + Self.expectedCounts.folders + Self.expectedCounts.symlinks)
+            #expect(
+                try stat.int("items") == Self.expectedCounts.files + Self.expectedCounts.folders
+                    + Self.expectedCounts.symlinks)
             #expect(try stat.int("versions") == Self.expectedCounts.files)
         }
     }
@@ -77,7 +84,8 @@ struct ImportTests {
             for (path, bytes) in files {
                 #expect(try TestData.read(tree + "/" + path, count: bytes.count + 1) == bytes)
             }
-            #expect(try FileManager.default.destinationOfSymbolicLink(atPath: tree + "/docs/latest") == "2024/report.txt")
+            #expect(
+                try FileManager.default.destinationOfSymbolicLink(atPath: tree + "/docs/latest") == "2024/report.txt")
             #expect(FileManager.default.fileExists(atPath: tree + "/emptyfolder"))
         }
     }
@@ -96,7 +104,8 @@ struct ImportTests {
                 let refused = try runCLI(["--store", store, "--json", "import", second, "--domain", "home"] + copy)
                 expectError(refused, exit: 1, code: "fileExists", mentions: ["home"])
                 for (path, bytes) in files {
-                    #expect(try TestData.read(second + "/" + path, count: bytes.count + 1) == bytes, "\(path) untouched")
+                    #expect(
+                        try TestData.read(second + "/" + path, count: bytes.count + 1) == bytes, "\(path) untouched")
                 }
                 #expect(try storeFigures(store) == before)
             }

@@ -40,16 +40,22 @@ struct JSONShapeTests {
         }
     }
 
-    @Test("§7 put prints the item object, chunk counts, storedBytes and domainVersion", arguments: OptionPlacement.allCases)
+    @Test(
+        "§7 put prints the item object, chunk counts, storedBytes and domainVersion",
+        arguments: OptionPlacement.allCases)
     func putShape(placement: OptionPlacement) throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
             let file = dir + "/file"
             // Two random chunks, one zero chunk, a 100-byte tail.
-            let bytes = TestData.random(count: 2 << 16, seed: 1) + [UInt8](repeating: 0, count: 1 << 16) + TestData.random(count: 100, seed: 2)
+            let bytes =
+                TestData.random(count: 2 << 16, seed: 1) + [UInt8](repeating: 0, count: 1 << 16)
+                + TestData.random(count: 100, seed: 2)
             try TestData.write(bytes, to: file)
-            let json = try run(placement, store: store, ["put", "--domain", "docs", "report.bin", file, "--version", "v1"])
-            try expectItemObject(json["item"], domain: "docs", id: "report.bin", size: Int64(bytes.count), contentVersion: "v1")
+            let json = try run(
+                placement, store: store, ["put", "--domain", "docs", "report.bin", file, "--version", "v1"])
+            try expectItemObject(
+                json["item"], domain: "docs", id: "report.bin", size: Int64(bytes.count), contentVersion: "v1")
             #expect(try json.int("chunks") == 4)
             #expect(try json.int("newChunks") == 3)
             #expect(try json.int("zeroChunks") == 1)
@@ -58,7 +64,9 @@ struct JSONShapeTests {
         }
     }
 
-    @Test("§7 import prints domain, files, folders, symlinks, logicalBytes, newChunks, domainVersion", arguments: OptionPlacement.allCases)
+    @Test(
+        "§7 import prints domain, files, folders, symlinks, logicalBytes, newChunks, domainVersion",
+        arguments: OptionPlacement.allCases)
     func importShape(placement: OptionPlacement) throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
@@ -82,8 +90,9 @@ struct JSONShapeTests {
         var testDescription: String { rawValue }
     }
 
-    @Test("§7 §10 fetch prints path, owner, item, retrievedRange, flags, domainVersion, downloadedBytes and requests",
-          arguments: FetchKind.allCases, OptionPlacement.allCases)
+    @Test(
+        "§7 §10 fetch prints path, owner, item, retrievedRange, flags, domainVersion, downloadedBytes and requests",
+        arguments: FetchKind.allCases, OptionPlacement.allCases)
     func fetchShape(kind: FetchKind, placement: OptionPlacement) throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
@@ -103,7 +112,9 @@ struct JSONShapeTests {
             let range = try json.retrievedRange()
             #expect(try json.flags() == [])
             #expect(try json.domainVersion() == 1)
-            #expect(try json.int("downloadedBytes") == 0 && json.int("requests") == 0, "a domain without an origin downloads nothing")
+            #expect(
+                try json.int("downloadedBytes") == 0 && json.int("requests") == 0,
+                "a domain without an origin downloads nothing")
             switch kind {
             case .whole:
                 #expect(try json.string("owner") == "caller")
@@ -119,7 +130,9 @@ struct JSONShapeTests {
                 #expect(range == Span(0, 200_000))
             }
             #expect(try TestData.status(path).st_size == 200_000)
-            #expect(try TestData.read(path, offset: range.location, count: Int(range.length)) == bytes.slice(range.location, range.length))
+            #expect(
+                try TestData.read(path, offset: range.location, count: Int(range.length))
+                    == bytes.slice(range.location, range.length))
         }
     }
 
@@ -140,7 +153,8 @@ struct JSONShapeTests {
             #expect(try versions.map { try $0.int("cachedBytes") } == [70000, 1000])
             let formatter = ISO8601DateFormatter()
             for version in versions {
-                let created = try #require(formatter.date(from: try version.string("createdAt")), "createdAt is not ISO 8601")
+                let created = try #require(
+                    formatter.date(from: try version.string("createdAt")), "createdAt is not ISO 8601")
                 #expect(abs(created.timeIntervalSinceNow) < 600)
             }
         }
@@ -151,7 +165,10 @@ struct JSONShapeTests {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
             let json = try run(placement, store: store, ["stat"])
-            for key in ["chunkSize", "domains", "items", "versions", "chunks", "logicalBytes", "uniqueBytes", "storedBytes", "fileBytes"] {
+            for key in [
+                "chunkSize", "domains", "items", "versions", "chunks", "logicalBytes", "uniqueBytes", "storedBytes",
+                "fileBytes",
+            ] {
                 #expect(json[key] is NSNumber, "\(key) in \(json)")
             }
             #expect(try json.int("chunkSize") == defaultChunkSize)

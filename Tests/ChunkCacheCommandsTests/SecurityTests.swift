@@ -21,7 +21,9 @@ import Testing
         return st.st_mode & 0o777
     }
 
-    @Test("the store directory is 0700 and every file in it 0600: data.mdb, lock.mdb, writer leases, the reserve, hand-off files")
+    @Test(
+        "the store directory is 0700 and every file in it 0600: data.mdb, lock.mdb, writer leases, the reserve, hand-off files"
+    )
     func modes() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
@@ -38,8 +40,9 @@ import Testing
         }
     }
 
-    @Test("§10 a header value (a credential) is in no output of any command, success or error, and in no file of the store but data.mdb",
-          .requires(NginxServer.self))
+    @Test(
+        "§10 a header value (a credential) is in no output of any command, success or error, and in no file of the store but data.mdb",
+        .requires(NginxServer.self))
     func credentialsNeverPrinted() async throws {
         try await withTemporaryDirectory { dir in
             let root = dir + "/origin"
@@ -51,8 +54,12 @@ import Testing
             let store = dir + "/store"
             var outputs: [CLIResult] = []
             for json in [[], ["--json"]] {
-                func run(_ arguments: [String]) throws { outputs.append(try runCLI(["--store", store] + json + arguments)) }
-                try run(["domain", "add", "web", "--origin", server.baseURL, "--header", "Authorization: \(Self.secret)"])
+                func run(_ arguments: [String]) throws {
+                    outputs.append(try runCLI(["--store", store] + json + arguments))
+                }
+                try run([
+                    "domain", "add", "web", "--origin", server.baseURL, "--header", "Authorization: \(Self.secret)",
+                ])
                 try run(["domain", "sync", "web"])
                 try run(["ls", "--domain", "web"])
                 try run(["fetch", "--domain", "web", "a.bin", "--range", "0:5000"])
@@ -67,13 +74,19 @@ import Testing
                 try run(["verify"])
                 try run(["domain", "ls"])
                 try run(["domain", "set", "web", "--header", "Authorization: \(Self.secret)"])
-                try run(["domain", "add", "web", "--origin", server.baseURL, "--header", "Authorization: \(Self.secret)"])  // exists
+                try run([
+                    "domain", "add", "web", "--origin", server.baseURL, "--header", "Authorization: \(Self.secret)",
+                ])  // exists
                 try run(["sweep", "--all"])
                 try run(["domain", "rm", "web"])
             }
-            #expect(outputs.filter { $0.exitCode == 0 }.count >= 28, "the commands ran: \(outputs.filter { $0.exitCode != 0 })")
+            #expect(
+                outputs.filter { $0.exitCode == 0 }.count >= 28,
+                "the commands ran: \(outputs.filter { $0.exitCode != 0 })")
             for output in outputs {
-                #expect(!output.stdout.contains("NEVER-PRINTED") && !output.stderr.contains("NEVER-PRINTED"), "\(output.arguments)")
+                #expect(
+                    !output.stdout.contains("NEVER-PRINTED") && !output.stderr.contains("NEVER-PRINTED"),
+                    "\(output.arguments)")
             }
             for file in Self.files(under: store) where !file.hasSuffix("/data.mdb") {
                 let bytes = try Data(contentsOf: URL(fileURLWithPath: file))
@@ -82,7 +95,9 @@ import Testing
         }
     }
 
-    @Test("identifiers never become paths: an item named ../../x is stored and fetched, and nothing is written outside the store")
+    @Test(
+        "identifiers never become paths: an item named ../../x is stored and fetched, and nothing is written outside the store"
+    )
     func identifiersAreNotPaths() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/deep/store"
@@ -97,11 +112,15 @@ import Testing
             }
             let outside = Set(Self.files(under: dir)).subtracting(before).filter { !$0.hasPrefix(store + "/") }
             #expect(outside.isEmpty, "written outside the store: \(outside)")
-            #expect(!FileManager.default.fileExists(atPath: dir + "/escaped") && !FileManager.default.fileExists(atPath: dir + "/b"))
+            #expect(
+                !FileManager.default.fileExists(atPath: dir + "/escaped")
+                    && !FileManager.default.fileExists(atPath: dir + "/b"))
         }
     }
 
-    @Test("--out never writes through a symlink it did not expect: without --force it refuses, with --force it replaces the link itself; the link's target is untouched")
+    @Test(
+        "--out never writes through a symlink it did not expect: without --force it refuses, with --force it replaces the link itself; the link's target is untouched"
+    )
     func outDoesNotFollowSymlinks() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
@@ -110,7 +129,9 @@ import Testing
             let victim = TestData.text(count: 1_000, seed: 6)
             try TestData.write(victim, to: dir + "/victim")
             #expect(symlink(dir + "/victim", dir + "/out") == 0)
-            expectError(try runCLI(["--store", store, "--json", "fetch", "--domain", "d", "f", "--out", dir + "/out"]), exit: 1, code: "fileExists")
+            expectError(
+                try runCLI(["--store", store, "--json", "fetch", "--domain", "d", "f", "--out", dir + "/out"]), exit: 1,
+                code: "fileExists")
             try runJSON(store, ["fetch", "--domain", "d", "f", "--out", dir + "/out", "--force"])
             var st = stat()
             #expect(lstat(dir + "/out", &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG, "the link itself was replaced")
@@ -118,7 +139,9 @@ import Testing
         }
     }
 
-    @Test("§8 import never follows a symlink out of its tree: the link is stored as a symlink item and the file it names is neither read nor removed")
+    @Test(
+        "§8 import never follows a symlink out of its tree: the link is stored as a symlink item and the file it names is neither read nor removed"
+    )
     func importKeepsSymlinksAsLinks() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
@@ -129,7 +152,9 @@ import Testing
             #expect(symlink(dir + "/outside.txt", dir + "/tree/link") == 0)
             let imported = try runJSON(store, ["import", dir + "/tree", "--domain", "t"])
             #expect(try imported.int("symlinks") == 1 && (try imported.int("files")) == 1)
-            expectError(try runCLI(["--store", store, "--json", "fetch", "--domain", "t", "link"]), exit: 1, code: "invalidArgument")
+            expectError(
+                try runCLI(["--store", store, "--json", "fetch", "--domain", "t", "link"]), exit: 1,
+                code: "invalidArgument")
             #expect(try TestData.read(dir + "/outside.txt", count: 10_000) == outside, "the target stays where it was")
             let stat = try runJSON(store, ["stat"])
             #expect(try stat.int("logicalBytes") == 100, "only the file inside the tree was stored")

@@ -55,7 +55,9 @@ struct StoreTests {
         }
     }
 
-    @Test("§7 §11 D2 (issue 18): put AAAA, BBBBBB, AAAA: the reply, versions and fetch all say AAAA is current, and the domain version moved")
+    @Test(
+        "§7 §11 D2 (issue 18): put AAAA, BBBBBB, AAAA: the reply, versions and fetch all say AAAA is current, and the domain version moved"
+    )
     func revertThroughCLI() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
@@ -70,7 +72,9 @@ struct StoreTests {
             #expect(try third.domainVersion() == second.domainVersion() + 1, "a revert is a change")
             #expect(try third.int("newChunks") == 0 && third.int("storedBytes") == 0)
             let versions = try runJSON(store, ["versions", "--domain", "d", "doc"])
-            let listed = try versions.array("versions").compactMap { ($0 as? [String: Any])?["contentVersion"] as? String }
+            let listed = try versions.array("versions").compactMap {
+                ($0 as? [String: Any])?["contentVersion"] as? String
+            }
             #expect(listed == [a, b], "newest first, the reverted version once")
             try expectItemObject(versions["item"], domain: "d", id: "doc", size: 4, contentVersion: a)
             let fetched = try runJSON(store, ["fetch", "--domain", "d", "doc"])
@@ -90,7 +94,9 @@ struct StoreTests {
             try runJSON(store, ["put", "--domain", "d", "doc", dir + "/original", "--version", "v1"])
             let before = try storeFigures(store)
 
-            let refused = try runCLI(["--store", store, "--json", "put", "--domain", "d", "doc", dir + "/other", "--version", "v1"])
+            let refused = try runCLI([
+                "--store", store, "--json", "put", "--domain", "d", "doc", dir + "/other", "--version", "v1",
+            ])
             expectError(refused, exit: 1, code: "invalidArgument", mentions: ["v1"])
             #expect(try storeFigures(store) == before)
             let verify = try runJSON(store, ["verify"])
@@ -141,7 +147,9 @@ struct StoreTests {
         }
     }
 
-    @Test("§7 sizes accept 4096, 64KiB and 1MiB", arguments: [("4096", 4096), ("64KiB", 65536), ("1MiB", 1 << 20), ("4MiB", 4 << 20)])
+    @Test(
+        "§7 sizes accept 4096, 64KiB and 1MiB",
+        arguments: [("4096", 4096), ("64KiB", 65536), ("1MiB", 1 << 20), ("4MiB", 4 << 20)])
     func sizeSyntax(text: String, bytes: Int64) throws {
         try withTemporaryDirectory { dir in
             let json = try runJSON(dir + "/store", ["init", "--chunk-size", text, "--max-size", "1GiB"])
@@ -154,22 +162,25 @@ struct StoreTests {
     func statFigures() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
-            let random = TestData.random(count: 300_000, seed: 71)   // 5 chunks, raw
-            let text = TestData.text(count: 200_000, seed: 72)       // 4 chunks, compressible
+            let random = TestData.random(count: 300_000, seed: 71)  // 5 chunks, raw
+            let text = TestData.text(count: 200_000, seed: 72)  // 4 chunks, compressible
             try TestData.write(random, to: dir + "/random")
             try TestData.write(text, to: dir + "/text")
             try TestData.writeSparse(to: dir + "/zeros", length: 3 * 65536, pieces: [])  // 3 zero chunks
             var stored: Int64 = 0
             var newChunks: Int64 = 0
-            for (domain, item, file, version) in [("d", "random", "random", "r1"), ("d", "text", "text", "t1"),
-                                                  ("e", "zeros", "zeros", "z1"), ("d", "random", "random", "r2")] {
+            for (domain, item, file, version) in [
+                ("d", "random", "random", "r1"), ("d", "text", "text", "t1"),
+                ("e", "zeros", "zeros", "z1"), ("d", "random", "random", "r2"),
+            ] {
                 let put = try runJSON(store, ["put", "--domain", domain, item, dir + "/" + file, "--version", version])
                 stored += try put.int("storedBytes")
                 newChunks += try put.int("newChunks")
             }
             var logical: Int64 = 0
             for (domain, item) in [("d", "random"), ("d", "text"), ("e", "zeros")] {
-                let versions = try #require(try runJSON(store, ["versions", "--domain", domain, item])["versions"] as? [[String: Any]])
+                let versions = try #require(
+                    try runJSON(store, ["versions", "--domain", domain, item])["versions"] as? [[String: Any]])
                 logical += try versions.reduce(0) { $0 + (try $1.int("size")) }
             }
             #expect(logical == 300_000 * 2 + 200_000 + 3 * 65536)
@@ -221,8 +232,9 @@ struct StoreTests {
         var testDescription: String { rawValue }
     }
 
-    @Test("§2 the store is --store, else $CHUNKCACHE_STORE, else $XDG_CACHE_HOME/chunkcache, else ~/.cache/chunkcache, created 0700",
-          arguments: StoreSource.allCases)
+    @Test(
+        "§2 the store is --store, else $CHUNKCACHE_STORE, else $XDG_CACHE_HOME/chunkcache, else ~/.cache/chunkcache, created 0700",
+        arguments: StoreSource.allCases)
     func storeLocation(source: StoreSource) throws {
         try withTemporaryDirectory { dir in
             var env: [String: String?] = ["HOME": dir + "/home", "XDG_CACHE_HOME": nil, "CHUNKCACHE_STORE": nil]
@@ -255,7 +267,9 @@ struct StoreTests {
         }
     }
 
-    @Test("§6 a put or import that does not fit --max-size is insufficientQuota, changes nothing, and init --max-size raises it")
+    @Test(
+        "§6 a put or import that does not fit --max-size is insufficientQuota, changes nothing, and init --max-size raises it"
+    )
     func storeFull() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
@@ -276,7 +290,9 @@ struct StoreTests {
             let imported = try runCLI(["--store", store, "--json", "import", dir + "/tree", "--domain", "t"])
             expectError(imported, exit: 1, code: "insufficientQuota", mentions: [store])
             #expect(try storeFigures(store) == before)
-            #expect(try TestData.read(dir + "/tree/big", count: (4 << 20) + 1) == big, "§8: the directory is left as it was")
+            #expect(
+                try TestData.read(dir + "/tree/big", count: (4 << 20) + 1) == big, "§8: the directory is left as it was"
+            )
             let noDomain = try runCLI(["--store", store, "--json", "versions", "--domain", "t", "big"])
             expectError(noDomain, exit: 1, code: "noSuchItem", mentions: ["t"])
 

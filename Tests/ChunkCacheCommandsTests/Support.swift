@@ -95,7 +95,9 @@ func runCLI(_ arguments: [String], env: [String: String?] = [:], currentDirector
 
 /// Runs `chunkcache --store store --json arguments…`, expects exit 0, and returns the JSON object.
 @discardableResult
-func runJSON(_ store: String, _ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+func runJSON(_ store: String, _ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) throws
+    -> [String: Any]
+{
     let result = try runCLI(["--store", store, "--json"] + arguments)
     try #require(result.exitCode == 0 && !result.terminatedBySignal, "\(result)", sourceLocation: sourceLocation)
     return try result.json(sourceLocation: sourceLocation)
@@ -108,18 +110,23 @@ func parseJSONObject(_ text: String, sourceLocation: SourceLocation = #_sourceLo
     let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
     #expect(!trimmed.contains("\n"), "stdout holds more than one line: \(text)", sourceLocation: sourceLocation)
     let value = try JSONSerialization.jsonObject(with: Data(trimmed.utf8), options: [])
-    return try #require(value as? [String: Any], "stdout is not one JSON object: \(text)", sourceLocation: sourceLocation)
+    return try #require(
+        value as? [String: Any], "stdout is not one JSON object: \(text)", sourceLocation: sourceLocation)
 }
 
 extension Dictionary where Key == String, Value == Any {
     func int(_ key: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> Int64 {
-        let number = try #require(self[key] as? NSNumber, "\(key) is not a number in \(self)", sourceLocation: sourceLocation)
-        #expect(number.doubleValue == number.doubleValue.rounded(), "\(key) is not an integer", sourceLocation: sourceLocation)
+        let number = try #require(
+            self[key] as? NSNumber, "\(key) is not a number in \(self)", sourceLocation: sourceLocation)
+        #expect(
+            number.doubleValue == number.doubleValue.rounded(), "\(key) is not an integer",
+            sourceLocation: sourceLocation)
         return number.int64Value
     }
 
     func double(_ key: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> Double {
-        try #require(self[key] as? NSNumber, "\(key) is not a number in \(self)", sourceLocation: sourceLocation).doubleValue
+        try #require(self[key] as? NSNumber, "\(key) is not a number in \(self)", sourceLocation: sourceLocation)
+            .doubleValue
     }
 
     func string(_ key: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> String {
@@ -137,19 +144,24 @@ extension Dictionary where Key == String, Value == Any {
     /// The `retrievedRange` of a fetch result.
     func retrievedRange(sourceLocation: SourceLocation = #_sourceLocation) throws -> Span {
         let range = try object("retrievedRange", sourceLocation: sourceLocation)
-        return Span(try range.int("location", sourceLocation: sourceLocation), try range.int("length", sourceLocation: sourceLocation))
+        return Span(
+            try range.int("location", sourceLocation: sourceLocation),
+            try range.int("length", sourceLocation: sourceLocation))
     }
 
     /// The `flags` of a fetch result.
     func flags(sourceLocation: SourceLocation = #_sourceLocation) throws -> [String] {
-        try #require(self["flags"] as? [String], "flags is not an array of strings in \(self)", sourceLocation: sourceLocation)
+        try #require(
+            self["flags"] as? [String], "flags is not an array of strings in \(self)", sourceLocation: sourceLocation)
     }
 
     /// The domain version, checked to be a JSON string of decimal digits (§7).
     func domainVersion(sourceLocation: SourceLocation = #_sourceLocation) throws -> UInt64 {
         let text = try string("domainVersion", sourceLocation: sourceLocation)
-        #expect(!text.isEmpty && text.allSatisfy { $0.isASCII && $0.isNumber }, "domainVersion \(text) is not decimal digits",
-                sourceLocation: sourceLocation)
+        #expect(
+            !text.isEmpty && text.allSatisfy { $0.isASCII && $0.isNumber },
+            "domainVersion \(text) is not decimal digits",
+            sourceLocation: sourceLocation)
         return try #require(UInt64(text), sourceLocation: sourceLocation)
     }
 }
@@ -160,15 +172,20 @@ func expectItemObject(
     _ value: Any?, domain: String, id: String, size: Int64? = nil, contentVersion: String? = nil,
     sourceLocation: SourceLocation = #_sourceLocation
 ) throws -> (contentVersion: String, size: Int64) {
-    let item = try #require(value as? [String: Any], "item is not an object: \(String(describing: value))", sourceLocation: sourceLocation)
-    #expect(Set(item.keys).isSuperset(of: ["domain", "id", "contentVersion", "metadataVersion", "size"]), "item keys: \(item.keys.sorted())",
-            sourceLocation: sourceLocation)
+    let item = try #require(
+        value as? [String: Any], "item is not an object: \(String(describing: value))", sourceLocation: sourceLocation)
+    #expect(
+        Set(item.keys).isSuperset(of: ["domain", "id", "contentVersion", "metadataVersion", "size"]),
+        "item keys: \(item.keys.sorted())",
+        sourceLocation: sourceLocation)
     #expect(try item.string("domain", sourceLocation: sourceLocation) == domain, sourceLocation: sourceLocation)
     #expect(try item.string("id", sourceLocation: sourceLocation) == id, sourceLocation: sourceLocation)
     let version = try item.string("contentVersion", sourceLocation: sourceLocation)
     let metadataVersion = try item.string("metadataVersion", sourceLocation: sourceLocation)
-    #expect(!version.isEmpty && version.utf8.count <= 128, "D1: content version \(version)", sourceLocation: sourceLocation)
-    #expect(metadataVersion.utf8.count <= 128, "D1: metadata version \(metadataVersion)", sourceLocation: sourceLocation)
+    #expect(
+        !version.isEmpty && version.utf8.count <= 128, "D1: content version \(version)", sourceLocation: sourceLocation)
+    #expect(
+        metadataVersion.utf8.count <= 128, "D1: metadata version \(metadataVersion)", sourceLocation: sourceLocation)
     let itemSize = try item.int("size", sourceLocation: sourceLocation)
     if let size { #expect(itemSize == size, sourceLocation: sourceLocation) }
     if let contentVersion { #expect(version == contentVersion, sourceLocation: sourceLocation) }
@@ -207,12 +224,16 @@ func expectError(
     }
     #expect(result.exitCode == exit, "exit code: \(result)", sourceLocation: sourceLocation)
     let lines = result.stderr.split(separator: "\n", omittingEmptySubsequences: false)
-    #expect(lines.count == 2 && lines[1].isEmpty, "stderr is not one line: \(result.stderr)", sourceLocation: sourceLocation)
+    #expect(
+        lines.count == 2 && lines[1].isEmpty, "stderr is not one line: \(result.stderr)", sourceLocation: sourceLocation
+    )
     for mention in mentions {
-        #expect(result.stderr.contains(mention), "stderr does not name \(mention): \(result.stderr)", sourceLocation: sourceLocation)
+        #expect(
+            result.stderr.contains(mention), "stderr does not name \(mention): \(result.stderr)",
+            sourceLocation: sourceLocation)
     }
     guard let object = try? parseJSONObject(result.stdout, sourceLocation: sourceLocation),
-          let error = object["error"] as? [String: Any]
+        let error = object["error"] as? [String: Any]
     else {
         Issue.record("stdout has no error object: \(result)", sourceLocation: sourceLocation)
         return
@@ -221,7 +242,9 @@ func expectError(
     #expect(error["code"] as? String == code, "code: \(result)", sourceLocation: sourceLocation)
     if let expected = contractErrorTable[code] {
         #expect(error["domain"] as? String == expected.domain, "domain: \(result)", sourceLocation: sourceLocation)
-        #expect((error["rawValue"] as? NSNumber)?.intValue == expected.rawValue, "rawValue: \(result)", sourceLocation: sourceLocation)
+        #expect(
+            (error["rawValue"] as? NSNumber)?.intValue == expected.rawValue, "rawValue: \(result)",
+            sourceLocation: sourceLocation)
     } else {
         Issue.record("\(code) is not a §6 code", sourceLocation: sourceLocation)
     }

@@ -24,7 +24,9 @@ struct SweepTests {
     func age(_ path: String, by seconds: Int) throws {
         let then = time(nil) - seconds
         var times = [timespec(tv_sec: then, tv_nsec: 0), timespec(tv_sec: then, tv_nsec: 0)]
-        guard utimensat(AT_FDCWD, path, &times, 0) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        guard utimensat(AT_FDCWD, path, &times, 0) == 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
     }
 
     func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
@@ -33,7 +35,10 @@ struct SweepTests {
     func freshHandOffSurvives() throws {
         try withTemporaryDirectory { dir in
             let (store, paths) = try storeWithHandOffs(in: dir, count: 1)
-            for command in [["stat"], ["verify"], ["versions", "--domain", "d", "doc"], ["sweep"], ["fetch", "--domain", "d", "doc", "--range", "0:1"]] {
+            for command in [
+                ["stat"], ["verify"], ["versions", "--domain", "d", "doc"], ["sweep"],
+                ["fetch", "--domain", "d", "doc", "--range", "0:1"],
+            ] {
                 try runJSON(store, command)
                 #expect(exists(paths[0]), "after \(command)")
             }

@@ -31,7 +31,8 @@ struct VerifyTests {
         return found
     }
 
-    @Test("§2 a damaged chunk is never served: fetch is corruptData, verify names its SHA-256, --repair makes it absent")
+    @Test(
+        "§2 a damaged chunk is never served: fetch is corruptData, verify names its SHA-256, --repair makes it absent")
     func damagedChunk() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
@@ -53,12 +54,17 @@ struct VerifyTests {
 
             // Never served: a read that needs the chunk fails its check.
             for range in [[], ["--range", "\(3 * 65536 + 5):10"]] {
-                let result = try runCLI(["--store", store, "--json", "fetch", "--domain", "d", "doc", "--version", "v1", "--strict"] + range)
+                let result = try runCLI(
+                    ["--store", store, "--json", "fetch", "--domain", "d", "doc", "--version", "v1", "--strict"] + range
+                )
                 expectError(result, exit: 1, code: "corruptData", mentions: [])
             }
-            #expect(try FileManager.default.contentsOfDirectory(atPath: store + "/tmp") == [], "a failed fetch leaves no temp file")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: store + "/tmp") == [],
+                "a failed fetch leaves no temp file")
             // Ranges that do not need it still work.
-            let clean = try runJSON(store, ["fetch", "--domain", "d", "doc", "--version", "v1", "--strict", "--range", "0:100"])
+            let clean = try runJSON(
+                store, ["fetch", "--domain", "d", "doc", "--version", "v1", "--strict", "--range", "0:100"])
             try expectFetchRules(clean, content: v1, start: 0, length: 100, alignment: 4096)
 
             let repair = try runJSON(store, ["verify", "--repair"])
@@ -70,16 +76,21 @@ struct VerifyTests {
             #expect(try runJSON(store, ["stat"]).int("chunks") == 16)
 
             // §7: strict → versionNoLongerAvailable; non-strict → the newest version that can serve the range.
-            let strict = try runCLI(["--store", store, "--json", "fetch", "--domain", "d", "doc", "--version", "v1", "--strict",
-                                     "--range", "\(3 * 65536):10"])
+            let strict = try runCLI([
+                "--store", store, "--json", "fetch", "--domain", "d", "doc", "--version", "v1", "--strict",
+                "--range", "\(3 * 65536):10",
+            ])
             expectError(strict, exit: 1, code: "versionNoLongerAvailable", mentions: ["v1"])
-            let fallback = try runJSON(store, ["fetch", "--domain", "d", "doc", "--version", "v1", "--range", "\(3 * 65536):10"])
+            let fallback = try runJSON(
+                store, ["fetch", "--domain", "d", "doc", "--version", "v1", "--range", "\(3 * 65536):10"])
             try expectItemObject(fallback["item"], domain: "d", id: "doc", size: 1 << 20, contentVersion: "v2")
             try expectFetchRules(fallback, content: v2, start: 3 * 65536, length: 10, alignment: 4096)
-            let stillV1 = try runJSON(store, ["fetch", "--domain", "d", "doc", "--version", "v1", "--strict", "--range", "0:10"])
+            let stillV1 = try runJSON(
+                store, ["fetch", "--domain", "d", "doc", "--version", "v1", "--strict", "--range", "0:10"])
             try expectItemObject(stillV1["item"], domain: "d", id: "doc", contentVersion: "v1")
 
-            let versions = try #require(try runJSON(store, ["versions", "--domain", "d", "doc"])["versions"] as? [[String: Any]])
+            let versions = try #require(
+                try runJSON(store, ["versions", "--domain", "d", "doc"])["versions"] as? [[String: Any]])
             #expect(try versions.map { try $0.string("contentVersion") } == ["v2", "v1"])
             #expect(try versions.map { try $0.int("cachedBytes") } == [1 << 20, (1 << 20) - 65536])
         }
@@ -89,11 +100,15 @@ struct VerifyTests {
     /// file, as a disk error would; returns how many copies it changed.
     func damageManifestEntry(naming chunk: [UInt8], inStore store: String) throws -> Int {
         let hex = Array(chunk.withUnsafeBytes { ChunkDigest(hashing: $0) }.description.utf8)
-        let digest = stride(from: 0, to: hex.count, by: 2).map { UInt8(String(decoding: hex[$0..<($0 + 2)], as: UTF8.self), radix: 16)! }
+        let digest = stride(from: 0, to: hex.count, by: 2).map {
+            UInt8(String(decoding: hex[$0..<($0 + 2)], as: UTF8.self), radix: 16)!
+        }
         return try flipEvery(Data([1] + digest), at: 0, with: 0x03, inStore: store)
     }
 
-    @Test("a damaged manifest page is never served as zeros: fetch is corruptData naming the item; verify names it and exits 0")
+    @Test(
+        "a damaged manifest page is never served as zeros: fetch is corruptData naming the item; verify names it and exits 0"
+    )
     func damagedManifestPage() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
@@ -106,8 +121,11 @@ struct VerifyTests {
             try #require(try damageManifestEntry(naming: Array(doc[2 * 65536..<3 * 65536]), inStore: store) >= 1)
 
             let fetch = try runCLI(["--store", store, "--json", "fetch", "--domain", "d", "doc"])
-            expectError(fetch, exit: 1, code: "corruptData",
-                        mentions: ["page 0 of the manifest of version \"v1\" of item \"doc\" in domain \"d\"", "chunkcache verify"])
+            expectError(
+                fetch, exit: 1, code: "corruptData",
+                mentions: [
+                    "page 0 of the manifest of version \"v1\" of item \"doc\" in domain \"d\"", "chunkcache verify",
+                ])
             let intact = try runJSON(store, ["fetch", "--domain", "d", "other"])
             try expectFetchRules(intact, content: other, start: 0, length: 65536, alignment: 1)
 
@@ -120,7 +138,10 @@ struct VerifyTests {
             #expect(try versions.first?.string("item") == "doc")
             #expect(try versions.first?.string("contentVersion") == "v1")
             #expect(try versions.first?.string("problem") == "page 0 of its manifest fails its check")
-            #expect(report["damagedRecords"] as? [String] == ["page 0 of the manifest of version \"v1\" of item \"doc\" in domain \"d\""])
+            #expect(
+                report["damagedRecords"] as? [String] == [
+                    "page 0 of the manifest of version \"v1\" of item \"doc\" in domain \"d\""
+                ])
         }
     }
 }

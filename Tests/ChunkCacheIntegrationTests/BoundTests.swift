@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// The bounded cache (CONTRACT §12): eviction by the writer between its water marks, W-TinyLFU's scan
@@ -30,8 +31,9 @@ import Testing
         try await cache.versions(of: ItemIdentifier(domain: "web", name)).versions.first?.cachedBytes ?? -1
     }
 
-    @Test("§12 H1: a store bounded at 16 MiB, filled with 48 MiB from an origin, keeps its live pages under the bound and data.mdb within it; every fetch is byte-exact; evicted chunks come back with their hash checked; a file handed off before eviction is untouched by it",
-          .requires(NginxServer.self))
+    @Test(
+        "§12 H1: a store bounded at 16 MiB, filled with 48 MiB from an origin, keeps its live pages under the bound and data.mdb within it; every fetch is byte-exact; evicted chunks come back with their hash checked; a file handed off before eviction is untouched by it",
+        .requires(NginxServer.self))
     func staysWithinItsBound() async throws {
         var files: [String: [UInt8]] = [:]
         for n in 0..<12 { files["f\(n).bin"] = TestData.random(count: 4 << 20, seed: UInt64(100 + n)) }
@@ -44,8 +46,9 @@ import Testing
                 #expect(try await Self.fetchWhole(cache, "f\(n).bin") == files["f\(n).bin"])
                 _ = try await cache.enforceBound()
                 let live = try cache.store.environment.liveBytes()
-                #expect(Int64(live) <= Int64(SpaceBound.lowWater * Double(Self.bound)) + (1 << 20),
-                        "after fetch \(n): \(live) live bytes")
+                #expect(
+                    Int64(live) <= Int64(SpaceBound.lowWater * Double(Self.bound)) + (1 << 20),
+                    "after fetch \(n): \(live) live bytes")
             }
             let size = try FileManager.default.attributesOfItem(atPath: dir + "/store/data.mdb")[.size] as! Int64
             #expect(size <= Self.bound, "data.mdb is \(size) bytes")
@@ -66,7 +69,9 @@ import Testing
             }
             #expect(cachedTotal <= Self.bound, "cached bytes of all files: \(cachedTotal)")
             #expect(shrunk.count >= 8, "files that lost chunks: \(shrunk)")
-            #expect(try TestData.read(handedOff.url.path, count: 8 << 20) == files["f0.bin"], "H1: the hand-off does not depend on the cache")
+            #expect(
+                try TestData.read(handedOff.url.path, count: 8 << 20) == files["f0.bin"],
+                "H1: the hand-off does not depend on the cache")
             // Every file that lost chunks comes back from the origin, right.
             for name in shrunk {
                 #expect(try await Self.fetchWhole(cache, name) == files[name], "\(name) after eviction")
@@ -77,8 +82,9 @@ import Testing
         }
     }
 
-    @Test("§12: W-TinyLFU resists a scan: a file read five times stays cached while 96 MiB read once pass through a 64 MiB store",
-          .requires(NginxServer.self))
+    @Test(
+        "§12: W-TinyLFU resists a scan: a file read five times stays cached while 96 MiB read once pass through a 64 MiB store",
+        .requires(NginxServer.self))
     func scanResistance() async throws {
         var files: [String: [UInt8]] = ["hot.bin": TestData.random(count: 2 << 20, seed: 7)]
         for n in 0..<48 { files["scan\(n).bin"] = TestData.random(count: 2 << 20, seed: UInt64(200 + n)) }
@@ -98,8 +104,9 @@ import Testing
         }
     }
 
-    @Test("§12: a pinned item is never evicted by the bound; a domain without an origin is never evicted, and a put that cannot fit is insufficientQuota with the store unchanged",
-          .requires(NginxServer.self))
+    @Test(
+        "§12: a pinned item is never evicted by the bound; a domain without an origin is never evicted, and a put that cannot fit is insufficientQuota with the store unchanged",
+        .requires(NginxServer.self))
     func pinnedAndLocalNeverEvicted() async throws {
         var files: [String: [UInt8]] = ["keep.bin": TestData.random(count: 3 << 20, seed: 9)]
         for n in 0..<6 { files["x\(n).bin"] = TestData.random(count: 4 << 20, seed: UInt64(300 + n)) }
@@ -120,9 +127,13 @@ import Testing
             // 12 MiB more of local content cannot fit beside 7 MiB that may not go.
             let before = try await cache.statistics()
             let big = TestData.random(count: 12 << 20, seed: 11)
-            #expect(await errorCode { try await put(cache, big, as: ItemIdentifier(domain: "local", "big.bin"), in: dir) } == .insufficientQuota)
+            #expect(
+                await errorCode { try await put(cache, big, as: ItemIdentifier(domain: "local", "big.bin"), in: dir) }
+                    == .insufficientQuota)
             let after = try await cache.statistics()
-            #expect(after.items == before.items && after.versions == before.versions && after.logicalBytes == before.logicalBytes)
+            #expect(
+                after.items == before.items && after.versions == before.versions
+                    && after.logicalBytes == before.logicalBytes)
             #expect(try await cache.verify().damagedRecords.isEmpty)
             #expect(try await Self.cached(cache, "keep.bin") == 3 << 20)
         }
@@ -140,13 +151,17 @@ import Testing
         return total
     }
 
-    @Test("§12 (issue 18): the bound is the store's disk use: an empty store bounded at 16 MiB takes at most 16 MiB with its space reserve, and stat's fileBytes is what its files take (tmp/ aside)")
+    @Test(
+        "§12 (issue 18): the bound is the store's disk use: an empty store bounded at 16 MiB takes at most 16 MiB with its space reserve, and stat's fileBytes is what its files take (tmp/ aside)"
+    )
     func emptyStoreWithinItsBound() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir, maxSize: Self.bound)
             let onDisk = try Self.keptFileBytes(dir + "/store")
             #expect(onDisk <= Self.bound, "the empty store takes \(onDisk) bytes")
-            #expect(FileManager.default.fileExists(atPath: dir + "/store/reserve"), "the reserve is kept, sized from the bound")
+            #expect(
+                FileManager.default.fileExists(atPath: dir + "/store/reserve"),
+                "the reserve is kept, sized from the bound")
             let stats = try await cache.statistics()
             #expect(stats.fileBytes == onDisk, "fileBytes \(stats.fileBytes), on disk \(onDisk)")
             // A hand-off in tmp/ belongs to its caller: not counted.
@@ -158,8 +173,9 @@ import Testing
         }
     }
 
-    @Test("§12 (issue 18): a store bounded at 16 MiB filled with 32 MiB through an origin keeps every file it keeps (data.mdb, lock.mdb, the reserve; tmp/ aside) within 16 MiB, and fileBytes says so",
-          .requires(NginxServer.self))
+    @Test(
+        "§12 (issue 18): a store bounded at 16 MiB filled with 32 MiB through an origin keeps every file it keeps (data.mdb, lock.mdb, the reserve; tmp/ aside) within 16 MiB, and fileBytes says so",
+        .requires(NginxServer.self))
     func wholeDirectoryWithinItsBound() async throws {
         var files: [String: [UInt8]] = [:]
         for n in 0..<8 { files["d\(n).bin"] = TestData.random(count: 4 << 20, seed: UInt64(500 + n)) }
@@ -175,8 +191,9 @@ import Testing
         }
     }
 
-    @Test("§12 (issue 18): evictableBytes and pinnedBytes count chunks once: pinning a partly cached item moves all its bytes to pinnedBytes, none evictable",
-          .requires(NginxServer.self))
+    @Test(
+        "§12 (issue 18): evictableBytes and pinnedBytes count chunks once: pinning a partly cached item moves all its bytes to pinnedBytes, none evictable",
+        .requires(NginxServer.self))
     func pinOfPartlyCachedItem() async throws {
         let bytes = TestData.random(count: 4 << 20, seed: 41)
         try await Self.withBoundedOrigin(["p.bin": bytes], bound: 64 << 20) { cache, _, _ in
@@ -184,8 +201,10 @@ import Testing
             unlink(part.url.path)
             await cache.waitForDownloads()
             var stats = try await cache.statistics()
-            #expect(stats.uniqueBytes == 1 << 20 && stats.evictableBytes == 1 << 20 && stats.pinnedBytes == 0,
-                    "before the pin: \(stats.uniqueBytes) unique, \(stats.evictableBytes) evictable, \(stats.pinnedBytes) pinned")
+            #expect(
+                stats.uniqueBytes == 1 << 20 && stats.evictableBytes == 1 << 20 && stats.pinnedBytes == 0,
+                "before the pin: \(stats.uniqueBytes) unique, \(stats.evictableBytes) evictable, \(stats.pinnedBytes) pinned"
+            )
             _ = try await cache.pin(ItemIdentifier(domain: "web", "p.bin"))
             stats = try await cache.statistics()
             #expect(stats.uniqueBytes == 4 << 20)
@@ -193,12 +212,15 @@ import Testing
             #expect(stats.evictableBytes == 0, "evictable: \(stats.evictableBytes)")
             _ = try await cache.unpin(ItemIdentifier(domain: "web", "p.bin"))
             stats = try await cache.statistics()
-            #expect(stats.pinnedBytes == 0 && stats.evictableBytes == 4 << 20, "unpinned: \(stats.evictableBytes) evictable")
+            #expect(
+                stats.pinnedBytes == 0 && stats.evictableBytes == 4 << 20, "unpinned: \(stats.evictableBytes) evictable"
+            )
         }
     }
 
-    @Test("§12 (issue 18): evictableBytes counts a chunk two versions share once: two 4 MiB versions sharing 2 MiB make 6 MiB evictable (not 8), and a pin of one holds its 4 MiB, leaving the other's own 2 MiB evictable",
-          .requires(NginxServer.self))
+    @Test(
+        "§12 (issue 18): evictableBytes counts a chunk two versions share once: two 4 MiB versions sharing 2 MiB make 6 MiB evictable (not 8), and a pin of one holds its 4 MiB, leaving the other's own 2 MiB evictable",
+        .requires(NginxServer.self))
     func versionsSharingChunks() async throws {
         let a = TestData.random(count: 4 << 20, seed: 42)
         let b = Array(a[..<(2 << 20)]) + TestData.random(count: 2 << 20, seed: 43)
@@ -206,17 +228,21 @@ import Testing
             #expect(try await Self.fetchWhole(cache, "a.bin") == a)
             #expect(try await Self.fetchWhole(cache, "b.bin") == b)
             var stats = try await cache.statistics()
-            #expect(stats.versions == 2 && stats.uniqueBytes == 6 << 20, "\(stats.versions) versions, \(stats.uniqueBytes) unique")
+            #expect(
+                stats.versions == 2 && stats.uniqueBytes == 6 << 20,
+                "\(stats.versions) versions, \(stats.uniqueBytes) unique")
             #expect(stats.evictableBytes == 6 << 20, "evictable: \(stats.evictableBytes)")
             // Pinned, a.bin holds the shared chunks too: evicting b.bin would free only its own half.
             _ = try await cache.pin(ItemIdentifier(domain: "web", "a.bin"))
             stats = try await cache.statistics()
-            #expect(stats.pinnedBytes == 4 << 20 && stats.evictableBytes == 2 << 20,
-                    "pinned \(stats.pinnedBytes), evictable \(stats.evictableBytes)")
+            #expect(
+                stats.pinnedBytes == 4 << 20 && stats.evictableBytes == 2 << 20,
+                "pinned \(stats.pinnedBytes), evictable \(stats.evictableBytes)")
             _ = try await cache.pin(ItemIdentifier(domain: "web", "b.bin"))
             stats = try await cache.statistics()
-            #expect(stats.pinnedBytes == 6 << 20 && stats.evictableBytes == 0,
-                    "both pinned: \(stats.pinnedBytes) pinned, \(stats.evictableBytes) evictable")
+            #expect(
+                stats.pinnedBytes == 6 << 20 && stats.evictableBytes == 0,
+                "both pinned: \(stats.pinnedBytes) pinned, \(stats.evictableBytes) evictable")
             // What the figure promises is what eviction frees.
             _ = try await cache.unpin(ItemIdentifier(domain: "web", "a.bin"))
             _ = try await cache.unpin(ItemIdentifier(domain: "web", "b.bin"))
@@ -234,8 +260,9 @@ import Testing
         return total
     }
 
-    @Test("§12 (issue 18): a local put that cannot fit even once every evictable chunk went is insufficientQuota and evicts nothing; one that fits after evicting part evicts only part",
-          .requires(NginxServer.self))
+    @Test(
+        "§12 (issue 18): a local put that cannot fit even once every evictable chunk went is insufficientQuota and evicts nothing; one that fits after evicting part evicts only part",
+        .requires(NginxServer.self))
     func refusedPutEvictsNothing() async throws {
         var files: [String: [UInt8]] = [:]
         for n in 0..<3 { files["c\(n).bin"] = TestData.random(count: 3 << 20, seed: UInt64(600 + n)) }
@@ -247,12 +274,17 @@ import Testing
             #expect(cached == 9 << 20)
             let before = try await cache.statistics()
             let tooBig = TestData.random(count: 20 << 20, seed: 44)
-            #expect(await errorCode { try await put(cache, tooBig, as: ItemIdentifier(domain: "local", "big.bin"), in: dir) } == .insufficientQuota)
+            #expect(
+                await errorCode {
+                    try await put(cache, tooBig, as: ItemIdentifier(domain: "local", "big.bin"), in: dir)
+                } == .insufficientQuota)
             #expect(try await Self.cachedTotal(cache, names) == cached, "the origin's cache is as it was")
             let after = try await cache.statistics()
-            #expect(after.evictableBytes == before.evictableBytes && after.evictedBytes == before.evictedBytes
+            #expect(
+                after.evictableBytes == before.evictableBytes && after.evictedBytes == before.evictedBytes
                     && after.uniqueBytes == before.uniqueBytes && after.storedBytes == before.storedBytes
-                    && after.items == before.items && after.versions == before.versions && after.logicalBytes == before.logicalBytes)
+                    && after.items == before.items && after.versions == before.versions
+                    && after.logicalBytes == before.logicalBytes)
             // 6 MiB fit once part of the 9 MiB cached went: the put succeeds, and some of the cache stays.
             let fits = TestData.random(count: 6 << 20, seed: 45)
             try await put(cache, fits, as: ItemIdentifier(domain: "local", "fits.bin"), in: dir)
@@ -264,8 +296,9 @@ import Testing
         }
     }
 
-    @Test("§12 (issue 18): fetches three at a time through an origin, with no pause for eviction, never take the files a 16 MiB store keeps past 16 MiB (LMDB's map leaves room for the others)",
-          .requires(NginxServer.self))
+    @Test(
+        "§12 (issue 18): fetches three at a time through an origin, with no pause for eviction, never take the files a 16 MiB store keeps past 16 MiB (LMDB's map leaves room for the others)",
+        .requires(NginxServer.self))
     func concurrentFillWithinItsBound() async throws {
         var files: [String: [UInt8]] = [:]
         for n in 0..<16 { files["e\(n).bin"] = TestData.random(count: 4 << 20, seed: UInt64(700 + n)) }
@@ -287,7 +320,9 @@ import Testing
         }
     }
 
-    @Test("§12: reads are counted in batches, not a transaction each: 200 warm fetches of an origin item add hits with one flush")
+    @Test(
+        "§12: reads are counted in batches, not a transaction each: 200 warm fetches of an origin item add hits with one flush"
+    )
     func readsAreBatched() async throws {
         try await Self.withBoundedOrigin(["r.bin": TestData.random(count: 1 << 20, seed: 12)]) { cache, _, _ in
             _ = try await Self.fetchWhole(cache, "r.bin")

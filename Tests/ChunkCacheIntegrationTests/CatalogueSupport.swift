@@ -1,17 +1,21 @@
 import Foundation
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// A tree of `folders` folders (some nested) holding `files` small files, written under `directory/tree` and
 /// imported as `domain`. Returns the identifiers of the folders and files.
 @discardableResult
-func importTree(_ cache: ChunkCache, domain: String, folders: Int, files: Int, in directory: String, seed: UInt64 = 1) async throws -> (folders: [String], files: [String]) {
+func importTree(_ cache: ChunkCache, domain: String, folders: Int, files: Int, in directory: String, seed: UInt64 = 1)
+    async throws -> (folders: [String], files: [String])
+{
     let root = directory + "/tree-" + domain
     var rng = SplitMix64(seed: seed)
     var folderIDs: [String] = []
     for index in 0..<folders {
-        let parent = folderIDs.isEmpty || rng.next() % 3 == 0 ? nil : folderIDs[Int(rng.next() % UInt64(folderIDs.count))]
+        let parent =
+            folderIDs.isEmpty || rng.next() % 3 == 0 ? nil : folderIDs[Int(rng.next() % UInt64(folderIDs.count))]
         let id = (parent.map { $0 + "/" } ?? "") + "f\(index)"
         try FileManager.default.createDirectory(atPath: root + "/" + id, withIntermediateDirectories: true)
         folderIDs.append(id)
@@ -19,7 +23,8 @@ func importTree(_ cache: ChunkCache, domain: String, folders: Int, files: Int, i
     try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
     var fileIDs: [String] = []
     for index in 0..<files {
-        let parent = folderIDs.isEmpty || rng.next() % 4 == 0 ? nil : folderIDs[Int(rng.next() % UInt64(folderIDs.count))]
+        let parent =
+            folderIDs.isEmpty || rng.next() % 4 == 0 ? nil : folderIDs[Int(rng.next() % UInt64(folderIDs.count))]
         let id = (parent.map { $0 + "/" } ?? "") + "file\(index).txt"
         try TestData.write(Array("content of \(id)".utf8), to: root + "/" + id)
         fileIDs.append(id)
@@ -29,8 +34,10 @@ func importTree(_ cache: ChunkCache, domain: String, folders: Int, files: Int, i
 }
 
 /// Every page of a listing, with the listing's anchor and the number of pages.
-func listAll(_ enumerator: ItemEnumerator, sortedBy first: EnumerationPage = .initialPageSortedByName, pageSize: Int = 50,
-             betweenPages: () async throws -> Void = {}) async throws -> (items: [Item], anchor: SyncAnchor, pages: Int) {
+func listAll(
+    _ enumerator: ItemEnumerator, sortedBy first: EnumerationPage = .initialPageSortedByName, pageSize: Int = 50,
+    betweenPages: () async throws -> Void = {}
+) async throws -> (items: [Item], anchor: SyncAnchor, pages: Int) {
     var items: [Item] = []
     var page = first
     var anchor: SyncAnchor?

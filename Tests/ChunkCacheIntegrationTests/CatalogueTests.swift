@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// The catalogue of CONTRACT §11: item metadata, versions (D2–D4), the domain version (E1), pages and
@@ -24,15 +25,22 @@ import Testing
             ]
             for (what, edit) in edits {
                 let item = try await edit()
-                #expect(item.itemVersion.contentVersion == first.itemVersion.contentVersion, "D3: \(what) changed the content version")
-                #expect(item.itemVersion.metadataVersion != last.metadataVersion, "D4: \(what) left the metadata version")
+                #expect(
+                    item.itemVersion.contentVersion == first.itemVersion.contentVersion,
+                    "D3: \(what) changed the content version")
+                #expect(
+                    item.itemVersion.metadataVersion != last.metadataVersion, "D4: \(what) left the metadata version")
                 #expect(item.itemVersion.metadataVersion.count <= 128, "D1")
                 last = item.itemVersion
             }
             let second = try await put(cache, Array("two".utf8), as: id, in: dir).item
-            #expect(second.itemVersion.contentVersion != first.itemVersion.contentVersion, "D2: new bytes, same content version")
+            #expect(
+                second.itemVersion.contentVersion != first.itemVersion.contentVersion,
+                "D2: new bytes, same content version")
             #expect(second.itemVersion.metadataVersion != last.metadataVersion, "D4")
-            #expect(second.filename == "renamed" && second.favoriteRank == 7 && second.isShared, "a new version keeps the metadata")
+            #expect(
+                second.filename == "renamed" && second.favoriteRank == 7 && second.isShared,
+                "a new version keeps the metadata")
             // The same edit again changes nothing: no new metadata version, no domain version.
             let before = try cache.domainVersion(of: "d")
             let again = try await cache.setMetadata(MetadataEdit(favoriteRank: .set(7)), of: id)
@@ -41,30 +49,41 @@ import Testing
         }
     }
 
-    @Test("§7 §11 D2 (issue 18): a put of an earlier version's bytes makes them current again: a change, a new domain version, newest in versions, served by fetch")
+    @Test(
+        "§7 §11 D2 (issue 18): a put of an earlier version's bytes makes them current again: a change, a new domain version, newest in versions, served by fetch"
+    )
     func revertByPut() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             // A fetch's last use, written a second later, would be a change of its own between the puts below.
             cache.recordsLastUse = false
             let id = ItemIdentifier(domain: "d", "doc")
-            let a = Array("AAAA".utf8), b = Array("BBBBBB".utf8)
+            let a = Array("AAAA".utf8)
+            let b = Array("BBBBBB".utf8)
             let first = try await put(cache, a, as: id, in: dir)
             let second = try await put(cache, b, as: id, in: dir)
             let all = try await cache.enumeratorOfAllItems(in: "d")
             let anchor = try await all.currentSyncAnchor()
             let third = try await put(cache, a, as: id, in: dir)
-            #expect(third.item.itemVersion.contentVersion == first.item.itemVersion.contentVersion, "same bytes, same version (D2)")
-            #expect(third.domainVersion == second.domainVersion.next(), "a revert is a change: the domain version moves (E1)")
+            #expect(
+                third.item.itemVersion.contentVersion == first.item.itemVersion.contentVersion,
+                "same bytes, same version (D2)")
+            #expect(
+                third.domainVersion == second.domainVersion.next(),
+                "a revert is a change: the domain version moves (E1)")
             #expect(third.item.itemVersion.metadataVersion != second.item.itemVersion.metadataVersion)
             #expect(third.newChunks == 0 && third.storedBytes == 0, "nothing new stored: \(third)")
             #expect(try cache.domainVersion(of: "d") == third.domainVersion)
             let versions = try await cache.versions(of: id)
-            #expect(versions.versions.map(\.contentVersion) == [third, second].map { String(decoding: $0.item.itemVersion.contentVersion, as: UTF8.self) },
-                    "the reverted version is listed newest, once")
+            #expect(
+                versions.versions.map(\.contentVersion)
+                    == [third, second].map { String(decoding: $0.item.itemVersion.contentVersion, as: UTF8.self) },
+                "the reverted version is listed newest, once")
             #expect(versions.item.itemVersion == third.item.itemVersion && versions.item.documentSize == 4)
             let batch = try await all.enumerateChanges(from: anchor, suggestedBatchSize: 10)
-            #expect(batch.updated.map(\.identifier) == ["doc"] && batch.updated.first?.documentSize == 4, "the revert is in the change log")
+            #expect(
+                batch.updated.map(\.identifier) == ["doc"] && batch.updated.first?.documentSize == 4,
+                "the revert is in the change log")
             #expect(try await cache.statistics().logicalBytes == 10, "the revived version is counted once")
             // The current version's bytes again change nothing (§7).
             let again = try await put(cache, a, as: id, in: dir)
@@ -79,7 +98,8 @@ import Testing
             try await put(cache, a, as: named, version: "v1", in: dir)
             let v2 = try await put(cache, b, as: named, version: "v2", in: dir)
             let v1 = try await put(cache, a, as: named, version: "v1", in: dir)
-            #expect(v1.item.itemVersion.contentVersion == Array("v1".utf8) && v1.domainVersion == v2.domainVersion.next())
+            #expect(
+                v1.item.itemVersion.contentVersion == Array("v1".utf8) && v1.domainVersion == v2.domainVersion.next())
             #expect(try await cache.versions(of: named).versions.map(\.contentVersion) == ["v1", "v2"])
             let served = try await cache.fetchContents(for: named)
             defer { unlink(served.url.path) }
@@ -87,7 +107,9 @@ import Testing
         }
     }
 
-    @Test("§11 D2 (issue 18): the same bytes put without a version keep the version that holds them; a new --version name is a new version")
+    @Test(
+        "§11 D2 (issue 18): the same bytes put without a version keep the version that holds them; a new --version name is a new version"
+    )
     func sameBytesKeepTheirVersion() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -100,16 +122,22 @@ import Testing
             #expect(try await cache.versions(of: id).versions.map(\.contentVersion) == ["v1"])
             // A new name is the caller's wish: a new version, current, sharing the chunks.
             let renamed = try await put(cache, bytes, as: id, version: "v2", in: dir)
-            #expect(renamed.item.itemVersion.contentVersion == Array("v2".utf8) && renamed.domainVersion == named.domainVersion.next())
+            #expect(
+                renamed.item.itemVersion.contentVersion == Array("v2".utf8)
+                    && renamed.domainVersion == named.domainVersion.next())
             #expect(renamed.newChunks == 0)
             #expect(try await cache.versions(of: id).versions.map(\.contentVersion) == ["v2", "v1"])
             // Without a name, the current of the versions holding them is kept.
             let again = try await put(cache, bytes, as: id, in: dir)
-            #expect(again.item.itemVersion.contentVersion == Array("v2".utf8) && again.domainVersion == renamed.domainVersion)
+            #expect(
+                again.item.itemVersion.contentVersion == Array("v2".utf8)
+                    && again.domainVersion == renamed.domainVersion)
         }
     }
 
-    @Test("E1 E5: the domain version only grows, across reopen, is read synchronously, and DomainVersion is Codable, Comparable and has next()")
+    @Test(
+        "E1 E5: the domain version only grows, across reopen, is read synchronously, and DomainVersion is Codable, Comparable and has next()"
+    )
     func domainVersion() async throws {
         try await withTemporaryDirectory { dir in
             var seen: [DomainVersion] = []
@@ -121,7 +149,10 @@ import Testing
                 seen.append(try await cache.trashItem(id).domainVersion)
             }
             let reopened = try await makeCache(dir)
-            seen.append(try await reopened.setMetadata(MetadataEdit(favoriteRank: .set(1)), of: ItemIdentifier(domain: "d", "x")).domainVersion)
+            seen.append(
+                try await reopened.setMetadata(
+                    MetadataEdit(favoriteRank: .set(1)), of: ItemIdentifier(domain: "d", "x")
+                ).domainVersion)
             #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.next() == $1 }, "E1: \(seen)")
             #expect(try reopened.domainVersion(of: "d") == seen.last!, "E5: read without awaiting")
             let encoded = try JSONEncoder().encode(seen.last!)
@@ -154,7 +185,9 @@ import Testing
     func anchorBeforeFirstPage() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
-            for index in 0..<20 { try await put(cache, [UInt8(index)], as: ItemIdentifier(domain: "d", "i\(index)"), in: dir) }
+            for index in 0..<20 {
+                try await put(cache, [UInt8(index)], as: ItemIdentifier(domain: "d", "i\(index)"), in: dir)
+            }
             let root = try await cache.enumerator(for: Item.rootContainer, in: "d")
             let before = try await root.currentSyncAnchor()
             var changedDuringListing: Set<String> = []
@@ -162,7 +195,8 @@ import Testing
             let listing = try await listAll(root, pageSize: 3) {
                 step += 1
                 let id = "i\(step)"
-                _ = try await cache.setMetadata(MetadataEdit(favoriteRank: .set(UInt64(step))), of: ItemIdentifier(domain: "d", id))
+                _ = try await cache.setMetadata(
+                    MetadataEdit(favoriteRank: .set(UInt64(step))), of: ItemIdentifier(domain: "d", id))
                 changedDuringListing.insert(id)
             }
             #expect(listing.items.count == 20)
@@ -202,7 +236,9 @@ import Testing
                 try await importTree(cache, domain: "d", folders: 5, files: 40, in: dir)
                 anchor = try await cache.enumeratorOfAllItems(in: "d").currentSyncAnchor()
                 for index in 0..<40 {
-                    _ = try await cache.setMetadata(MetadataEdit(favoriteRank: .set(UInt64(index))), of: ItemIdentifier(domain: "d", "file\(index).txt").resolved(in: dir, cache))
+                    _ = try await cache.setMetadata(
+                        MetadataEdit(favoriteRank: .set(UInt64(index))),
+                        of: ItemIdentifier(domain: "d", "file\(index).txt").resolved(in: dir, cache))
                 }
             }
             var anchors: [SyncAnchor] = [anchor]
@@ -210,7 +246,8 @@ import Testing
             var more = true
             while more {
                 let cache = try await makeCache(dir)  // a new store handle and enumerator each batch
-                let batch = try await cache.enumeratorOfAllItems(in: "d").enumerateChanges(from: anchor, suggestedBatchSize: 7)
+                let batch = try await cache.enumeratorOfAllItems(in: "d").enumerateChanges(
+                    from: anchor, suggestedBatchSize: 7)
                 #expect(batch.updated.count + batch.deleted.count <= 7, "F8")
                 delivered.formUnion(batch.updated.map(\.identifier))
                 anchor = batch.nextAnchor
@@ -222,7 +259,9 @@ import Testing
         }
     }
 
-    @Test("F5 F6: anchors survive a restart; a malformed one, one of another store, of a removed domain, or older than the history is syncAnchorExpired")
+    @Test(
+        "F5 F6: anchors survive a restart; a malformed one, one of another store, of a removed domain, or older than the history is syncAnchorExpired"
+    )
     func expiredAnchors() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -231,35 +270,48 @@ import Testing
             _ = try await cache.setDomain("d", changeHistory: ChangeHistory(changes: 5, seconds: 86_400))
             let all = try await cache.enumeratorOfAllItems(in: "d")
             let old = try await all.currentSyncAnchor()
-            for rank in 0..<3 { _ = try await cache.setMetadata(MetadataEdit(favoriteRank: .set(UInt64(rank))), of: id) }
+            for rank in 0..<3 {
+                _ = try await cache.setMetadata(MetadataEdit(favoriteRank: .set(UInt64(rank))), of: id)
+            }
             let recent = try await all.currentSyncAnchor()
             // F5: a restart keeps both working.
             let reopened = try await makeCache(dir)
             #expect(try await reopened.enumeratorOfAllItems(in: "d").enumerateChanges(from: old).updated.count == 1)
             // F6: past the retained history (5 changes), the old anchor expires; the recent one still works.
-            for rank in 3..<10 { _ = try await cache.setMetadata(MetadataEdit(favoriteRank: .set(UInt64(rank))), of: id) }
-            #expect(await errorCode { _ = try await all.enumerateChanges(from: old) } == .syncAnchorExpired, "F6: older than the history")
+            for rank in 3..<10 {
+                _ = try await cache.setMetadata(MetadataEdit(favoriteRank: .set(UInt64(rank))), of: id)
+            }
+            #expect(
+                await errorCode { _ = try await all.enumerateChanges(from: old) } == .syncAnchorExpired,
+                "F6: older than the history")
             let fromRecent = await errorCode { _ = try await all.enumerateChanges(from: recent) }
             #expect(fromRecent == .syncAnchorExpired, "recent was 7 changes ago, beyond 5")
             let current = try await all.currentSyncAnchor()
             _ = try await cache.setMetadata(MetadataEdit(isShared: true), of: id)
-            #expect(try await all.enumerateChanges(from: current).updated.map(\.identifier) == ["a"], "inside the window")
+            #expect(
+                try await all.enumerateChanges(from: current).updated.map(\.identifier) == ["a"], "inside the window")
             // Malformed: garbage, truncated, one bit flipped.
             var flipped = Array(current.rawValue)
             flipped[10] ^= 1
             for bad in [Data("garbage".utf8), current.rawValue.dropLast(), Data(flipped), Data()] {
-                #expect(await errorCode { _ = try await all.enumerateChanges(from: SyncAnchor(rawValue: bad)) } == .syncAnchorExpired, "F6: malformed")
+                #expect(
+                    await errorCode { _ = try await all.enumerateChanges(from: SyncAnchor(rawValue: bad)) }
+                        == .syncAnchorExpired, "F6: malformed")
             }
             // Another store's anchor.
             let other = try await ChunkCache.open(at: dir + "/other")
             try await put(other, [1], as: id, in: dir)
             let foreign = try await other.enumeratorOfAllItems(in: "d").currentSyncAnchor()
-            #expect(await errorCode { _ = try await all.enumerateChanges(from: foreign) } == .syncAnchorExpired, "another store")
+            #expect(
+                await errorCode { _ = try await all.enumerateChanges(from: foreign) } == .syncAnchorExpired,
+                "another store")
             // A domain removed and added again: its old anchors are of another epoch (F5: the baseline is gone).
             try await cache.removeDomain("d")
             try await put(cache, [1], as: id, in: dir)
             let fresh = try await cache.enumeratorOfAllItems(in: "d")
-            #expect(await errorCode { _ = try await fresh.enumerateChanges(from: current) } == .syncAnchorExpired, "F5: an earlier epoch")
+            #expect(
+                await errorCode { _ = try await fresh.enumerateChanges(from: current) } == .syncAnchorExpired,
+                "F5: an earlier epoch")
         }
     }
 
@@ -275,25 +327,36 @@ import Testing
             var flipped = Array(token.rawValue)
             flipped[5] ^= 0x40
             for bad in [Data(), Data([0]), Data("x".utf8), token.rawValue.dropLast(3), Data(flipped)] {
-                #expect(await errorCode { _ = try await root.enumerateItems(startingAt: EnumerationPage(rawValue: bad)) } == .pageExpired, "F7: malformed")
+                #expect(
+                    await errorCode { _ = try await root.enumerateItems(startingAt: EnumerationPage(rawValue: bad)) }
+                        == .pageExpired, "F7: malformed")
             }
             let trash = try await cache.enumerator(for: Item.trashContainer, in: "d")
-            #expect(await errorCode { _ = try await trash.enumerateItems(startingAt: token) } == .pageExpired, "F7: another container's token")
+            #expect(
+                await errorCode { _ = try await trash.enumerateItems(startingAt: token) } == .pageExpired,
+                "F7: another container's token")
             // Stale: the history the listing began in was compacted.
             _ = try await cache.setDomain("d", changeHistory: ChangeHistory(changes: 1, seconds: 86_400))
             for index in 0..<3 {
-                _ = try await cache.setMetadata(MetadataEdit(favoriteRank: .set(UInt64(index))), of: ItemIdentifier(domain: "d", "f0"))
+                _ = try await cache.setMetadata(
+                    MetadataEdit(favoriteRank: .set(UInt64(index))), of: ItemIdentifier(domain: "d", "f0"))
             }
-            #expect(await errorCode { _ = try await root.enumerateItems(startingAt: token) } == .pageExpired, "F7: stale")
+            #expect(
+                await errorCode { _ = try await root.enumerateItems(startingAt: token) } == .pageExpired, "F7: stale")
         }
     }
 
-    @Test("§11: pages are stable under concurrent renames, moves, deletions and creations: every item that exists throughout appears exactly once")
+    @Test(
+        "§11: pages are stable under concurrent renames, moves, deletions and creations: every item that exists throughout appears exactly once"
+    )
     func stablePages() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let count = 120
-            for index in 0..<count { try await put(cache, [UInt8(index)], as: ItemIdentifier(domain: "d", String(format: "n%03d", index)), in: dir) }
+            for index in 0..<count {
+                try await put(
+                    cache, [UInt8(index)], as: ItemIdentifier(domain: "d", String(format: "n%03d", index)), in: dir)
+            }
             var serial = 0
             for sort in [EnumerationPage.initialPageSortedByName, .initialPageSortedByDate] {
                 var rng = SplitMix64(seed: sort == .initialPageSortedByName ? 1 : 2)
@@ -308,7 +371,8 @@ import Testing
                         let id = ItemIdentifier(domain: "d", victim)
                         switch rng.next() % 4 {
                         case 0:  // a rename that moves it to the other end of the name order
-                            _ = try await cache.moveItem(id, to: Item.rootContainer, renamingTo: (rng.next() % 2 == 0 ? "a" : "z") + "\(serial)")
+                            _ = try await cache.moveItem(
+                                id, to: Item.rootContainer, renamingTo: (rng.next() % 2 == 0 ? "a" : "z") + "\(serial)")
                         case 1:  // new bytes: newest in the date order
                             try await put(cache, [UInt8(truncatingIfNeeded: serial), 9], as: id, in: dir)
                         case 2:
@@ -323,7 +387,9 @@ import Testing
                 }
                 let ids = listing.items.map(\.identifier)
                 let survivors = (0..<count).map { String(format: "n%03d", $0) }.filter { !deleted.contains($0) }
-                for id in survivors { #expect(ids.filter { $0 == id }.count == 1, "\(id) listed \(ids.filter { $0 == id }.count) times") }
+                for id in survivors {
+                    #expect(ids.filter { $0 == id }.count == 1, "\(id) listed \(ids.filter { $0 == id }.count) times")
+                }
                 #expect(Set(ids).isDisjoint(with: created), "items created during the listing come through changes")
                 #expect(listing.pages > 10)
                 // Clean up for the next order: recreate what was deleted.
@@ -333,13 +399,17 @@ import Testing
         }
     }
 
-    @Test("F9 F11: working-set items carry their real parent; trashed items are in it with parent trash, and a trashed folder's contents leave it")
+    @Test(
+        "F9 F11: working-set items carry their real parent; trashed items are in it with parent trash, and a trashed folder's contents leave it"
+    )
     func workingSet() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let tree = dir + "/ws"
             try FileManager.default.createDirectory(atPath: tree + "/docs/inner", withIntermediateDirectories: true)
-            for file in ["docs/a.txt", "docs/inner/b.txt", "c.txt"] { try TestData.write(Array(file.utf8), to: tree + "/" + file) }
+            for file in ["docs/a.txt", "docs/inner/b.txt", "c.txt"] {
+                try TestData.write(Array(file.utf8), to: tree + "/" + file)
+            }
             _ = try await cache.import("w", fromDirectoryAt: URL(fileURLWithPath: tree))
             func id(_ raw: String) -> ItemIdentifier { ItemIdentifier(domain: "w", raw) }
             let workingSet = try await cache.enumerator(for: Item.workingSetContainer, in: "w")
@@ -350,13 +420,19 @@ import Testing
             _ = try await cache.setMetadata(MetadataEdit(markUsed: true), of: id("docs"))
             var members = snapshots(try await listAll(workingSet).items)
             #expect(Set(members.keys) == ["docs/inner/b.txt", "docs/a.txt", "c.txt", "docs"])
-            #expect(members["docs/inner/b.txt"]?.parent == "docs/inner" && members["c.txt"]?.parent == Item.rootContainer, "F9")
+            #expect(
+                members["docs/inner/b.txt"]?.parent == "docs/inner" && members["c.txt"]?.parent == Item.rootContainer,
+                "F9")
             #expect(members.values.allSatisfy { $0.parent != Item.workingSetContainer }, "F9")
             var replica = try await Replica(workingSet)
             _ = try await cache.trashItem(id("docs"))
             members = snapshots(try await listAll(workingSet).items)
-            #expect(members["docs"]?.parent == Item.trashContainer && members["docs"]?.trashed == true, "F11: trashed, in the working set")
-            #expect(members["docs/a.txt"] == nil && members["docs/inner/b.txt"] == nil, "F11: a trashed folder's contents leave it")
+            #expect(
+                members["docs"]?.parent == Item.trashContainer && members["docs"]?.trashed == true,
+                "F11: trashed, in the working set")
+            #expect(
+                members["docs/a.txt"] == nil && members["docs/inner/b.txt"] == nil,
+                "F11: a trashed folder's contents leave it")
             try await replica.catchUp(workingSet)
             #expect(replica.items.mapValues(ItemSnapshot.init) == members, "the working set's changes say the same")
             let trash = try await listAll(try await cache.enumerator(for: Item.trashContainer, in: "w")).items
@@ -364,13 +440,17 @@ import Testing
             // Restored: the contents come back.
             _ = try await cache.moveItem(id("docs"), to: Item.rootContainer)
             members = snapshots(try await listAll(workingSet).items)
-            #expect(members["docs/a.txt"] != nil && members["docs/inner/b.txt"]?.parent == "docs/inner" && members["docs"]?.trashed == false)
+            #expect(
+                members["docs/a.txt"] != nil && members["docs/inner/b.txt"]?.parent == "docs/inner"
+                    && members["docs"]?.trashed == false)
             try await replica.catchUp(workingSet)
             #expect(replica.items.mapValues(ItemSnapshot.init) == members)
         }
     }
 
-    @Test("F10: a create, modify or delete under a folder is in that folder's next change batch; a move is in both the old and the new parent's")
+    @Test(
+        "F10: a create, modify or delete under a folder is in that folder's next change batch; a move is in both the old and the new parent's"
+    )
     func folderChanges() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -380,23 +460,32 @@ import Testing
             try TestData.write([1], to: tree + "/x/a")
             try TestData.write([2], to: tree + "/x/b")
             _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree))
-            let x = try await cache.enumerator(for: "x", in: "d"), y = try await cache.enumerator(for: "y", in: "d")
+            let x = try await cache.enumerator(for: "x", in: "d")
+            let y = try await cache.enumerator(for: "y", in: "d")
             let (fromX, fromY) = (try await x.currentSyncAnchor(), try await y.currentSyncAnchor())
             _ = try await cache.moveItem(ItemIdentifier(domain: "d", "x/a"), to: "y")
             _ = try await cache.deleteItem(ItemIdentifier(domain: "d", "x/b"))
-            let xBatch = try await x.enumerateChanges(from: fromX), yBatch = try await y.enumerateChanges(from: fromY)
-            #expect(Set(xBatch.deleted) == ["x/a", "x/b"] && xBatch.updated.isEmpty, "F10: the old parent sees both leave")
-            #expect(yBatch.updated.map(\.identifier) == ["x/a"] && yBatch.updated.first?.parentItemIdentifier == "y" && yBatch.deleted.isEmpty,
-                    "F10: the new parent sees the arrival")
+            let xBatch = try await x.enumerateChanges(from: fromX)
+            let yBatch = try await y.enumerateChanges(from: fromY)
+            #expect(
+                Set(xBatch.deleted) == ["x/a", "x/b"] && xBatch.updated.isEmpty, "F10: the old parent sees both leave")
+            #expect(
+                yBatch.updated.map(\.identifier) == ["x/a"] && yBatch.updated.first?.parentItemIdentifier == "y"
+                    && yBatch.deleted.isEmpty,
+                "F10: the new parent sees the arrival")
             let root = try await cache.enumerator(for: Item.rootContainer, in: "d")
             let rootBatch = try await root.enumerateChanges(from: fromX)
             #expect(rootBatch.updated.isEmpty && rootBatch.deleted.isEmpty, "nothing changed in the root")
-            #expect(await errorCode { _ = try await cache.enumerator(for: "x/a", in: "d") } == .invalidArgument, "a file is not a container")
+            #expect(
+                await errorCode { _ = try await cache.enumerator(for: "x/a", in: "d") } == .invalidArgument,
+                "a file is not a container")
             #expect(await errorCode { _ = try await cache.enumerator(for: "nope", in: "d") } == .noSuchItem)
         }
     }
 
-    @Test("§11: 1,000 random changes while clients page and follow changes: each client's replica equals the listing, item by item")
+    @Test(
+        "§11: 1,000 random changes while clients page and follow changes: each client's replica equals the listing, item by item"
+    )
     func modelBased() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -410,8 +499,13 @@ import Testing
                 let id = ItemIdentifier(domain: "d", target)
                 do {
                     switch rng.next() % 10 {
-                    case 0: _ = try await cache.setMetadata(MetadataEdit(favoriteRank: rng.next() % 2 == 0 ? .set(rng.next() % 100) : .remove), of: id)
-                    case 1: _ = try await cache.setMetadata(MetadataEdit(tagData: rng.next() % 2 == 0 ? .set(Data([UInt8(serial & 255)])) : .remove), of: id)
+                    case 0:
+                        _ = try await cache.setMetadata(
+                            MetadataEdit(favoriteRank: rng.next() % 2 == 0 ? .set(rng.next() % 100) : .remove), of: id)
+                    case 1:
+                        _ = try await cache.setMetadata(
+                            MetadataEdit(tagData: rng.next() % 2 == 0 ? .set(Data([UInt8(serial & 255)])) : .remove),
+                            of: id)
                     case 2: _ = try await cache.setMetadata(MetadataEdit(isShared: rng.next() % 2 == 0), of: id)
                     case 3: _ = try await cache.trashItem(id)
                     case 4: _ = try await cache.moveItem(id, to: Item.rootContainer, renamingTo: "r\(serial)")
@@ -436,7 +530,8 @@ import Testing
             let root = try await cache.enumerator(for: Item.rootContainer, in: "d")
             var replicas: [(ItemEnumerator, Replica)] = []
             for enumerator in [all, workingSet, root] {
-                replicas.append((enumerator, try await Replica(enumerator) { for _ in 0..<5 { try await randomChange() } }))
+                replicas.append(
+                    (enumerator, try await Replica(enumerator) { for _ in 0..<5 { try await randomChange() } }))
             }
             var changes = serial
             while changes < 1_000 {
@@ -451,14 +546,20 @@ import Testing
                 let replica = replicas[index].1.items.mapValues(ItemSnapshot.init)
                 #expect(replica.count == truth.count)
                 for (id, item) in truth where replica[id] != item {
-                    Issue.record("replica \(index): \(id) is \(replica[id].map(String.init(describing:)) ?? "missing"), listing says \(item)")
+                    Issue.record(
+                        "replica \(index): \(id) is \(replica[id].map(String.init(describing:)) ?? "missing"), listing says \(item)"
+                    )
                 }
-                for id in replica.keys where truth[id] == nil { Issue.record("replica \(index) keeps \(id), which the listing lacks") }
+                for id in replica.keys where truth[id] == nil {
+                    Issue.record("replica \(index) keeps \(id), which the listing lacks")
+                }
             }
         }
     }
 
-    @Test("F14: an item created and deleted between two anchors is reported deleted, harmless to a client that never saw it; deleting an unknown item changes nothing")
+    @Test(
+        "F14: an item created and deleted between two anchors is reported deleted, harmless to a client that never saw it; deleting an unknown item changes nothing"
+    )
     func deletedUnknown() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -472,7 +573,8 @@ import Testing
             try await replica.catchUp(all)
             #expect(Set(replica.items.keys) == ["kept"])
             let version = try cache.domainVersion(of: "d")
-            #expect(await errorCode { _ = try await cache.deleteItem(ItemIdentifier(domain: "d", "brief")) } == .noSuchItem)
+            #expect(
+                await errorCode { _ = try await cache.deleteItem(ItemIdentifier(domain: "d", "brief")) } == .noSuchItem)
             #expect(try cache.domainVersion(of: "d") == version)
         }
     }
@@ -487,9 +589,12 @@ import Testing
             try await cache.store.writer.write { txn in
                 let itemKey = Keys.item(domain: "d", id: "a")
                 let item = try Records.item("a", domain: "d", in: txn, dbs)
-                let keys = ListingIndex.keys(domain: Keys.domain("d"), itemHash: Array(itemKey.suffix(16)), placement: item.placement)
+                let keys = ListingIndex.keys(
+                    domain: Keys.domain("d"), itemHash: Array(itemKey.suffix(16)), placement: item.placement)
                 _ = try txn.delete(dbs.listing, key: keys.first!)
-                let stray = ListingIndex.prefix(domain: Keys.domain("d"), container: Item.rootContainer, sort: .name) + Array("ghost".utf8) + [0]
+                let stray =
+                    ListingIndex.prefix(domain: Keys.domain("d"), container: Item.rootContainer, sort: .name)
+                    + Array("ghost".utf8) + [0]
                     + [UInt8](repeating: 7, count: 16)
                 try txn.put(dbs.listing, key: stray, value: [])
             }
@@ -507,7 +612,8 @@ import Testing
             try await put(cache, Array(repeating: 3, count: 10_000), as: id, in: dir)
             let before = try cache.domainVersion(of: "d")
             for _ in 0..<20 {
-                let result = try await cache.fetchPartialContents(for: id, version: nil, minimalRange: ByteRange(location: 0, length: 100), aligningTo: 4096)
+                let result = try await cache.fetchPartialContents(
+                    for: id, version: nil, minimalRange: ByteRange(location: 0, length: 100), aligningTo: 4096)
                 unlink(result.url.path)
             }
             try await cache.flushUsage()

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// Waiters of changes are woken by a signal, not by polling (CONTRACT §11, E2, issue 18).
@@ -23,7 +24,9 @@ import Testing
 
     /// Waits for a change after the domain's current anchor in a task; returns when it woke and whether it
     /// saw a change.
-    static func startWaiter(_ cache: ChunkCache, _ domain: String, timeout: Duration) async throws -> Task<(ContinuousClock.Instant, Bool), any Error> {
+    static func startWaiter(_ cache: ChunkCache, _ domain: String, timeout: Duration) async throws -> Task<
+        (ContinuousClock.Instant, Bool), any Error
+    > {
         let enumerator = try await cache.enumeratorOfAllItems(in: domain)
         let anchor = try await enumerator.currentSyncAnchor()
         return Task {
@@ -32,8 +35,9 @@ import Testing
         }
     }
 
-    @Test("E2 §11 (issue 18): a put by another process wakes a waiter at once (a signal, not the next 100 ms poll)",
-          .enabled(if: ChunkCacheBinary.path != nil, "needs the built chunkcache executable"))
+    @Test(
+        "E2 §11 (issue 18): a put by another process wakes a waiter at once (a signal, not the next 100 ms poll)",
+        .enabled(if: ChunkCacheBinary.path != nil, "needs the built chunkcache executable"))
     func otherProcessWakesWaiter() async throws {
         try await withTemporaryDirectory { dir in
             let binary = try #require(ChunkCacheBinary.path)
@@ -48,7 +52,8 @@ import Testing
                 let waiter = try await Self.startWaiter(cache, "d", timeout: .seconds(20))
                 // Long enough for a poller to have backed off to its 100 ms interval.
                 try await Task.sleep(for: .milliseconds(300))
-                let exited = try await Self.run(binary, ["put", "--store", dir + "/store", "--domain", "d", "f\(round)", input])
+                let exited = try await Self.run(
+                    binary, ["put", "--store", dir + "/store", "--domain", "d", "f\(round)", input])
                 let (woke, changed) = try await waiter.value
                 #expect(changed)
                 // The commit comes before the writer exits, so a prompt waiter often wakes first: count that as 0.
@@ -69,13 +74,17 @@ import Testing
             for round in 0..<5 {
                 let waiter = try await Self.startWaiter(cache, "d", timeout: .seconds(20))
                 try await Task.sleep(for: .milliseconds(300))
-                try await put(cache, TestData.text(count: 1000, seed: UInt64(round + 10)), as: ItemIdentifier(domain: "d", "f\(round)"), in: dir)
+                try await put(
+                    cache, TestData.text(count: 1000, seed: UInt64(round + 10)),
+                    as: ItemIdentifier(domain: "d", "f\(round)"), in: dir)
                 let returned = ContinuousClock.now
                 let (woke, changed) = try await waiter.value
                 #expect(changed)
                 latencies.append(max(.zero, woke - returned))
             }
-            #expect(latencies.allSatisfy { $0 < .seconds(5) }, "from the put's return to the wake-up: \(latencies.sorted())")
+            #expect(
+                latencies.allSatisfy { $0 < .seconds(5) }, "from the put's return to the wake-up: \(latencies.sorted())"
+            )
         }
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// Clones to a caller's destination: every strategy gives the same bytes and keeps holes.
@@ -10,11 +11,13 @@ import Testing
     static let chunk = 65536
 
     static func sparseContent() -> [UInt8] {
-        TestData.random(count: chunk, seed: 1) + [UInt8](repeating: 0, count: 32 * chunk) + TestData.text(count: chunk, seed: 2)
+        TestData.random(count: chunk, seed: 1) + [UInt8](repeating: 0, count: 32 * chunk)
+            + TestData.text(count: chunk, seed: 2)
     }
 
-    @Test("B3 §5: clone by copy_file_range and by read/write: same bytes, holes kept, store temp removed",
-          arguments: [FileIO.CloneStrategy.copyRange, FileIO.CloneStrategy.readWrite])
+    @Test(
+        "B3 §5: clone by copy_file_range and by read/write: same bytes, holes kept, store temp removed",
+        arguments: [FileIO.CloneStrategy.copyRange, FileIO.CloneStrategy.readWrite])
     func fallbackStrategies(strategy: FileIO.CloneStrategy) async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -36,7 +39,8 @@ import Testing
                 _ = try await cache.fetchContents(for: id, destination: .clone(to: target, replaceExisting: false))
             }
             #expect(existing == .fileExists)
-            let replaced = try await cache.fetchContents(for: id, destination: .clone(to: target, replaceExisting: true))
+            let replaced = try await cache.fetchContents(
+                for: id, destination: .clone(to: target, replaceExisting: true))
             #expect(replaced.url.path == target)
             // The caller's copy is independent of the store (H1): changing it leaves the store's bytes alone.
             try TestData.write([1, 2, 3], to: target)
@@ -52,7 +56,8 @@ import Testing
             let id = ItemIdentifier(domain: "d", "a")
             try await put(cache, TestData.text(count: 1000, seed: 1), as: id, in: dir)
             do {
-                _ = try await cache.fetchContents(for: id, destination: .clone(to: dir + "/no/such/file", replaceExisting: false))
+                _ = try await cache.fetchContents(
+                    for: id, destination: .clone(to: dir + "/no/such/file", replaceExisting: false))
                 Issue.record("clone into a missing folder succeeded")
             } catch let error as CacheError {
                 #expect(error.code == .invalidArgument)
@@ -61,8 +66,9 @@ import Testing
         }
     }
 
-    @Test("§5 reflink: on an XFS loop mount the clone shares extents with the store's file and the bytes match",
-          .enabled(if: Capabilities.canMountXFS, "needs root, mkfs.xfs and a loop device"))
+    @Test(
+        "§5 reflink: on an XFS loop mount the clone shares extents with the store's file and the bytes match",
+        .enabled(if: Capabilities.canMountXFS, "needs root, mkfs.xfs and a loop device"))
     func reflinkOnXFS() async throws {
         try await withTemporaryDirectory { dir in
             let mount = try XFSMount(in: dir)

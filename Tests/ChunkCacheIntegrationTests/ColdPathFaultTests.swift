@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// The cold path against an origin that misbehaves on purpose (CONTRACT §10 "Errors", A10, cancellation).
@@ -8,7 +9,9 @@ import Testing
     static let bytes = TestData.random(count: 2 << 20, seed: 21)
 
     /// A store and a fault origin serving `a.bin`; `domain(behaviour)` adds a domain reading through it.
-    static func withFaultOrigin(_ body: (ChunkCache, FaultOrigin, (String) async throws -> String) async throws -> Void) async throws {
+    static func withFaultOrigin(_ body: (ChunkCache, FaultOrigin, (String) async throws -> String) async throws -> Void)
+        async throws
+    {
         try await withTemporaryDirectory { dir in
             let root = dir + "/origin"
             try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
@@ -34,24 +37,32 @@ import Testing
         }
     }
 
-    static func fetch(_ cache: ChunkCache, _ domain: String, _ location: Int64 = 65_536, _ length: Int64 = 65_536,
-                      version: String? = nil, strict: Bool = false) async throws -> FetchResult {
+    static func fetch(
+        _ cache: ChunkCache, _ domain: String, _ location: Int64 = 65_536, _ length: Int64 = 65_536,
+        version: String? = nil, strict: Bool = false
+    ) async throws -> FetchResult {
         try await cache.fetchPartialContents(
             for: ItemIdentifier(domain: domain, "a.bin"), version: version.map { ItemVersion($0) },
-            minimalRange: ByteRange(location: location, length: length), aligningTo: 4096, options: strict ? .strictVersioning : [])
+            minimalRange: ByteRange(location: location, length: length), aligningTo: 4096,
+            options: strict ? .strictVersioning : [])
     }
 
     static func expectClean(_ cache: ChunkCache, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let report = try await cache.verify()
         #expect(report.damagedRecords.isEmpty && report.damagedVersions.isEmpty, sourceLocation: sourceLocation)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: cache.temporaryDirectoryURL.path).isEmpty,
-                "no hand-off file left behind", sourceLocation: sourceLocation)
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: cache.temporaryDirectoryURL.path).isEmpty,
+            "no hand-off file left behind", sourceLocation: sourceLocation)
     }
 
-    @Test("§10 C3: 401 is notAuthenticated, 403 noPermission, 404 and 410 noSuchItem; none retried", .requires(FaultOrigin.self))
+    @Test(
+        "§10 C3: 401 is notAuthenticated, 403 noPermission, 404 and 410 noSuchItem; none retried",
+        .requires(FaultOrigin.self))
     func statusCodes() async throws {
         try await Self.withFaultOrigin { cache, origin, domain in
-            for (status, code) in [(401, CacheError.Code.notAuthenticated), (403, .noPermission), (404, .noSuchItem), (410, .noSuchItem)] {
+            for (status, code) in [
+                (401, CacheError.Code.notAuthenticated), (403, .noPermission), (404, .noSuchItem), (410, .noSuchItem),
+            ] {
                 let name = try await domain("status-\(status)")
                 try await origin.clear()
                 #expect(await errorCode { _ = try await Self.fetch(cache, name) } == code, "\(status)")
@@ -74,8 +85,9 @@ import Testing
         }
     }
 
-    @Test("§10: 429 with Retry-After, 503, a reset and a short body are retried and the fetch succeeds byte for byte",
-          .requires(FaultOrigin.self), arguments: ["retry-429-1", "fail-5xx-2", "reset-1", "short-1"])
+    @Test(
+        "§10: 429 with Retry-After, 503, a reset and a short body are retried and the fetch succeeds byte for byte",
+        .requires(FaultOrigin.self), arguments: ["retry-429-1", "fail-5xx-2", "reset-1", "short-1"])
     func retried(behaviour: String) async throws {
         try await Self.withFaultOrigin { cache, origin, domain in
             let name = try await domain(behaviour)
@@ -95,7 +107,10 @@ import Testing
             let version = first.item.itemVersion.contentVersionString
             #expect(try readRange(first.url.path, first.retrievedRange) == Array(Self.bytes[0..<65_536]))
             // The next GET serves version 1: strict refuses, non-strict moves to version 1 whole.
-            #expect(await errorCode { _ = try await Self.fetch(cache, name, 1 << 20, 65_536, version: version, strict: true) } == .versionNoLongerAvailable)
+            #expect(
+                await errorCode {
+                    _ = try await Self.fetch(cache, name, 1 << 20, 65_536, version: version, strict: true)
+                } == .versionNoLongerAvailable)
             let moved = try await Self.fetch(cache, name, 0, 2 << 20, version: version)
             let served = try readRange(moved.url.path, moved.retrievedRange)
             let flipped = Self.bytes.map { $0 ^ 0xFF }
@@ -107,7 +122,9 @@ import Testing
         }
     }
 
-    @Test("§10: an origin that accepts but never answers is serverUnreachable after the idle timeout", .requires(FaultOrigin.self))
+    @Test(
+        "§10: an origin that accepts but never answers is serverUnreachable after the idle timeout",
+        .requires(FaultOrigin.self))
     func stalled() async throws {
         try await Self.withFaultOrigin { cache, _, domain in
             let name = try await domain("stall")
@@ -118,7 +135,9 @@ import Testing
         }
     }
 
-    @Test("A16 §10: cancelling a fetch whose download stalls returns within 100 ms and leaves nothing half-written", .requires(FaultOrigin.self))
+    @Test(
+        "A16 §10: cancelling a fetch whose download stalls returns within 100 ms and leaves nothing half-written",
+        .requires(FaultOrigin.self))
     func cancelStalledDownload() async throws {
         try await Self.withFaultOrigin { cache, _, domain in
             cache.store.origins.policy.withLock { $0.idleTimeout = .seconds(30) }
@@ -134,7 +153,9 @@ import Testing
         }
     }
 
-    @Test("§10: an origin stopped mid-transfer is serverUnreachable, and the store verifies clean", .requires(FaultOrigin.self))
+    @Test(
+        "§10: an origin stopped mid-transfer is serverUnreachable, and the store verifies clean",
+        .requires(FaultOrigin.self))
     func stoppedMidTransfer() async throws {
         try await Self.withFaultOrigin { cache, origin, domain in
             let name = try await domain("stall-body")
@@ -147,23 +168,28 @@ import Testing
         }
     }
 
-    @Test("§10: an origin without a strong ETag versions items by Last-Modified and size", .requires(FaultOrigin.self),
-          arguments: ["no-etag", "weak-etag"])
+    @Test(
+        "§10: an origin without a strong ETag versions items by Last-Modified and size", .requires(FaultOrigin.self),
+        arguments: ["no-etag", "weak-etag"])
     func fallbackVersion(behaviour: String) async throws {
         try await Self.withFaultOrigin { cache, _, domain in
             let name = try await domain(behaviour)
             let result = try await Self.fetch(cache, name, 0, 65_536)
             #expect(result.item.itemVersion.contentVersionString.hasSuffix("; \(2 << 20) bytes"))
             let more = try await Self.fetch(cache, name, 1 << 20, 65_536)
-            #expect(try readRange(more.url.path, more.retrievedRange) == Array(Self.bytes[(1 << 20)..<((1 << 20) + 65_536)]))
+            #expect(
+                try readRange(more.url.path, more.retrievedRange) == Array(Self.bytes[(1 << 20)..<((1 << 20) + 65_536)])
+            )
         }
     }
 
-    @Test("§10 --pipeline-depth: 8 concurrent cold fetches of a depth-2 domain never have more than 2 requests in flight",
-          .requires(FaultOrigin.self))
+    @Test(
+        "§10 --pipeline-depth: 8 concurrent cold fetches of a depth-2 domain never have more than 2 requests in flight",
+        .requires(FaultOrigin.self))
     func pipelineDepth() async throws {
         try await Self.withFaultOrigin { cache, origin, _ in
-            _ = try await cache.addDomain("deep", origin: try Origin(origin.baseURL(behaviour: "slow")), pipelineDepth: 2)
+            _ = try await cache.addDomain(
+                "deep", origin: try Origin(origin.baseURL(behaviour: "slow")), pipelineDepth: 2)
             _ = try await Self.fetch(cache, "deep", 0, 1)
             try await origin.clear()
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -171,7 +197,9 @@ import Testing
                     group.addTask {
                         let offset = Int64(2 + 3 * i) * 65_536
                         let result = try await Self.fetch(cache, "deep", offset, 65_536)
-                        #expect(try readRange(result.url.path, result.retrievedRange) == Array(Self.bytes[Int(offset)..<Int(offset + 65_536)]))
+                        #expect(
+                            try readRange(result.url.path, result.retrievedRange)
+                                == Array(Self.bytes[Int(offset)..<Int(offset + 65_536)]))
                         try? FileManager.default.removeItem(at: result.url)
                     }
                 }
@@ -187,16 +215,22 @@ import Testing
         try await Self.withFaultOrigin { cache, _, domain in
             let name = try await domain("ignore-range")
             let result = try await Self.fetch(cache, name, 1 << 20, 65_536)
-            #expect(try readRange(result.url.path, result.retrievedRange) == Array(Self.bytes[(1 << 20)..<((1 << 20) + 65_536)]))
+            #expect(
+                try readRange(result.url.path, result.retrievedRange)
+                    == Array(Self.bytes[(1 << 20)..<((1 << 20) + 65_536)]))
             #expect(result.downloadedBytes == 65_536, "only the bytes of the range are kept")
         }
     }
 
-    @Test("§10 S3: a listing that hands back the continuation token it was sent fails the sync after two pages instead of listing forever (found while writing the listing's fuzz target)",
-          .requires(FaultOrigin.self))
+    @Test(
+        "§10 S3: a listing that hands back the continuation token it was sent fails the sync after two pages instead of listing forever (found while writing the listing's fuzz target)",
+        .requires(FaultOrigin.self))
     func s3ListingThatLoops() async throws {
         try await Self.withFaultOrigin { cache, origin, _ in
-            _ = try await cache.addDomain("loop", origin: try Origin("s3://s3-same-token/", endpoint: "http://127.0.0.1:\(origin.port)", region: "us-east-1"))
+            _ = try await cache.addDomain(
+                "loop",
+                origin: try Origin(
+                    "s3://s3-same-token/", endpoint: "http://127.0.0.1:\(origin.port)", region: "us-east-1"))
             let failure = await errorOf { _ = try await cache.syncDomain("loop") }
             // As every listing that cannot be read: invalidArgument (the origin is misconfigured), nothing applied.
             #expect(failure?.code == .invalidArgument, "\(failure?.message ?? "no error")")

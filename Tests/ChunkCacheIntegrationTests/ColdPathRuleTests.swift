@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// The §3 and §7 rules on the cold path: a fetch that goes to the origin answers exactly as a warm one does.
@@ -8,11 +9,13 @@ import Testing
     static let chunk = 65_536
 
     /// Four chunks: data, zeros, data, zeros.
-    static let sparse = TestData.random(count: chunk, seed: 31) + [UInt8](repeating: 0, count: chunk)
+    static let sparse =
+        TestData.random(count: chunk, seed: 31) + [UInt8](repeating: 0, count: chunk)
         + TestData.random(count: chunk, seed: 32) + [UInt8](repeating: 0, count: chunk)
 
-    @Test("A7 A8 §3 §10 (issue 18): a cold fetch whose retrieved range is the whole file keeps zero chunks as holes and says knownSparseRanges, as a warm one does",
-          .requires(NginxServer.self))
+    @Test(
+        "A7 A8 §3 §10 (issue 18): a cold fetch whose retrieved range is the whole file keeps zero chunks as holes and says knownSparseRanges, as a warm one does",
+        .requires(NginxServer.self))
     func coldWholeFileKeepsHoles() async throws {
         try await ColdPathTests.withOrigin(["a.bin": Self.sparse]) { cache, _, _ in
             // One byte at 1 GiB alignment: the retrieved range is the whole file.
@@ -24,20 +27,25 @@ import Testing
                 results.append(result)
                 await cache.waitForDownloads()
             }
-            #expect(results[0].downloadedBytes > 0 && results[1].downloadedBytes == 0, "the first went to the origin, the second did not")
+            #expect(
+                results[0].downloadedBytes > 0 && results[1].downloadedBytes == 0,
+                "the first went to the origin, the second did not")
             for (result, path) in zip(results, ["cold", "warm"]) {
                 #expect(result.retrievedRange == ByteRange(location: 0, length: Int64(Self.sparse.count)), "\(path)")
                 #expect(result.flags == .knownSparseRanges, "\(path)")
                 #expect(try readRange(result.url.path, result.retrievedRange) == Self.sparse, "\(path)")
                 let sizes = try fileSizes(result.url.path)
-                #expect(sizes.allocated <= Int64(2 * Self.chunk), "\(path): the two zero chunks are holes (\(sizes.allocated) bytes allocated)")
+                #expect(
+                    sizes.allocated <= Int64(2 * Self.chunk),
+                    "\(path): the two zero chunks are holes (\(sizes.allocated) bytes allocated)")
                 try? FileManager.default.removeItem(at: result.url)
             }
         }
     }
 
-    @Test("A11 B6 §7 §10 (issue 18): a version the store does not know, on an origin domain, is asked of the origin, never served by an older stored one",
-          .requires(NginxServer.self))
+    @Test(
+        "A11 B6 §7 §10 (issue 18): a version the store does not know, on an origin domain, is asked of the origin, never served by an older stored one",
+        .requires(NginxServer.self))
     func unknownVersionAsksTheOrigin() async throws {
         let old = TestData.random(count: 1 << 20, seed: 33)
         let new = TestData.random(count: 1 << 20, seed: 34)
@@ -52,11 +60,15 @@ import Testing
             let newVersion = served.item.itemVersion.contentVersionString
             #expect(newVersion != oldVersion, "the origin's version, not the older stored one")
             try ColdPathTests.expectBytes(served, new)
-            let strict = await errorCode { _ = try await ColdPathTests.fetch(cache, "a.bin", 0, 65_536, version: "\"not-yet-seen\"", strict: true) }
+            let strict = await errorCode {
+                _ = try await ColdPathTests.fetch(cache, "a.bin", 0, 65_536, version: "\"not-yet-seen\"", strict: true)
+            }
             #expect(strict == .versionNoLongerAvailable)
             // The versions the store knows still serve as before.
-            try ColdPathTests.expectBytes(try await ColdPathTests.fetch(cache, "a.bin", 0, 65_536, version: oldVersion, strict: true), old)
-            try ColdPathTests.expectBytes(try await ColdPathTests.fetch(cache, "a.bin", 0, 65_536, version: newVersion, strict: true), new)
+            try ColdPathTests.expectBytes(
+                try await ColdPathTests.fetch(cache, "a.bin", 0, 65_536, version: oldVersion, strict: true), old)
+            try ColdPathTests.expectBytes(
+                try await ColdPathTests.fetch(cache, "a.bin", 0, 65_536, version: newVersion, strict: true), new)
         }
     }
 }

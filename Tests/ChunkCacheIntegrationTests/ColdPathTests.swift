@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// The cold path against a real nginx on 127.0.0.1 (CONTRACT §10): what is downloaded, in how many requests,
@@ -12,7 +13,8 @@ import Testing
     /// - Parameters:
     ///   - maxSize: The store's bound; `minFree` the free space it keeps (nil: the default).
     static func withOrigin(
-        _ files: [String: [UInt8]], readAhead: Int64 = DomainInfo.defaultReadAhead, maxSize: Int64 = 1 << 34, minFree: Int64? = nil,
+        _ files: [String: [UInt8]], readAhead: Int64 = DomainInfo.defaultReadAhead, maxSize: Int64 = 1 << 34,
+        minFree: Int64? = nil,
         _ body: (ChunkCache, NginxServer, String) async throws -> Void
     ) async throws {
         try await withTemporaryDirectory { dir in
@@ -33,8 +35,10 @@ import Testing
         }
     }
 
-    static func fetch(_ cache: ChunkCache, _ item: String, _ location: Int64, _ length: Int64, version: String? = nil,
-                      strict: Bool = false) async throws -> FetchResult {
+    static func fetch(
+        _ cache: ChunkCache, _ item: String, _ location: Int64, _ length: Int64, version: String? = nil,
+        strict: Bool = false
+    ) async throws -> FetchResult {
         try await cache.fetchPartialContents(
             for: ItemIdentifier(domain: "web", item), version: version.map { ItemVersion($0) },
             minimalRange: ByteRange(location: location, length: length), aligningTo: 4096,
@@ -49,13 +53,19 @@ import Testing
         #expect(rename(root + "/" + name + ".tmp", root + "/" + name) == 0)
     }
 
-    static func expectBytes(_ result: FetchResult, _ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func expectBytes(_ result: FetchResult, _ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation)
+        throws
+    {
         let range = result.retrievedRange
-        #expect(try readRange(result.url.path, range) == Array(bytes[Int(range.location)..<Int(range.end)]), sourceLocation: sourceLocation)
+        #expect(
+            try readRange(result.url.path, range) == Array(bytes[Int(range.location)..<Int(range.end)]),
+            sourceLocation: sourceLocation)
         try? FileManager.default.removeItem(at: result.url)
     }
 
-    @Test("§10: the first fetch of an unknown item is one ranged GET that tells its size and version", .requires(NginxServer.self))
+    @Test(
+        "§10: the first fetch of an unknown item is one ranged GET that tells its size and version",
+        .requires(NginxServer.self))
     func discoveryIsOneRequest() async throws {
         let bytes = TestData.random(count: 1 << 20, seed: 1)
         try await Self.withOrigin(["a.bin": bytes]) { cache, server, _ in
@@ -72,7 +82,9 @@ import Testing
         }
     }
 
-    @Test("§10 single flight: 32 concurrent fetches of one cold 64 KiB range make exactly one GET", .requires(NginxServer.self))
+    @Test(
+        "§10 single flight: 32 concurrent fetches of one cold 64 KiB range make exactly one GET",
+        .requires(NginxServer.self))
     func singleFlight() async throws {
         let bytes = TestData.random(count: 1 << 20, seed: 2)
         try await Self.withOrigin(["a.bin": bytes]) { cache, server, _ in
@@ -86,7 +98,9 @@ import Testing
         }
     }
 
-    @Test("§10: a cold 1 MiB range is one GET pinned with If-Match, not 16; the same range again makes none", .requires(NginxServer.self))
+    @Test(
+        "§10: a cold 1 MiB range is one GET pinned with If-Match, not 16; the same range again makes none",
+        .requires(NginxServer.self))
     func coalescedAndWarm() async throws {
         let bytes = TestData.random(count: 8 << 20, seed: 3)
         try await Self.withOrigin(["a.bin": bytes]) { cache, server, _ in
@@ -111,7 +125,9 @@ import Testing
         }
     }
 
-    @Test("§10 store behind: a cold range is returned as it arrives and stored behind the fetch; then it is warm", .requires(NginxServer.self))
+    @Test(
+        "§10 store behind: a cold range is returned as it arrives and stored behind the fetch; then it is warm",
+        .requires(NginxServer.self))
     func storedBehind() async throws {
         let bytes = TestData.random(count: 4 << 20, seed: 14)
         try await Self.withOrigin(["a.bin": bytes]) { cache, server, _ in
@@ -135,8 +151,9 @@ import Testing
         }
     }
 
-    @Test("§10 integrity: a stored chunk that fails its check on read is downloaded again and replaced; the fetch succeeds",
-          .requires(NginxServer.self))
+    @Test(
+        "§10 integrity: a stored chunk that fails its check on read is downloaded again and replaced; the fetch succeeds",
+        .requires(NginxServer.self))
     func damagedChunkRefetched() async throws {
         let bytes = TestData.random(count: 1 << 20, seed: 15)
         try await Self.withOrigin(["a.bin": bytes]) { cache, server, _ in
@@ -144,7 +161,8 @@ import Testing
             try Self.expectBytes(first, bytes)
             await cache.waitForDownloads()
             let version = first.item.itemVersion.contentVersionString
-            let digest = try IntegrityTests.digest(ofChunk: 2, item: ItemIdentifier(domain: "web", "a.bin"), version: version, in: cache)
+            let digest = try IntegrityTests.digest(
+                ofChunk: 2, item: ItemIdentifier(domain: "web", "a.bin"), version: version, in: cache)
             try IntegrityTests.flipStoredByte(of: digest, in: cache)
             try await server.clearAccessLog()
             let again = try await Self.fetch(cache, "a.bin", 0, 4 * 65_536)
@@ -152,13 +170,15 @@ import Testing
             #expect(again.originRequests == 1 && again.downloadedBytes == 65_536, "only the damaged chunk")
             #expect(try await server.accessLog(atLeast: 1).first?.range == "bytes=131072-196607")
             let report = try await cache.verify()
-            #expect(report.damagedRecords.isEmpty && report.damagedVersions.isEmpty && report.corrupt.isEmpty,
-                    "the damaged copy was replaced")
+            #expect(
+                report.damagedRecords.isEmpty && report.damagedVersions.isEmpty && report.corrupt.isEmpty,
+                "the damaged copy was replaced")
         }
     }
 
-    @Test("§10: downloaded chunks are deduplicated against everything in the store (two items with the same bytes)",
-          .requires(NginxServer.self))
+    @Test(
+        "§10: downloaded chunks are deduplicated against everything in the store (two items with the same bytes)",
+        .requires(NginxServer.self))
     func deduplicated() async throws {
         let bytes = TestData.random(count: 1 << 20, seed: 16)
         try await Self.withOrigin(["a.bin": bytes, "copy.bin": bytes]) { cache, _, _ in
@@ -182,7 +202,11 @@ import Testing
             }
             try await Task.sleep(for: .milliseconds(300))
             let log = try await server.accessLog()
-            #expect(log.map(\.range) == ["bytes=10485760-10551295", "bytes=3145728-3211263", "bytes=12582912-12648447", "bytes=1048576-1114111"])
+            #expect(
+                log.map(\.range) == [
+                    "bytes=10485760-10551295", "bytes=3145728-3211263", "bytes=12582912-12648447",
+                    "bytes=1048576-1114111",
+                ])
         }
     }
 
@@ -204,7 +228,9 @@ import Testing
         }
     }
 
-    @Test("A10: the file replaced at the origin: strict is versionNoLongerAvailable, non-strict serves the new version whole", .requires(NginxServer.self))
+    @Test(
+        "A10: the file replaced at the origin: strict is versionNoLongerAvailable, non-strict serves the new version whole",
+        .requires(NginxServer.self))
     func replacedAtOrigin() async throws {
         let old = TestData.random(count: 4 << 20, seed: 6)
         let new = TestData.random(count: 4 << 20, seed: 7)
@@ -213,7 +239,9 @@ import Testing
             try Self.expectBytes(first, old)
             let oldVersion = first.item.itemVersion.contentVersionString
             try await ColdPathTests.replace("a.bin", in: root, with: new)
-            let strict = await errorCode { _ = try await Self.fetch(cache, "a.bin", 2 << 20, 65_536, version: oldVersion, strict: true) }
+            let strict = await errorCode {
+                _ = try await Self.fetch(cache, "a.bin", 2 << 20, 65_536, version: oldVersion, strict: true)
+            }
             #expect(strict == .versionNoLongerAvailable)
             let moved = try await Self.fetch(cache, "a.bin", 2 << 20, 65_536, version: oldVersion)
             #expect(moved.item.itemVersion.contentVersionString != oldVersion, "the new version, reported")
@@ -225,23 +253,27 @@ import Testing
         }
     }
 
-    @Test("C2: a 404 of the item is noSuchItem and removes it from the store; an item never there is noSuchItem", .requires(NginxServer.self))
+    @Test(
+        "C2: a 404 of the item is noSuchItem and removes it from the store; an item never there is noSuchItem",
+        .requires(NginxServer.self))
     func goneAtOrigin() async throws {
         let bytes = TestData.random(count: 1 << 20, seed: 8)
         try await Self.withOrigin(["a.bin": bytes]) { cache, _, root in
             try Self.expectBytes(try await Self.fetch(cache, "a.bin", 0, 65_536), bytes)
             try FileManager.default.removeItem(atPath: root + "/a.bin")
             #expect(await errorCode { _ = try await Self.fetch(cache, "a.bin", 512 << 10, 65_536) } == .noSuchItem)
-            #expect(await errorCode { _ = try await Self.fetch(cache, "a.bin", 0, 65_536) } == .noSuchItem,
-                    "the item is gone from the store too: what it held no longer serves")
+            #expect(
+                await errorCode { _ = try await Self.fetch(cache, "a.bin", 0, 65_536) } == .noSuchItem,
+                "the item is gone from the store too: what it held no longer serves")
             #expect(await errorCode { _ = try await Self.fetch(cache, "never.bin", 0, 1) } == .noSuchItem)
             let report = try await cache.verify()
             #expect(report.damagedRecords.isEmpty && report.damagedVersions.isEmpty)
         }
     }
 
-    @Test("§10: a TLS failure (an HTTPS origin whose certificate no one trusts) is serverUnreachable, never noSuchItem",
-          .requires(NginxServer.self))
+    @Test(
+        "§10: a TLS failure (an HTTPS origin whose certificate no one trusts) is serverUnreachable, never noSuchItem",
+        .requires(NginxServer.self))
     func untrustedTLS() async throws {
         try await withTemporaryDirectory { dir in
             try TestData.write(TestData.random(count: 100_000, seed: 17), to: dir + "/a.bin")
@@ -252,7 +284,8 @@ import Testing
                 _ = try await cache.addDomain("tls", origin: try Origin(server.baseURL))
                 let error = await caught {
                     _ = try await cache.fetchPartialContents(
-                        for: ItemIdentifier(domain: "tls", "a.bin"), version: nil, minimalRange: ByteRange(location: 0, length: 1), aligningTo: 1)
+                        for: ItemIdentifier(domain: "tls", "a.bin"), version: nil,
+                        minimalRange: ByteRange(location: 0, length: 1), aligningTo: 1)
                 }
                 #expect(error?.code == .serverUnreachable, "\(String(describing: error))")
                 #expect(error?.message.contains("127.0.0.1") == true)
@@ -299,7 +332,9 @@ import Testing
         }
     }
 
-    @Test("§3 §10: a first fetch past the end is answered 416, which tells the size (a HEAD the version); an empty file is one GET", .requires(NginxServer.self))
+    @Test(
+        "§3 §10: a first fetch past the end is answered 416, which tells the size (a HEAD the version); an empty file is one GET",
+        .requires(NginxServer.self))
     func pastTheEnd() async throws {
         let bytes = TestData.random(count: 100_000, seed: 13)
         try await Self.withOrigin(["a.bin": bytes, "empty.bin": []]) { cache, server, _ in
@@ -307,7 +342,9 @@ import Testing
             #expect(empty.retrievedRange == ByteRange(location: 0, length: 0) && empty.item.documentSize == 0)
             #expect(empty.item.itemVersion.contentVersionString.hasPrefix("\""))
             let past = try await Self.fetch(cache, "a.bin", 5 << 20, 10)
-            #expect(past.retrievedRange == ByteRange(location: 65_536, length: 100_000 - 65_536), "§3: clamped to the last chunk")
+            #expect(
+                past.retrievedRange == ByteRange(location: 65_536, length: 100_000 - 65_536),
+                "§3: clamped to the last chunk")
             #expect(past.item.documentSize == 100_000)
             try Self.expectBytes(past, bytes)
             let log = try await server.accessLog(atLeast: 4)
@@ -320,7 +357,9 @@ import Testing
         }
     }
 
-    @Test("§10: versions of an item the store lacks is one HEAD; the item is recorded, nothing downloaded", .requires(NginxServer.self))
+    @Test(
+        "§10: versions of an item the store lacks is one HEAD; the item is recorded, nothing downloaded",
+        .requires(NginxServer.self))
     func versionsByHead() async throws {
         let bytes = TestData.random(count: 300_000, seed: 12)
         try await Self.withOrigin(["a.bin": bytes]) { cache, server, _ in
@@ -330,7 +369,9 @@ import Testing
             #expect(listed.versions.first?.contentVersion.hasPrefix("\"") == true)
             let log = try await server.accessLog(atLeast: 1)
             #expect(log.map(\.method) == ["HEAD"])
-            #expect(await errorCode { _ = try await cache.versions(of: ItemIdentifier(domain: "web", "none.bin")) } == .noSuchItem)
+            #expect(
+                await errorCode { _ = try await cache.versions(of: ItemIdentifier(domain: "web", "none.bin")) }
+                    == .noSuchItem)
             let fetched = try await Self.fetch(cache, "a.bin", 0, 10)
             #expect(fetched.item.itemVersion.contentVersionString == listed.versions.first?.contentVersion)
             try Self.expectBytes(fetched, bytes)
@@ -350,14 +391,19 @@ import Testing
 /// `ChunkCache.read(_:version:at:into:)` on a thread of its own, as a FUSE worker calls it. The test awaits
 /// the thread without holding a cooperative thread: the cold read needs one for its download, and a machine
 /// with two cores has two (another suite may hold the second).
-private func readOnThread(_ cache: ChunkCache, _ item: ItemIdentifier, at offset: Int64, count: Int) async throws -> [UInt8] {
+private func readOnThread(_ cache: ChunkCache, _ item: ItemIdentifier, at offset: Int64, count: Int) async throws
+    -> [UInt8]
+{
     try await withCheckedThrowingContinuation { continuation in
         Thread.detachNewThread {
             var buffer = [UInt8](repeating: 0, count: count)
-            continuation.resume(with: Result {
-                let read = try buffer.withUnsafeMutableBytes { try cache.read(item, version: nil, at: offset, into: $0) }
-                return Array(buffer[..<read.bytesRead])
-            })
+            continuation.resume(
+                with: Result {
+                    let read = try buffer.withUnsafeMutableBytes {
+                        try cache.read(item, version: nil, at: offset, into: $0)
+                    }
+                    return Array(buffer[..<read.bytesRead])
+                })
         }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// The completion-handler layer follows the async API: flags, requested versions, C1 bridging.
@@ -17,7 +18,10 @@ import Testing
     /// Calls `start` with a handler and waits for its one completion.
     static func completion(_ start: (@escaping @Sendable (Completion) -> Void) -> Void) async -> Completion? {
         let (stream, continuation) = AsyncStream<Completion>.makeStream()
-        start { continuation.yield($0); continuation.finish() }
+        start {
+            continuation.yield($0)
+            continuation.finish()
+        }
         var iterator = stream.makeAsyncIterator()
         return await iterator.next()
     }
@@ -30,14 +34,17 @@ import Testing
             let bytes = TestData.random(count: 65536, seed: 1) + [UInt8](repeating: 0, count: 2 * 65536)
             try await put(cache, bytes, as: id, in: dir)
             #expect(try await cache.fetchContents(for: id).flags == .knownSparseRanges)
-            let done = try #require(await Self.completion { finish in
-                cache.fetchContents(for: id, version: nil, request: FetchRequest(), options: []) { url, item, flags, error in
-                    finish(Completion(url: url, item: item, flags: flags, error: error as NSError?))
-                }
-            })
+            let done = try #require(
+                await Self.completion { finish in
+                    cache.fetchContents(for: id, version: nil, request: FetchRequest(), options: []) {
+                        url, item, flags, error in
+                        finish(Completion(url: url, item: item, flags: flags, error: error as NSError?))
+                    }
+                })
             #expect(done.error == nil)
             #expect(done.flags == .knownSparseRanges)
-            #expect(try readRange(try #require(done.url).path, ByteRange(location: 0, length: Int64(bytes.count))) == bytes)
+            #expect(
+                try readRange(try #require(done.url).path, ByteRange(location: 0, length: Int64(bytes.count))) == bytes)
         }
     }
 
@@ -49,25 +56,30 @@ import Testing
             let v1 = TestData.text(count: 100_000, seed: 1)
             try await put(cache, v1, as: id, version: "v1", in: dir)
             try await put(cache, TestData.text(count: 120_000, seed: 2), as: id, version: "v2", in: dir)
-            let old = try #require(await Self.completion { finish in
-                cache.fetchContents(for: id, version: ItemVersion("v1"), request: FetchRequest()) { url, item, error in
-                    finish(Completion(url: url, item: item, flags: [], error: error as NSError?))
-                }
-            })
+            let old = try #require(
+                await Self.completion { finish in
+                    cache.fetchContents(for: id, version: ItemVersion("v1"), request: FetchRequest()) {
+                        url, item, error in
+                        finish(Completion(url: url, item: item, flags: [], error: error as NSError?))
+                    }
+                })
             #expect(old.item?.itemVersion.contentVersionString == "v1")
             #expect(try readRange(try #require(old.url).path, ByteRange(location: 0, length: Int64(v1.count))) == v1)
-            let gone = try #require(await Self.completion { finish in
-                cache.fetchContents(for: id, version: ItemVersion("gone"), request: FetchRequest()) { url, item, error in
-                    finish(Completion(url: url, item: item, flags: [], error: error as NSError?))
-                }
-            })
+            let gone = try #require(
+                await Self.completion { finish in
+                    cache.fetchContents(for: id, version: ItemVersion("gone"), request: FetchRequest()) {
+                        url, item, error in
+                        finish(Completion(url: url, item: item, flags: [], error: error as NSError?))
+                    }
+                })
             #expect(gone.url == nil && gone.item == nil)
             #expect(gone.error?.domain == "NSFileProviderErrorDomain" && gone.error?.code == -2009, "C1 bridging kept")
-            let newest = try #require(await Self.completion { finish in
-                cache.fetchContents(for: id, version: nil, request: FetchRequest()) { url, item, error in
-                    finish(Completion(url: url, item: item, flags: [], error: error as NSError?))
-                }
-            })
+            let newest = try #require(
+                await Self.completion { finish in
+                    cache.fetchContents(for: id, version: nil, request: FetchRequest()) { url, item, error in
+                        finish(Completion(url: url, item: item, flags: [], error: error as NSError?))
+                    }
+                })
             #expect(newest.item?.itemVersion.contentVersionString == "v2", "nil means the newest")
         }
     }
@@ -114,8 +126,14 @@ import Testing
         /// The next `importDidFinish`, or nil after 30 s.
         func nextFinish() async -> String? {
             await withTaskGroup(of: String?.self) { group in
-                group.addTask { [finishes] in var it = finishes.makeAsyncIterator(); return await it.next() }
-                group.addTask { try? await Task.sleep(for: .seconds(30)); return nil }
+                group.addTask { [finishes] in
+                    var it = finishes.makeAsyncIterator()
+                    return await it.next()
+                }
+                group.addTask {
+                    try? await Task.sleep(for: .seconds(30))
+                    return nil
+                }
                 let first = await group.next() ?? nil
                 group.cancelAll()
                 return first
@@ -144,7 +162,9 @@ import Testing
         }
     }
 
-    @Test("§8 G4 (issue 18): import's completion handler runs once the domain exists, before importDidFinish; the import then finishes with every file")
+    @Test(
+        "§8 G4 (issue 18): import's completion handler runs once the domain exists, before importDidFinish; the import then finishes with every file"
+    )
     func importCompletesWhenTheDomainExists() async throws {
         try await withTemporaryDirectory { dir in
             let tree = dir + "/tree"
@@ -159,7 +179,9 @@ import Testing
             var calls = called.makeAsyncIterator()
             _ = await calls.next()
             #expect(witness.errors.withLock { $0 } == [nil])
-            #expect(witness.finishedAtHandler.withLock { $0 } == false, "the handler ran before importDidFinish, as the seed's does")
+            #expect(
+                witness.finishedAtHandler.withLock { $0 } == false,
+                "the handler ran before importDidFinish, as the seed's does")
             #expect(try await cache.domains().contains { $0.name == "d" }, "the domain exists when the handler runs")
             #expect(await witness.nextFinish() == "d", "importDidFinish follows")
             let info = try #require(try await cache.domains().first { $0.name == "d" })
@@ -171,29 +193,41 @@ import Testing
             let again = dir + "/again"
             _ = try Self.importTree(again, count: 1)
             let refused = await withCheckedContinuation { (continuation: CheckedContinuation<NSError?, Never>) in
-                cache.import("d", fromDirectoryAt: URL(fileURLWithPath: again)) { continuation.resume(returning: $0 as NSError?) }
+                cache.import("d", fromDirectoryAt: URL(fileURLWithPath: again)) {
+                    continuation.resume(returning: $0 as NSError?)
+                }
             }
-            #expect(refused?.domain == NSCocoaErrorDomain && refused?.code == 516, "fileExists: \(String(describing: refused))")
+            #expect(
+                refused?.domain == NSCocoaErrorDomain && refused?.code == 516,
+                "fileExists: \(String(describing: refused))")
             #expect(FileManager.default.fileExists(atPath: again + "/f00"), "its directory untouched")
         }
     }
 
-    @Test("§8 A17 (issue 18): a Progress.cancel() once the imported domain exists reports no userCancelled and stops nothing: the import finishes, the domain intact")
+    @Test(
+        "§8 A17 (issue 18): a Progress.cancel() once the imported domain exists reports no userCancelled and stops nothing: the import finishes, the domain intact"
+    )
     func importCancelAfterTheDomainExists() async throws {
         try await withTemporaryDirectory { dir in
             let tree = dir + "/tree"
             let files = try Self.importTree(tree, count: 40)
             let cache = try await makeCache(dir)
             let witness = ImportWitness(cache)
-            let progress = cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree)) { error in witness.handler(error) }
+            let progress = cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree)) { error in
+                witness.handler(error)
+            }
             // Cancel as soon as the domain is there (the handler has run, or the import is under way).
             let deadline = ContinuousClock.now + .seconds(30)
-            while witness.errors.withLock({ $0.isEmpty }), !(try await cache.domains().contains { $0.name == "d" }), ContinuousClock.now < deadline {
+            while witness.errors.withLock({ $0.isEmpty }), !(try await cache.domains().contains { $0.name == "d" }),
+                ContinuousClock.now < deadline
+            {
                 try await Task.sleep(for: .milliseconds(1))
             }
             progress.cancel()
             #expect(await witness.nextFinish() == "d", "the import went on to importDidFinish")
-            #expect(witness.errors.withLock { $0 } == [nil], "called once, with no error: no userCancelled for a domain that exists")
+            #expect(
+                witness.errors.withLock { $0 } == [nil],
+                "called once, with no error: no userCancelled for a domain that exists")
             let info = try #require(try await cache.domains().first { $0.name == "d" })
             #expect(info.importFinished && info.items == files.count)
             try await Self.expectImported(files, in: "d", cache)
@@ -202,7 +236,9 @@ import Testing
 
     // MARK: - Progress in bytes (issue 18)
 
-    @Test("A16 §3 (issue 18): a fetch's Progress counts bytes: it ends with completed == total == the retrieved range's length")
+    @Test(
+        "A16 §3 (issue 18): a fetch's Progress counts bytes: it ends with completed == total == the retrieved range's length"
+    )
     func progressCountsBytesWarm() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -211,7 +247,8 @@ import Testing
             try await put(cache, bytes, as: id, in: dir)
             let (done, continuation) = AsyncStream<ByteRange>.makeStream()
             let progress = cache.fetchPartialContents(
-                for: id, version: nil, request: FetchRequest(), minimalRange: ByteRange(location: 70_000, length: 100_000),
+                for: id, version: nil, request: FetchRequest(),
+                minimalRange: ByteRange(location: 70_000, length: 100_000),
                 aligningTo: 4096, options: []
             ) { url, _, range, _, _ in
                 if let url { unlink(url.path) }
@@ -224,15 +261,17 @@ import Testing
         }
     }
 
-    @Test("§10 (issue 18): a cold fetch's Progress moves monotonically with the download and ends at completed == total == the file's bytes; the request's counters still count",
-          .requires(NginxServer.self))
+    @Test(
+        "§10 (issue 18): a cold fetch's Progress moves monotonically with the download and ends at completed == total == the file's bytes; the request's counters still count",
+        .requires(NginxServer.self))
     func progressCountsBytesCold() async throws {
         let bytes = TestData.random(count: 8 << 20, seed: 5)
         try await ColdPathTests.withOrigin(["big.bin": bytes], readAhead: 0) { cache, _, _ in
             let counters = DownloadProgress()
             let (done, continuation) = AsyncStream<(URL?, (any Error)?)>.makeStream()
             let progress = cache.fetchContents(
-                for: ItemIdentifier(domain: "web", "big.bin"), version: nil, request: FetchRequest(progress: counters), options: []
+                for: ItemIdentifier(domain: "web", "big.bin"), version: nil, request: FetchRequest(progress: counters),
+                options: []
             ) { url, _, _, error in continuation.yield((url, error)) }
             let samples = Mutex<[Int64]>([])
             let sampler = Task.detached {
@@ -255,7 +294,9 @@ import Testing
             let seen = samples.withLock { $0 }
             #expect(zip(seen, seen.dropFirst()).allSatisfy { $0 <= $1 }, "never backwards")
             #expect(seen.allSatisfy { $0 <= Int64(bytes.count) })
-            #expect(counters.downloadedBytes == Int64(bytes.count) && counters.originRequests >= 1, "the caller's counters count too")
+            #expect(
+                counters.downloadedBytes == Int64(bytes.count) && counters.originRequests >= 1,
+                "the caller's counters count too")
         }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 @Suite struct ConcurrencyTests {
@@ -13,11 +14,13 @@ import Testing
             let versions = (0..<8).map { TestData.mixed(count: 1 << 20, chunkSize: 16384, seed: 100 + UInt64($0)) }
             try await put(cache, cold, as: ItemIdentifier(domain: "d", "cold"), in: dir)
             try await put(cache, versions[0], as: ItemIdentifier(domain: "d", "hot"), version: "h0", in: dir)
-            let byVersion = Dictionary(uniqueKeysWithValues: versions.enumerated().map { ("h\($0.offset)", $0.element) })
+            let byVersion = Dictionary(
+                uniqueKeysWithValues: versions.enumerated().map { ("h\($0.offset)", $0.element) })
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     for i in 1..<versions.count {
-                        try await put(cache, versions[i], as: ItemIdentifier(domain: "d", "hot"), version: "h\(i)", in: dir)
+                        try await put(
+                            cache, versions[i], as: ItemIdentifier(domain: "d", "hot"), version: "h\(i)", in: dir)
                     }
                 }
                 for task in 0..<64 {
@@ -27,10 +30,12 @@ import Testing
                             let hot = rng.next() % 2 == 0
                             let id = ItemIdentifier(domain: "d", hot ? "hot" : "cold")
                             let size = UInt64(hot ? 1 << 20 : 3 << 20)
-                            let minimal = ByteRange(location: Int64(rng.next() % size), length: Int64(rng.next() % 300_000))
+                            let minimal = ByteRange(
+                                location: Int64(rng.next() % size), length: Int64(rng.next() % 300_000))
                             let result = try await cache.fetchPartialContents(
                                 for: id, version: nil, minimalRange: minimal, aligningTo: 4096)
-                            let original = hot ? try #require(byVersion[result.item.itemVersion.contentVersionString]) : cold
+                            let original =
+                                hot ? try #require(byVersion[result.item.itemVersion.contentVersionString]) : cold
                             let r = result.retrievedRange
                             #expect(try readRange(result.url.path, r) == Array(original[Int(r.location)..<Int(r.end)]))
                             unlink(result.url.path)
@@ -56,7 +61,9 @@ import Testing
                 aligningTo: 4096, options: []
             ) { url, item, _, flags, error in
                 calls.withLock { $0.append((url, error)) }
-                if error != nil { #expect(item == nil && flags.isEmpty, "A16: a failed fetch hands back no item and no flags") }
+                if error != nil {
+                    #expect(item == nil && flags.isEmpty, "A16: a failed fetch hands back no item and no flags")
+                }
             }
             progress.cancel()
             try await Task.sleep(for: .seconds(2))
@@ -77,7 +84,8 @@ import Testing
     func cancelledPut() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
-            try await put(cache, TestData.text(count: 1 << 20, seed: 3), as: ItemIdentifier(domain: "d", "small"), in: dir)
+            try await put(
+                cache, TestData.text(count: 1 << 20, seed: 3), as: ItemIdentifier(domain: "d", "small"), in: dir)
             let before = try await cache.statistics()
             let input = dir + "/other"
             try TestData.write(TestData.text(count: 48 << 20, seed: 4), to: input)
@@ -86,7 +94,11 @@ import Testing
             let (published, publish) = AsyncStream<Void>.makeStream()
             // The first transaction begins the pending manifest, the second commits the first batch.
             cache.store.writer.afterEachTransaction.withLock { hook in
-                hook = { if transactions.wrappingAdd(1, ordering: .relaxed).newValue == 2 { handle.withLock { $0 }?.cancel() } }
+                hook = {
+                    if transactions.wrappingAdd(1, ordering: .relaxed).newValue == 2 {
+                        handle.withLock { $0 }?.cancel()
+                    }
+                }
             }
             defer { cache.store.writer.afterEachTransaction.withLock { $0 = nil } }
             let task = Task {
@@ -110,8 +122,10 @@ import Testing
             let id = ItemIdentifier(domain: "d", "a")
             try await put(cache, TestData.text(count: 10_000, seed: 5), as: id, in: dir)
             let (stream, continuation) = AsyncStream<NSError?>.makeStream()
-            _ = cache.fetchPartialContents(for: id, version: nil, request: FetchRequest(), minimalRange: ByteRange(location: 0, length: 10),
-                                           aligningTo: 3, options: []) { _, _, _, _, error in
+            _ = cache.fetchPartialContents(
+                for: id, version: nil, request: FetchRequest(), minimalRange: ByteRange(location: 0, length: 10),
+                aligningTo: 3, options: []
+            ) { _, _, _, _, error in
                 continuation.yield(error as NSError?)
                 continuation.finish()
             }
@@ -133,13 +147,21 @@ import Testing
             try await put(cache, bytes, as: id, in: dir)
             let outcomes = Mutex<[String]>([])
             let done = AsyncStream<Void>.makeStream()
-            cache.fetchPartialContents(for: id, version: nil, request: FetchRequest(), minimalRange: ByteRange(location: 10, length: 10),
-                                       aligningTo: 4096, options: []) { url, item, range, _, error in
-                outcomes.withLock { $0.append(error == nil && url != nil && item?.documentSize == 100_000 && range.length == 65536 ? "ok" : "bad") }
+            cache.fetchPartialContents(
+                for: id, version: nil, request: FetchRequest(), minimalRange: ByteRange(location: 10, length: 10),
+                aligningTo: 4096, options: []
+            ) { url, item, range, _, error in
+                outcomes.withLock {
+                    $0.append(
+                        error == nil && url != nil && item?.documentSize == 100_000 && range.length == 65536
+                            ? "ok" : "bad")
+                }
                 done.continuation.yield()
             }
-            cache.fetchPartialContents(for: ItemIdentifier(domain: "d", "missing"), version: nil, request: FetchRequest(),
-                                       minimalRange: ByteRange(location: 0, length: 10), aligningTo: 4096, options: []) { url, _, _, _, error in
+            cache.fetchPartialContents(
+                for: ItemIdentifier(domain: "d", "missing"), version: nil, request: FetchRequest(),
+                minimalRange: ByteRange(location: 0, length: 10), aligningTo: 4096, options: []
+            ) { url, _, _, _, error in
                 let code = (error as NSError?)?.code
                 outcomes.withLock { $0.append(url == nil && code == -1005 ? "noSuchItem" : "bad") }
                 done.continuation.yield()

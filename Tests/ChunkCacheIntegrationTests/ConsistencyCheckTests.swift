@@ -2,6 +2,7 @@ import Foundation
 import LMDBKit
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// `verify` recounts what the store keeps counted (``Verifier/checkConsistency(in:_:)``): every reference
@@ -27,18 +28,24 @@ import Testing
         return (cache, v1)
     }
 
-    static func digest(_ bytes: ArraySlice<UInt8>) -> ChunkDigest { Array(bytes).withUnsafeBytes { ChunkDigest(hashing: $0) } }
+    static func digest(_ bytes: ArraySlice<UInt8>) -> ChunkDigest {
+        Array(bytes).withUnsafeBytes { ChunkDigest(hashing: $0) }
+    }
 
     static func manifestID(of item: String, _ version: String, in cache: ChunkCache) throws -> UInt64 {
         try cache.store.environment.read { txn in
             let key = Keys.version(itemKey: Keys.item(domain: "d", id: item), contentVersion: Array(version.utf8))
-            let version = try txn.withValue(cache.store.dbs.versions, key: key) { try VersionRecord(decoding: $0, name: "version under test") }
+            let version = try txn.withValue(cache.store.dbs.versions, key: key) {
+                try VersionRecord(decoding: $0, name: "version under test")
+            }
             return try #require(version).manifestID
         }
     }
 
     /// Runs `change` in one write transaction of the store, as a bug in the engine would.
-    static func tamper(_ cache: ChunkCache, _ change: @escaping @Sendable (inout WriteTransaction, Databases) throws -> Void) async throws {
+    static func tamper(
+        _ cache: ChunkCache, _ change: @escaping @Sendable (inout WriteTransaction, Databases) throws -> Void
+    ) async throws {
         let dbs = cache.store.dbs
         try await cache.store.writer.write { txn in try change(&txn, dbs) }
     }
@@ -46,7 +53,8 @@ import Testing
     static func setReferenceCount(_ digest: ChunkDigest, _ count: UInt64, in cache: ChunkCache) async throws {
         try await tamper(cache) { txn, dbs in
             try digest.withUnsafeBytes { key in
-                var ref = try #require(try txn.withValue(dbs.refs, key: key) { try ChunkRef(decoding: $0, name: "ref under test") })
+                var ref = try #require(
+                    try txn.withValue(dbs.refs, key: key) { try ChunkRef(decoding: $0, name: "ref under test") })
                 ref.count = count
                 try ref.encoded().withUnsafeBytes { try txn.put(dbs.refs, key: key, value: $0) }
             }
@@ -72,7 +80,9 @@ import Testing
             let shared = Self.digest(doc[0..<Self.chunk])  // doc v1, doc v2 and copy
             try await Self.setReferenceCount(shared, 4, in: cache)
             let report = try await cache.verify()
-            #expect(report.inconsistencies == ["chunk \(shared) has a reference count of 4 but 3 manifest entries name it"], "\(report)")
+            #expect(
+                report.inconsistencies == ["chunk \(shared) has a reference count of 4 but 3 manifest entries name it"],
+                "\(report)")
             #expect(report.corrupt == [] && report.damagedRecords == [], "each record passes its own check")
         }
     }
@@ -86,14 +96,18 @@ import Testing
             try await Self.setReferenceCount(shared, 0, in: cache)
             try await Self.setReferenceCount(once, 1, in: cache)
             let report = try await cache.verify()
-            #expect(report.inconsistencies.sorted() == [
-                "chunk \(shared) has a reference count of 0",
-                "chunk \(once) has a reference count of 1 but 2 manifest entries name it",
-            ].sorted(), "\(report)")
+            #expect(
+                report.inconsistencies.sorted()
+                    == [
+                        "chunk \(shared) has a reference count of 0",
+                        "chunk \(once) has a reference count of 1 but 2 manifest entries name it",
+                    ].sorted(), "\(report)")
         }
     }
 
-    @Test("a reference record dropped (a chunk without a reference) and a chunk dropped (a reference without a chunk) are reported")
+    @Test(
+        "a reference record dropped (a chunk without a reference) and a chunk dropped (a reference without a chunk) are reported"
+    )
     func referenceWithoutChunkAndChunkWithoutReference() async throws {
         try await withTemporaryDirectory { dir in
             let (cache, doc) = try await Self.store(dir)
@@ -108,38 +122,51 @@ import Testing
                 try txn.addToCounter(dbs, MetaKey.storedBytes, -stored)
             }
             let report = try await cache.verify()
-            #expect(report.inconsistencies.sorted() == [
-                "chunk \(noChunk) has a reference record but is not stored",
-                "chunk \(noRef) is named by 3 manifest entries but has no reference record",
-            ].sorted(), "\(report)")
-            #expect(Set(report.corrupt) == [noRef, noChunk], "the chunk scan and the manifest check still name both as corrupt")
+            #expect(
+                report.inconsistencies.sorted()
+                    == [
+                        "chunk \(noChunk) has a reference record but is not stored",
+                        "chunk \(noRef) is named by 3 manifest entries but has no reference record",
+                    ].sorted(), "\(report)")
+            #expect(
+                Set(report.corrupt) == [noRef, noChunk],
+                "the chunk scan and the manifest check still name both as corrupt")
         }
     }
 
     static func dropLengths(of digest: ChunkDigest, in cache: ChunkCache) async throws -> (Int64, Int64) {
         try cache.store.environment.read { txn in
-            let ref = try #require(try digest.withUnsafeBytes { key in
-                try txn.withValue(cache.store.dbs.refs, key: key) { try ChunkRef(decoding: $0, name: "ref under test") }
-            })
+            let ref = try #require(
+                try digest.withUnsafeBytes { key in
+                    try txn.withValue(cache.store.dbs.refs, key: key) {
+                        try ChunkRef(decoding: $0, name: "ref under test")
+                    }
+                })
             return (Int64(ref.rawLength), Int64(ref.storedLength))
         }
     }
 
-    @Test("each stat counter that drifts from its recount is reported by name with both values", arguments: [
-        MetaKey.logicalBytes, MetaKey.uniqueBytes, MetaKey.storedBytes,
-    ])
+    @Test(
+        "each stat counter that drifts from its recount is reported by name with both values",
+        arguments: [
+            MetaKey.logicalBytes, MetaKey.uniqueBytes, MetaKey.storedBytes,
+        ])
     func counterDrift(counter: String) async throws {
         try await withTemporaryDirectory { dir in
             let (cache, _) = try await Self.store(dir)
             let before = try await cache.statistics()
             try await Self.tamper(cache) { txn, dbs in try txn.addToCounter(dbs, counter, 4096) }
-            let expected: Int64 = switch counter {
-            case MetaKey.logicalBytes: before.logicalBytes
-            case MetaKey.uniqueBytes: before.uniqueBytes
-            default: before.storedBytes
-            }
+            let expected: Int64 =
+                switch counter {
+                case MetaKey.logicalBytes: before.logicalBytes
+                case MetaKey.uniqueBytes: before.uniqueBytes
+                default: before.storedBytes
+                }
             let report = try await cache.verify()
-            #expect(report.inconsistencies == ["the counter \(counter) is \(expected + 4096) but a recount gives \(expected)"], "\(report)")
+            #expect(
+                report.inconsistencies == [
+                    "the counter \(counter) is \(expected + 4096) but a recount gives \(expected)"
+                ], "\(report)")
         }
     }
 
@@ -151,7 +178,9 @@ import Testing
             // Deleting the version record but not its manifest: what a drop that forgot its pages would leave.
             try await Self.tamper(cache) { txn, dbs in
                 let key = Keys.version(itemKey: Keys.item(domain: "d", id: "copy"), contentVersion: Array("v1".utf8))
-                let version = try txn.withValue(dbs.versions, key: key) { try VersionRecord(decoding: $0, name: "version under test") }
+                let version = try txn.withValue(dbs.versions, key: key) {
+                    try VersionRecord(decoding: $0, name: "version under test")
+                }
                 let size = try #require(version).size
                 try txn.delete(dbs.versions, key: key)
                 try txn.addToCounter(dbs, MetaKey.logicalBytes, -size)
@@ -159,7 +188,9 @@ import Testing
             let report = try await cache.verify()
             // The orphan's entries are still counted, so the reference counts agree: what is lost is that
             // nothing will ever release them.
-            #expect(report.inconsistencies == ["manifest \(manifest) has 1 page(s) but no version or pending put owns it"], "\(report)")
+            #expect(
+                report.inconsistencies == ["manifest \(manifest) has 1 page(s) but no version or pending put owns it"],
+                "\(report)")
         }
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 #if canImport(Glibc)
@@ -16,7 +17,8 @@ import Glibc
 
     /// A random chunk, 30 zero chunks, a text chunk: 32 chunks, 30 of them holes when fetched whole.
     static func sparseContent() -> [UInt8] {
-        TestData.random(count: chunk, seed: 1) + [UInt8](repeating: 0, count: 30 * chunk) + TestData.text(count: chunk, seed: 2)
+        TestData.random(count: chunk, seed: 1) + [UInt8](repeating: 0, count: 30 * chunk)
+            + TestData.text(count: chunk, seed: 2)
     }
 
     static func entries(_ directory: String) throws -> [String] {
@@ -28,13 +30,17 @@ import Glibc
         (try? withTemporaryDirectory { dir -> Bool in
             let a = try FileDescriptor.open(dir + "/a", O_RDWR | O_CREAT | O_EXCL)
             let b = try FileDescriptor.open(dir + "/b", O_RDWR | O_CREAT | O_EXCL)
-            defer { try? a.close(); try? b.close() }
+            defer {
+                try? a.close()
+                try? b.close()
+            }
             return !FileCloner.canReflink(from: a, to: b)
         }) ?? false
     }
 
-    @Test("§5 one write: without reflink --out is assembled in place: same bytes, holes kept, mode 0644, nothing else made",
-          .enabled(if: tempDirectoryCannotReflink, "the temp directory's filesystem reflinks: the clone route applies"))
+    @Test(
+        "§5 one write: without reflink --out is assembled in place: same bytes, holes kept, mode 0644, nothing else made",
+        .enabled(if: tempDirectoryCannotReflink, "the temp directory's filesystem reflinks: the clone route applies"))
     func assembledInPlace() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -53,7 +59,9 @@ import Glibc
             #expect(result.flags == .knownSparseRanges)
             #expect(try readRange(target, ByteRange(location: 0, length: Int64(bytes.count))) == bytes)
             #expect(try fileSizes(target).size == Int64(bytes.count))
-            #expect(try TestData.firstHole(in: target, atOrAfter: 0) == Int64(Self.chunk), "SEEK_HOLE: the zero chunks are a hole")
+            #expect(
+                try TestData.firstHole(in: target, atOrAfter: 0) == Int64(Self.chunk),
+                "SEEK_HOLE: the zero chunks are a hole")
             #expect(try fileSizes(target).allocated < Int64(8 * Self.chunk))
             #expect(try FileSystem.status(target).st_mode & 0o777 == 0o644 & ~mask)
             #expect(try Self.entries(dir + "/out") == ["copy"], "no staging file beside the destination")
@@ -69,7 +77,9 @@ import Glibc
         }
     }
 
-    @Test("§5 no-replace: an existing destination is fileExists and stays; one that appears during the fetch is not overwritten")
+    @Test(
+        "§5 no-replace: an existing destination is fileExists and stays; one that appears during the fetch is not overwritten"
+    )
     func existingDestination() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -101,18 +111,22 @@ import Glibc
         }
     }
 
-    @Test("§5 failure rule: a fetch that fails mid-assembly (a damaged chunk) leaves no file at or beside the destination")
+    @Test(
+        "§5 failure rule: a fetch that fails mid-assembly (a damaged chunk) leaves no file at or beside the destination"
+    )
     func failureMidAssembly() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let id = ItemIdentifier(domain: "d", "doc")
             let bytes = (1...4).flatMap { TestData.random(count: Self.chunk, seed: UInt64($0)) }
             try await put(cache, bytes, as: id, version: "v1", in: dir)
-            try IntegrityTests.flipStoredByte(of: try IntegrityTests.digest(ofChunk: 2, item: id, version: "v1", in: cache), in: cache)
+            try IntegrityTests.flipStoredByte(
+                of: try IntegrityTests.digest(ofChunk: 2, item: id, version: "v1", in: cache), in: cache)
             try FileSystem.makeDirectory(dir + "/out", mode: 0o755)
             for replace in [false, true] {
                 let code = await errorCode {
-                    _ = try await cache.fetchContents(for: id, destination: .clone(to: dir + "/out/copy", replaceExisting: replace))
+                    _ = try await cache.fetchContents(
+                        for: id, destination: .clone(to: dir + "/out/copy", replaceExisting: replace))
                 }
                 #expect(code == .corruptData)
                 #expect(try Self.entries(dir + "/out") == [], "nothing left behind (replaceExisting \(replace))")
@@ -121,8 +135,9 @@ import Glibc
         }
     }
 
-    @Test("§5 the named fallback (no O_TMPFILE): one locked .chunkcache- file while writing, none after success or failure",
-          arguments: [false, true])
+    @Test(
+        "§5 the named fallback (no O_TMPFILE): one locked .chunkcache- file while writing, none after success or failure",
+        arguments: [false, true])
     func namedFallback(replaceExisting: Bool) throws {
         struct Failed: Error {}
         try withTemporaryDirectory { dir in
@@ -142,7 +157,10 @@ import Glibc
                 try bytes.withUnsafeBytes { try file.writeAll(toAbsoluteOffset: 0, $0) }
                 return .complete
             }
-            guard case .placed(let strategy) = written else { Issue.record("not placed: \(written)"); return }
+            guard case .placed(let strategy) = written else {
+                Issue.record("not placed: \(written)")
+                return
+            }
             #expect(strategy == nil || strategy == .reflink)
             #expect(try TestData.read(target, count: 200_000) == bytes)
             #expect(try Self.entries(dir) == ["file", "scratch"])
@@ -150,7 +168,8 @@ import Glibc
             #expect(throws: Failed.self) {
                 _ = try Destination(path: dir + "/other", replaceExisting: replaceExisting).write(
                     size: 10, scratch: dir + "/scratch", strategies: Set(CloneStrategy.allCases),
-                    faults: DestinationFaults(namedStaging: true), inspect: nil) { _ in throw Failed() }
+                    faults: DestinationFaults(namedStaging: true), inspect: nil
+                ) { _ in throw Failed() }
             }
             #expect(try Self.entries(dir) == ["file", "scratch"])
             #expect(try Self.entries(dir + "/scratch") == [])
@@ -171,7 +190,12 @@ import Glibc
             #expect(symlink(dir + "/mine", dir + "/.chunkcache-link") == 0)
             try TestData.write([4], to: dir + "/mine")
             #expect(StagingFiles.removeAbandoned(in: dir) == 1)
-            #expect(try Self.entries(dir) == [".chunkcache-fifo", ".chunkcache-link", URL(fileURLWithPath: livePath).lastPathComponent, "mine"].sorted())
+            #expect(
+                try Self.entries(dir)
+                    == [
+                        ".chunkcache-fifo", ".chunkcache-link", URL(fileURLWithPath: livePath).lastPathComponent,
+                        "mine",
+                    ].sorted())
         }
     }
 }

@@ -1,12 +1,14 @@
 import Foundation
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// `domain sync` (CONTRACT §11): an origin's listing applied as changes, all or nothing (F12).
 @Suite(.serialized) struct DomainSyncTests {
-    @Test("§11 domain sync over nginx: creates, modifications and deletions become changes; local metadata stays; a listed version serves the next fetch in one GET",
-          .requires(NginxServer.self))
+    @Test(
+        "§11 domain sync over nginx: creates, modifications and deletions become changes; local metadata stays; a listed version serves the next fetch in one GET",
+        .requires(NginxServer.self))
     func nginxSync() async throws {
         try await withTemporaryDirectory { dir in
             let root = dir + "/origin"
@@ -26,23 +28,33 @@ import Testing
             var replica = try await Replica(all)
             let byID = snapshots(replica.items.values)
             #expect(byID["docs/2024/b.txt"]?.parent == "docs/2024" && byID["docs/2024/b.txt"]?.size == 70_000)
-            #expect(try await listAll(try await cache.enumerator(for: Item.rootContainer, in: "web")).items.map(\.filename) == ["docs", "top.bin"])
+            #expect(
+                try await listAll(try await cache.enumerator(for: Item.rootContainer, in: "web")).items.map(\.filename)
+                    == ["docs", "top.bin"])
             // The listed version is nginx's ETag: the fetch pins it and gets 206 at once.
             try await server.clearAccessLog()
             let fetched = try await cache.fetchPartialContents(
-                for: ItemIdentifier(domain: "web", "top.bin"), version: nil, minimalRange: ByteRange(location: 0, length: 100), aligningTo: 4096)
-            #expect(try readRange(fetched.url.path, fetched.retrievedRange) == Array(files["top.bin"]![0..<Int(fetched.retrievedRange.length)]))
+                for: ItemIdentifier(domain: "web", "top.bin"), version: nil,
+                minimalRange: ByteRange(location: 0, length: 100), aligningTo: 4096)
+            #expect(
+                try readRange(fetched.url.path, fetched.retrievedRange)
+                    == Array(files["top.bin"]![0..<Int(fetched.retrievedRange.length)]))
             unlink(fetched.url.path)
             let log = try await server.accessLog(atLeast: 1)
-            #expect(log.count == 1 && log.first?.status == 206 && log.first?.ifMatch == byID["top.bin"].map { String(decoding: $0.contentVersion, as: UTF8.self) },
-                    "one GET pinned to the listed version: \(log)")
+            #expect(
+                log.count == 1 && log.first?.status == 206
+                    && log.first?.ifMatch == byID["top.bin"].map { String(decoding: $0.contentVersion, as: UTF8.self) },
+                "one GET pinned to the listed version: \(log)")
             // Nothing changed: nothing applied, no new domain version.
             try await cache.flushUsage()
             let before = try cache.domainVersion(of: "web")
             let quiet = try await cache.syncDomain("web")
-            #expect(quiet.created + quiet.modified + quiet.deleted == 0 && quiet.unchanged == 3 && quiet.domainVersion == before)
+            #expect(
+                quiet.created + quiet.modified + quiet.deleted == 0 && quiet.unchanged == 3
+                    && quiet.domainVersion == before)
             #expect(try cache.domainVersion(of: "web") == before)
-            _ = try await cache.setMetadata(MetadataEdit(favoriteRank: .set(9)), of: ItemIdentifier(domain: "web", "docs/a.txt"))
+            _ = try await cache.setMetadata(
+                MetadataEdit(favoriteRank: .set(9)), of: ItemIdentifier(domain: "web", "docs/a.txt"))
             // At the origin: one file rewritten (a new size), one removed with its folder, one added.
             try TestData.write(TestData.text(count: 6000, seed: 4), to: root + "/docs/a.txt")
             try FileManager.default.removeItem(atPath: root + "/docs/2024")
@@ -52,7 +64,9 @@ import Testing
             try await replica.catchUp(all)
             let after = snapshots(try await listAll(all).items)
             #expect(replica.items.mapValues(ItemSnapshot.init) == after, "the changes carry the sync")
-            #expect(after["docs/a.txt"]?.favorite == 9 && after["docs/a.txt"]?.size == 6000, "a new version keeps the favorite")
+            #expect(
+                after["docs/a.txt"]?.favorite == 9 && after["docs/a.txt"]?.size == 6000,
+                "a new version keeps the favorite")
             #expect(after["docs/2024"] == nil && after["docs/2024/b.txt"] == nil && after["new.txt"]?.size == 3)
             let versions = try await cache.versions(of: ItemIdentifier(domain: "web", "docs/a.txt")).versions
             #expect(versions.count == 2, "a changed version is a new version record")
@@ -92,7 +106,9 @@ import Testing
 
 /// In the S3 suite: the AWS_* variables are process-wide, and its tests set and clear them one at a time.
 extension ColdPathS3Tests {
-    @Test("§11 domain sync over S3 (moto): ListObjectsV2 pages past 1,000 keys; a deleted object is a deletion", .requires(MotoServer.self))
+    @Test(
+        "§11 domain sync over S3 (moto): ListObjectsV2 pages past 1,000 keys; a deleted object is a deletion",
+        .requires(MotoServer.self))
     func s3Sync() async throws {
         try await withTemporaryDirectory { dir in
             let server = try await MotoServer.start(requireSignatures: true)
@@ -107,10 +123,13 @@ extension ColdPathS3Tests {
             try TestData.write(TestData.random(count: 1000, seed: 5), to: dir + "/object")
             // The whole bucket: moto (5.2) checks a signature against the query as werkzeug decodes it, so a
             // prefix with "/" (signed as %2F, as AWS requires) would fail there but not at AWS.
-            try await server.putObjects(bucket: "bucket", prefix: "part", count: 1_100, file: URL(fileURLWithPath: dir + "/object"))
-            _ = try await server.putObject(bucket: "bucket", key: "sub/x.bin", file: URL(fileURLWithPath: dir + "/object"))
+            try await server.putObjects(
+                bucket: "bucket", prefix: "part", count: 1_100, file: URL(fileURLWithPath: dir + "/object"))
+            _ = try await server.putObject(
+                bucket: "bucket", key: "sub/x.bin", file: URL(fileURLWithPath: dir + "/object"))
             let cache = try await makeCache(dir)
-            _ = try await cache.addDomain("s3", origin: try Origin("s3://bucket/", endpoint: server.endpoint, region: server.region))
+            _ = try await cache.addDomain(
+                "s3", origin: try Origin("s3://bucket/", endpoint: server.endpoint, region: server.region))
             let first = try await cache.syncDomain("s3")
             #expect(first.created == 1_102, "1,101 objects and one folder: \(first)")
             let all = try await cache.enumeratorOfAllItems(in: "s3")

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// Domains and their origin settings (CONTRACT §10): `addDomain`, `setDomain`, `domains`, `removeDomain`.
@@ -12,18 +13,26 @@ import Testing
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let plain = try await cache.addDomain("plain")
-            #expect(plain == DomainInfo(name: "plain", origin: nil, headerNames: [], pipelineDepth: 8, readAhead: 4 << 20,
-                                        domainVersion: DomainVersion(rawValue: 1), items: 0, cachedBytes: 0, importFinished: true, changeHistory: .standard))
+            #expect(
+                plain
+                    == DomainInfo(
+                        name: "plain", origin: nil, headerNames: [], pipelineDepth: 8, readAhead: 4 << 20,
+                        domainVersion: DomainVersion(rawValue: 1), items: 0, cachedBytes: 0, importFinished: true,
+                        changeHistory: .standard))
             let web = try await cache.addDomain(
                 "web", origin: try Origin("HTTP://example.com:8080/files"),
-                headers: [try OriginHeader(parsing: "Authorization: \(Self.secret)"), try OriginHeader(name: "X-Tenant", value: "a")],
+                headers: [
+                    try OriginHeader(parsing: "Authorization: \(Self.secret)"),
+                    try OriginHeader(name: "X-Tenant", value: "a"),
+                ],
                 pipelineDepth: 3, readAhead: 0)
             #expect(web.origin?.url == "http://example.com:8080/files/")
             #expect(web.origin?.kind == .http)
             #expect(web.headerNames == ["Authorization", "X-Tenant"])
             #expect(web.pipelineDepth == 3 && web.readAhead == 0 && web.domainVersion == DomainVersion(rawValue: 1))
             let s3 = try await cache.addDomain(
-                "bucket", origin: try Origin("s3://my-bucket/photos", endpoint: "https://s3.example.com/", region: "eu-west-1"))
+                "bucket",
+                origin: try Origin("s3://my-bucket/photos", endpoint: "https://s3.example.com/", region: "eu-west-1"))
             #expect(s3.origin?.url == "s3://my-bucket/photos/")
             #expect(s3.origin?.bucket == "my-bucket" && s3.origin?.prefix == "photos/")
             #expect(s3.origin?.endpoint == "https://s3.example.com" && s3.origin?.region == "eu-west-1")
@@ -37,11 +46,13 @@ import Testing
     func set() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
-            _ = try await cache.addDomain("d", origin: try Origin("https://h/"), headers: [try OriginHeader(name: "A", value: "1")])
+            _ = try await cache.addDomain(
+                "d", origin: try Origin("https://h/"), headers: [try OriginHeader(name: "A", value: "1")])
             let deeper = try await cache.setDomain("d", pipelineDepth: 128)
             #expect(deeper.pipelineDepth == 128 && deeper.readAhead == 4 << 20 && deeper.headerNames == ["A"])
             #expect(deeper.origin?.url == "https://h/" && deeper.domainVersion == DomainVersion(rawValue: 2))
-            let moved = try await cache.setDomain("d", origin: try Origin("http://other/x/"), headers: [], readAhead: 1 << 30)
+            let moved = try await cache.setDomain(
+                "d", origin: try Origin("http://other/x/"), headers: [], readAhead: 1 << 30)
             #expect(moved.origin?.url == "http://other/x/" && moved.headerNames == [] && moved.readAhead == 1 << 30)
             #expect(moved.pipelineDepth == 128 && moved.domainVersion == DomainVersion(rawValue: 3))
             let same = try await cache.setDomain("d", pipelineDepth: 128)
@@ -125,7 +136,9 @@ import Testing
             }
             let reopened = try await ChunkCache.open(at: path)
             #expect(try await reopened.domains() == [added])
-            let record = try reopened.store.environment.read { txn in try Records.domain("d", in: txn, reopened.store.dbs) }
+            let record = try reopened.store.environment.read { txn in
+                try Records.domain("d", in: txn, reopened.store.dbs)
+            }
             #expect(record.headers == [try OriginHeader(name: "X-Key", value: Self.secret)])
             #expect(record.origin?.prefix == "" && record.pipelineDepth == 17 && record.readAhead == 12345)
         }
@@ -140,7 +153,8 @@ import Testing
         writer.appendPrefixed("Finder")
         let record = try writer.sealed().withUnsafeBytes { try DomainRecord(decoding: $0, name: "old") }
         #expect(record.version == 7 && record.nonMaterializingProcesses == ["Finder"])
-        #expect(record.origin == nil && record.headers == [] && record.pipelineDepth == 8 && record.readAhead == 4 << 20)
+        #expect(
+            record.origin == nil && record.headers == [] && record.pipelineDepth == 8 && record.readAhead == 4 << 20)
         #expect(MissingItem.authority(of: record) == .store)
     }
 
@@ -152,24 +166,36 @@ import Testing
             try await put(cache, shared, as: ItemIdentifier(domain: "keep", "s"), in: dir)
             let before = try await cache.statistics()
             try await put(cache, shared, as: ItemIdentifier(domain: "gone", "s"), in: dir)
-            try await put(cache, TestData.random(count: 65536 * 3, seed: 2), as: ItemIdentifier(domain: "gone", "own"), version: "v1", in: dir)
-            try await put(cache, TestData.random(count: 65536, seed: 3), as: ItemIdentifier(domain: "gone", "own"), version: "v2", in: dir)
+            try await put(
+                cache, TestData.random(count: 65536 * 3, seed: 2), as: ItemIdentifier(domain: "gone", "own"),
+                version: "v1", in: dir)
+            try await put(
+                cache, TestData.random(count: 65536, seed: 3), as: ItemIdentifier(domain: "gone", "own"), version: "v2",
+                in: dir)
             let listed = try await cache.domains().first { $0.name == "gone" }
             #expect(listed?.items == 2 && listed?.cachedBytes == 65536 * 6)
             try await cache.removeDomain("gone")
             let after = try await cache.statistics()
-            #expect(after.chunks == before.chunks && after.uniqueBytes == before.uniqueBytes && after.storedBytes == before.storedBytes)
-            #expect(after.items == before.items && after.versions == before.versions && after.logicalBytes == before.logicalBytes)
+            #expect(
+                after.chunks == before.chunks && after.uniqueBytes == before.uniqueBytes
+                    && after.storedBytes == before.storedBytes)
+            #expect(
+                after.items == before.items && after.versions == before.versions
+                    && after.logicalBytes == before.logicalBytes)
             #expect(after.domains == 1)
             let kept = try await cache.fetchContents(for: ItemIdentifier(domain: "keep", "s"))
             #expect(try TestData.read(kept.url.path, count: shared.count) == shared)
             #expect(await errorCode { try await cache.removeDomain("gone") } == .noSuchItem)
-            #expect(await errorCode { _ = try await cache.fetchContents(for: ItemIdentifier(domain: "gone", "own")) } == .noSuchItem)
+            #expect(
+                await errorCode { _ = try await cache.fetchContents(for: ItemIdentifier(domain: "gone", "own")) }
+                    == .noSuchItem)
             #expect(try await cache.verify().damagedRecords.isEmpty)
         }
     }
 
-    @Test("C2: an unknown item of a domain whose origin refuses connections is serverUnreachable, never noSuchItem (-1005)")
+    @Test(
+        "C2: an unknown item of a domain whose origin refuses connections is serverUnreachable, never noSuchItem (-1005)"
+    )
     func originItemUnconfirmed() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)

@@ -1,7 +1,8 @@
-import Synchronization
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// A16 on every path: Task cancellation stops an inline (small) fetch and a handed-over (large) one.
@@ -21,7 +22,8 @@ import Testing
                 for await _ in published { break }  // the hook needs the handle
                 return try await cache.fetch(
                     id, version: nil, minimalRange: range, alignment: 4096, options: [], request: FetchRequest(),
-                    destination: .handOff, beforeChunk: { _ in
+                    destination: .handOff,
+                    beforeChunk: { _ in
                         if hooked.wrappingAdd(1, ordering: .relaxed).oldValue == 0 { handle.withLock { $0 }?.cancel() }
                     })
             }
@@ -33,16 +35,17 @@ import Testing
         }
     }
 
-    @Test("A16: cancelling the Task of a small fetch that runs inline stops it with userCancelled and no file",
-          arguments: [64 << 10, 1 << 20])
+    @Test(
+        "A16: cancelling the Task of a small fetch that runs inline stops it with userCancelled and no file",
+        arguments: [64 << 10, 1 << 20])
     func smallInlineFetch(length: Int) async throws {
         #expect(Int64(length) <= FetchThresholds.inlineBytes, "the range runs on the caller's thread")
         try await Self.cancelMidFetch(range: ByteRange(location: 0, length: Int64(length)), size: 2 << 20)
     }
 
-    @Test("A16: cancelling the Task of a large fetch handed to the blocking pool stops it with userCancelled and no file")
+    @Test(
+        "A16: cancelling the Task of a large fetch handed to the blocking pool stops it with userCancelled and no file")
     func largeHandedOverFetch() async throws {
         try await Self.cancelMidFetch(range: ByteRange(location: 0, length: 6 << 20), size: 6 << 20)
     }
 }
-

@@ -2,6 +2,7 @@ import FileIO
 import Foundation
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 #if canImport(Glibc)
@@ -26,14 +27,17 @@ struct FetchOutKillTests {
         DestinationFaults.inProcess.withLock {
             $0 = DestinationFaults(namedStaging: namedStaging) { staging in
                 if let writer = try? FileDescriptor.open(fifo, O_WRONLY) {
-                    _ = try? Array("\(getpid()) \(staging ?? "unnamed")\n".utf8).withUnsafeBytes { try writer.writeAll($0) }
+                    _ = try? Array("\(getpid()) \(staging ?? "unnamed")\n".utf8).withUnsafeBytes {
+                        try writer.writeAll($0)
+                    }
                     try? writer.close()
                 }
                 while true { pause() }  // until SIGKILL
             }
         }
         let cache = try await ChunkCache.open(at: store)
-        _ = try await cache.fetchContents(for: ItemIdentifier(domain: "d", "big"), destination: .clone(to: target, replaceExisting: false))
+        _ = try await cache.fetchContents(
+            for: ItemIdentifier(domain: "d", "big"), destination: .clone(to: target, replaceExisting: false))
     }
 
     /// Fetches d/big of `store` to `target` in a child process with the hook on, runs `whileHeld` with the
@@ -47,8 +51,13 @@ struct FetchOutKillTests {
         try #require(reader >= 0)
         defer { close(reader) }
         let child = Task {
-            await #expect(processExitsWith: .signal(SIGKILL)) { [store = store as String, target = target as String, fifo = fifo as String, namedStaging = namedStaging as Bool] in
-                try await FetchOutKillTests.fetchUntilKilled(store: store, target: target, fifo: fifo, namedStaging: namedStaging)
+            await #expect(processExitsWith: .signal(SIGKILL)) {
+                [
+                    store = store as String, target = target as String, fifo = fifo as String,
+                    namedStaging = namedStaging as Bool
+                ] in
+                try await FetchOutKillTests.fetchUntilKilled(
+                    store: store, target: target, fifo: fifo, namedStaging: namedStaging)
             }
         }
         var line: [UInt8] = []
@@ -59,7 +68,8 @@ struct FetchOutKillTests {
             let n = read(reader, &buffer, buffer.count)
             if n > 0 { line += buffer[..<n] } else { usleep(1000) }  // 0: the writer has not opened it yet
         }
-        let fields = String(decoding: line.dropLast(), as: UTF8.self).split(separator: " ", maxSplits: 1).map(String.init)
+        let fields = String(decoding: line.dropLast(), as: UTF8.self).split(separator: " ", maxSplits: 1).map(
+            String.init)
         let pid = try #require(fields.first.flatMap { pid_t($0) })
         try whileHeld(fields.count == 2 ? fields[1] : "")
         kill(pid, SIGKILL)
@@ -81,11 +91,15 @@ struct FetchOutKillTests {
         return (dir + "/store", content)
     }
 
-    @Test("kill -9 during a fetch to a path leaves nothing beside the destination: the file has no name until complete (O_TMPFILE); issue 19: the fault point is injected, not read from the environment")
+    @Test(
+        "kill -9 during a fetch to a path leaves nothing beside the destination: the file has no name until complete (O_TMPFILE); issue 19: the fault point is injected, not read from the environment"
+    )
     func unnamedStagingLeavesNothing() async throws {
         try await withTemporaryDirectory { dir in
             let (store, _) = try await Self.makeStore(in: dir)
-            try await Self.killDuringFetch(store: store, target: dir + "/out/big", fifo: dir + "/fifo", namedStaging: false) { staging in
+            try await Self.killDuringFetch(
+                store: store, target: dir + "/out/big", fifo: dir + "/fifo", namedStaging: false
+            ) { staging in
                 let listing = try Self.entries(dir + "/out")
                 #expect(staging == "unnamed", "the temp directory's filesystem has O_TMPFILE")
                 #expect(listing == [], "while it writes, the folder shows nothing")
@@ -94,12 +108,16 @@ struct FetchOutKillTests {
         }
     }
 
-    @Test("kill -9 during a fetch to a path with a named staging file: the next fetch into the folder sweeps it; issue 19: the fault point is injected, not read from the environment")
+    @Test(
+        "kill -9 during a fetch to a path with a named staging file: the next fetch into the folder sweeps it; issue 19: the fault point is injected, not read from the environment"
+    )
     func namedStagingIsSweptByTheNextFetch() async throws {
         try await withTemporaryDirectory { dir in
             let (store, content) = try await Self.makeStore(in: dir)
             var name = ""
-            try await Self.killDuringFetch(store: store, target: dir + "/out/big", fifo: dir + "/fifo", namedStaging: true) { staging in
+            try await Self.killDuringFetch(
+                store: store, target: dir + "/out/big", fifo: dir + "/fifo", namedStaging: true
+            ) { staging in
                 name = URL(fileURLWithPath: staging).lastPathComponent
                 #expect(staging == dir + "/out/" + name && name.hasPrefix(".chunkcache-"))
             }
@@ -110,14 +128,17 @@ struct FetchOutKillTests {
             await #expect(processExitsWith: .success) { [store = store as String, again = again as String] in
                 DestinationFaults.inProcess.withLock { $0.namedStaging = true }
                 let cache = try await ChunkCache.open(at: store)
-                _ = try await cache.fetchContents(for: ItemIdentifier(domain: "d", "big"), destination: .clone(to: again, replaceExisting: false))
+                _ = try await cache.fetchContents(
+                    for: ItemIdentifier(domain: "d", "big"), destination: .clone(to: again, replaceExisting: false))
             }
             #expect(try Self.entries(dir + "/out") == ["again"], "the abandoned staging file was swept")
             #expect(try TestData.read(again, count: content.count + 1) == content)
         }
     }
 
-    @Test("issue 19: test hooks are not environment variables: with CHUNKCACHE_TEST_NAMED_STAGING=1 set, a fetch to a path still makes no named staging file")
+    @Test(
+        "issue 19: test hooks are not environment variables: with CHUNKCACHE_TEST_NAMED_STAGING=1 set, a fetch to a path still makes no named staging file"
+    )
     func environmentDoesNotSteerTheEngine() async throws {
         try await withTemporaryDirectory { dir in
             try FileSystem.makeDirectory(dir + "/scratch", mode: 0o700)

@@ -1,12 +1,15 @@
 import Foundation
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// Fetches through the real store checked against the original bytes.
 @Suite struct FetchRuleTests {
     /// Checks one partial-fetch result against the original bytes and every rule that applies.
-    static func checkPartial(_ result: FetchResult, original: [UInt8], minimal: ByteRange, alignment: Int64, context: String) throws {
+    static func checkPartial(
+        _ result: FetchResult, original: [UInt8], minimal: ByteRange, alignment: Int64, context: String
+    ) throws {
         let size = Int64(original.count)
         let r = result.retrievedRange
         #expect(r.location % alignment == 0, "A1 \(context) → \(r)")
@@ -23,7 +26,9 @@ import Testing
         #expect(bytes == Array(original[Int(r.location)..<Int(r.end)]), "A5 \(context)")
         let whole = r.location == 0 && r.length == size
         if !whole && r.length > 0 {
-            #expect(try TestData.firstHole(in: path, atOrAfter: r.location) >= r.end, "A7 no holes inside \(context) → \(r)")
+            #expect(
+                try TestData.firstHole(in: path, atOrAfter: r.location) >= r.end, "A7 no holes inside \(context) → \(r)"
+            )
             #expect(result.flags.isEmpty, "A8 \(context)")
         }
         // A4: a request covering the whole file gets exactly the whole file back.
@@ -31,8 +36,9 @@ import Testing
         if size == 0 { #expect(r == ByteRange(location: 0, length: 0), "A14 \(context)") }
     }
 
-    @Test("A1–A7 A13–A15: thousands of drawn ranges against the original bytes, zero chunks included",
-          arguments: [4096, 16384, 65536])
+    @Test(
+        "A1–A7 A13–A15: thousands of drawn ranges against the original bytes, zero chunks included",
+        arguments: [4096, 16384, 65536])
     func drawnRangesMatchTheOriginal(chunkSize: Int) async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir, chunkSize: chunkSize)
@@ -49,24 +55,30 @@ import Testing
                 let (id, bytes) = files[Int(rng.next() % UInt64(files.count))]
                 let size = Int64(bytes.count)
                 let alignment = Int64(1) << Int64(rng.next() % 21)
-                let location = rng.next() % 5 == 0 ? Int64(rng.next() % UInt64(size * 2 + 10)) : Int64(rng.next() % UInt64(size + 1))
+                let location =
+                    rng.next() % 5 == 0
+                    ? Int64(rng.next() % UInt64(size * 2 + 10)) : Int64(rng.next() % UInt64(size + 1))
                 let length = Int64(rng.next() % UInt64(max(1, size / 2) + Int64(chunkSize)))
                 let minimal = ByteRange(location: location, length: length)
                 let result = try await cache.fetchPartialContents(
                     for: id, version: nil, minimalRange: minimal, aligningTo: Int(alignment))
-                try Self.checkPartial(result, original: bytes, minimal: minimal, alignment: alignment,
-                                      context: "case \(caseNumber) \(id) size \(size) \(minimal) align \(alignment)")
+                try Self.checkPartial(
+                    result, original: bytes, minimal: minimal, alignment: alignment,
+                    context: "case \(caseNumber) \(id) size \(size) \(minimal) align \(alignment)")
                 unlink(result.url.path)
             }
         }
     }
 
-    @Test("A7 A8: a whole-file result keeps zero chunks as holes and says knownSparseRanges; a partial one writes zeros")
+    @Test(
+        "A7 A8: a whole-file result keeps zero chunks as holes and says knownSparseRanges; a partial one writes zeros")
     func zeroChunksAndSparseFlag() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let chunk = 65536
-            let bytes = TestData.random(count: chunk, seed: 1) + [UInt8](repeating: 0, count: 4 * chunk) + TestData.random(count: chunk, seed: 2)
+            let bytes =
+                TestData.random(count: chunk, seed: 1) + [UInt8](repeating: 0, count: 4 * chunk)
+                + TestData.random(count: chunk, seed: 2)
             let id = ItemIdentifier(domain: "d", "sparse")
             let put = try await put(cache, bytes, as: id, in: dir)
             #expect(put.zeroChunks == 4)
@@ -74,11 +86,16 @@ import Testing
             #expect(full.flags == .knownSparseRanges)
             #expect(full.retrievedRange == ByteRange(location: 0, length: Int64(bytes.count)))
             #expect(try readRange(full.url.path, full.retrievedRange) == bytes)
-            #expect(try fileSizes(full.url.path).allocated <= Int64(3 * chunk), "zero chunks are holes in a whole-file result")
+            #expect(
+                try fileSizes(full.url.path).allocated <= Int64(3 * chunk),
+                "zero chunks are holes in a whole-file result")
             let partial = try await cache.fetchPartialContents(
-                for: id, version: nil, minimalRange: ByteRange(location: Int64(chunk), length: Int64(2 * chunk)), aligningTo: 4096)
+                for: id, version: nil, minimalRange: ByteRange(location: Int64(chunk), length: Int64(2 * chunk)),
+                aligningTo: 4096)
             #expect(partial.flags.isEmpty)
-            #expect(try TestData.firstHole(in: partial.url.path, atOrAfter: Int64(chunk)) >= Int64(3 * chunk), "zeros are real inside the range")
+            #expect(
+                try TestData.firstHole(in: partial.url.path, atOrAfter: Int64(chunk)) >= Int64(3 * chunk),
+                "zeros are real inside the range")
             #expect(try readRange(partial.url.path, partial.retrievedRange) == Array(bytes[chunk..<(3 * chunk)]))
         }
     }
@@ -90,7 +107,8 @@ import Testing
             let id = ItemIdentifier(domain: "d", "big")
             try await put(cache, TestData.random(count: 64 * 65536, seed: 11), as: id, in: dir)
             let result = try await cache.fetchPartialContents(
-                for: id, version: nil, minimalRange: ByteRange(location: 20 * 65536 + 100, length: 1000), aligningTo: 4096)
+                for: id, version: nil, minimalRange: ByteRange(location: 20 * 65536 + 100, length: 1000),
+                aligningTo: 4096)
             let r = result.retrievedRange
             #expect(r == ByteRange(location: 20 * 65536, length: 65536))
             let fd = open(result.url.path, O_RDONLY)
@@ -138,16 +156,23 @@ import Testing
             let old = try await cache.fetchPartialContents(
                 for: id, version: ItemVersion("v1"), minimalRange: range, aligningTo: 4096, options: .strictVersioning)
             #expect(old.item.itemVersion.contentVersionString == "v1")
-            #expect(try readRange(old.url.path, old.retrievedRange) == Array(v1[Int(old.retrievedRange.location)..<Int(old.retrievedRange.end)]))
+            #expect(
+                try readRange(old.url.path, old.retrievedRange)
+                    == Array(v1[Int(old.retrievedRange.location)..<Int(old.retrievedRange.end)]))
             let strictMiss = await errorCode {
                 _ = try await cache.fetchPartialContents(
-                    for: id, version: ItemVersion("gone"), minimalRange: range, aligningTo: 4096, options: .strictVersioning)
+                    for: id, version: ItemVersion("gone"), minimalRange: range, aligningTo: 4096,
+                    options: .strictVersioning)
             }
             #expect(strictMiss == .versionNoLongerAvailable)
-            let fallback = try await cache.fetchPartialContents(for: id, version: ItemVersion("gone"), minimalRange: range, aligningTo: 4096)
-            #expect(fallback.item.itemVersion.contentVersionString == "v2", "A12 the newest version is served and reported")
+            let fallback = try await cache.fetchPartialContents(
+                for: id, version: ItemVersion("gone"), minimalRange: range, aligningTo: 4096)
+            #expect(
+                fallback.item.itemVersion.contentVersionString == "v2", "A12 the newest version is served and reported")
             #expect(fallback.item.documentSize == Int64(v2.count), "A13")
-            #expect(try readRange(fallback.url.path, fallback.retrievedRange) == Array(v2[Int(fallback.retrievedRange.location)..<Int(fallback.retrievedRange.end)]))
+            #expect(
+                try readRange(fallback.url.path, fallback.retrievedRange)
+                    == Array(v2[Int(fallback.retrievedRange.location)..<Int(fallback.retrievedRange.end)]))
             let latest = try await cache.fetchContents(for: id)
             #expect(latest.item.itemVersion.contentVersionString == "v2", "B6 nil means the newest")
             #expect(try readRange(latest.url.path, latest.retrievedRange) == v2)
@@ -159,16 +184,24 @@ import Testing
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             try await put(cache, TestData.text(count: 1000, seed: 1), as: ItemIdentifier(domain: "d", "a"), in: dir)
-            #expect(await errorCode { _ = try await cache.fetchContents(for: ItemIdentifier(domain: "nope", "a")) } == .noSuchItem)
-            #expect(await errorCode { _ = try await cache.fetchContents(for: ItemIdentifier(domain: "d", "nope")) } == .noSuchItem)
-            #expect(await errorCode {
-                _ = try await cache.fetchPartialContents(for: ItemIdentifier(domain: "d", "a"), version: nil,
-                                                         minimalRange: ByteRange(location: -1, length: 5), aligningTo: 4096)
-            } == .invalidArgument)
-            #expect(await errorCode {
-                _ = try await cache.fetchPartialContents(for: ItemIdentifier(domain: "d", "a"), version: nil,
-                                                         minimalRange: ByteRange(location: 0, length: 5), aligningTo: 3)
-            } == .invalidArgument)
+            #expect(
+                await errorCode { _ = try await cache.fetchContents(for: ItemIdentifier(domain: "nope", "a")) }
+                    == .noSuchItem)
+            #expect(
+                await errorCode { _ = try await cache.fetchContents(for: ItemIdentifier(domain: "d", "nope")) }
+                    == .noSuchItem)
+            #expect(
+                await errorCode {
+                    _ = try await cache.fetchPartialContents(
+                        for: ItemIdentifier(domain: "d", "a"), version: nil,
+                        minimalRange: ByteRange(location: -1, length: 5), aligningTo: 4096)
+                } == .invalidArgument)
+            #expect(
+                await errorCode {
+                    _ = try await cache.fetchPartialContents(
+                        for: ItemIdentifier(domain: "d", "a"), version: nil,
+                        minimalRange: ByteRange(location: 0, length: 5), aligningTo: 3)
+                } == .invalidArgument)
         }
     }
 
@@ -201,7 +234,9 @@ import Testing
             for _ in 0..<20 {
                 let result = try await cache.fetchContents(for: id)
                 #expect(result.owner == .caller)
-                #expect(result.url.deletingLastPathComponent().standardizedFileURL.path == cache.temporaryDirectoryURL.standardizedFileURL.path)
+                #expect(
+                    result.url.deletingLastPathComponent().standardizedFileURL.path
+                        == cache.temporaryDirectoryURL.standardizedFileURL.path)
                 var st = stat()
                 #expect(stat(result.url.path, &st) == 0)
                 #expect(st.st_mode & 0o777 == 0o600)

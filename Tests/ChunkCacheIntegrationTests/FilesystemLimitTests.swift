@@ -1,7 +1,8 @@
 import FileIO
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import ChunkCache
 
 /// A store on a small or read-only filesystem (a tmpfs the test mounts, as root).
@@ -48,7 +49,8 @@ struct FilesystemLimitTests {
             try await Self.withTmpfs(in: dir, size: "16m") { mount in
                 let storePath = try await {
                     let cache = try await makeCache(mount)
-                    try await put(cache, TestData.text(count: 10_000, seed: 1), as: ItemIdentifier(domain: "d", "a"), in: dir)
+                    try await put(
+                        cache, TestData.text(count: 10_000, seed: 1), as: ItemIdentifier(domain: "d", "a"), in: dir)
                     return cache.path
                 }()  // the cache closes its files here, or the filesystem could not become read-only
                 try runTool("mount", "-o", "remount,ro", mount)
@@ -79,7 +81,9 @@ struct FilesystemLimitTests {
         return Int64(fs.f_bavail) * Int64(fs.f_frsize)
     }
 
-    @Test("§6 §12 disk full: a fetch of what the store holds still succeeds (its space reserve); a put is insufficientQuota with the store unchanged; once space returns everything works")
+    @Test(
+        "§6 §12 disk full: a fetch of what the store holds still succeeds (its space reserve); a put is insufficientQuota with the store unchanged; once space returns everything works"
+    )
     func fetchOnFullDisk() async throws {
         try await withTemporaryDirectory { dir in
             try await Self.withTmpfs(in: dir, size: "64m") { mount in
@@ -91,21 +95,27 @@ struct FilesystemLimitTests {
                 #expect(try Self.freeBytes(mount) < 64 << 10, "the filesystem is full")
                 let before = try await cache.statistics()
                 let range = try await cache.fetchPartialContents(
-                    for: ItemIdentifier(domain: "d", "keep"), version: nil, minimalRange: ByteRange(location: 100_000, length: 100_000),
+                    for: ItemIdentifier(domain: "d", "keep"), version: nil,
+                    minimalRange: ByteRange(location: 100_000, length: 100_000),
                     aligningTo: 4096)
                 let got = try TestData.read(range.url.path, count: 400_000)
-                #expect(Array(got[Int(range.retrievedRange.location)..<Int(range.retrievedRange.end)])
+                #expect(
+                    Array(got[Int(range.retrievedRange.location)..<Int(range.retrievedRange.end)])
                         == Array(keep[Int(range.retrievedRange.location)..<Int(range.retrievedRange.end)]))
                 unlink(range.url.path)
                 try TestData.write(TestData.random(count: 2 << 20, seed: 3), to: dir + "/more")
-                #expect(await errorCode { _ = try await cache.put(fileAt: dir + "/more", as: ItemIdentifier(domain: "d", "more")) } == .insufficientQuota)
+                #expect(
+                    await errorCode {
+                        _ = try await cache.put(fileAt: dir + "/more", as: ItemIdentifier(domain: "d", "more"))
+                    } == .insufficientQuota)
                 var after = try await cache.statistics()
                 after.fileBytes = before.fileBytes
                 #expect(after == before, "a failed put changes nothing")
                 let report = try await cache.verify()
                 #expect(report.corrupt.isEmpty && report.damagedRecords.isEmpty && report.inconsistencies.isEmpty)
                 unlink(mount + "/filler")
-                try await put(cache, TestData.random(count: 2 << 20, seed: 3), as: ItemIdentifier(domain: "d", "more"), in: dir)
+                try await put(
+                    cache, TestData.random(count: 2 << 20, seed: 3), as: ItemIdentifier(domain: "d", "more"), in: dir)
                 let whole = try await cache.fetchContents(for: ItemIdentifier(domain: "d", "more"))
                 #expect(try TestData.read(whole.url.path, count: 3 << 20) == TestData.random(count: 2 << 20, seed: 3))
                 unlink(whole.url.path)
@@ -113,16 +123,22 @@ struct FilesystemLimitTests {
         }
     }
 
-    @Test("§12 --min-free: a put that would leave less free is insufficientQuota before the filesystem is full, and changes nothing")
+    @Test(
+        "§12 --min-free: a put that would leave less free is insufficientQuota before the filesystem is full, and changes nothing"
+    )
     func putStopsAtMinFree() async throws {
         try await withTemporaryDirectory { dir in
             try await Self.withTmpfs(in: dir, size: "48m") { mount in
                 let cache = try await makeCache(mount, maxSize: 1 << 30)
                 try await cache.setMinimumFreeSpace(16 << 20)
-                try await put(cache, TestData.random(count: 4 << 20, seed: 1), as: ItemIdentifier(domain: "d", "small"), in: dir)
+                try await put(
+                    cache, TestData.random(count: 4 << 20, seed: 1), as: ItemIdentifier(domain: "d", "small"), in: dir)
                 let before = try await cache.statistics()
                 try TestData.write(TestData.random(count: 40 << 20, seed: 2), to: dir + "/big")
-                #expect(await errorCode { _ = try await cache.put(fileAt: dir + "/big", as: ItemIdentifier(domain: "d", "big")) } == .insufficientQuota)
+                #expect(
+                    await errorCode {
+                        _ = try await cache.put(fileAt: dir + "/big", as: ItemIdentifier(domain: "d", "big"))
+                    } == .insufficientQuota)
                 let free = try Self.freeBytes(mount)
                 #expect(free >= 12 << 20, "the put stopped before the filesystem filled: \(free) free")
                 var after = try await cache.statistics()

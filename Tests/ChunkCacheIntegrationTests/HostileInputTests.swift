@@ -3,6 +3,7 @@ import Foundation
 import LMDBKit
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 #if canImport(Glibc)
@@ -49,8 +50,9 @@ import Glibc
         }
     }
 
-    @Test("import follows symlinks swapped in after the walk: a file replaced after listing fails the import, nothing stored, source untouched",
-          arguments: Swap.allCases)
+    @Test(
+        "import follows symlinks swapped in after the walk: a file replaced after listing fails the import, nothing stored, source untouched",
+        arguments: Swap.allCases)
     func swappedAfterWalk(swap: Swap) async throws {
         try await withTemporaryDirectory { dir in
             let (tree, outside) = try Self.makeTree(in: dir)
@@ -61,11 +63,16 @@ import Glibc
                 try await cache.importTree("d", from: URL(fileURLWithPath: tree), copy: false, hooks: hooks)
             }
             #expect(error.code == .invalidArgument, "\(error)")
-            #expect(error.message.contains(tree + "/sub/b") && error.message.contains("after it was listed"), "\(error)")
+            #expect(
+                error.message.contains(tree + "/sub/b") && error.message.contains("after it was listed"), "\(error)")
             #expect(try await Self.counts(cache) == before, "the store is unchanged")
-            #expect(await errorCode { _ = try await cache.fetchContents(for: ItemIdentifier(domain: "d", "sub/b")) } == .noSuchItem,
-                    "the outside bytes are never served")
-            #expect(try TestData.read(tree + "/a", count: 80_000) == TestData.random(count: 70_000, seed: 1), "the source is untouched")
+            #expect(
+                await errorCode { _ = try await cache.fetchContents(for: ItemIdentifier(domain: "d", "sub/b")) }
+                    == .noSuchItem,
+                "the outside bytes are never served")
+            #expect(
+                try TestData.read(tree + "/a", count: 80_000) == TestData.random(count: 70_000, seed: 1),
+                "the source is untouched")
             #expect(try TestData.read(tree + "/sub/c", count: 80_000) == TestData.random(count: 70_000, seed: 3))
         }
     }
@@ -91,21 +98,28 @@ import Glibc
         try await withTemporaryDirectory { dir in
             let (tree, _) = try Self.makeTree(in: dir)
             let cache = try await ChunkCache.open(at: tree + "/store")
-            try await put(cache, TestData.random(count: 1000, seed: 5), as: ItemIdentifier(domain: "kept", "doc"), in: dir)
+            try await put(
+                cache, TestData.random(count: 1000, seed: 5), as: ItemIdentifier(domain: "kept", "doc"), in: dir)
             let before = try await Self.counts(cache)
             symlink(tree, dir + "/link-to-tree")
-            for (given, holder) in [(tree, tree), (dir, dir), (dir + "/link-to-tree", tree), (tree + "/store", tree + "/store"),
-                                    (tree + "/store/tmp", tree + "/store/tmp")] {
+            for (given, holder) in [
+                (tree, tree), (dir, dir), (dir + "/link-to-tree", tree), (tree + "/store", tree + "/store"),
+                (tree + "/store/tmp", tree + "/store/tmp"),
+            ] {
                 let error = try await #require(throws: CacheError.self) {
                     try await cache.import("x", fromDirectoryAt: URL(fileURLWithPath: given))
                 }
                 #expect(error.code == .invalidArgument, "\(given): \(error)")
-                #expect(error.message.contains(holder) && error.message.contains(tree + "/store"), "names both paths: \(error)")
+                #expect(
+                    error.message.contains(holder) && error.message.contains(tree + "/store"),
+                    "names both paths: \(error)")
             }
             #expect(try await Self.counts(cache) == before)
             #expect(FileManager.default.fileExists(atPath: tree + "/sub/b"), "the tree is untouched")
             let doc = try await cache.fetchContents(for: ItemIdentifier(domain: "kept", "doc"))
-            #expect(try TestData.read(doc.url.path, count: 2000) == TestData.random(count: 1000, seed: 5), "every domain survives")
+            #expect(
+                try TestData.read(doc.url.path, count: 2000) == TestData.random(count: 1000, seed: 5),
+                "every domain survives")
         }
     }
 
@@ -119,14 +133,16 @@ import Glibc
                 try await cache.import("x", fromDirectoryAt: URL(fileURLWithPath: tree), copy: false)
             }
             #expect(error.code == .invalidArgument, "\(error)")
-            #expect(error.message.contains(tree + "/sub/copy.mdb") && error.message.contains(dir + "/store"), "\(error)")
+            #expect(
+                error.message.contains(tree + "/sub/copy.mdb") && error.message.contains(dir + "/store"), "\(error)")
             #expect(FileManager.default.fileExists(atPath: tree + "/a"))
             #expect(try await cache.statistics().domains == 0)
         }
     }
 
-    @Test("import that cannot remove its source reports it: sourceRemovalError names the file and the reason",
-          .enabled(if: getuid() == 0, "chattr +i needs root"))
+    @Test(
+        "import that cannot remove its source reports it: sourceRemovalError names the file and the reason",
+        .enabled(if: getuid() == 0, "chattr +i needs root"))
     func sourceNotRemovable() async throws {
         try await withTemporaryDirectory { dir in
             let (tree, _) = try Self.makeTree(in: dir)
@@ -152,9 +168,14 @@ import Glibc
             let hooks = ImportHooks(afterWalk: { root in _ = try? TestData.write([1, 2, 3], to: root + "/sub/new") })
             let result = try await cache.importTree("d", from: URL(fileURLWithPath: tree), copy: false, hooks: hooks)
             #expect(result.files == 3 && !result.sourceRemoved)
-            #expect(try TestData.read(tree + "/sub/new", count: 10) == [1, 2, 3], "never delete what the store does not hold")
-            #expect(result.sourceRemovalError?.contains(tree + "/sub") == true, "\(String(describing: result.sourceRemovalError))")
-            let plain = try await cache.import("e", fromDirectoryAt: URL(fileURLWithPath: try Self.makeTree(in: dir + "/again").tree))
+            #expect(
+                try TestData.read(tree + "/sub/new", count: 10) == [1, 2, 3],
+                "never delete what the store does not hold")
+            #expect(
+                result.sourceRemovalError?.contains(tree + "/sub") == true,
+                "\(String(describing: result.sourceRemovalError))")
+            let plain = try await cache.import(
+                "e", fromDirectoryAt: URL(fileURLWithPath: try Self.makeTree(in: dir + "/again").tree))
             #expect(plain.sourceRemoved && plain.sourceRemovalError == nil)
         }
     }
@@ -167,15 +188,22 @@ import Glibc
             .file(.noSpace, path: "", doing: ""), .file(.noSuchFile, path: "", doing: "opening"),
             .file(Errno(rawValue: EIO), path: " ", doing: "reading"),
             .lmdb(.mapFull, store: "", doing: ""), .lmdb(.corrupted, store: "", doing: "reading"),
-            .wrap(Errno.noSpace, store: "", doing: "the operation"), .wrap(LMDBError.mapFull, store: "", doing: "the request"),
+            .wrap(Errno.noSpace, store: "", doing: "the operation"),
+            .wrap(LMDBError.mapFull, store: "", doing: "the request"),
             .wrap(CocoaError(.fileReadUnknown), store: "", doing: ""),
         ]
         for error in errors {
             let message = error.message
-            #expect(!message.contains("  ") && !message.contains("()") && !message.contains(" )") && !message.hasPrefix(" "),
-                    "\(message)")
+            #expect(
+                !message.contains("  ") && !message.contains("()") && !message.contains(" )")
+                    && !message.hasPrefix(" "),
+                "\(message)")
         }
-        #expect(CacheError.file(.noSpace, path: "", doing: "").message == "no space left for a file (working); free disk space")
-        #expect(CacheError.lmdb(.mapFull, store: "", doing: "storing x").message.hasPrefix("the store is full while storing x"))
+        #expect(
+            CacheError.file(.noSpace, path: "", doing: "").message
+                == "no space left for a file (working); free disk space")
+        #expect(
+            CacheError.lmdb(.mapFull, store: "", doing: "storing x").message.hasPrefix(
+                "the store is full while storing x"))
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// Import as the seed describes it (CONTRACT §8, §11): matching before hashing (G1), reimport, one
@@ -21,7 +22,9 @@ import Testing
         utimensat(AT_FDCWD, path, &times, 0)
     }
 
-    @Test("G1: reimport matches files by parent, name, size and modification time before reading them: same metadata, other bytes is not seen")
+    @Test(
+        "G1: reimport matches files by parent, name, size and modification time before reading them: same metadata, other bytes is not seen"
+    )
     func matchBeforeHashing() async throws {
         try await withTemporaryDirectory { dir in
             let tree = dir + "/tree"
@@ -38,7 +41,9 @@ import Testing
             #expect(again.matchedFiles == 3 && again.newChunks == 0, "\(again)")
             #expect(try cache.domainVersion(of: "d") == version, "nothing changed, nothing published")
             let top = try await cache.fetchContents(for: ItemIdentifier(domain: "d", "top.txt"))
-            #expect(try TestData.read(top.url.path, count: 400) == TestData.text(count: 300, seed: 3), "the stored bytes stay")
+            #expect(
+                try TestData.read(top.url.path, count: 400) == TestData.text(count: 300, seed: 3),
+                "the stored bytes stay")
             unlink(top.url.path)
             // A new time: read, and a new version.
             Self.setModified(tree + "/top.txt", to: 1_700_000_100)
@@ -49,7 +54,9 @@ import Testing
         }
     }
 
-    @Test("G2: a file already stored with the same bytes under another modification time is read, matched by content: its item and content version stay, nothing new is stored")
+    @Test(
+        "G2: a file already stored with the same bytes under another modification time is read, matched by content: its item and content version stay, nothing new is stored"
+    )
     func sameContentOtherTime() async throws {
         try await withTemporaryDirectory { dir in
             let tree = dir + "/tree"
@@ -61,15 +68,21 @@ import Testing
             let chunks = try await cache.statistics().chunks
             Self.setModified(tree + "/docs/a.txt", to: 1_600_000_000)
             let again = try await cache.reimportItems(in: "d", from: URL(fileURLWithPath: tree))
-            #expect(again.matchedFiles == 2 && again.newChunks == 0, "the touched file is read, the others matched: \(again)")
+            #expect(
+                again.matchedFiles == 2 && again.newChunks == 0,
+                "the touched file is read, the others matched: \(again)")
             let after = try await cache.versions(of: id)
             #expect(after.item.itemVersion.contentVersion == before.item.itemVersion.contentVersion)
-            #expect(after.versions.map(\.contentVersion) == before.versions.map(\.contentVersion), "no new version for equal bytes")
+            #expect(
+                after.versions.map(\.contentVersion) == before.versions.map(\.contentVersion),
+                "no new version for equal bytes")
             #expect(try await cache.statistics().chunks == chunks)
         }
     }
 
-    @Test("E1 G1 (issue 18): a reimport of a tree whose file only got a new modification time moves nothing, and the next reimport matches it without reading")
+    @Test(
+        "E1 G1 (issue 18): a reimport of a tree whose file only got a new modification time moves nothing, and the next reimport matches it without reading"
+    )
     func touchedFileMovesNothing() async throws {
         try await withTemporaryDirectory { dir in
             let tree = dir + "/tree"
@@ -86,17 +99,23 @@ import Testing
             #expect(first.matchedFiles == 2, "the touched file is read once: \(first)")
             #expect(try cache.domainVersion(of: "d") == version, "E1: nothing changed, nothing moves")
             let second = try await cache.reimportItems(in: "d", from: URL(fileURLWithPath: tree))
-            #expect(second.matchedFiles == 3 && second.newChunks == 0, "G1: the new time was remembered, so the file is matched, not read: \(second)")
+            #expect(
+                second.matchedFiles == 3 && second.newChunks == 0,
+                "G1: the new time was remembered, so the file is matched, not read: \(second)")
             #expect(try cache.domainVersion(of: "d") == version, "E1: nothing changed, nothing moves")
             let batch = try await all.enumerateChanges(from: anchor, suggestedBatchSize: 100)
-            #expect(batch.updated.isEmpty && batch.deleted.isEmpty && batch.nextAnchor == anchor, "no change: \(batch.updated.map(\.identifier))")
+            #expect(
+                batch.updated.isEmpty && batch.deleted.isEmpty && batch.nextAnchor == anchor,
+                "no change: \(batch.updated.map(\.identifier))")
             let after = try await cache.versions(of: id)
             #expect(after.item.itemVersion == before.item.itemVersion, "D2 D4: neither version of the item moved")
             #expect(after.versions.map(\.contentVersion) == before.versions.map(\.contentVersion))
         }
     }
 
-    @Test("§11 D2 (issue 18): a reimport of bytes an item holds under a named version keeps that version; an earlier version's bytes make it current again")
+    @Test(
+        "§11 D2 (issue 18): a reimport of bytes an item holds under a named version keeps that version; an earlier version's bytes make it current again"
+    )
     func reimportKeepsNamedVersion() async throws {
         try await withTemporaryDirectory { dir in
             let tree = dir + "/tree"
@@ -112,9 +131,13 @@ import Testing
             Self.setModified(tree + "/top.txt", to: 1_650_000_000)
             let again = try await cache.reimportItems(in: "d", from: URL(fileURLWithPath: tree))
             #expect(again.matchedFiles == 2 && again.newChunks == 0, "\(again)")
-            #expect(try cache.domainVersion(of: "d") == named.domainVersion, "E1: the bytes did not change, nothing moves")
-            #expect(try await cache.versions(of: id).versions.map(\.contentVersion) == ["v1", String(decoding: imported, as: UTF8.self)],
-                    "D2: v1 stays the version of these bytes")
+            #expect(
+                try cache.domainVersion(of: "d") == named.domainVersion, "E1: the bytes did not change, nothing moves")
+            #expect(
+                try await cache.versions(of: id).versions.map(\.contentVersion) == [
+                    "v1", String(decoding: imported, as: UTF8.self),
+                ],
+                "D2: v1 stays the version of these bytes")
             // The tree's file back to the imported bytes: that version is current again, a change.
             try TestData.write(TestData.text(count: 300, seed: 3), to: tree + "/top.txt")
             _ = try await cache.reimportItems(in: "d", from: URL(fileURLWithPath: tree))
@@ -124,7 +147,9 @@ import Testing
         }
     }
 
-    @Test("§11 (issue 18): a new file reimported where a moved item still holds its path gets another identifier, never another name")
+    @Test(
+        "§11 (issue 18): a new file reimported where a moved item still holds its path gets another identifier, never another name"
+    )
     func reimportBesideAMovedItem() async throws {
         try await withTemporaryDirectory { dir in
             let tree = dir + "/tree"
@@ -134,7 +159,8 @@ import Testing
             // The fetch below would record a last use a second later: a change of its own, not the reimport's.
             cache.recordsLastUse = false
             _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true)
-            _ = try await cache.moveItem(ItemIdentifier(domain: "d", "F/h"), to: Item.rootContainer, renamingTo: "moved")
+            _ = try await cache.moveItem(
+                ItemIdentifier(domain: "d", "F/h"), to: Item.rootContainer, renamingTo: "moved")
             let folder = dir + "/F-now"
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             try TestData.write(Array("new h".utf8), to: folder + "/h")
@@ -147,7 +173,9 @@ import Testing
             defer { unlink(fetched.url.path) }
             #expect(try TestData.read(fetched.url.path, count: 16) == Array("new h".utf8))
             let moved = try await cache.versions(of: ItemIdentifier(domain: "d", "F/h")).item
-            #expect(moved.filename == "moved" && moved.parentIdentifier == Item.rootContainer, "the moved item stays as it was")
+            #expect(
+                moved.filename == "moved" && moved.parentIdentifier == Item.rootContainer,
+                "the moved item stays as it was")
             // A second reimport matches the new file by name: nothing moves.
             let version = try cache.domainVersion(of: "d")
             let again = try await cache.reimportItems(below: "F", in: "d", from: URL(fileURLWithPath: folder))
@@ -156,7 +184,9 @@ import Testing
         }
     }
 
-    @Test("§11 reimport --below: new files created, changed ones versioned, missing ones deleted, each a change; renamed items are matched where they are")
+    @Test(
+        "§11 reimport --below: new files created, changed ones versioned, missing ones deleted, each a change; renamed items are matched where they are"
+    )
     func reimportBelow() async throws {
         try await withTemporaryDirectory { dir in
             let tree = dir + "/tree"
@@ -179,15 +209,24 @@ import Testing
             try await replica.catchUp(all)
             #expect(replica.items.mapValues(ItemSnapshot.init) == snapshots(try await listAll(all).items))
             #expect(FileManager.default.fileExists(atPath: folder + "/c.txt"), "a reimport leaves its directory")
-            #expect(await errorCode { _ = try await cache.reimportItems(below: "top.txt", in: "d", from: URL(fileURLWithPath: folder)) } == .invalidArgument)
-            #expect(await errorCode { _ = try await cache.reimportItems(below: "nope", in: "d", from: URL(fileURLWithPath: folder)) } == .noSuchItem)
+            #expect(
+                await errorCode {
+                    _ = try await cache.reimportItems(below: "top.txt", in: "d", from: URL(fileURLWithPath: folder))
+                } == .invalidArgument)
+            #expect(
+                await errorCode {
+                    _ = try await cache.reimportItems(below: "nope", in: "d", from: URL(fileURLWithPath: folder))
+                } == .noSuchItem)
         }
     }
 
-    @Test("G4: a reimport asked before the first import finished joins it: one importDidFinish for both; a later reimport is an epoch of its own")
+    @Test(
+        "G4: a reimport asked before the first import finished joins it: one importDidFinish for both; a later reimport is an epoch of its own"
+    )
     func reimportDuringImport() async throws {
         try await withTemporaryDirectory { dir in
-            let tree = dir + "/tree", extra = dir + "/extra"
+            let tree = dir + "/tree"
+            let extra = dir + "/extra"
             try Self.writeTree(tree)
             try FileManager.default.createDirectory(atPath: extra, withIntermediateDirectories: true)
             try TestData.write([7, 7, 7], to: extra + "/late.txt")
@@ -201,7 +240,8 @@ import Testing
                 guard !root.hasSuffix("/extra") else { return }
                 let token = try! store.writerToken()
                 _ = try! store.writer.writeAndWait { txn in
-                    try txn.beginReimport("d", from: canonicalExtra, below: Item.rootContainer, writer: token, store.dbs)
+                    try txn.beginReimport(
+                        "d", from: canonicalExtra, below: Item.rootContainer, writer: token, store.dbs)
                 }
             })
             let result = try await cache.importTree("d", from: URL(fileURLWithPath: tree), copy: true, hooks: hooks)
@@ -213,7 +253,8 @@ import Testing
             #expect(ids.contains("late.txt"), "the reimport's tree was taken in")
             _ = try await cache.reimportItems(in: "d", from: URL(fileURLWithPath: tree))
             info = try #require(try await cache.domains().first)
-            #expect(info.importsFinished == 2 && events.withLock { $0.count } == 2, "a later reimport finishes on its own")
+            #expect(
+                info.importsFinished == 2 && events.withLock { $0.count } == 2, "a later reimport finishes on its own")
         }
     }
 }

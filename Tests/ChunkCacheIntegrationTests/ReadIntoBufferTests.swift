@@ -1,13 +1,16 @@
 import Foundation
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// `read(_:version:at:into:)` and the synchronous fetch: the engine without async, for FUSE and C callers.
 @Suite struct ReadIntoBufferTests {
     /// Reads `count` bytes at `offset` into a fresh buffer.
-    static func read(_ cache: ChunkCache, _ id: ItemIdentifier, version: String? = nil, at offset: Int64, count: Int,
-                     options: FetchOptions = []) throws -> (bytes: [UInt8], result: ReadResult) {
+    static func read(
+        _ cache: ChunkCache, _ id: ItemIdentifier, version: String? = nil, at offset: Int64, count: Int,
+        options: FetchOptions = []
+    ) throws -> (bytes: [UInt8], result: ReadResult) {
         var buffer = [UInt8](repeating: 0xEE, count: count)
         let result = try buffer.withUnsafeMutableBytes {
             try cache.read(id, version: version.map { ItemVersion($0) }, at: offset, into: $0, options: options)
@@ -15,14 +18,17 @@ import Testing
         return (Array(buffer.prefix(result.bytesRead)), result)
     }
 
-    @Test("§13: reads on, ending on and straddling chunk boundaries, across zero chunks, and past EOF return the source bytes",
-          arguments: [4096, 65536])
+    @Test(
+        "§13: reads on, ending on and straddling chunk boundaries, across zero chunks, and past EOF return the source bytes",
+        arguments: [4096, 65536])
     func readsMatchTheSource(chunkSize: Int) async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir, chunkSize: chunkSize)
             let id = ItemIdentifier(domain: "d", "mixed")
             let c = chunkSize
-            let source = TestData.text(count: c, seed: 1) + TestData.random(count: c, seed: 2) + [UInt8](repeating: 0, count: 2 * c)
+            let source =
+                TestData.text(count: c, seed: 1) + TestData.random(count: c, seed: 2)
+                + [UInt8](repeating: 0, count: 2 * c)
                 + TestData.text(count: c + 777, seed: 3)
             try await put(cache, source, as: id, in: dir)
             let size = source.count
@@ -38,7 +44,9 @@ import Testing
                 #expect(bytes == expected, "\(offset)+\(count)")
                 #expect(result.item.documentSize == Int64(size))
             }
-            #expect(try FileManager.default.contentsOfDirectory(atPath: cache.temporaryDirectoryURL.path).isEmpty, "no temp file")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: cache.temporaryDirectoryURL.path).isEmpty,
+                "no temp file")
         }
     }
 
@@ -64,14 +72,18 @@ import Testing
             let v2 = try Self.read(cache, id, version: "v2", at: at, count: 100)
             #expect(v2.result.item.itemVersion.contentVersionString == "v3", "newer, never the older v1")
             #expect(v2.bytes == Array(try #require(bytes["v3"])[Int(at)..<Int(at + 100)]))
-            #expect(await errorCode { _ = try Self.read(cache, id, version: "v2", at: at, count: 100, options: .strictVersioning) }
+            #expect(
+                await errorCode {
+                    _ = try Self.read(cache, id, version: "v2", at: at, count: 100, options: .strictVersioning)
+                }
                     == .versionNoLongerAvailable)
             #expect(try Self.read(cache, id, at: at, count: 100).result.item.itemVersion.contentVersionString == "v3")
         }
     }
 
     /// The synchronous fetch, from a synchronous function as a FUSE thread would call it.
-    static func fetchSynchronously(_ cache: ChunkCache, _ id: ItemIdentifier, _ range: ByteRange) throws -> FetchResult {
+    static func fetchSynchronously(_ cache: ChunkCache, _ id: ItemIdentifier, _ range: ByteRange) throws -> FetchResult
+    {
         try cache.fetchPartialContentsSynchronously(for: id, version: nil, minimalRange: range, aligningTo: 4096)
     }
 
@@ -84,7 +96,8 @@ import Testing
             try await put(cache, source, as: id, in: dir)
             for range in [ByteRange(location: 70_000, length: 100), ByteRange(location: 0, length: 6 << 20)] {
                 let result = try await Task.detached { try Self.fetchSynchronously(cache, id, range) }.value
-                let expected = try await cache.fetchPartialContents(for: id, version: nil, minimalRange: range, aligningTo: 4096)
+                let expected = try await cache.fetchPartialContents(
+                    for: id, version: nil, minimalRange: range, aligningTo: 4096)
                 #expect(result.retrievedRange == expected.retrievedRange)
                 #expect(result.flags == expected.flags)
                 let r = result.retrievedRange

@@ -2,6 +2,7 @@ import Foundation
 import LMDBKit
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// A damaged record (manifest page, version, …) is never trusted: reads fail naming it, `verify` lists it.
@@ -9,7 +10,9 @@ import Testing
     static let chunk = 65536
 
     /// Rewrites the value under `key` in `db` through LMDB itself, as a disk error that keeps the length would.
-    static func damage(_ db: Database, key: [UInt8], in cache: ChunkCache, _ change: @escaping @Sendable (inout [UInt8]) -> Void) async throws {
+    static func damage(
+        _ db: Database, key: [UInt8], in cache: ChunkCache, _ change: @escaping @Sendable (inout [UInt8]) -> Void
+    ) async throws {
         try await cache.store.writer.write { txn in
             var value = try #require(try txn.withValue(db, key: key) { Array($0) }, "the record exists")
             let length = value.count
@@ -49,7 +52,9 @@ import Testing
         }
     }
 
-    @Test("a flipped tag byte in a manifest page is corruptData naming the item, not zeros served; other items still fetch")
+    @Test(
+        "a flipped tag byte in a manifest page is corruptData naming the item, not zeros served; other items still fetch"
+    )
     func flippedManifestByte() async throws {
         try await withTemporaryDirectory { dir in
             let (cache, _, other) = try await Self.twoItems(dir)
@@ -62,9 +67,13 @@ import Testing
 
             let error = try #require(await Self.fetchError(cache, doc))
             #expect(error.code == .corruptData)
-            #expect(error.message.contains("page 0 of the manifest of version \"v1\" of item \"doc\" in domain \"d\""), "\(error.message)")
+            #expect(
+                error.message.contains("page 0 of the manifest of version \"v1\" of item \"doc\" in domain \"d\""),
+                "\(error.message)")
             #expect(error.message.contains("chunkcache verify"), "says what to do: \(error.message)")
-            #expect(try FileManager.default.contentsOfDirectory(atPath: cache.temporaryDirectoryURL.path).isEmpty, "no file left")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: cache.temporaryDirectoryURL.path).isEmpty,
+                "no file left")
 
             let fetched = try await cache.fetchContents(for: ItemIdentifier(domain: "d", "other"))
             #expect(try readRange(fetched.url.path, fetched.retrievedRange) == other)
@@ -95,11 +104,16 @@ import Testing
         #expect(memo.contains(CheckedPageMemo.Key(snapshot: 7, manifest: 1, page: 0, value: value)))
         #expect(!memo.contains(CheckedPageMemo.Key(snapshot: 8, manifest: 1, page: 0, value: value)))
         #expect(!memo.contains(CheckedPageMemo.Key(snapshot: 7, manifest: 1, page: 1, value: value)))
-        #expect(!memo.contains(CheckedPageMemo.Key(snapshot: 7, manifest: 1, page: 0, value: UnsafeRawBufferPointer(rebasing: value[1...]))))
+        #expect(
+            !memo.contains(
+                CheckedPageMemo.Key(
+                    snapshot: 7, manifest: 1, page: 0, value: UnsafeRawBufferPointer(rebasing: value[1...]))))
         for page in 1...Int64(CheckedPageMemo.capacity) {
             memo.insert(CheckedPageMemo.Key(snapshot: 7, manifest: 2, page: page, value: value))
         }
-        #expect(!memo.contains(CheckedPageMemo.Key(snapshot: 7, manifest: 1, page: 0, value: value)), "the oldest is forgotten")
+        #expect(
+            !memo.contains(CheckedPageMemo.Key(snapshot: 7, manifest: 1, page: 0, value: value)),
+            "the oldest is forgotten")
     }
 
     @Test("a flipped byte of a version's size is corruptData naming the version, not a truncated file")
@@ -109,7 +123,9 @@ import Testing
             let doc = ItemIdentifier(domain: "d", "doc")
             // The size (4 × 64 KiB = 0x040000) follows the 8-byte manifest id, little-endian: 0x04 → 0x02 would
             // serve the first two chunks as the whole file.
-            try await Self.damage(cache.store.dbs.versions, key: Self.versionKey(doc, "v1"), in: cache) { $0[8 + 2] ^= 0x06 }
+            try await Self.damage(cache.store.dbs.versions, key: Self.versionKey(doc, "v1"), in: cache) {
+                $0[8 + 2] ^= 0x06
+            }
 
             let error = try #require(await Self.fetchError(cache, doc))
             #expect(error.code == .corruptData)
@@ -121,21 +137,26 @@ import Testing
         }
     }
 
-    @Test("verify names every damaged record and version, keeps going past them, and --repair works around a damaged page")
+    @Test(
+        "verify names every damaged record and version, keeps going past them, and --repair works around a damaged page"
+    )
     func verifyReportsDamage() async throws {
         try await withTemporaryDirectory { dir in
             let (cache, docBytes, _) = try await Self.twoItems(dir)
             // `intact` shares its first chunk with chunk 1 of `doc`, whose page is damaged below: a repair of
             // that chunk must leave the damaged page as it is, not seal the damage as valid.
             let intact = ItemIdentifier(domain: "d", "intact")
-            let intactBytes = Array(docBytes[Self.chunk..<(2 * Self.chunk)]) + TestData.random(count: Self.chunk, seed: 33)
+            let intactBytes =
+                Array(docBytes[Self.chunk..<(2 * Self.chunk)]) + TestData.random(count: Self.chunk, seed: 33)
             try await put(cache, intactBytes, as: intact, version: "v1", in: dir)
             let doc = ItemIdentifier(domain: "d", "doc")
             let manifest = try Self.versionRecord(doc, "v1", in: cache).manifestID
             try await Self.damage(cache.store.dbs.manifests, key: Keys.manifestPage(manifest, page: 0), in: cache) {
                 $0[2 * ManifestPage.entrySize] ^= 0x03
             }
-            try await Self.damage(cache.store.dbs.versions, key: Self.versionKey(ItemIdentifier(domain: "d", "other"), "v1"), in: cache) {
+            try await Self.damage(
+                cache.store.dbs.versions, key: Self.versionKey(ItemIdentifier(domain: "d", "other"), "v1"), in: cache
+            ) {
                 $0[8 + 2] ^= 0x06
             }
             let bad = try IntegrityTests.digest(ofChunk: 0, item: intact, version: "v1", in: cache)
@@ -146,7 +167,8 @@ import Testing
                 "version \"v1\" of item \"other\" in domain \"d\"",
             ]
             let expectedVersions = [
-                DamagedVersion(domain: "d", item: "doc", contentVersion: "v1", problem: "page 0 of its manifest fails its check"),
+                DamagedVersion(
+                    domain: "d", item: "doc", contentVersion: "v1", problem: "page 0 of its manifest fails its check"),
                 DamagedVersion(domain: "d", item: "other", contentVersion: "v1", problem: "its record fails its check"),
             ]
             let report = try await cache.verify()
@@ -157,18 +179,23 @@ import Testing
 
             let repaired = try await cache.verify(repair: true)
             #expect(repaired.repaired == 1)
-            #expect(repaired.damagedRecords == expectedRecords, "repair leaves damaged pages as they are, never reseals them")
+            #expect(
+                repaired.damagedRecords == expectedRecords,
+                "repair leaves damaged pages as they are, never reseals them")
             let after = try await cache.verify()
             #expect(after.corrupt.isEmpty)
             #expect(after.damagedVersions == expectedVersions, "an absent entry with its digest still derives the root")
             let served = try await cache.fetchPartialContents(
-                for: intact, version: ItemVersion("v1"), minimalRange: ByteRange(location: Int64(Self.chunk), length: 100), aligningTo: 4096)
+                for: intact, version: ItemVersion("v1"),
+                minimalRange: ByteRange(location: Int64(Self.chunk), length: 100), aligningTo: 4096)
             #expect(try readRange(served.url.path, served.retrievedRange) == Array(intactBytes[Self.chunk...]))
         }
     }
 
     /// Replaces the entries of page 0 of `item`'s v1 manifest with `change`, sealed again as valid.
-    static func rewriteEntries(of item: ItemIdentifier, in cache: ChunkCache, _ change: @escaping @Sendable (inout [UInt8]) -> Void) async throws {
+    static func rewriteEntries(
+        of item: ItemIdentifier, in cache: ChunkCache, _ change: @escaping @Sendable (inout [UInt8]) -> Void
+    ) async throws {
         let manifest = try versionRecord(item, "v1", in: cache).manifestID
         try await damage(cache.store.dbs.manifests, key: Keys.manifestPage(manifest, page: 0), in: cache) { value in
             var entries = Array(value.dropLast(Seal.size))
@@ -190,9 +217,12 @@ import Testing
             }
             let report = try await cache.verify()
             #expect(report.damagedRecords.isEmpty)
-            #expect(report.damagedVersions == [
-                DamagedVersion(domain: "d", item: "doc", contentVersion: "v1", problem: "its manifest does not hash to its root"),
-            ])
+            #expect(
+                report.damagedVersions == [
+                    DamagedVersion(
+                        domain: "d", item: "doc", contentVersion: "v1",
+                        problem: "its manifest does not hash to its root")
+                ])
             #expect(report.corrupt.isEmpty)
         }
     }
@@ -217,7 +247,9 @@ import Testing
         try await withTemporaryDirectory { dir in
             let (cache, _, _) = try await Self.twoItems(dir)
             let dbs = cache.store.dbs
-            try await cache.store.writer.write { txn in try txn.put(dbs.chunks, key: [1, 2, 3, 4, 5], value: [0, 0, 0]) }
+            try await cache.store.writer.write { txn in
+                try txn.put(dbs.chunks, key: [1, 2, 3, 4, 5], value: [0, 0, 0])
+            }
             let report = try await cache.verify()
             #expect(report.chunksChecked == 7)
             #expect(report.corrupt.isEmpty)

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// Many readers, one writer and eviction at once, every byte checked (issue 10 "Soak"; CONTRACT §10, §12).
@@ -20,7 +21,9 @@ import Testing
     final class Tally: Sendable {
         private let counts = Mutex((reads: 0, errors: [String]()))
         func read() { counts.withLock { $0.reads += 1 } }
-        func failed(_ what: String) { counts.withLock { if $0.errors.count < 20 { $0.errors.append(what) } else { $0.errors[19] = "… and more" } } }
+        func failed(_ what: String) {
+            counts.withLock { if $0.errors.count < 20 { $0.errors.append(what) } else { $0.errors[19] = "… and more" } }
+        }
         var reads: Int { counts.withLock { $0.reads } }
         var errors: [String] { counts.withLock { $0.errors } }
     }
@@ -28,28 +31,28 @@ import Testing
     /// The CLI readers: each loops over random ranges until the deadline, compares every byte with the
     /// origin's file and prints how many reads and errors it had.
     static let processReader = #"""
-import json, os, random, subprocess, sys, time
-binary, store, root, seconds, seed = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5])
-rng, end, reads, errors = random.Random(seed), time.time() + seconds, 0, 0
-names = sorted(os.listdir(root))
-while time.time() < end:
-    name = rng.choice(names)
-    data = open(os.path.join(root, name), "rb").read()
-    start, length = rng.randrange(len(data)), rng.randint(1, 262144)
-    r = subprocess.run([binary, "--store", store, "--json", "fetch", "--domain", "web", name, "--range", "%d:%d" % (start, length)],
-                       capture_output=True)
-    if r.returncode != 0:
-        errors += 1; print("fetch %s %d:%d: %s" % (name, start, length, r.stderr.decode()[:300]), file=sys.stderr); continue
-    out = json.loads(r.stdout)
-    location, count = out["retrievedRange"]["location"], out["retrievedRange"]["length"]
-    with open(out["path"], "rb") as f:
-        f.seek(location); got = f.read(count)
-    os.unlink(out["path"])
-    if got != data[location:location + count]:
-        errors += 1; print("wrong bytes %s %d:%d" % (name, location, count), file=sys.stderr)
-    reads += 1
-print(reads, errors)
-"""#
+        import json, os, random, subprocess, sys, time
+        binary, store, root, seconds, seed = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5])
+        rng, end, reads, errors = random.Random(seed), time.time() + seconds, 0, 0
+        names = sorted(os.listdir(root))
+        while time.time() < end:
+            name = rng.choice(names)
+            data = open(os.path.join(root, name), "rb").read()
+            start, length = rng.randrange(len(data)), rng.randint(1, 262144)
+            r = subprocess.run([binary, "--store", store, "--json", "fetch", "--domain", "web", name, "--range", "%d:%d" % (start, length)],
+                               capture_output=True)
+            if r.returncode != 0:
+                errors += 1; print("fetch %s %d:%d: %s" % (name, start, length, r.stderr.decode()[:300]), file=sys.stderr); continue
+            out = json.loads(r.stdout)
+            location, count = out["retrievedRange"]["location"], out["retrievedRange"]["length"]
+            with open(out["path"], "rb") as f:
+                f.seek(location); got = f.read(count)
+            os.unlink(out["path"])
+            if got != data[location:location + count]:
+                errors += 1; print("wrong bytes %s %d:%d" % (name, location, count), file=sys.stderr)
+            reads += 1
+        print(reads, errors)
+        """#
 
     static func soak(behaviour: String?) async throws {
         try await withTemporaryDirectory { dir in
@@ -58,7 +61,12 @@ print(reads, errors)
             for (n, bytes) in files.enumerated() { try TestData.write(bytes, to: root + "/f\(n).bin") }
             let nginx = behaviour == nil ? try await NginxServer.start(root: URL(fileURLWithPath: root)) : nil
             let faulty = behaviour != nil ? try await FaultOrigin.start(root: URL(fileURLWithPath: root)) : nil
-            defer { Task { await nginx?.stop(); await faulty?.stop() } }
+            defer {
+                Task {
+                    await nginx?.stop()
+                    await faulty?.stop()
+                }
+            }
             let origin = nginx?.baseURL ?? faulty!.baseURL(behaviour: behaviour!)
             let cache = try await makeCache(dir, maxSize: bound)
             try await cache.setMinimumFreeSpace(0)
@@ -73,7 +81,8 @@ print(reads, errors)
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
                 process.arguments = [dir + "/reader.py", binary, cache.path, root, String(seconds), String(n)]
-                let output = Pipe(), errors = Pipe()
+                let output = Pipe()
+                let errors = Pipe()
                 process.standardOutput = output
                 process.standardError = errors
                 try process.run()
@@ -95,9 +104,11 @@ print(reads, errors)
                         let length = 1 + Int(rng.next() % UInt64(buffer.count))
                         let slice = UnsafeMutableRawBufferPointer(rebasing: buffer[..<length])
                         do {
-                            let read = try cache.read(ItemIdentifier(domain: "web", "f\(file).bin"), version: nil, at: offset, into: slice)
+                            let read = try cache.read(
+                                ItemIdentifier(domain: "web", "f\(file).bin"), version: nil, at: offset, into: slice)
                             let expected = files[file][Int(offset)..<min(files[file].count, Int(offset) + length)]
-                            if read.bytesRead != expected.count || !slice.prefix(read.bytesRead).elementsEqual(expected) {
+                            if read.bytesRead != expected.count || !slice.prefix(read.bytesRead).elementsEqual(expected)
+                            {
                                 tally.failed("thread read f\(file) \(offset):\(length): wrong bytes")
                             }
                             tally.read()
@@ -137,7 +148,8 @@ print(reads, errors)
                                     for: ItemIdentifier(domain: "web", "f\(file).bin"), version: nil,
                                     minimalRange: ByteRange(location: offset, length: length), aligningTo: 4096)
                                 let range = result.retrievedRange
-                                let got = try TestData.read(result.url.path, offset: range.location, count: Int(range.length))
+                                let got = try TestData.read(
+                                    result.url.path, offset: range.location, count: Int(range.length))
                                 unlink(result.url.path)
                                 if got != Array(files[file][Int(range.location)..<Int(range.end)]) {
                                     tally.failed("task fetch f\(file) \(range): wrong bytes")
@@ -152,19 +164,25 @@ print(reads, errors)
                 try await group.waitForAll()
             }
             await writer.value
-            await withCheckedContinuation { continuation in threadsDone.notify(queue: .global()) { continuation.resume() } }
+            await withCheckedContinuation { continuation in
+                threadsDone.notify(queue: .global()) { continuation.resume() }
+            }
             var processReads = 0
             for (process, output, errors) in processes {
                 process.waitUntilExit()
                 let counts = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                     .split(separator: " ").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
                 let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                #expect(process.terminationStatus == 0 && counts.count == 2 && counts[1] == 0, "a CLI reader: \(counts) \(stderr.prefix(600))")
+                #expect(
+                    process.terminationStatus == 0 && counts.count == 2 && counts[1] == 0,
+                    "a CLI reader: \(counts) \(stderr.prefix(600))")
                 processReads += counts.first ?? 0
             }
             await cache.waitForDownloads()
             try await cache.flushUsage()
-            print("soak (\(behaviour ?? "nginx")): \(tally.reads) reads in the process, \(processReads) by CLI processes, \(seconds) s")
+            print(
+                "soak (\(behaviour ?? "nginx")): \(tally.reads) reads in the process, \(processReads) by CLI processes, \(seconds) s"
+            )
             #expect(tally.errors.isEmpty, "\(tally.errors)")
             #expect(tally.reads > 100 && processReads > 8, "the readers ran: \(tally.reads), \(processReads)")
             let stats = try await cache.statistics()
@@ -172,19 +190,23 @@ print(reads, errors)
             let size = try FileManager.default.attributesOfItem(atPath: cache.path + "/data.mdb")[.size] as! Int64
             #expect(size <= bound, "data.mdb within its bound: \(size)")
             let report = try await cache.verify()
-            #expect(report.corrupt.isEmpty && report.damagedRecords.isEmpty && report.damagedVersions.isEmpty && report.inconsistencies.isEmpty,
-                    "\(report.inconsistencies)")
+            #expect(
+                report.corrupt.isEmpty && report.damagedRecords.isEmpty && report.damagedVersions.isEmpty
+                    && report.inconsistencies.isEmpty,
+                "\(report.inconsistencies)")
         }
     }
 
-    @Test("soak: 64 readers (24 threads, 32 tasks, 8 CLI processes), one writer and eviction against nginx; every byte checked, 0 errors",
-          .requires(NginxServer.self))
+    @Test(
+        "soak: 64 readers (24 threads, 32 tasks, 8 CLI processes), one writer and eviction against nginx; every byte checked, 0 errors",
+        .requires(NginxServer.self))
     func soakAgainstNginx() async throws {
         try await Self.soak(behaviour: nil)
     }
 
-    @Test("soak: the same against an origin that fails 5 % of requests (503 or a reset mid-body); retries hide every failure",
-          .requires(FaultOrigin.self))
+    @Test(
+        "soak: the same against an origin that fails 5 % of requests (503 or a reset mid-body); retries hide every failure",
+        .requires(FaultOrigin.self))
     func soakAgainstFlakyOrigin() async throws {
         try await Self.soak(behaviour: "flaky-5")
     }

@@ -2,6 +2,7 @@ import Foundation
 import LMDBKit
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// Puts, dedup, versions and the store's figures through real LMDB files.
@@ -10,7 +11,8 @@ import Testing
     func otherFormat() async throws {
         try await withTemporaryDirectory { dir in
             let store = try await makeCache(dir).store
-            try await store.writer.write { txn in try txn.setCounter(store.dbs, MetaKey.format, Store.formatVersion + 1) }
+            try await store.writer.write { txn in try txn.setCounter(store.dbs, MetaKey.format, Store.formatVersion + 1)
+            }
             #expect(await errorCode { _ = try await makeCache(dir) } == .featureUnsupported)
         }
     }
@@ -63,7 +65,9 @@ import Testing
             let id = ItemIdentifier(domain: "d", "a")
             try await put(cache, TestData.text(count: 100_000, seed: 1), as: id, version: "v1", in: dir)
             let before = try await cache.statistics()
-            let code = await errorCode { try await put(cache, TestData.text(count: 100_000, seed: 2), as: id, version: "v1", in: dir) }
+            let code = await errorCode {
+                try await put(cache, TestData.text(count: 100_000, seed: 2), as: id, version: "v1", in: dir)
+            }
             #expect(code == .invalidArgument)
             var after = try await cache.statistics()
             after.fileBytes = before.fileBytes
@@ -77,7 +81,9 @@ import Testing
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let code = await errorCode {
-                try await put(cache, [1, 2, 3], as: ItemIdentifier(domain: "d", "a"), version: String(repeating: "x", count: 129), in: dir)
+                try await put(
+                    cache, [1, 2, 3], as: ItemIdentifier(domain: "d", "a"), version: String(repeating: "x", count: 129),
+                    in: dir)
             }
             #expect(code == .invalidArgument)
         }
@@ -89,7 +95,9 @@ import Testing
             let cache = try await makeCache(dir)
             var last = DomainVersion(rawValue: 0)
             for i in 0..<5 {
-                let result = try await put(cache, TestData.text(count: 5000 + i, seed: UInt64(i)), as: ItemIdentifier(domain: "d", "a\(i % 2)"), in: dir)
+                let result = try await put(
+                    cache, TestData.text(count: 5000 + i, seed: UInt64(i)),
+                    as: ItemIdentifier(domain: "d", "a\(i % 2)"), in: dir)
                 #expect(result.domainVersion == last.next())
                 last = result.domainVersion
             }
@@ -141,14 +149,19 @@ import Testing
             let keep = TestData.text(count: 200_000, seed: 1)
             try await put(cache, keep, as: ItemIdentifier(domain: "d", "keep"), in: dir)
             let before = try await cache.statistics()
-            let code = await errorCode { try await put(cache, TestData.random(count: 16 << 20, seed: 2), as: ItemIdentifier(domain: "d", "big"), in: dir) }
+            let code = await errorCode {
+                try await put(
+                    cache, TestData.random(count: 16 << 20, seed: 2), as: ItemIdentifier(domain: "d", "big"), in: dir)
+            }
             #expect(code == .insufficientQuota)
             var after = try await cache.statistics()
             after.fileBytes = before.fileBytes
             #expect(after == before)
             let fetched = try await cache.fetchContents(for: ItemIdentifier(domain: "d", "keep"))
             #expect(try readRange(fetched.url.path, fetched.retrievedRange) == keep)
-            #expect(await errorCode { _ = try await cache.fetchContents(for: ItemIdentifier(domain: "d", "big")) } == .noSuchItem)
+            #expect(
+                await errorCode { _ = try await cache.fetchContents(for: ItemIdentifier(domain: "d", "big")) }
+                    == .noSuchItem)
         }
     }
 
@@ -156,10 +169,13 @@ import Testing
     func reopenSettings() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir, chunkSize: 16384)
-            let same = try await ChunkCache.open(at: cache.path, creatingWith: StoreSettings(layout: try ChunkLayout(chunkSize: 16384), maxSize: 1 << 34))
+            let same = try await ChunkCache.open(
+                at: cache.path, creatingWith: StoreSettings(layout: try ChunkLayout(chunkSize: 16384), maxSize: 1 << 34)
+            )
             #expect(same.layout.chunkSize == 16384)
             let code = await errorCode {
-                _ = try await ChunkCache.open(at: cache.path, creatingWith: StoreSettings(layout: .standard, maxSize: 1 << 34))
+                _ = try await ChunkCache.open(
+                    at: cache.path, creatingWith: StoreSettings(layout: .standard, maxSize: 1 << 34))
             }
             #expect(code == .invalidArgument)
         }

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 extension TestData {
@@ -35,15 +36,20 @@ func fileSizes(_ path: String) throws -> (size: Int64, allocated: Int64) {
 }
 
 /// Opens a fresh store in `directory` with `chunkSize`.
-func makeCache(_ directory: String, chunkSize: Int = 65536, maxSize: Int64 = 1 << 34, grace: TimeInterval = 3600) async throws -> ChunkCache {
+func makeCache(_ directory: String, chunkSize: Int = 65536, maxSize: Int64 = 1 << 34, grace: TimeInterval = 3600)
+    async throws -> ChunkCache
+{
     try await ChunkCache.open(
-        at: directory + "/store", creatingWith: StoreSettings(layout: try ChunkLayout(chunkSize: chunkSize), maxSize: maxSize),
+        at: directory + "/store",
+        creatingWith: StoreSettings(layout: try ChunkLayout(chunkSize: chunkSize), maxSize: maxSize),
         handOffGracePeriod: grace)
 }
 
 /// Puts `bytes` as `item` through a file in `directory`.
 @discardableResult
-func put(_ cache: ChunkCache, _ bytes: [UInt8], as item: ItemIdentifier, version: String? = nil, in directory: String) async throws -> ChunkCache.PutResult {
+func put(_ cache: ChunkCache, _ bytes: [UInt8], as item: ItemIdentifier, version: String? = nil, in directory: String)
+    async throws -> ChunkCache.PutResult
+{
     let path = directory + "/input-" + UUID().uuidString
     try TestData.write(bytes, to: path)
     defer { unlink(path) }

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// The error a throwing call raised, as a `CacheError` (nil when it did not throw one).
@@ -22,17 +23,21 @@ func caught(_ body: () async throws -> Void) async -> CacheError? {
 
     /// Three versions of one item whose chunk 2 differs in each; chunk 2 of `damaged` is then lost
     /// (flipped on disk and dropped by `verify --repair`).
-    static func threeVersions(damaged: [String], in dir: String) async throws -> (ChunkCache, ItemIdentifier, [String: [UInt8]]) {
+    static func threeVersions(damaged: [String], in dir: String) async throws -> (
+        ChunkCache, ItemIdentifier, [String: [UInt8]]
+    ) {
         let cache = try await makeCache(dir)
         let id = ItemIdentifier(domain: "d", "doc")
         let common = TestData.random(count: 2 * chunk, seed: 1)
         var bytes: [String: [UInt8]] = [:]
         for (i, name) in ["v1", "v2", "v3"].enumerated() {
-            bytes[name] = common + TestData.random(count: chunk, seed: 10 + UInt64(i)) + TestData.random(count: chunk, seed: 2)
+            bytes[name] =
+                common + TestData.random(count: chunk, seed: 10 + UInt64(i)) + TestData.random(count: chunk, seed: 2)
             try await put(cache, try #require(bytes[name]), as: id, version: name, in: dir)
         }
         for name in damaged {
-            try IntegrityTests.flipStoredByte(of: try IntegrityTests.digest(ofChunk: 2, item: id, version: name, in: cache), in: cache)
+            try IntegrityTests.flipStoredByte(
+                of: try IntegrityTests.digest(ofChunk: 2, item: id, version: name, in: cache), in: cache)
         }
         #expect(try await cache.verify(repair: true).repaired == damaged.count)
         return (cache, id, bytes)
@@ -44,25 +49,31 @@ func caught(_ body: () async throws -> Void) async -> CacheError? {
     func newerNeverOlder() async throws {
         try await withTemporaryDirectory { dir in
             let (cache, id, bytes) = try await Self.threeVersions(damaged: ["v2"], in: dir)
-            let served = try await cache.fetchPartialContents(for: id, version: ItemVersion("v2"), minimalRange: Self.chunk2, aligningTo: 4096)
+            let served = try await cache.fetchPartialContents(
+                for: id, version: ItemVersion("v2"), minimalRange: Self.chunk2, aligningTo: 4096)
             #expect(served.item.itemVersion.contentVersionString == "v3", "the newer v3, not the older v1")
             let r = served.retrievedRange
             #expect(try readRange(served.url.path, r) == Array(try #require(bytes["v3"])[Int(r.location)..<Int(r.end)]))
         }
     }
 
-    @Test("B6 C4: the newest version that cannot serve, asked for by name or by nil, is corruptData; the older one never serves")
+    @Test(
+        "B6 C4: the newest version that cannot serve, asked for by name or by nil, is corruptData; the older one never serves"
+    )
     func newestLostNeverFallsBack() async throws {
         try await withTemporaryDirectory { dir in
             let (cache, id, _) = try await Self.threeVersions(damaged: ["v3"], in: dir)
             for version in [ItemVersion("v3"), nil] {
                 let error = await caught {
-                    _ = try await cache.fetchPartialContents(for: id, version: version, minimalRange: Self.chunk2, aligningTo: 4096)
+                    _ = try await cache.fetchPartialContents(
+                        for: id, version: version, minimalRange: Self.chunk2, aligningTo: 4096)
                 }
                 #expect(error?.code == .corruptData, "\(String(describing: version))")
                 #expect(error?.message.contains("version \"v3\"") == true, "\(error?.message ?? "")")
             }
-            #expect(await errorCode { _ = try await cache.fetchContents(for: id) } == .corruptData, "§4 nil means the newest")
+            #expect(
+                await errorCode { _ = try await cache.fetchContents(for: id) } == .corruptData,
+                "§4 nil means the newest")
             #expect(try FileManager.default.contentsOfDirectory(atPath: cache.temporaryDirectoryURL.path).isEmpty)
         }
     }
@@ -71,9 +82,12 @@ func caught(_ body: () async throws -> Void) async -> CacheError? {
     func goneVersionGetsNewestThatCanServe() async throws {
         try await withTemporaryDirectory { dir in
             let (cache, id, _) = try await Self.threeVersions(damaged: ["v3"], in: dir)
-            let served = try await cache.fetchPartialContents(for: id, version: ItemVersion("gone"), minimalRange: Self.chunk2, aligningTo: 4096)
+            let served = try await cache.fetchPartialContents(
+                for: id, version: ItemVersion("gone"), minimalRange: Self.chunk2, aligningTo: 4096)
             #expect(served.item.itemVersion.contentVersionString == "v2")
-            let whole = try await cache.fetchPartialContents(for: id, version: ItemVersion("gone"), minimalRange: ByteRange(location: 0, length: 10), aligningTo: 4096)
+            let whole = try await cache.fetchPartialContents(
+                for: id, version: ItemVersion("gone"), minimalRange: ByteRange(location: 0, length: 10),
+                aligningTo: 4096)
             #expect(whole.item.itemVersion.contentVersionString == "v3", "v3 still serves its other chunks")
         }
     }
@@ -83,36 +97,47 @@ func caught(_ body: () async throws -> Void) async -> CacheError? {
         try await withTemporaryDirectory { dir in
             let (cache, id, _) = try await Self.threeVersions(damaged: ["v2"], in: dir)
             for version in ["v2", "gone"] {
-                #expect(await errorCode {
-                    _ = try await cache.fetchPartialContents(for: id, version: ItemVersion(version), minimalRange: Self.chunk2,
-                                                             aligningTo: 4096, options: .strictVersioning)
-                } == .versionNoLongerAvailable, "\(version)")
+                #expect(
+                    await errorCode {
+                        _ = try await cache.fetchPartialContents(
+                            for: id, version: ItemVersion(version), minimalRange: Self.chunk2,
+                            aligningTo: 4096, options: .strictVersioning)
+                    } == .versionNoLongerAvailable, "\(version)")
             }
-            let old = try await cache.fetchPartialContents(for: id, version: ItemVersion("v1"), minimalRange: Self.chunk2,
-                                                           aligningTo: 4096, options: .strictVersioning)
+            let old = try await cache.fetchPartialContents(
+                for: id, version: ItemVersion("v1"), minimalRange: Self.chunk2,
+                aligningTo: 4096, options: .strictVersioning)
             #expect(old.item.itemVersion.contentVersionString == "v1")
         }
     }
 
-    @Test("B6 A11 §4 (issue 18): the async fetchContents with a version returns that version or versionNoLongerAvailable, as the seed's; options [] keeps the non-strict rule")
+    @Test(
+        "B6 A11 §4 (issue 18): the async fetchContents with a version returns that version or versionNoLongerAvailable, as the seed's; options [] keeps the non-strict rule"
+    )
     func asyncFetchContentsHonoursTheVersion() async throws {
         try await withTemporaryDirectory { dir in
             let (cache, id, bytes) = try await Self.threeVersions(damaged: ["v2"], in: dir)
             for version in ["v2", "gone"] {
-                #expect(await errorCode {
-                    _ = try await cache.fetchContents(for: id, version: ItemVersion(version))
-                } == .versionNoLongerAvailable, "\(version): the seed's rule, not the newer v3")
+                #expect(
+                    await errorCode {
+                        _ = try await cache.fetchContents(for: id, version: ItemVersion(version))
+                    } == .versionNoLongerAvailable, "\(version): the seed's rule, not the newer v3")
             }
             let v1 = try await cache.fetchContents(for: id, version: ItemVersion("v1"))
             #expect(v1.item.itemVersion.contentVersionString == "v1")
             #expect(try readRange(v1.url.path, ByteRange(location: 0, length: Int64(4 * Self.chunk))) == bytes["v1"])
             let newer = try await cache.fetchContents(for: id, version: ItemVersion("v2"), options: [])
-            #expect(newer.item.itemVersion.contentVersionString == "v3", "explicit non-strict options: the CLI's rule (§7)")
-            #expect(try await cache.fetchContents(for: id).item.itemVersion.contentVersionString == "v3", "nil means the newest")
+            #expect(
+                newer.item.itemVersion.contentVersionString == "v3", "explicit non-strict options: the CLI's rule (§7)")
+            #expect(
+                try await cache.fetchContents(for: id).item.itemVersion.contentVersionString == "v3",
+                "nil means the newest")
         }
     }
 
-    @Test("C2: an unknown item of a domain without an origin is noSuchItem (the store is authoritative); an unknown domain too")
+    @Test(
+        "C2: an unknown item of a domain without an origin is noSuchItem (the store is authoritative); an unknown domain too"
+    )
     func confirmedMissing() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -120,8 +145,12 @@ func caught(_ body: () async throws -> Void) async -> CacheError? {
             let item = await caught { _ = try await cache.fetchContents(for: ItemIdentifier(domain: "d", "nope")) }
             #expect(item?.code == .noSuchItem)
             #expect(item?.message.contains("\"nope\"") == true && item?.message.contains("\"d\"") == true)
-            #expect(await errorCode { _ = try await cache.fetchContents(for: ItemIdentifier(domain: "x", "a")) } == .noSuchItem)
-            #expect(await errorCode { _ = try await cache.versions(of: ItemIdentifier(domain: "d", "nope")) } == .noSuchItem)
+            #expect(
+                await errorCode { _ = try await cache.fetchContents(for: ItemIdentifier(domain: "x", "a")) }
+                    == .noSuchItem)
+            #expect(
+                await errorCode { _ = try await cache.versions(of: ItemIdentifier(domain: "d", "nope")) } == .noSuchItem
+            )
         }
     }
 }
@@ -135,7 +164,8 @@ func caught(_ body: () async throws -> Void) async -> CacheError? {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             let snapshots = Counter()
-            let served = try ChunkCache.inFreshSnapshots(of: cache.store, fetching: ItemIdentifier(domain: "d", "doc")) { _ in
+            let served = try ChunkCache.inFreshSnapshots(of: cache.store, fetching: ItemIdentifier(domain: "d", "doc"))
+            { _ in
                 if snapshots.increment() == 1 { throw ChunkVanished(index: 7) }
                 return "served"
             }
@@ -150,7 +180,8 @@ func caught(_ body: () async throws -> Void) async -> CacheError? {
             let cache = try await makeCache(dir)
             let snapshots = Counter()
             let error = await caught {
-                _ = try ChunkCache.inFreshSnapshots(of: cache.store, fetching: ItemIdentifier(domain: "d", "doc")) { _ -> Int in
+                _ = try ChunkCache.inFreshSnapshots(of: cache.store, fetching: ItemIdentifier(domain: "d", "doc")) {
+                    _ -> Int in
                     _ = snapshots.increment()
                     throw ChunkVanished(index: 7)
                 }

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// Whether a writer is alive is decided by a lock the kernel drops when it dies, never by its pid: a process in
@@ -20,9 +21,10 @@ import Testing
         return probe.terminationStatus == 0
     }()
 
-    @Test("an open from another PID namespace during a put leaves the put's pending manifest alone; the version fetches and verifies",
-          .enabled(if: ChunkCacheBinary.path != nil, "needs the built chunkcache executable"),
-          .enabled(if: canUnsharePID, "needs root and `unshare --pid --fork --mount-proc`"))
+    @Test(
+        "an open from another PID namespace during a put leaves the put's pending manifest alone; the version fetches and verifies",
+        .enabled(if: ChunkCacheBinary.path != nil, "needs the built chunkcache executable"),
+        .enabled(if: canUnsharePID, "needs root and `unshare --pid --fork --mount-proc`"))
     func openerInAnotherPIDNamespace() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)

@@ -3,6 +3,7 @@ import FileIO
 import Foundation
 import Synchronization
 import Testing
+
 @testable import ChunkCache
 
 #if canImport(Glibc)
@@ -14,7 +15,8 @@ import Glibc
 @Suite struct BlockingHomeTests {
     /// The kernel's name of the calling thread, as `ps -L` and `top -H` show it.
     static func threadName() -> String {
-        (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8))?.trimmingCharacters(in: .newlines) ?? "?"
+        (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8))?.trimmingCharacters(in: .newlines)
+            ?? "?"
     }
 
     /// The names of this process's threads.
@@ -39,7 +41,9 @@ import Glibc
         return names
     }
 
-    @Test("issue 19 (item 3, one home for blocking work): parallel work claims each index once, on the calling thread and the blocking pool's threads only, never more than the pool's width")
+    @Test(
+        "issue 19 (item 3, one home for blocking work): parallel work claims each index once, on the calling thread and the blocking pool's threads only, never more than the pool's width"
+    )
     func forEachIndexStaysOnThePool() async throws {
         let count = 10_000
         let claims = Mutex([Int](repeating: 0, count: count))
@@ -60,7 +64,9 @@ import Glibc
         #expect(BlockingPool.shared.threadCount == BlockingPool.width)
     }
 
-    @Test("issue 19 (item 3): a watched descriptor's job runs on the pool once per input, after the home's one waiting thread (chunkcache-wait) saw it; a cancelled watch closes its descriptor")
+    @Test(
+        "issue 19 (item 3): a watched descriptor's job runs on the pool once per input, after the home's one waiting thread (chunkcache-wait) saw it; a cancelled watch closes its descriptor"
+    )
     func inputWatchRunsOnThePool() throws {
         var ends: [Int32] = [0, 0]
         try #require(pipe(&ends) == 0)
@@ -70,7 +76,13 @@ import Glibc
         let ran = DispatchSemaphore(value: 0)
         let runs = Mutex<[String]>([])
         let closed = DispatchSemaphore(value: 0)
-        let watch = try InputWatches.shared.watch(readEnd, close: { try? readEnd.close(); closed.signal() }) {
+        let watch = try InputWatches.shared.watch(
+            readEnd,
+            close: {
+                try? readEnd.close()
+                closed.signal()
+            }
+        ) {
             var byte: UInt8 = 0
             while read(readEnd.rawValue, &byte, 1) == 1 {}  // drains, as the change signal's job does
             runs.withLock { $0.append(Self.threadName()) }
@@ -84,10 +96,14 @@ import Glibc
         #expect(closed.wait(timeout: .now() + 10) == .success, "the cancelled watch closed its descriptor")
         let names = runs.withLock { $0 }
         #expect(names.count == 3 && names.allSatisfy { $0.hasPrefix("chunkcache-io-") }, "\(names)")
-        #expect(Self.settles { Self.threadNames().filter { $0 == "chunkcache-wait" }.count == 1 }, "one waiting thread for every watch")
+        #expect(
+            Self.settles { Self.threadNames().filter { $0 == "chunkcache-wait" }.count == 1 },
+            "one waiting thread for every watch")
     }
 
-    @Test("issue 19 (item 3): a store's change signal is watched by the blocking home's waiting thread (chunkcache-wait), not a dispatch source, and a touch by another writer wakes a waiter")
+    @Test(
+        "issue 19 (item 3): a store's change signal is watched by the blocking home's waiting thread (chunkcache-wait), not a dispatch source, and a touch by another writer wakes a waiter"
+    )
     func changeSignalWatchesThroughTheHome() async throws {
         let folder = try FileSystem.makeUniqueDirectory(in: NSTemporaryDirectory(), prefix: "chunkcache-signal.")
         defer { try? FileSystem.removeTree(folder) }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Testing
+
 @testable import ChunkCache
 
 #if canImport(Glibc)
@@ -21,7 +22,8 @@ import Glibc
             let now = running.wrappingAdd(1, ordering: .sequentiallyConsistent).newValue
             var seen = peak.load(ordering: .sequentiallyConsistent)
             while now > seen {
-                let (exchanged, current) = peak.compareExchange(expected: seen, desired: now, ordering: .sequentiallyConsistent)
+                let (exchanged, current) = peak.compareExchange(
+                    expected: seen, desired: now, ordering: .sequentiallyConsistent)
                 if exchanged { break }
                 seen = current
             }

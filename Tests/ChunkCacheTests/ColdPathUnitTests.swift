@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import ChunkCache
 
 /// The pure rules of the cold path (CONTRACT §10): read-ahead, request ranges, single flight and depth.
@@ -22,27 +23,38 @@ import Testing
         #expect(attempts.load(ordering: .relaxed) == 1, "made once, then remembered as unavailable")
     }
 
-    @Test("§10 (issue 18): a read-ahead state kept in the store continues the sequence; damaged or out-of-range bytes are no state")
+    @Test(
+        "§10 (issue 18): a read-ahead state kept in the store continues the sequence; damaged or out-of-range bytes are no state"
+    )
     func readAheadKeptInTheStore() {
         var state = ReadAhead()
         _ = state.advance(fetching: 0..<Self.chunk, size: 1 << 30, limit: Self.limit)
         var resumed = state.stored.withUnsafeBytes { ReadAhead(stored: $0) }
         #expect(resumed == state)
-        #expect(resumed?.advance(fetching: Self.chunk..<(2 * Self.chunk), size: 1 << 30, limit: Self.limit) != nil,
-                "the next process's fetch continues the sequence")
+        #expect(
+            resumed?.advance(fetching: Self.chunk..<(2 * Self.chunk), size: 1 << 30, limit: Self.limit) != nil,
+            "the next process's fetch continues the sequence")
         #expect(Array(repeating: UInt8(0), count: 31).withUnsafeBytes { ReadAhead(stored: $0) } == nil, "too short")
-        #expect(Array(repeating: UInt8(0xff), count: 32).withUnsafeBytes { ReadAhead(stored: $0) } == nil, "negative offsets")
+        #expect(
+            Array(repeating: UInt8(0xff), count: 32).withUnsafeBytes { ReadAhead(stored: $0) } == nil,
+            "negative offsets")
         let huge = (0..<4).flatMap { _ in withUnsafeBytes(of: UInt64(Int64.max).bigEndian, Array.init) }
-        #expect(huge.withUnsafeBytes { ReadAhead(stored: $0) } == nil, "offsets past the largest item would overflow the window")
+        #expect(
+            huge.withUnsafeBytes { ReadAhead(stored: $0) } == nil,
+            "offsets past the largest item would overflow the window")
     }
 
     @Test("A19: a random fetch reads nothing ahead; fetches in order read ahead a window that doubles to the limit")
     func readAheadWindow() {
         var state = ReadAhead()
         let size: Int64 = 1 << 30
-        #expect(state.advance(fetching: 0..<Self.chunk, size: size, limit: Self.limit) == nil, "the first fetch is not yet a sequence")
+        #expect(
+            state.advance(fetching: 0..<Self.chunk, size: size, limit: Self.limit) == nil,
+            "the first fetch is not yet a sequence")
         let first = state.advance(fetching: Self.chunk..<(2 * Self.chunk), size: size, limit: Self.limit)
-        #expect(first == (2 * Self.chunk)..<(2 * Self.chunk + Self.limit / 4), "the window starts at a quarter of the limit")
+        #expect(
+            first == (2 * Self.chunk)..<(2 * Self.chunk + Self.limit / 4), "the window starts at a quarter of the limit"
+        )
         // Reading on inside the window asks for nothing until less than half of it is left ahead.
         var offset = 2 * Self.chunk
         var requested: [Range<Int64>] = first.map { [$0] } ?? []
@@ -56,8 +68,9 @@ import Testing
         }
         #expect(requested.count <= 64 / 2 + 2, "about one request per half window: \(requested.count)")
         #expect(requested.dropFirst(3).allSatisfy { Int64($0.count) >= Self.limit / 2 })
-        #expect(state.advance(fetching: (100 << 20)..<((100 << 20) + Self.chunk), size: size, limit: Self.limit) == nil,
-                "a jump resets the window")
+        #expect(
+            state.advance(fetching: (100 << 20)..<((100 << 20) + Self.chunk), size: size, limit: Self.limit) == nil,
+            "a jump resets the window")
     }
 
     @Test("§10: the same range fetched again (concurrent readers) neither reads ahead nor breaks the sequence")
@@ -65,7 +78,9 @@ import Testing
         var state = ReadAhead()
         _ = state.advance(fetching: 0..<Self.chunk, size: 1 << 30, limit: Self.limit)
         #expect(state.advance(fetching: 0..<Self.chunk, size: 1 << 30, limit: Self.limit) == nil)
-        #expect(state.advance(fetching: Self.chunk..<(2 * Self.chunk), size: 1 << 30, limit: Self.limit) != nil, "still a sequence")
+        #expect(
+            state.advance(fetching: Self.chunk..<(2 * Self.chunk), size: 1 << 30, limit: Self.limit) != nil,
+            "still a sequence")
         #expect(state.advance(fetching: Self.chunk..<(2 * Self.chunk), size: 1 << 30, limit: Self.limit) == nil)
     }
 
@@ -73,7 +88,9 @@ import Testing
     func readAheadBounds() {
         var state = ReadAhead()
         _ = state.advance(fetching: 0..<Self.chunk, size: 3 * Self.chunk, limit: Self.limit)
-        #expect(state.advance(fetching: Self.chunk..<(2 * Self.chunk), size: 3 * Self.chunk, limit: Self.limit) == (2 * Self.chunk)..<(3 * Self.chunk))
+        #expect(
+            state.advance(fetching: Self.chunk..<(2 * Self.chunk), size: 3 * Self.chunk, limit: Self.limit)
+                == (2 * Self.chunk)..<(3 * Self.chunk))
         var off = ReadAhead()
         _ = off.advance(fetching: 0..<Self.chunk, size: 1 << 30, limit: 0)
         #expect(off.advance(fetching: Self.chunk..<(2 * Self.chunk), size: 1 << 30, limit: 0) == nil)
@@ -82,7 +99,8 @@ import Testing
     @Test("§10: a discovery GET asks for the aligned range, at least one chunk, at most 8 MiB")
     func discoveryRange() {
         let range = { (location: Int64, length: Int64, alignment: Int) in
-            ColdFill.discoveryRange(ByteRange(location: location, length: length), alignment: alignment, chunkSize: Self.chunk)
+            ColdFill.discoveryRange(
+                ByteRange(location: location, length: length), alignment: alignment, chunkSize: Self.chunk)
         }
         #expect(range(131_072 + 10, 100, 4096) == 131_072..<196_608)
         #expect(range(0, 0, 1) == 0..<Self.chunk)
@@ -93,7 +111,9 @@ import Testing
 
     @Test("§10: adjacent absent chunks go in one request of at most 8 MiB; gaps split requests")
     func runs() {
-        let chunks = ([0, 1, 2, 5, 6] + Array(10..<300)).map { ClaimedChunk(index: Int64($0), flight: Flight(), expected: nil) }
+        let chunks = ([0, 1, 2, 5, 6] + Array(10..<300)).map {
+            ClaimedChunk(index: Int64($0), flight: Flight(), expected: nil)
+        }
         let runs = ColdFill.runs(of: chunks.shuffled(), chunkShift: 16).map { $0.map(\.index) }
         #expect(runs.count == 5)
         #expect(runs[0] == [0, 1, 2] && runs[1] == [5, 6])
@@ -151,6 +171,12 @@ private final class Counter: Sendable {
     private let state = Mutex<(now: Int, peak: Int, total: Int)>((0, 0, 0))
     var peak: Int { state.withLock { $0.peak } }
     var total: Int { state.withLock { $0.total } }
-    func enter() { state.withLock { $0.now += 1; $0.peak = max($0.peak, $0.now); $0.total += 1 } }
+    func enter() {
+        state.withLock {
+            $0.now += 1
+            $0.peak = max($0.peak, $0.now)
+            $0.total += 1
+        }
+    }
     func leave() { state.withLock { $0.now -= 1 } }
 }

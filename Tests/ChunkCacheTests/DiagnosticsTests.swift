@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+
 @testable import ChunkCache
 
 /// A rollback that fails while another error is on its way leaves a trace instead of vanishing in a `try?`.
@@ -18,6 +19,9 @@ import Testing
         defer { Diagnostics.sink.withLock { $0 = previous } }
         Diagnostics.attempt("roll back the pending manifest of /data/a") {}
         Diagnostics.attempt("roll back the pending manifest of /data/b") { throw RollbackFailed() }
-        #expect(reports.withLock { $0 } == ["chunkcache: could not roll back the pending manifest of /data/b: the map is full"])
+        #expect(
+            reports.withLock { $0 } == [
+                "chunkcache: could not roll back the pending manifest of /data/b: the map is full"
+            ])
     }
 }

@@ -1,14 +1,18 @@
 import FileIO
 import Foundation
 import Testing
+
 @testable import ChunkCache
 
 /// Sizes, ranges and error texts built from hostile input: nothing traps, every message names its subject.
 @Suite struct HostileValueTests {
-    static let extremes: [Int64] = [.min, .min + 1, -1, 0, 1, 4095, 4096, 1 << 50, (1 << 50) + 1, .max - 4096, .max - 1, .max]
+    static let extremes: [Int64] = [
+        .min, .min + 1, -1, 0, 1, 4095, 4096, 1 << 50, (1 << 50) + 1, .max - 4096, .max - 1, .max,
+    ]
 
-    @Test("SIGILL on huge sizes: ChunkLayout.chunkCount never traps and rounds up exactly, for any Int64",
-          arguments: [12, 16, 22])
+    @Test(
+        "SIGILL on huge sizes: ChunkLayout.chunkCount never traps and rounds up exactly, for any Int64",
+        arguments: [12, 16, 22])
     func chunkCountNeverTraps(shift: Int) {
         let layout = ChunkLayout(uncheckedShift: shift)
         let size = Int64(1) << shift
@@ -52,7 +56,9 @@ import Testing
         try ChunkLayout.checkItemLength(0, of: "/x")
         try ChunkLayout.checkItemLength(ChunkLayout.maxItemLength, of: "/x")
         for length in [ChunkLayout.maxItemLength + 1, .max, -1] {
-            let error = try #require(throws: CacheError.self) { try ChunkLayout.checkItemLength(length, of: "/in/file") }
+            let error = try #require(throws: CacheError.self) {
+                try ChunkLayout.checkItemLength(length, of: "/in/file")
+            }
             #expect(error.code == .invalidArgument)
             #expect(error.message.contains("/in/file") && error.message.contains("\(length) bytes"), "\(error)")
             #expect(error.message.contains("1125899906842624 bytes, 1 PiB"), "names the limit: \(error)")
@@ -62,22 +68,31 @@ import Testing
     @Test("SIGILL on huge sizes: a version record whose size is beyond the limit is corruptData when read back")
     func versionRecordSizeChecked() throws {
         func record(size: Int64) -> [UInt8] {
-            VersionRecord(contentVersion: Array("v1".utf8), manifestID: 1, size: size, chunkShift: 16, sequence: 1,
-                          createdAt: 0, root: ChunkDigest(bytes: [UInt8](repeating: 1, count: 32))!).encoded()
+            VersionRecord(
+                contentVersion: Array("v1".utf8), manifestID: 1, size: size, chunkShift: 16, sequence: 1,
+                createdAt: 0, root: ChunkDigest(bytes: [UInt8](repeating: 1, count: 32))!
+            ).encoded()
         }
-        let largest = try record(size: ChunkLayout.maxItemLength).withUnsafeBytes { try VersionRecord(decoding: $0, name: "version v1") }
+        let largest = try record(size: ChunkLayout.maxItemLength).withUnsafeBytes {
+            try VersionRecord(decoding: $0, name: "version v1")
+        }
         #expect(largest.size == ChunkLayout.maxItemLength)
         for size in [ChunkLayout.maxItemLength + 1, Int64.max] {
-            let error = try #require(throws: CacheError.self) { try record(size: size).withUnsafeBytes { try VersionRecord(decoding: $0, name: "version v1") } }
+            let error = try #require(throws: CacheError.self) {
+                try record(size: size).withUnsafeBytes { try VersionRecord(decoding: $0, name: "version v1") }
+            }
             #expect(error.code == .corruptData, "\(error)")
             #expect(error.message.contains("version v1"), "names the record: \(error)")
         }
     }
 
-    @Test("CLI texts: formatSize reads as people read sizes", arguments: [
-        (Int64(0), "0 B"), (999, "999 B"), (1000, "1.0 kB"), (1024, "1 KiB"), (65536, "64 KiB"), (999_999, "1.0 MB"),
-        (1_400_000, "1.4 MB"), (1_400_000_000, "1.4 GB"), (4 << 20, "4 MiB"), (1 << 50, "1 PiB"), (.max, "9.2 EB"),
-    ])
+    @Test(
+        "CLI texts: formatSize reads as people read sizes",
+        arguments: [
+            (Int64(0), "0 B"), (999, "999 B"), (1000, "1.0 kB"), (1024, "1 KiB"), (65536, "64 KiB"),
+            (999_999, "1.0 MB"),
+            (1_400_000, "1.4 MB"), (1_400_000_000, "1.4 GB"), (4 << 20, "4 MiB"), (1 << 50, "1 PiB"), (.max, "9.2 EB"),
+        ])
     func formatsSizes(bytes: Int64, text: String) {
         #expect(formatSize(bytes) == text)
     }

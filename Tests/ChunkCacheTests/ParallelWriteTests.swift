@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import ChunkCache
 
 /// The pieces a parallel fetch writes with: runs gathered into one `pwritev`, and work shared with helpers.
@@ -10,8 +11,9 @@ import Testing
     /// Writes drawn pieces, some decoded into staging and some borrowed, at offsets that sometimes follow
     /// each other and sometimes jump, with room for few vectors and runs, sometimes finding the gate taken:
     /// the file must hold exactly the model's bytes.
-    @Test("RunWriter writes every piece at its offset, across staging refills, jumps, full lists and a busy gate",
-          arguments: [false, true])
+    @Test(
+        "RunWriter writes every piece at its offset, across staging refills, jumps, full lists and a busy gate",
+        arguments: [false, true])
     func runWriterMatchesModel(gated: Bool) throws {
         try withTemporaryDirectory { directory in
             let path = directory + "/runs"
@@ -23,7 +25,11 @@ import Testing
             let vectors = UnsafeMutableBufferPointer<iovec>.allocate(capacity: 6)
             let runStarts = UnsafeMutableBufferPointer<RunWriter.RunStart>.allocate(capacity: 3)
             let borrowed = TestData.random(count: size, seed: 7)
-            defer { staging.deallocate(); vectors.deallocate(); runStarts.deallocate() }
+            defer {
+                staging.deallocate()
+                vectors.deallocate()
+                runStarts.deallocate()
+            }
             let gate = gated ? WriteGate() : nil
             var rng = SplitMix64(seed: 0xB0B)
             var writer = RunWriter(file: file, gate: gate, staging: staging, vectors: vectors, runStarts: runStarts)
@@ -43,7 +49,8 @@ import Testing
                         try writer.append(UnsafeRawBufferPointer(space), at: Int64(offset))
                         for i in offset..<(offset + length) { model[i] = fill }
                     } else {
-                        try writer.append(UnsafeRawBufferPointer(rebasing: source[offset..<(offset + length)]), at: Int64(offset))
+                        try writer.append(
+                            UnsafeRawBufferPointer(rebasing: source[offset..<(offset + length)]), at: Int64(offset))
                         model.replaceSubrange(offset..<(offset + length), with: borrowed[offset..<(offset + length)])
                     }
                     offset += length
@@ -87,7 +94,9 @@ import Testing
             let callerThread = pthread_self()
             SharedWork.run(helpers: 1) {
                 round.inside.wrappingAdd(1, ordering: .sequentiallyConsistent)
-                if round.returned.load(ordering: .sequentiallyConsistent) { lateEntries.wrappingAdd(1, ordering: .relaxed) }
+                if round.returned.load(ordering: .sequentiallyConsistent) {
+                    lateEntries.wrappingAdd(1, ordering: .relaxed)
+                }
                 if pthread_equal(pthread_self(), callerThread) == 0 { helperRuns.wrappingAdd(1, ordering: .relaxed) }
                 if number % 2 == 0 { usleep(20) }
                 round.inside.wrappingSubtract(1, ordering: .sequentiallyConsistent)

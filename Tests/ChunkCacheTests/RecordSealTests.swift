@@ -1,4 +1,5 @@
 import Testing
+
 @testable import ChunkCache
 
 /// Every record the store writes carries a seal, and a record whose bytes changed never decodes.
@@ -9,7 +10,9 @@ import Testing
 
     @Test("a sealed record decodes to what was written")
     func roundTrip() throws {
-        let decoded = try Self.version.encoded().withUnsafeBytes { try VersionRecord(decoding: $0, name: "the test version") }
+        let decoded = try Self.version.encoded().withUnsafeBytes {
+            try VersionRecord(decoding: $0, name: "the test version")
+        }
         #expect(decoded.manifestID == 7)
         #expect(decoded.size == 262_144)
         #expect(decoded.contentVersion == Array("v1".utf8))
@@ -17,7 +20,9 @@ import Testing
         #expect(decoded.matchedModificationDate == nil)
         var matched = Self.version
         matched.matchedModificationDate = 1_600_000_000.5
-        let withTime = try matched.encoded().withUnsafeBytes { try VersionRecord(decoding: $0, name: "the test version") }
+        let withTime = try matched.encoded().withUnsafeBytes {
+            try VersionRecord(decoding: $0, name: "the test version")
+        }
         #expect(withTime.matchedModificationDate == 1_600_000_000.5 && withTime.contentVersion == Array("v1".utf8))
     }
 
@@ -52,6 +57,8 @@ import Testing
         var expected = [UInt8]()
         withUnsafeBytes(of: Int64(65_537).littleEndian) { expected += $0 }
         expected += [0, 1] + digest.bytes
-        #expect(hasher.finalize() == expected.withUnsafeBytes { ChunkDigest(hashing: $0) }, "ChunkDigest(hashing:) is SHA-256")
+        #expect(
+            hasher.finalize() == expected.withUnsafeBytes { ChunkDigest(hashing: $0) },
+            "ChunkDigest(hashing:) is SHA-256")
     }
 }

@@ -1,17 +1,21 @@
+import FileIO
 import Foundation
 import TestSupport
 import Testing
-import FileIO
 import ZstdKit
+
 @testable import ChunkCache
 
 @Suite struct CacheErrorTests {
     @Test("C3 C4 C6: every code carries Apple's domain and raw value")
     func codesCarryFileProviderValues() {
         let expected: [CacheError.Code: (String, Int)] = [
-            .noSuchItem: ("NSFileProviderErrorDomain", -1005), .versionNoLongerAvailable: ("NSFileProviderErrorDomain", -2009),
-            .notAuthenticated: ("NSFileProviderErrorDomain", -1000), .serverUnreachable: ("NSFileProviderErrorDomain", -1004),
-            .syncAnchorExpired: ("NSFileProviderErrorDomain", -1002), .pageExpired: ("NSFileProviderErrorDomain", -1002),
+            .noSuchItem: ("NSFileProviderErrorDomain", -1005),
+            .versionNoLongerAvailable: ("NSFileProviderErrorDomain", -2009),
+            .notAuthenticated: ("NSFileProviderErrorDomain", -1000),
+            .serverUnreachable: ("NSFileProviderErrorDomain", -1004),
+            .syncAnchorExpired: ("NSFileProviderErrorDomain", -1002),
+            .pageExpired: ("NSFileProviderErrorDomain", -1002),
             .insufficientQuota: ("NSFileProviderErrorDomain", -1003), .noPermission: ("NSCocoaErrorDomain", 257),
             .fileExists: ("NSCocoaErrorDomain", 516), .userCancelled: ("NSCocoaErrorDomain", 3072),
             .featureUnsupported: ("NSCocoaErrorDomain", 3328), .invalidArgument: ("ChunkCacheErrorDomain", 1),
@@ -19,7 +23,10 @@ import ZstdKit
         ]
         #expect(expected.count == CacheError.Code.allCases.count)
         for code in CacheError.Code.allCases {
-            guard let (domain, raw) = expected[code] else { Issue.record("no expectation for \(code)"); continue }
+            guard let (domain, raw) = expected[code] else {
+                Issue.record("no expectation for \(code)")
+                continue
+            }
             #expect(code.domain == domain, "\(code)")
             #expect(code.rawValue == raw, "\(code)")
         }
@@ -36,13 +43,16 @@ import ZstdKit
     func systemErrorsUseSystemDomains() throws {
         for code in CacheError.Code.allCases {
             let error = CacheError(code, "what went wrong", underlying: Errno.noSuchFile).systemError
-            #expect([CacheError.cocoaDomain, CacheError.fileProviderDomain].contains(error.domain), "\(code): \(error.domain)")
+            #expect(
+                [CacheError.cocoaDomain, CacheError.fileProviderDomain].contains(error.domain),
+                "\(code): \(error.domain)")
             if code.domain == CacheError.chunkCacheDomain {
                 #expect(error.domain == "NSCocoaErrorDomain" && error.code == 4101, "\(code)")
                 let underlying = try #require(error.userInfo[NSUnderlyingErrorKey] as? NSError, "\(code)")
                 #expect(underlying.domain == "ChunkCacheErrorDomain" && underlying.code == code.rawValue)
             } else {
-                #expect(error.domain == code.domain && error.code == code.rawValue, "\(code) keeps its own domain and code")
+                #expect(
+                    error.domain == code.domain && error.code == code.rawValue, "\(code) keeps its own domain and code")
             }
             #expect(error.localizedDescription == "what went wrong")
         }
@@ -101,7 +111,8 @@ import ZstdKit
 @Suite struct ChunkCodecTests {
     static func encodeDecode(_ raw: [UInt8]) throws -> (ChunkCodec.Encoding, [UInt8], [UInt8]) {
         let compressor = Compressor()
-        let output = UnsafeMutableRawBufferPointer.allocate(byteCount: ChunkCodec.encodedBound(rawCount: raw.count), alignment: 16)
+        let output = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: ChunkCodec.encodedBound(rawCount: raw.count), alignment: 16)
         defer { output.deallocate() }
         let n = try raw.withUnsafeBytes { try ChunkCodec.encode($0, compressor: compressor, into: output) }
         let stored = Array(output[..<n])
@@ -109,7 +120,9 @@ import ZstdKit
         defer { buffer.deallocate() }
         let digest = raw.withUnsafeBytes { ChunkDigest(hashing: $0) }
         let decoded = try stored.withUnsafeBytes {
-            Array(try ChunkCodec.decode($0, rawCount: raw.count, decompressor: Decompressor(), buffer: buffer, digest: digest))
+            Array(
+                try ChunkCodec.decode(
+                    $0, rawCount: raw.count, decompressor: Decompressor(), buffer: buffer, digest: digest))
         }
         return (ChunkCodec.Encoding(rawValue: stored[0])!, stored, decoded)
     }
@@ -136,7 +149,9 @@ import ZstdKit
     @Test("a flipped payload byte is corruptData for both encodings", arguments: [true, false])
     func flippedByteIsCorrupt(compressible: Bool) throws {
         var rng = SplitMix64(seed: 2)
-        let raw = (0..<16384).map { i in compressible ? UInt8(truncatingIfNeeded: i / 5) : UInt8.random(in: 0...255, using: &rng) }
+        let raw = (0..<16384).map { i in
+            compressible ? UInt8(truncatingIfNeeded: i / 5) : UInt8.random(in: 0...255, using: &rng)
+        }
         var (_, stored, _) = try Self.encodeDecode(raw)
         stored[stored.count - 5] ^= 0x40
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: raw.count, alignment: 16)
@@ -144,7 +159,8 @@ import ZstdKit
         let digest = raw.withUnsafeBytes { ChunkDigest(hashing: $0) }
         do {
             _ = try stored.withUnsafeBytes {
-                try ChunkCodec.decode($0, rawCount: raw.count, decompressor: Decompressor(), buffer: buffer, digest: digest)
+                try ChunkCodec.decode(
+                    $0, rawCount: raw.count, decompressor: Decompressor(), buffer: buffer, digest: digest)
             }
             Issue.record("a corrupt chunk decoded")
         } catch let error as CacheError {
@@ -153,7 +169,9 @@ import ZstdKit
         }
     }
 
-    @Test("a zstd frame whose checksum flag was cleared (and its checksum cut) is corruptData, not bytes served unchecked (found while writing its fuzz target)")
+    @Test(
+        "a zstd frame whose checksum flag was cleared (and its checksum cut) is corruptData, not bytes served unchecked (found while writing its fuzz target)"
+    )
     func frameWithoutChecksumIsCorrupt() throws {
         let raw = (0..<16384).map { UInt8(truncatingIfNeeded: $0 / 5) }
         var (encoding, stored, _) = try Self.encodeDecode(raw)
@@ -169,7 +187,8 @@ import ZstdKit
         let digest = raw.withUnsafeBytes { ChunkDigest(hashing: $0) }
         #expect(throws: CacheError.self) {
             _ = try stored.withUnsafeBytes {
-                try ChunkCodec.decode($0, rawCount: raw.count, decompressor: Decompressor(), buffer: buffer, digest: digest)
+                try ChunkCodec.decode(
+                    $0, rawCount: raw.count, decompressor: Decompressor(), buffer: buffer, digest: digest)
             }
         }
     }

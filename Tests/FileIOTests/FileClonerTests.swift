@@ -29,12 +29,15 @@ private func makeSparseSource(at path: String) throws {
     static let copyingStrategies: [CloneStrategy] = [.copyRange, .readWrite]
 
     @Test(arguments: copyingStrategies, ScratchFilesystem.all)
-    func aForcedStrategyCopiesEveryByteAndKeepsTheHoles(strategy: CloneStrategy, on filesystem: ScratchFilesystem) throws {
+    func aForcedStrategyCopiesEveryByteAndKeepsTheHoles(strategy: CloneStrategy, on filesystem: ScratchFilesystem)
+        throws
+    {
         try withTemporaryDirectory(in: filesystem.parent) { dir throws in
             try makeSparseSource(at: dir + "/source")
             try withExistingFile(dir + "/source") { source throws in
                 try withNewFile(dir + "/destination") { destination throws in
-                    let used = try FileCloner.clone(from: source, to: destination, length: sparseLength, allowed: [strategy])
+                    let used = try FileCloner.clone(
+                        from: source, to: destination, length: sparseLength, allowed: [strategy])
                     #expect(used == strategy)
                     #expect(try destination.length == sparseLength)
                     #expect(try destination.hasSameBytes(as: source, length: sparseLength))
@@ -54,7 +57,9 @@ private func makeSparseSource(at path: String) throws {
             try withNewFile(dir + "/source") { try $0.write(bytes, at: 0) }
             try withExistingFile(dir + "/source") { source throws in
                 try withNewFile(dir + "/destination") { destination throws in
-                    #expect(try FileCloner.clone(from: source, to: destination, length: 300_001, allowed: [strategy]) == strategy)
+                    #expect(
+                        try FileCloner.clone(from: source, to: destination, length: 300_001, allowed: [strategy])
+                            == strategy)
                     #expect(try destination.length == 300_001)
                     #expect(try destination.read(count: 1 << 20, at: 0) == Array(bytes[..<300_001]))
                 }
@@ -69,7 +74,9 @@ private func makeSparseSource(at path: String) throws {
             try withNewFile(dir + "/source") { try $0.write(bytes, at: 0) }
             try withExistingFile(dir + "/source") { source throws in
                 try withNewFile(dir + "/destination") { destination throws in
-                    #expect(try FileCloner.clone(from: source, to: destination, length: 4 << 20, allowed: [strategy]) == strategy)
+                    #expect(
+                        try FileCloner.clone(from: source, to: destination, length: 4 << 20, allowed: [strategy])
+                            == strategy)
                     #expect(try destination.length == 4 << 20)
                     #expect(try destination.dataRanges(length: 4 << 20) == [0..<8192])
                     #expect(try destination.read(count: 8192, at: 0) == bytes)
@@ -84,7 +91,8 @@ private func makeSparseSource(at path: String) throws {
             try withNewFile(dir + "/source") { _ in }
             try withExistingFile(dir + "/source") { source throws in
                 try withNewFile(dir + "/destination") { destination throws in
-                    #expect(try FileCloner.clone(from: source, to: destination, length: 0, allowed: [strategy]) == strategy)
+                    #expect(
+                        try FileCloner.clone(from: source, to: destination, length: 0, allowed: [strategy]) == strategy)
                     #expect(try destination.length == 0)
                 }
             }
@@ -149,9 +157,10 @@ private func makeSparseSource(at path: String) throws {
         }
     }
 
-    @Test(.enabled(
-        if: Capabilities.canMountXFS,
-        "needs root (getuid() == 0) and mkfs.xfs (xfsprogs) to make and loop-mount an XFS image with reflink"))
+    @Test(
+        .enabled(
+            if: Capabilities.canMountXFS,
+            "needs root (getuid() == 0) and mkfs.xfs (xfsprogs) to make and loop-mount an XFS image with reflink"))
     func onXFSTheClonerReflinksAndTheCloneSharesItsExtents() throws {
         try withTemporaryDirectory { dir throws in
             try withReflinkXFS(in: dir) { mount throws in
@@ -176,7 +185,9 @@ private func makeSparseSource(at path: String) throws {
                     }
 
                     try withNewFile(mount + "/plain") { copy throws in
-                        #expect(try FileCloner.clone(from: source, to: copy, length: length, allowed: [.readWrite]) == .readWrite)
+                        #expect(
+                            try FileCloner.clone(from: source, to: copy, length: length, allowed: [.readWrite])
+                                == .readWrite)
                         try copy.sync()
                         #expect(try copy.hasSameBytes(as: source, length: length))
                         let extents = try copy.sharedExtents()

@@ -58,7 +58,8 @@ import Glibc
             try withNewFile(dir + "/file") { fd throws in
                 var rng = SplitMix64(seed: UInt64(count))
                 let pieces = (0..<count).map { index in
-                    index % 7 == 3 ? [] : TestData.random(count: Int.random(in: 1...700, using: &rng), seed: UInt64(index))
+                    index % 7 == 3
+                        ? [] : TestData.random(count: Int.random(in: 1...700, using: &rng), seed: UInt64(index))
                 }
                 let expected = pieces.flatMap { $0 }
                 let buffers = pieces.map { piece in
@@ -66,13 +67,14 @@ import Glibc
                     buffer.copyBytes(from: piece)
                     return buffer
                 }
-                defer { buffers.forEach { $0.deallocate() } }
+                defer { for buffer in buffers { buffer.deallocate() } }
                 let vectors = UnsafeMutableBufferPointer<iovec>.allocate(capacity: max(count, 1))
                 defer { vectors.deallocate() }
                 for (index, piece) in pieces.enumerated() {
                     vectors[index] = iovec(iov_base: buffers[index].baseAddress, iov_len: piece.count)
                 }
-                try fd.writeAll(toAbsoluteOffset: 4096, vectors: UnsafeMutableBufferPointer(rebasing: vectors[..<count]))
+                try fd.writeAll(
+                    toAbsoluteOffset: 4096, vectors: UnsafeMutableBufferPointer(rebasing: vectors[..<count]))
                 #expect(try fd.length == (expected.isEmpty ? 0 : 4096 + Int64(expected.count)))
                 #expect(try fd.read(count: expected.count, at: 4096) == expected)
             }
@@ -142,11 +144,13 @@ import Glibc
                 #expect(try fd.dataRanges(length: length) == expected)
                 // Asking for less cuts the ranges at `length`.
                 #expect(try fd.dataRanges(length: 2 << 20) == [expected[0]])
-                #expect(try fd.dataRanges(length: first.lowerBound + 1) == [expected[0].lowerBound..<first.lowerBound + 1])
+                #expect(
+                    try fd.dataRanges(length: first.lowerBound + 1) == [expected[0].lowerBound..<first.lowerBound + 1])
                 #expect(try fd.dataRanges(length: 1 << 20) == [])
                 // The holes read as zeros, the data as written.
                 #expect(try fd.read(count: 4096, at: 4 << 20).allSatisfy { $0 == 0 })
-                #expect(try fd.read(count: first.count, at: first.lowerBound) == [UInt8](repeating: 1, count: first.count))
+                #expect(
+                    try fd.read(count: first.count, at: first.lowerBound) == [UInt8](repeating: 1, count: first.count))
             }
         }
     }
@@ -166,7 +170,9 @@ import Glibc
             try withNewFile(dir + "/original") { fd in try fd.write(bytes, at: 0) }
             try withNewFile(dir + "/copy") { copy throws in
                 try withExistingFile(dir + "/original") { original throws in
-                    #expect(try FileCloner.clone(from: original, to: copy, length: 1 << 20, allowed: [.readWrite]) == .readWrite)
+                    #expect(
+                        try FileCloner.clone(from: original, to: copy, length: 1 << 20, allowed: [.readWrite])
+                            == .readWrite)
                     try copy.sync()
                     let extents = try copy.sharedExtents()
                     #expect(extents.shared == 0)

@@ -9,7 +9,9 @@ import Glibc
 
 /// The path wrappers: what each does, and the exact `Errno` of each way it fails.
 @Suite struct FileSystemTests {
-    @Test("E2 (issue 18): a directory watch reports the names touched, created and written in it; touch creates then only sets times")
+    @Test(
+        "E2 (issue 18): a directory watch reports the names touched, created and written in it; touch creates then only sets times"
+    )
     func directoryWatchSeesTouches() throws {
         try withTemporaryDirectory { dir throws in
             let watch = try DirectoryWatch.start(dir)
@@ -74,8 +76,11 @@ import Glibc
             #expect(symlink(dir + "/missing", dir + "/dangling") == 0)
             #expect(try FileSystem.status(dir + "/link").st_size == 5)
             #expect(FileKind(mode: try FileSystem.status(dir + "/link").st_mode) == .regular)
-            #expect(FileKind(mode: try FileSystem.status(dir + "/link", symlinks: .doNotFollow).st_mode) == .symbolicLink)
-            #expect(FileKind(mode: try FileSystem.status(dir + "/dangling", symlinks: .doNotFollow).st_mode) == .symbolicLink)
+            #expect(
+                FileKind(mode: try FileSystem.status(dir + "/link", symlinks: .doNotFollow).st_mode) == .symbolicLink)
+            #expect(
+                FileKind(mode: try FileSystem.status(dir + "/dangling", symlinks: .doNotFollow).st_mode)
+                    == .symbolicLink)
             #expect(throws: Errno.noSuchFile) { try FileSystem.status(dir + "/dangling") }
             #expect(throws: Errno.notDirectory) { try FileSystem.status(dir + "/file/inside") }
         }

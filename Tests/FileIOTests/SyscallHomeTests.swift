@@ -28,7 +28,9 @@ import Glibc
         return walker.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") && !$0.hasPrefix("FileIO/") }
     }
 
-    @Test("issue 19 (item 5, every syscall through FileIO): no source outside FileIO calls usleep, madvise, fopen, sysconf, signal, raise, isatty, a dispatch signal source, or FileManager's removeItem or fileExists")
+    @Test(
+        "issue 19 (item 5, every syscall through FileIO): no source outside FileIO calls usleep, madvise, fopen, sysconf, signal, raise, isatty, a dispatch signal source, or FileManager's removeItem or fileExists"
+    )
     func noDirectSystemCalls() throws {
         let files = try Self.swiftFilesOutsideFileIO()
         #expect(files.count > 50, "found the sources at \(Self.sources)")
@@ -46,9 +48,12 @@ import Glibc
         #expect(found.isEmpty, "\(found.joined(separator: "\n"))")
     }
 
-    @Test("issue 19 (item 5): MappedPages finds where this process mapped a file (what LMDBKit read with fopen of /proc/self/maps) and drops its pages")
+    @Test(
+        "issue 19 (item 5): MappedPages finds where this process mapped a file (what LMDBKit read with fopen of /proc/self/maps) and drops its pages"
+    )
     func mappedPages() throws {
-        let folder = try FileSystem.canonicalPath(try FileSystem.makeUniqueDirectory(in: NSTemporaryDirectory(), prefix: "chunkcache-maps."))
+        let folder = try FileSystem.canonicalPath(
+            try FileSystem.makeUniqueDirectory(in: NSTemporaryDirectory(), prefix: "chunkcache-maps."))
         defer { try? FileSystem.removeTree(folder) }
         let path = folder + "/data.mdb"
         let file = try FileDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o600)
@@ -64,7 +69,9 @@ import Glibc
         #expect(ThisProcess.pageSize == Int(getpagesize()))
     }
 
-    @Test("issue 19 (item 5): FileSystem.removeTree removes a folder and everything in it, and removes symbolic links without following them")
+    @Test(
+        "issue 19 (item 5): FileSystem.removeTree removes a folder and everything in it, and removes symbolic links without following them"
+    )
     func removeTree() throws {
         let folder = try FileSystem.makeUniqueDirectory(in: NSTemporaryDirectory(), prefix: "chunkcache-tree.")
         let outside = try FileSystem.makeUniqueDirectory(in: NSTemporaryDirectory(), prefix: "chunkcache-outside.")

@@ -14,8 +14,9 @@ import Testing
         return ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted().map { folder + "/" + $0 }
     }
 
-    @Test("every decoder of outside bytes has a target with a saved corpus, and every input replays clean within a second",
-          arguments: FuzzTarget.all.map(\.name))
+    @Test(
+        "every decoder of outside bytes has a target with a saved corpus, and every input replays clean within a second",
+        arguments: FuzzTarget.all.map(\.name))
     func replay(_ name: String) throws {
         let target = try #require(FuzzTarget.named(name))
         let inputs = Self.inputs(of: target)
@@ -38,7 +39,8 @@ import Testing
     }
 
     static let fixedBugs: [FixedBug] = {
-        let nginx = #"[{"name":".","type":"directory"},{"name":"..","type":"directory"},{"name":"a/b","type":"file","size":1},"#
+        let nginx =
+            #"[{"name":".","type":"directory"},{"name":"..","type":"directory"},{"name":"a/b","type":"file","size":1},"#
             + #"{"name":"n","type":"file","size":-5},{"name":"h","type":"file","size":1e30}]"#
         let s3 = "<Contents><Key>k</Key><Size>-1</Size></Contents><Contents><Key></Key><Size>1</Size></Contents>"
         var pageToken: [UInt8] = [0xB1] + [UInt8](repeating: 7, count: 24) + [1] + [UInt8](repeating: 0, count: 8)
@@ -52,13 +54,21 @@ import Testing
             FixedBug(target: "sync-tokens", input: pageToken),
             FixedBug(target: "records", input: negativePage),
             // Foundation's DateFormatter traps on this mtime (a combining mark after the seconds) on Linux.
-            FixedBug(target: "nginx-listing", input: Array(#"[{"name":"a","type":"file","size":1,"mtime":"Wed, 25 Nov 2026 02:27:5\#u{0359}GMT"}]"#.utf8)),
-            FixedBug(target: "s3-listing", input: Array("<Contents><Key>k</Key><Size>1</Size><LastModified>2026-11-25T02:27:5\u{0359}Z</LastModified></Contents>".utf8)),
+            FixedBug(
+                target: "nginx-listing",
+                input: Array(
+                    #"[{"name":"a","type":"file","size":1,"mtime":"Wed, 25 Nov 2026 02:27:5\#u{0359}GMT"}]"#.utf8)),
+            FixedBug(
+                target: "s3-listing",
+                input: Array(
+                    "<Contents><Key>k</Key><Size>1</Size><LastModified>2026-11-25T02:27:5\u{0359}Z</LastModified></Contents>"
+                        .utf8)),
         ]
     }()
 
-    @Test("inputs behind fixed bugs: a duration past Double's range, listing entries named '.' or with negative sizes, an empty ETag, a page token past 500 bytes (F1), a manifest key with a negative page, a listing date Foundation traps on",
-          arguments: fixedBugs)
+    @Test(
+        "inputs behind fixed bugs: a duration past Double's range, listing entries named '.' or with negative sizes, an empty ETag, a page token past 500 bytes (F1), a manifest key with a negative page, a listing date Foundation traps on",
+        arguments: fixedBugs)
     func fixedBug(_ bug: FixedBug) throws {
         let target = try #require(FuzzTarget.named(bug.target))
         #expect(bug.input.withUnsafeBytes { target.check($0) } == nil)

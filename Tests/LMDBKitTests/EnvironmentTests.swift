@@ -1,7 +1,8 @@
 import Foundation
-@testable import LMDBKit
 import TestSupport
 import Testing
+
+@testable import LMDBKit
 
 @Suite struct EnvironmentTests {
     @Test func namedDatabasesKeepTheirPairsApart() throws {

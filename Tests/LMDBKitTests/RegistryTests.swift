@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import LMDBKit
 
 /// `lmdb.h`: "Do not have open an LMDB database twice in the same process at the same time."
@@ -54,9 +55,14 @@ import Testing
         }
     }
 
-    @Test("one registry (issue 19): SharedHandles joins, counts and closes on the last release; a stale holder counts down nothing")
+    @Test(
+        "one registry (issue 19): SharedHandles joins, counts and closes on the last release; a stale holder counts down nothing"
+    )
     func sharedHandlesCountHolders() throws {
-        final class Box: Sendable { let id: Int; init(_ id: Int) { self.id = id } }
+        final class Box: Sendable {
+            let id: Int
+            init(_ id: Int) { self.id = id }
+        }
         let handles = SharedHandles<String, Box>()
         let closed = Mutex<[Int]>([])
         let first = handles.acquire("a") { Box(1) }
@@ -64,7 +70,9 @@ import Testing
         #expect(joined === first)
         #expect(handles.withHolderCount(of: "a") { $0 } == 2)
         #expect(throws: LMDBError.busy) {
-            _ = try handles.acquire("a", join: { (_) throws(LMDBError) in throw .busy }) { () throws(LMDBError) in Box(3) }
+            _ = try handles.acquire("a", join: { (_) throws(LMDBError) in throw .busy }) { () throws(LMDBError) in
+                Box(3)
+            }
         }
         #expect(handles.withHolderCount(of: "a") { $0 } == 2)
         let stale = Box(9)

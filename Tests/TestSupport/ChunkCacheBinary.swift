@@ -16,13 +16,16 @@ public enum ChunkCacheBinary {
         if let explicit = environment["CHUNKCACHE_BIN"], !explicit.isEmpty { return explicit }
         var candidates: [String] = []
         if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            candidates.append(URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("chunkcache").path)
+            candidates.append(
+                URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("chunkcache").path)
         }
         candidates.append(Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("chunkcache").path)
         for candidate in candidates where isExecutableFile(candidate) { return candidate }
         // Walk up from this file to the package root (the folder with Package.swift).
         var root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        while root.path != "/" && !FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path) {
+        while root.path != "/"
+            && !FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path)
+        {
             root = root.deletingLastPathComponent()
         }
         let scratch = ((try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? [])

@@ -50,8 +50,10 @@ public enum TestData {
 
     /// `count` bytes of text-like words: compresses well, yet no two 4 KiB blocks are alike.
     public static func text(count: Int, seed: UInt64) -> [UInt8] {
-        let words = ["chunk", "cache", "domain", "item", "version", "range", "sparse", "hole", "fetch", "store",
-                     "the", "a", "of", "and", "to", "provider", "file", "zstd", "lmdb", "manifest"].map { Array($0.utf8) }
+        let words = [
+            "chunk", "cache", "domain", "item", "version", "range", "sparse", "hole", "fetch", "store",
+            "the", "a", "of", "and", "to", "provider", "file", "zstd", "lmdb", "manifest",
+        ].map { Array($0.utf8) }
         var generator = SplitMix64(seed: seed)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(count + 32)
@@ -101,7 +103,9 @@ extension TestData {
     /// Makes a sparse file of `length` bytes (ftruncate) with `pieces` written at their offsets (pwrite), and
     /// returns its full contents: zeros everywhere else, with holes where nothing was written.
     @discardableResult
-    public static func writeSparse(to path: String, length: Int, pieces: [(offset: Int, bytes: [UInt8])]) throws -> [UInt8] {
+    public static func writeSparse(to path: String, length: Int, pieces: [(offset: Int, bytes: [UInt8])]) throws
+        -> [UInt8]
+    {
         let fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0o644)
         guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         defer { close(fd) }
@@ -123,7 +127,9 @@ extension TestData {
         var buffer = [UInt8](repeating: 0xAA, count: count)
         var done = 0
         while done < count {
-            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
+            let n = buffer.withUnsafeMutableBytes {
+                pread(fd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done))
+            }
             guard n >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
             if n == 0 { break }
             done += n

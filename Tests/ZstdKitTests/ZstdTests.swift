@@ -171,6 +171,8 @@ let roundTripSizes = [0, 1, 4 << 10, 64 << 10, 1 << 20]
         #expect(!(ZstdError.checksumWrong ~= ZstdError.corruptionDetected as any Error))
         struct Other: Error {}
         #expect(!(ZstdError.sizeMismatch ~= Other() as any Error))
-        #expect(Set([ZstdError.checksumWrong, .destinationTooSmall, .corruptionDetected, .sizeMismatch].map(\.rawValue)).count == 4)
+        #expect(
+            Set([ZstdError.checksumWrong, .destinationTooSmall, .corruptionDetected, .sizeMismatch].map(\.rawValue))
+                .count == 4)
     }
 }

@@ -77,8 +77,10 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
     public var location: String
 
     /// Creates an error. `location` defaults to the caller's file and line.
-    public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil,
-                file: String = #fileID, line: Int = #line) {
+    public init(
+        _ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil,
+        file: String = #fileID, line: Int = #line
+    ) {
         self.code = code
         self.message = message
         self.underlying = underlying
@@ -109,8 +111,9 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
     public var systemError: NSError {
         let error = nsError
         guard code.domain == CacheError.chunkCacheDomain else { return error }
-        return NSError(domain: CacheError.cocoaDomain, code: CacheError.wrappedForSystemCode,
-                       userInfo: [NSLocalizedDescriptionKey: message, NSUnderlyingErrorKey: error])
+        return NSError(
+            domain: CacheError.cocoaDomain, code: CacheError.wrappedForSystemCode,
+            userInfo: [NSLocalizedDescriptionKey: message, NSUnderlyingErrorKey: error])
     }
 
     /// The Cocoa code ``systemError`` wraps engine-only errors in (C1).
@@ -141,5 +144,7 @@ extension CacheError: LocalizedError {
 
 extension CacheError.Code {
     /// Lets callers write `catch CacheError.Code.noSuchItem`.
-    public static func ~= (pattern: CacheError.Code, value: any Error) -> Bool { (value as? CacheError)?.code == pattern }
+    public static func ~= (pattern: CacheError.Code, value: any Error) -> Bool {
+        (value as? CacheError)?.code == pattern
+    }
 }

@@ -29,9 +29,10 @@ extension ChunkCache {
                 let record = try Records.item(item.rawValue, domain: item.domain, in: txn, store.dbs)
                 let versions = try Records.versions(ofItem: item.rawValue, domain: item.domain, in: txn, store.dbs)
                 let infos = try versions.map { version in
-                    VersionInfo(contentVersion: String(decoding: version.contentVersion, as: UTF8.self), size: version.size,
-                                createdAt: Date(timeIntervalSince1970: version.createdAt),
-                                cachedBytes: try cachedBytes(of: version, in: txn, store.dbs))
+                    VersionInfo(
+                        contentVersion: String(decoding: version.contentVersion, as: UTF8.self), size: version.size,
+                        createdAt: Date(timeIntervalSince1970: version.createdAt),
+                        cachedBytes: try cachedBytes(of: version, in: txn, store.dbs))
                 }
                 return (Records.publicItem(record, domain: item.domain, version: versions.first), infos)
             }
@@ -40,7 +41,8 @@ extension ChunkCache {
 
     /// Says which processes may not materialize the domain's files (exact, case-sensitive names); their
     /// fetches get `noPermission` and download nothing. Bumps the domain version.
-    public func setNonMaterializingProcesses(_ names: [String], forDomain domain: String) async throws -> DomainVersion {
+    public func setNonMaterializingProcesses(_ names: [String], forDomain domain: String) async throws -> DomainVersion
+    {
         try Records.validate(domain: domain, item: nil)
         let dbs = store.dbs
         do {
@@ -68,7 +70,9 @@ extension ChunkCache {
 }
 
 /// Bytes of `version` the store holds: all but its absent chunks.
-func cachedBytes<T: TransactionReading & ~Copyable>(of version: VersionRecord, in txn: borrowing T, _ dbs: Databases) throws -> Int64 {
+func cachedBytes<T: TransactionReading & ~Copyable>(of version: VersionRecord, in txn: borrowing T, _ dbs: Databases)
+    throws -> Int64
+{
     let layout = version.layout
     var cursor = ManifestCursor(manifestID: version.manifestID, dbs: dbs)
     var missing: Int64 = 0

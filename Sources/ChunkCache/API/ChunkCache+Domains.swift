@@ -23,7 +23,10 @@ extension ChunkCache {
         do {
             return try await store.writer.write { txn in
                 guard try !txn.contains(dbs.domains, key: Keys.domain(name)) else {
-                    throw CacheError(.fileExists, "domain \"\(name)\" already exists; change it with `chunkcache domain set \(name) …` or pick another name")
+                    throw CacheError(
+                        .fileExists,
+                        "domain \"\(name)\" already exists; change it with `chunkcache domain set \(name) …` or pick another name"
+                    )
                 }
                 var record = DomainRecord(version: 0, createdAt: Date().timeIntervalSince1970)
                 record.origin = origin
@@ -50,7 +53,8 @@ extension ChunkCache {
     ///     next change, and anchors before it expire.
     /// - Throws: `noSuchItem` for an unknown domain; `invalidArgument` for a setting out of range.
     public func setDomain(
-        _ name: String, origin: Origin? = nil, headers: [OriginHeader]? = nil, pipelineDepth: Int? = nil, readAhead: Int64? = nil,
+        _ name: String, origin: Origin? = nil, headers: [OriginHeader]? = nil, pipelineDepth: Int? = nil,
+        readAhead: Int64? = nil,
         changeHistory: ChangeHistory? = nil
     ) async throws -> DomainInfo {
         try Records.validate(domain: name, item: nil)
@@ -66,7 +70,10 @@ extension ChunkCache {
                 if let readAhead { record.readAhead = readAhead }
                 if let changeHistory {
                     guard changeHistory.changes >= 1, changeHistory.seconds > 0 else {
-                        throw CacheError(.invalidArgument, "a change history must keep at least 1 change for more than 0 seconds; give larger --keep-changes and --keep-for")
+                        throw CacheError(
+                            .invalidArgument,
+                            "a change history must keep at least 1 change for more than 0 seconds; give larger --keep-changes and --keep-for"
+                        )
                     }
                     record.history = changeHistory
                 }
@@ -129,9 +136,11 @@ extension ChunkCache {
             return true
         }
         return DomainInfo(
-            name: name, origin: record.origin, headerNames: record.headers.map(\.name), pipelineDepth: record.pipelineDepth,
+            name: name, origin: record.origin, headerNames: record.headers.map(\.name),
+            pipelineDepth: record.pipelineDepth,
             readAhead: record.readAhead, domainVersion: DomainVersion(rawValue: record.version), items: items,
-            cachedBytes: cached, importFinished: record.importFinishedEpoch == record.importEpoch, changeHistory: record.history,
+            cachedBytes: cached, importFinished: record.importFinishedEpoch == record.importEpoch,
+            changeHistory: record.history,
             importsFinished: Int(record.importsFinished))
     }
 }
@@ -139,7 +148,8 @@ extension ChunkCache {
 extension DomainRecord {
     /// True when the origin settings are the same: changing them to what they are is not a change.
     func hasSameSettings(as other: DomainRecord) -> Bool {
-        origin == other.origin && headers == other.headers && pipelineDepth == other.pipelineDepth && readAhead == other.readAhead
+        origin == other.origin && headers == other.headers && pipelineDepth == other.pipelineDepth
+            && readAhead == other.readAhead
             && history == other.history
     }
 }

@@ -10,17 +10,29 @@ extension ChunkCache {
         try Records.validate(domain: domain, item: container)
         let store = self.store
         let enumerated: EnumeratedContainer = container == Item.workingSetContainer ? .workingSet : .folder(container)
-        try await runBlocking(doing: "opening an enumerator of \"\(container)\" in domain \"\(domain)\"", store: store.path) {
+        try await runBlocking(
+            doing: "opening an enumerator of \"\(container)\" in domain \"\(domain)\"", store: store.path
+        ) {
             try store.environment.read { txn in
                 _ = try Records.domain(domain, in: txn, store.dbs)
                 guard !ItemNames.isContainer(container) else { return }
-                guard let record = try txn.withValue(store.dbs.items, key: Keys.item(domain: domain, id: container), {
-                    try ItemRecord(decoding: $0, name: RecordNames.item(container, domain: domain))
-                }) else {
-                    throw CacheError(.noSuchItem, "there is no folder \"\(container)\" in domain \"\(domain)\"; enumerate root, workingSet, trash or an existing folder")
+                guard
+                    let record = try txn.withValue(
+                        store.dbs.items, key: Keys.item(domain: domain, id: container),
+                        {
+                            try ItemRecord(decoding: $0, name: RecordNames.item(container, domain: domain))
+                        })
+                else {
+                    throw CacheError(
+                        .noSuchItem,
+                        "there is no folder \"\(container)\" in domain \"\(domain)\"; enumerate root, workingSet, trash or an existing folder"
+                    )
                 }
                 guard record.kind == .folder else {
-                    throw CacheError(.invalidArgument, "\"\(container)\" in domain \"\(domain)\" is a \(record.kind), not a folder; enumerate its folder")
+                    throw CacheError(
+                        .invalidArgument,
+                        "\"\(container)\" in domain \"\(domain)\" is a \(record.kind), not a folder; enumerate its folder"
+                    )
                 }
             }
         }

@@ -17,12 +17,16 @@ extension ChunkCache {
             return try await store.writer.write { txn in
                 let record = try Records.domain(domain, in: txn, dbs)
                 guard record.origin != nil else {
-                    throw CacheError(.invalidArgument, "domain \"\(domain)\" has no origin: the store is the only copy of its files, so nothing of it is evicted")
+                    throw CacheError(
+                        .invalidArgument,
+                        "domain \"\(domain)\" has no origin: the store is the only copy of its files, so nothing of it is evicted"
+                    )
                 }
                 var records: [ItemRecord] = []
                 if items.isEmpty {
                     try txn.scan(dbs.items, prefix: Keys.domain(domain)) { _, value in
-                        records.append(try ItemRecord(decoding: value, name: "an item of \(RecordNames.domain(domain))"))
+                        records.append(
+                            try ItemRecord(decoding: value, name: "an item of \(RecordNames.domain(domain))"))
                         return true
                     }
                 } else {
@@ -53,7 +57,9 @@ extension ChunkCache {
     ///   - item: The file to pin.
     ///   - progress: Updated as the download proceeds.
     /// - Returns: The item as pinned, and the bytes downloaded.
-    public func pin(_ item: ItemIdentifier, progress: DownloadProgress? = nil) async throws -> (change: ItemChange, downloadedBytes: Int64) {
+    public func pin(_ item: ItemIdentifier, progress: DownloadProgress? = nil) async throws -> (
+        change: ItemChange, downloadedBytes: Int64
+    ) {
         var downloaded: Int64 = 0
         let change: ItemChange
         do {
@@ -88,7 +94,9 @@ extension ChunkCache {
     /// - Throws: `invalidArgument` when `keepVersions` is below 1.
     public func collectGarbage(keepVersions: Int) async throws -> EvictionResult {
         guard keepVersions >= 1 else {
-            throw CacheError(.invalidArgument, "--keep-versions \(keepVersions) must be at least 1: the newest version of each item always stays")
+            throw CacheError(
+                .invalidArgument,
+                "--keep-versions \(keepVersions) must be at least 1: the newest version of each item always stays")
         }
         let dbs = store.dbs
         do {
@@ -106,7 +114,8 @@ extension ChunkCache {
     /// - Throws: `invalidArgument` for a negative size.
     public func setMinimumFreeSpace(_ bytes: Int64) async throws {
         guard bytes >= 0 else {
-            throw CacheError(.invalidArgument, "--min-free \(bytes) is negative; give a size such as 1GiB, or 0 for none")
+            throw CacheError(
+                .invalidArgument, "--min-free \(bytes) is negative; give a size such as 1GiB, or 0 for none")
         }
         let store = self.store
         do {

@@ -32,8 +32,9 @@ extension ChunkCache {
         destination: FetchDestination = .handOff
     ) async throws -> FetchResult {
         try Self.validate(minimalRange, of: item, alignment: alignment)
-        return try await fetch(item, version: version?.contentVersion, minimalRange: minimalRange, alignment: alignment,
-                               options: options, request: request, destination: destination)
+        return try await fetch(
+            item, version: version?.contentVersion, minimalRange: minimalRange, alignment: alignment,
+            options: options, request: request, destination: destination)
     }
 
     /// Returns a file holding the whole item, as `fetchContents` (CONTRACT §4): zero chunks are holes and
@@ -58,8 +59,9 @@ extension ChunkCache {
         options: FetchOptions? = nil, destination: FetchDestination = .handOff
     ) async throws -> FetchResult {
         let options = options ?? (version == nil ? [] : .strictVersioning)
-        return try await fetch(item, version: version?.contentVersion, minimalRange: nil, alignment: 1, options: options,
-                               request: request, destination: destination)
+        return try await fetch(
+            item, version: version?.contentVersion, minimalRange: nil, alignment: 1, options: options,
+            request: request, destination: destination)
     }
 
     /// Returns a file holding at least `minimalRange` of the item, as the async
@@ -81,8 +83,9 @@ extension ChunkCache {
         try Self.validate(minimalRange, of: item, alignment: alignment)
         try Records.validate(domain: item.domain, item: item.rawValue)
         let store = self.store
-        let job = FetchJob(item: item, minimalRange: minimalRange, alignment: alignment, options: options, request: request,
-                           destination: destination)
+        let job = FetchJob(
+            item: item, minimalRange: minimalRange, alignment: alignment, options: options, request: request,
+            destination: destination)
         let version = version?.contentVersion
         // The warm attempt on the calling thread: no task, no hop, nothing of the cold path allocated.
         switch try job.attempt(version, store: store, cancellation: CancellationFlag()) {
@@ -149,10 +152,14 @@ extension ChunkCache {
     }
 
     /// Checks a partial fetch's range and alignment.
-    private static func validate(_ minimalRange: ByteRange, of item: ItemIdentifier, alignment: Int) throws(CacheError) {
+    private static func validate(_ minimalRange: ByteRange, of item: ItemIdentifier, alignment: Int) throws(CacheError)
+    {
         try FetchPlanner.validate(alignment: alignment)
         guard minimalRange.location >= 0, minimalRange.length >= 0 else {
-            throw CacheError(.invalidArgument, "range \(minimalRange) of item \"\(item.rawValue)\" has a negative start or length; give START:LENGTH with both ≥ 0")
+            throw CacheError(
+                .invalidArgument,
+                "range \(minimalRange) of item \"\(item.rawValue)\" has a negative start or length; give START:LENGTH with both ≥ 0"
+            )
         }
     }
 
@@ -170,8 +177,9 @@ extension ChunkCache {
         inspectClone: (@Sendable (FileDescriptor) -> Void)? = nil, beforeChunk: (@Sendable (Int64) -> Void)? = nil
     ) async throws -> FetchResult {
         try Records.validate(domain: item.domain, item: item.rawValue)
-        let job = FetchJob(item: item, minimalRange: minimalRange, alignment: alignment, options: options, request: request,
-                           destination: destination, strategies: strategies, inspectClone: inspectClone, beforeChunk: beforeChunk)
+        let job = FetchJob(
+            item: item, minimalRange: minimalRange, alignment: alignment, options: options, request: request,
+            destination: destination, strategies: strategies, inspectClone: inspectClone, beforeChunk: beforeChunk)
         let absence: Absence
         switch try await fetchFromStore(job, version: version) {
         case .served(let served):
@@ -185,7 +193,8 @@ extension ChunkCache {
             fromDownload = { @Sendable bytes, downloaded in try self.handOffDownloaded(bytes, downloaded) }
         }
         let cold = try await throughOrigin(
-            ColdTarget(item: item, minimal: minimalRange, alignment: alignment), version: version, options: options, request: request,
+            ColdTarget(item: item, minimal: minimalRange, alignment: alignment), version: version, options: options,
+            request: request,
             servesFromDownload: fromDownload, first: absence
         ) { version in
             try await self.fetchFromStore(job, version: version, afterFill: true)
@@ -203,13 +212,16 @@ extension ChunkCache {
     /// its own snapshot.
     ///
     /// - Parameter afterFill: The fetch just downloaded what it reads: its reads are not hits for eviction.
-    private func fetchFromStore(_ job: FetchJob, version: [UInt8]?, afterFill: Bool = false) async throws -> FetchOutcome<FetchResult> {
+    private func fetchFromStore(_ job: FetchJob, version: [UInt8]?, afterFill: Bool = false) async throws
+        -> FetchOutcome<FetchResult>
+    {
         let store = self.store
         if Task.isCancelled { throw CacheError(.userCancelled, "the fetch of \(job.item) was cancelled") }
         let cancellation = CancellationFlag()
         let inline = try await withTaskCancellationHandler {
-            try job.attemptInline(version, within: FetchThresholds.inlineBytes, store: store, cancellation: cancellation,
-                                  readsAreHits: !afterFill)
+            try job.attemptInline(
+                version, within: FetchThresholds.inlineBytes, store: store, cancellation: cancellation,
+                readsAreHits: !afterFill)
         } onCancel: {
             cancellation.cancel()
         }

@@ -7,20 +7,26 @@ extension ChunkCache {
     /// - Throws: `noSuchItem` for an unknown domain or item; `invalidArgument` for a container or a tag
     ///   beyond ``MetadataEdit/maxTagBytes``.
     public func setMetadata(_ edit: MetadataEdit, of item: ItemIdentifier) async throws -> ItemChange {
-        try await applyEdit(item, doing: "marking") { txn, changes in try txn.mark(item.rawValue, edit, in: &changes, self.store.dbs) }
+        try await applyEdit(item, doing: "marking") { txn, changes in
+            try txn.mark(item.rawValue, edit, in: &changes, self.store.dbs)
+        }
     }
 
     /// Moves an item to the trash (`rm`): it is listed in ``Item/trashContainer`` and stays in the working
     /// set; a folder's contents stay in it and leave the working set (F11).
     public func trashItem(_ item: ItemIdentifier) async throws -> ItemChange {
-        try await applyEdit(item, doing: "trashing") { txn, changes in try txn.trash(item.rawValue, in: &changes, self.store.dbs) }
+        try await applyEdit(item, doing: "trashing") { txn, changes in
+            try txn.trash(item.rawValue, in: &changes, self.store.dbs)
+        }
     }
 
     /// Moves an item under `parent` (``Item/rootContainer`` or a folder; ``Item/trashContainer`` trashes
     /// it), renamed to `name` when given (`mv`). A trashed item moved out of the trash is restored.
     /// - Throws: `noSuchItem` (item or parent), `invalidArgument` (a parent that is not a folder or lies
     ///   inside the item, a bad name), `fileExists` (the parent holds that name).
-    public func moveItem(_ item: ItemIdentifier, to parent: String, renamingTo name: String? = nil) async throws -> ItemChange {
+    public func moveItem(_ item: ItemIdentifier, to parent: String, renamingTo name: String? = nil) async throws
+        -> ItemChange
+    {
         try Records.validate(domain: item.domain, item: parent)
         return try await applyEdit(item, doing: "moving") { txn, changes in
             try txn.move(item.rawValue, to: parent, name: name, in: &changes, self.store.dbs)
@@ -35,7 +41,9 @@ extension ChunkCache {
             return try await store.writer.write { txn in
                 var changes = try txn.beginChanges(to: item.domain, dbs)
                 let record = try txn.editableItem(item.rawValue, in: changes, dbs)
-                let asItWas = try CatalogueReader.publicItem(record, domain: item.domain, itemKey: Keys.item(domain: item.domain, id: item.rawValue), in: txn, dbs)
+                let asItWas = try CatalogueReader.publicItem(
+                    record, domain: item.domain, itemKey: Keys.item(domain: item.domain, id: item.rawValue), in: txn,
+                    dbs)
                 let deleted = try txn.deletePermanently(item.rawValue, in: &changes, dbs)
                 try txn.finish(changes, dbs)
                 return ItemChange(item: asItWas, domainVersion: changes.version, changed: true, deleted: deleted)
@@ -61,7 +69,8 @@ extension ChunkCache {
                 let itemKey = Keys.item(domain: item.domain, id: item.rawValue)
                 return ItemChange(
                     item: try CatalogueReader.publicItem(record, domain: item.domain, itemKey: itemKey, in: txn, dbs),
-                    domainVersion: changed ? changes.version : DomainVersion(rawValue: changes.version.rawValue - 1), changed: changed)
+                    domainVersion: changed ? changes.version : DomainVersion(rawValue: changes.version.rawValue - 1),
+                    changed: changed)
             }
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "\(what) \(item)")

@@ -36,14 +36,17 @@ extension ChunkCache {
     /// - Throws: `invalidArgument` (missing file, a directory, a FIFO or anything else that is not a regular
     ///   file, a file beyond ``ChunkLayout/maxItemLength``, an existing version holding other bytes, a bad
     ///   identifier), `insufficientQuota` (the store is full), `noPermission`.
-    public func put(fileAt path: String, as item: ItemIdentifier, contentVersion: String? = nil) async throws -> PutResult {
+    public func put(fileAt path: String, as item: ItemIdentifier, contentVersion: String? = nil) async throws
+        -> PutResult
+    {
         try Records.validate(domain: item.domain, item: item.rawValue)
         let version = contentVersion.map { Array($0.utf8) }
         if let version { try Records.validate(contentVersion: version) }
         let store = self.store
         return try await runBlocking(doing: "storing \(path) as \(item)", store: store.path) { cancellation in
             do {
-                return try Self.put(fileAt: path, as: item, contentVersion: version, store: store, cancellation: cancellation)
+                return try Self.put(
+                    fileAt: path, as: item, contentVersion: version, store: store, cancellation: cancellation)
             } catch {
                 throw CacheError.wrap(error, store: store.path, doing: "storing \(path) as \(item)")
             }
@@ -53,18 +56,21 @@ extension ChunkCache {
     /// The body of ``put(fileAt:as:contentVersion:)``, on a blocking thread.
     @available(*, noasync)
     private static func put(
-        fileAt path: String, as item: ItemIdentifier, contentVersion version: [UInt8]?, store: Store, cancellation: CancellationFlag
+        fileAt path: String, as item: ItemIdentifier, contentVersion version: [UInt8]?, store: Store,
+        cancellation: CancellationFlag
     ) throws -> PutResult {
         let file = try openRegularFile(path)
         return try file.closeAfter {
             let status = try file.status()
-            let content = try Ingestor(store: store, cancellation: cancellation).ingest(file, length: Int64(status.st_size), path: path)
+            let content = try Ingestor(store: store, cancellation: cancellation).ingest(
+                file, length: Int64(status.st_size), path: path)
             let published: PublishedVersion
             do {
                 published = try store.writer.writeAndWait { txn in
                     var changes = try txn.beginChanges(to: item.domain, create: true, store.dbs)
-                    let published = try txn.publish(content, item: item.rawValue, contentVersion: version, layout: store.layout,
-                                                    modificationDate: modificationTime(of: status), in: &changes, store.dbs)
+                    let published = try txn.publish(
+                        content, item: item.rawValue, contentVersion: version, layout: store.layout,
+                        modificationDate: modificationTime(of: status), in: &changes, store.dbs)
                     if published.changed { try txn.finish(changes, store.dbs) }
                     return published
                 }
@@ -75,10 +81,13 @@ extension ChunkCache {
                 }
                 throw CacheError.wrap(error, store: store.path, doing: "publishing \(path)")
             }
-            let counts = published.stored ? content.counts : IngestCounts(chunks: content.counts.chunks, zeroChunks: content.counts.zeroChunks)
-            return PutResult(item: published.item, chunks: counts.chunks, newChunks: counts.newChunks,
-                             zeroChunks: counts.zeroChunks, storedBytes: counts.storedBytes,
-                             domainVersion: published.domainVersion)
+            let counts =
+                published.stored
+                ? content.counts : IngestCounts(chunks: content.counts.chunks, zeroChunks: content.counts.zeroChunks)
+            return PutResult(
+                item: published.item, chunks: counts.chunks, newChunks: counts.newChunks,
+                zeroChunks: counts.zeroChunks, storedBytes: counts.storedBytes,
+                domainVersion: published.domainVersion)
         }
     }
 }

@@ -55,8 +55,9 @@ public final class ChunkCache: Sendable {
     public static func open(
         at path: String? = nil, creatingWith settings: StoreSettings? = nil, handOffGracePeriod: TimeInterval = 3600
     ) async throws -> ChunkCache {
-        try await open(at: path, chunkSize: settings?.layout, maxSize: settings?.maxSize,
-                       compressionLevel: settings?.compressionLevel ?? 3, handOffGracePeriod: handOffGracePeriod)
+        try await open(
+            at: path, chunkSize: settings?.layout, maxSize: settings?.maxSize,
+            compressionLevel: settings?.compressionLevel ?? 3, handOffGracePeriod: handOffGracePeriod)
     }
 
     /// Opens the store at `path` as ``open(at:creatingWith:handOffGracePeriod:)`` does, with each setting
@@ -75,7 +76,8 @@ public final class ChunkCache: Sendable {
         handOffGracePeriod: TimeInterval = 3600, resumingImports: Bool = true
     ) async throws -> ChunkCache {
         let (cache, hasImportJobs) = try await runBlocking(doing: "opening", store: path ?? Store.resolvePath(path)) {
-            let store = try Store.open(at: Store.resolvePath(path), layout: chunkSize, maxSize: maxSize, level: compressionLevel)
+            let store = try Store.open(
+                at: Store.resolvePath(path), layout: chunkSize, maxSize: maxSize, level: compressionLevel)
             // Reader slots of crashed processes pin old snapshots, so LMDB could never reuse their pages.
             store.environment.clearStaleReaders()
             store.reserve.ensure(keepFree: store.space.minFree, maxSize: store.space.maxSize)
@@ -90,7 +92,9 @@ public final class ChunkCache: Sendable {
         if hasImportJobs {
             // CONTRACT §8: an import a crash interrupted resumes on the next open, behind it.
             Task.detached {
-                do { _ = try await cache.resumeImports() } catch { Diagnostics.report("resume an interrupted import", error) }
+                do { _ = try await cache.resumeImports() } catch {
+                    Diagnostics.report("resume an interrupted import", error)
+                }
             }
         }
         return cache
@@ -118,7 +122,9 @@ public final class ChunkCache: Sendable {
     public static func inputFileSize(at path: String) throws -> Int64 {
         let file = try openRegularFile(path)
         return try file.closeAfter {
-            do throws(Errno) { return Int64(try file.status().st_size) } catch { throw CacheError.file(error, path: path, doing: "examining") }
+            do throws(Errno) { return Int64(try file.status().st_size) } catch {
+                throw CacheError.file(error, path: path, doing: "examining")
+            }
         }
     }
 
@@ -127,6 +133,9 @@ public final class ChunkCache: Sendable {
     public func sweep(all: Bool = false) async -> Int {
         let store = self.store
         let grace = handOffGracePeriod
-        return (try? await runBlocking(doing: "sweeping hand-off files", store: store.path) { _ in store.sweepHandOffFiles(olderThan: all ? nil : grace) }) ?? 0
+        return
+            (try? await runBlocking(doing: "sweeping hand-off files", store: store.path) { _ in
+                store.sweepHandOffFiles(olderThan: all ? nil : grace)
+            }) ?? 0
     }
 }

@@ -14,7 +14,8 @@ public struct ChunkLayout: Hashable, Sendable, CustomStringConvertible {
     /// - Throws: `invalidArgument` when `size` is not a power of two from 4 KiB to 4 MiB.
     public init(chunkSize size: Int) throws(CacheError) {
         guard size > 0, size & (size - 1) == 0, Self.shifts.contains(size.trailingZeroBitCount) else {
-            throw CacheError(.invalidArgument, "chunk size \(size) is not a power of two from 4 KiB to 4 MiB; pick e.g. 65536")
+            throw CacheError(
+                .invalidArgument, "chunk size \(size) is not a power of two from 4 KiB to 4 MiB; pick e.g. 65536")
         }
         shift = size.trailingZeroBitCount
     }
@@ -36,11 +37,15 @@ public struct ChunkLayout: Hashable, Sendable, CustomStringConvertible {
     ///   - what: What has that size, for the message (a path, "a version record of ITEM").
     ///   - code: `invalidArgument` for input, `corruptData` for a record read back from the store.
     /// - Throws: `code`, naming `what`, its size and the limit.
-    static func checkItemLength(_ length: Int64, of what: String, code: CacheError.Code = .invalidArgument) throws(CacheError) {
+    static func checkItemLength(_ length: Int64, of what: String, code: CacheError.Code = .invalidArgument)
+        throws(CacheError)
+    {
         guard length < 0 || length > maxItemLength else { return }
         let advice = code == .corruptData ? "run `chunkcache verify`" : "store a smaller file"
-        throw CacheError(code,
-            "\(what) is \(length) bytes, beyond the largest item the store takes (\(maxItemLength) bytes, \(formatSize(maxItemLength))); \(advice)")
+        throw CacheError(
+            code,
+            "\(what) is \(length) bytes, beyond the largest item the store takes (\(maxItemLength) bytes, \(formatSize(maxItemLength))); \(advice)"
+        )
     }
 
     /// The number of chunks a file of `length` bytes has (0 for a negative length). Never traps.
@@ -53,7 +58,9 @@ public struct ChunkLayout: Hashable, Sendable, CustomStringConvertible {
     /// The byte range chunk `index` covers in a file of `length` bytes: empty at the file's end when
     /// `index` is not one of the file's chunks. Never traps.
     public func range(ofChunk index: Int64, length: Int64) -> ByteRange {
-        guard index >= 0, index < chunkCount(forLength: length) else { return ByteRange(location: max(length, 0), length: 0) }
+        guard index >= 0, index < chunkCount(forLength: length) else {
+            return ByteRange(location: max(length, 0), length: 0)
+        }
         // index < ceil(length / chunkSize), so the start lies inside the file and cannot overflow.
         let start = index << shift
         return ByteRange(location: start, length: min(Int64(chunkSize), length - start))

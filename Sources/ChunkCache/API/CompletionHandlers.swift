@@ -1,5 +1,5 @@
-import Foundation
 import FileIO
+import Foundation
 import Synchronization
 
 /// The File Provider–shaped layer: the seeds' completion-handler signatures, returning a `Progress` whose
@@ -64,14 +64,16 @@ extension ChunkCache {
         for item: ItemIdentifier, version: ItemVersion?, request: FetchRequest, options: FetchOptions,
         completionHandler: @escaping @Sendable (URL?, Item?, MaterializationFlags, (any Error)?) -> Void
     ) -> Progress {
-        let once = CompleteOnce { (url: URL?, item: Item?, _: ByteRange, flags: MaterializationFlags, error: (any Error)?) in
+        let once = CompleteOnce {
+            (url: URL?, item: Item?, _: ByteRange, flags: MaterializationFlags, error: (any Error)?) in
             completionHandler(url, item, flags, error)
         }
         let (progress, request) = Self.tracking(request)
         return runWithProgress(
             progress.progress, doing: "fetching \(item)",
             work: {
-                let result = try await self.fetchContents(for: item, version: version, request: request, options: options)
+                let result = try await self.fetchContents(
+                    for: item, version: version, request: request, options: options)
                 progress.finish(result.retrievedRange.length)
                 if !once.call(result.url, result.item, result.retrievedRange, result.flags, nil) {
                     try? FileSystem.unlink(result.url.path)  // as above: nobody will own it
@@ -120,7 +122,7 @@ extension ChunkCache {
                 do {
                     _ = try await self.importTree(domain, from: url, copy: false, hooks: hooks)
                     progress.completedUnitCount = 1
-                } catch where once.succeeded {
+                } catch  where once.succeeded {
                     Diagnostics.report("finish \(what) after its completion handler ran; the import was undone", error)
                 }
             },
@@ -162,7 +164,9 @@ final class CompleteOnce: Sendable {
 
     /// Calls the handler if nobody has; returns whether this call did.
     @discardableResult
-    func call(_ url: URL?, _ item: Item?, _ range: ByteRange, _ flags: MaterializationFlags, _ error: (any Error)?) -> Bool {
+    func call(_ url: URL?, _ item: Item?, _ range: ByteRange, _ flags: MaterializationFlags, _ error: (any Error)?)
+        -> Bool
+    {
         let handler = state.withLock { state -> Handler? in
             defer { state.handler = nil }
             if state.handler != nil { state.succeeded = error == nil }

@@ -34,13 +34,19 @@ public struct DomainInfo: Sendable, Hashable {
     /// - Throws: `invalidArgument` naming the flag at fault and what to give.
     public static func validate(pipelineDepth: Int?, readAhead: Int64?, headerCount: Int) throws(CacheError) {
         if let pipelineDepth, !pipelineDepthRange.contains(pipelineDepth) {
-            throw CacheError(.invalidArgument, "--pipeline-depth \(pipelineDepth) is outside 1…128; give the number of origin requests to keep in flight")
+            throw CacheError(
+                .invalidArgument,
+                "--pipeline-depth \(pipelineDepth) is outside 1…128; give the number of origin requests to keep in flight"
+            )
         }
         if let readAhead, !readAheadRange.contains(readAhead) {
-            throw CacheError(.invalidArgument, "--read-ahead \(readAhead) is outside 0…1GiB; give a size such as 4MiB (0 turns read-ahead off)")
+            throw CacheError(
+                .invalidArgument,
+                "--read-ahead \(readAhead) is outside 0…1GiB; give a size such as 4MiB (0 turns read-ahead off)")
         }
         guard headerCount <= maxHeaders else {
-            throw CacheError(.invalidArgument, "\(headerCount) --header options are more than \(maxHeaders); give fewer")
+            throw CacheError(
+                .invalidArgument, "\(headerCount) --header options are more than \(maxHeaders); give fewer")
         }
     }
 }

@@ -1,5 +1,5 @@
-import Foundation
 import FileIO
+import Foundation
 import LMDBKit
 import ZstdKit
 
@@ -14,17 +14,20 @@ extension CacheError {
         // LMDB turns a short write into EIO ("TODO: Use which error code?" in mdb_page_flush): on a full
         // disk that is what a commit returns. Tell the two apart by the room left.
         if error.isOutOfSpace || (error == .ioError && freeBytes(at: path).map { $0 < Self.fullDiskMargin } == true) {
-            return CacheError(.insufficientQuota,
+            return CacheError(
+                .insufficientQuota,
                 "\(store) is full while \(what) (\(error)); nothing was changed: raise its size with `chunkcache init --max-size`, free disk space, or remove versions",
                 underlying: error)
         }
         if error.isCorruption {
-            return CacheError(.corruptData,
+            return CacheError(
+                .corruptData,
                 "\(store) is damaged (\(error)) while \(what); move its data.mdb aside and re-create the store",
                 underlying: error)
         }
         if error == .accessDenied || error == .readOnlyFilesystem {
-            return CacheError(.noPermission,
+            return CacheError(
+                .noPermission,
                 "\(store) is not writable (\(error)) while \(what); fix its permissions or pick another --store",
                 underlying: error)
         }
@@ -42,7 +45,8 @@ extension CacheError {
     static func freeBytes(at path: String) -> Int64? {
         guard let info = try? FileSystem.filesystemStatus(path) else { return nil }
         // Outside figures: a filesystem may report anything, so multiply without trapping.
-        let (bytes, overflow) = Int64(clamping: info.f_bavail).multipliedReportingOverflow(by: Int64(clamping: info.f_frsize))
+        let (bytes, overflow) = Int64(clamping: info.f_bavail).multipliedReportingOverflow(
+            by: Int64(clamping: info.f_frsize))
         return overflow ? .max : bytes
     }
 
@@ -56,19 +60,27 @@ extension CacheError {
             return CacheError(.invalidArgument, "\(path) does not exist (\(what)); check the path", underlying: error)
         }
         if error == .isDirectory {
-            return CacheError(.invalidArgument, "\(path) is a directory, not a regular file (\(what)); give a file", underlying: error)
+            return CacheError(
+                .invalidArgument, "\(path) is a directory, not a regular file (\(what)); give a file", underlying: error
+            )
         }
         if error == .notDirectory {
-            return CacheError(.invalidArgument, "a component of \(path) is not a directory (\(what)); check the path", underlying: error)
+            return CacheError(
+                .invalidArgument, "a component of \(path) is not a directory (\(what)); check the path",
+                underlying: error)
         }
         if [Errno.permissionDenied, .notPermitted, .readOnlyFilesystem].contains(error) {
-            return CacheError(.noPermission, "no permission for \(path) (\(what)): \(error); fix its permissions", underlying: error)
+            return CacheError(
+                .noPermission, "no permission for \(path) (\(what)): \(error); fix its permissions", underlying: error)
         }
         if error == .noSpace || error == .quotaExceeded {
-            return CacheError(.insufficientQuota, "no space left for \(path) (\(what)); free disk space", underlying: error)
+            return CacheError(
+                .insufficientQuota, "no space left for \(path) (\(what)); free disk space", underlying: error)
         }
         if error == .fileExists {
-            return CacheError(.fileExists, "\(path) already exists (\(what)); remove it or pass --force to replace it", underlying: error)
+            return CacheError(
+                .fileExists, "\(path) already exists (\(what)); remove it or pass --force to replace it",
+                underlying: error)
         }
         return CacheError(.transient, "\(what) failed on \(path): \(error); retry", underlying: error)
     }
@@ -85,7 +97,10 @@ extension CacheError {
         case let error as Errno: return .file(error, path: path, doing: what)
         case let error as ZstdError:
             let store = path.isEmpty ? "the store" : "the store at \(path)"
-            return CacheError(.corruptData, "a chunk in \(store) fails its check (\(error)) while \(Self.named(what, or: "reading it")); run `chunkcache verify --repair`", underlying: error)
+            return CacheError(
+                .corruptData,
+                "a chunk in \(store) fails its check (\(error)) while \(Self.named(what, or: "reading it")); run `chunkcache verify --repair`",
+                underlying: error)
         default:
             return CacheError(.transient, "\(Self.named(what, or: "the request")) failed: \(error); retry")
         }

@@ -7,7 +7,9 @@ public struct FetchRequest: Sendable, Hashable {
     /// Updated as the fetch downloads from the domain's origin, for a progress display.
     public var progress: DownloadProgress?
 
-    public init(requestingProcess: String? = nil, domainVersion: DomainVersion? = nil, progress: DownloadProgress? = nil) {
+    public init(
+        requestingProcess: String? = nil, domainVersion: DomainVersion? = nil, progress: DownloadProgress? = nil
+    ) {
         self.requestingProcess = requestingProcess
         self.domainVersion = domainVersion
         self.progress = progress

@@ -37,13 +37,16 @@ public final class ItemEnumerator: Sendable {
     /// One page of items from `page`: at most `suggestedPageSize` of them (F8).
     /// - Throws: `pageExpired` for an unknown, malformed or stale token (F7); `noSuchItem` for a domain
     ///   removed since.
-    public func enumerateItems(startingAt page: EnumerationPage, suggestedPageSize: Int? = nil) async throws -> ItemPage {
+    public func enumerateItems(startingAt page: EnumerationPage, suggestedPageSize: Int? = nil) async throws -> ItemPage
+    {
         let (store, domain, container) = (cache.store, self.domain, self.container)
-        return try await runBlocking(doing: "listing \(container.described) of domain \"\(domain)\"", store: store.path) {
+        return try await runBlocking(doing: "listing \(container.described) of domain \"\(domain)\"", store: store.path)
+        {
             try Self.expireRecentItemsIfDue(container, of: domain, store)
             return try store.environment.read { txn in
-                try CatalogueReader.page(domain: domain, container: container, from: page,
-                                         pageSize: suggestedPageSize ?? Self.defaultPageSize, in: txn, store.dbs)
+                try CatalogueReader.page(
+                    domain: domain, container: container, from: page,
+                    pageSize: suggestedPageSize ?? Self.defaultPageSize, in: txn, store.dbs)
             }
         }
     }
@@ -65,8 +68,9 @@ public final class ItemEnumerator: Sendable {
         return try await runBlocking(doing: "reading the changes of domain \"\(domain)\"", store: store.path) {
             try Self.expireRecentItemsIfDue(container, of: domain, store)
             return try store.environment.read { txn in
-                try CatalogueReader.changes(domain: domain, container: container, from: anchor,
-                                            batchSize: suggestedBatchSize ?? Self.defaultPageSize, in: txn, store.dbs)
+                try CatalogueReader.changes(
+                    domain: domain, container: container, from: anchor,
+                    batchSize: suggestedBatchSize ?? Self.defaultPageSize, in: txn, store.dbs)
             }
         }
     }
@@ -99,10 +103,12 @@ public final class ItemEnumerator: Sendable {
         return try await runBlocking(doing: "reading the changes of domain \"\(domain)\"", store: store.path) {
             try store.environment.read { txn in
                 let record = try Records.domain(domain, in: txn, store.dbs)
-                let position = try CatalogueReader.validate(anchor, of: domain, record, store: try CatalogueReader.storeID(txn, store.dbs))
+                let position = try CatalogueReader.validate(
+                    anchor, of: domain, record, store: try CatalogueReader.storeID(txn, store.dbs))
                 let domainKey = Keys.domain(domain)
                 var found = false
-                try txn.scan(store.dbs.changes, prefix: domainKey, from: position.firstUnreadKey(domain: domainKey)) { _, _ in
+                try txn.scan(store.dbs.changes, prefix: domainKey, from: position.firstUnreadKey(domain: domainKey)) {
+                    _, _ in
                     found = true
                     return false
                 }
@@ -117,9 +123,13 @@ public final class ItemEnumerator: Sendable {
     /// Before the working set is read, takes out of it the items no longer recent (a write, at most hourly),
     /// on the blocking thread that then reads.
     @available(*, noasync)
-    private static func expireRecentItemsIfDue(_ container: EnumeratedContainer, of domain: String, _ store: Store) throws {
+    private static func expireRecentItemsIfDue(_ container: EnumeratedContainer, of domain: String, _ store: Store)
+        throws
+    {
         guard container == .workingSet else { return }
-        let checked = try store.environment.read { txn in try Records.domain(domain, in: txn, store.dbs).recentCheckedThrough }
+        let checked = try store.environment.read { txn in
+            try Records.domain(domain, in: txn, store.dbs).recentCheckedThrough
+        }
         guard checked < Date().timeIntervalSince1970 - RecentItems.window - 3600 else { return }
         _ = try store.writer.writeAndWait { txn in try txn.expireRecentItems(of: domain, store.dbs) }
     }

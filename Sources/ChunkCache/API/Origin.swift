@@ -44,26 +44,43 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
         }
         if url.lowercased().hasPrefix(Self.s3Scheme) {
             guard let endpoint else {
-                throw CacheError(.invalidArgument, "--origin \(Self.printable(url)) is an S3 origin: give --endpoint URL (e.g. https://s3.us-east-1.amazonaws.com) and --region R")
+                throw CacheError(
+                    .invalidArgument,
+                    "--origin \(Self.printable(url)) is an S3 origin: give --endpoint URL (e.g. https://s3.us-east-1.amazonaws.com) and --region R"
+                )
             }
             guard let region else {
-                throw CacheError(.invalidArgument, "--origin \(Self.printable(url)) is an S3 origin: give --region R (e.g. us-east-1)")
+                throw CacheError(
+                    .invalidArgument,
+                    "--origin \(Self.printable(url)) is an S3 origin: give --region R (e.g. us-east-1)")
             }
             let rest = url.dropFirst(Self.s3Scheme.count)
             let bucket = String(rest.prefix { $0 != "/" })
             var prefix = String(rest.dropFirst(bucket.count + 1))
             guard (1...255).contains(bucket.utf8.count),
-                  bucket.unicodeScalars.allSatisfy({ $0.isASCIIAlphanumeric || "._-".unicodeScalars.contains($0) }) else {
-                throw CacheError(.invalidArgument, "--origin \(Self.printable(url)) names no valid bucket: give s3://BUCKET/PREFIX, the bucket 1 to 255 letters, digits, '.', '-' or '_'")
+                bucket.unicodeScalars.allSatisfy({ $0.isASCIIAlphanumeric || "._-".unicodeScalars.contains($0) })
+            else {
+                throw CacheError(
+                    .invalidArgument,
+                    "--origin \(Self.printable(url)) names no valid bucket: give s3://BUCKET/PREFIX, the bucket 1 to 255 letters, digits, '.', '-' or '_'"
+                )
             }
-            guard !prefix.hasPrefix("/"), prefix.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7f }) else {
-                throw CacheError(.invalidArgument, "--origin \(Self.printable(url)) has a prefix that starts with '/' or holds spaces or control characters; give s3://BUCKET/PREFIX")
+            guard !prefix.hasPrefix("/"), prefix.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7f })
+            else {
+                throw CacheError(
+                    .invalidArgument,
+                    "--origin \(Self.printable(url)) has a prefix that starts with '/' or holds spaces or control characters; give s3://BUCKET/PREFIX"
+                )
             }
             if !prefix.isEmpty && !prefix.hasSuffix("/") { prefix += "/" }
             let endpointBase = try Self.httpBase(endpoint, flag: "--endpoint", pathAllowed: false)
             guard (1...64).contains(region.utf8.count),
-                  region.unicodeScalars.allSatisfy({ $0.isASCIIAlphanumeric || "-_".unicodeScalars.contains($0) }) else {
-                throw CacheError(.invalidArgument, "--region \(Self.printable(region)) is not a region name: give 1 to 64 letters, digits, '-' or '_', e.g. us-east-1")
+                region.unicodeScalars.allSatisfy({ $0.isASCIIAlphanumeric || "-_".unicodeScalars.contains($0) })
+            else {
+                throw CacheError(
+                    .invalidArgument,
+                    "--region \(Self.printable(region)) is not a region name: give 1 to 64 letters, digits, '-' or '_', e.g. us-east-1"
+                )
             }
             kind = .s3
             self.url = Self.s3Scheme + bucket + "/" + prefix
@@ -71,7 +88,10 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
             self.region = region
         } else {
             if endpoint != nil || region != nil {
-                throw CacheError(.invalidArgument, "--\(endpoint != nil ? "endpoint" : "region") applies to s3:// origins only; drop it, or give --origin s3://BUCKET/PREFIX")
+                throw CacheError(
+                    .invalidArgument,
+                    "--\(endpoint != nil ? "endpoint" : "region") applies to s3:// origins only; drop it, or give --origin s3://BUCKET/PREFIX"
+                )
             }
             kind = .http
             self.url = try Self.httpBase(url, flag: "--origin", pathAllowed: true)
@@ -86,12 +106,16 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
         let shown = printable(url)
         let what = pathAllowed ? "http[s]://host[:port]/base/" : "http[s]://host[:port]"
         guard url.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7f }),
-              let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty else {
+            let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+        else {
             throw CacheError(.invalidArgument, "\(flag) \(shown) is not an http:// or https:// URL; give \(what)")
         }
         guard components.user == nil, components.password == nil else {
-            throw CacheError(.invalidArgument, "\(flag) holds a user name or password, which would be printed; give \(what) and put credentials in --header (or the AWS_* environment for S3)")
+            throw CacheError(
+                .invalidArgument,
+                "\(flag) holds a user name or password, which would be printed; give \(what) and put credentials in --header (or the AWS_* environment for S3)"
+            )
         }
         guard components.query == nil, components.fragment == nil else {
             throw CacheError(.invalidArgument, "\(flag) \(shown) has a query or fragment; give \(what)")
@@ -100,7 +124,9 @@ public struct Origin: Sendable, Hashable, CustomStringConvertible {
             throw CacheError(.invalidArgument, "\(flag) \(shown) has port \(port), outside 1…65535; give \(what)")
         }
         guard pathAllowed || components.path.isEmpty || components.path == "/" else {
-            throw CacheError(.invalidArgument, "\(flag) \(shown) has a path; give \(what) (the bucket goes in --origin s3://BUCKET/PREFIX)")
+            throw CacheError(
+                .invalidArgument,
+                "\(flag) \(shown) has a path; give \(what) (the bucket goes in --origin s3://BUCKET/PREFIX)")
         }
         // The scheme is case-insensitive; the rest is kept as given, so the URL prints as the user wrote it.
         var base = scheme + url.dropFirst(scheme.count)

@@ -25,7 +25,8 @@ struct ChangeRecord: StoreRecord {
     var before: Placement?
     var time: Double
 
-    static let remedy = "run `chunkcache verify` to list the damage; clients following the domain's changes must list it again"
+    static let remedy =
+        "run `chunkcache verify` to list the damage; clients following the domain's changes must list it again"
 
     func write(to w: inout ByteWriter) {
         w.append(time)
@@ -57,7 +58,8 @@ extension Keys {
     /// The version and index of a key of `changes` under `domain`, or nil when it is not one.
     static func parseChange(_ key: UnsafeRawBufferPointer, domainLength: Int) -> (version: UInt64, index: UInt32)? {
         guard key.count == domainLength + 12 else { return nil }
-        var version: UInt64 = 0, index: UInt32 = 0
+        var version: UInt64 = 0
+        var index: UInt32 = 0
         for byte in key[domainLength..<(domainLength + 8)] { version = version << 8 | UInt64(byte) }
         for byte in key[(domainLength + 8)...] { index = index << 8 | UInt32(byte) }
         return (version, index)
@@ -86,8 +88,9 @@ extension WriteTransaction {
     mutating func beginChanges(to name: String, create: Bool = false, _ dbs: Databases) throws -> DomainChanges {
         var record = try domainForChange(name, create: create, dbs)
         record.version += 1
-        return DomainChanges(name: name, key: Keys.domain(name), record: record, version: DomainVersion(rawValue: record.version),
-                             now: Date().timeIntervalSince1970)
+        return DomainChanges(
+            name: name, key: Keys.domain(name), record: record, version: DomainVersion(rawValue: record.version),
+            now: Date().timeIntervalSince1970)
     }
 
     /// Writes an item as it is after a change (`nil`: deleted), moves its listing entries and logs the change.
@@ -95,7 +98,9 @@ extension WriteTransaction {
     /// recomputed. Returns the item as written.
     @available(*, noasync)
     @discardableResult
-    mutating func commit(_ after: ItemRecord?, replacing before: ItemRecord?, in changes: inout DomainChanges, _ dbs: Databases) throws -> ItemRecord? {
+    mutating func commit(
+        _ after: ItemRecord?, replacing before: ItemRecord?, in changes: inout DomainChanges, _ dbs: Databases
+    ) throws -> ItemRecord? {
         guard let identifier = after?.identifier ?? before?.identifier else { return nil }
         let itemHash = Keys.itemHash(identifier)
         let itemKey = changes.key + itemHash
@@ -110,8 +115,9 @@ extension WriteTransaction {
         }
         try reindex(domain: changes.key, itemHash: itemHash, from: before?.placement, to: written?.placement, dbs)
         let record = ChangeRecord(identifier: identifier, before: before?.placement, time: changes.now)
-        try put(dbs.changes, key: Keys.change(domain: changes.key, version: changes.version.rawValue, index: changes.count),
-                value: record.encoded())
+        try put(
+            dbs.changes, key: Keys.change(domain: changes.key, version: changes.version.rawValue, index: changes.count),
+            value: record.encoded())
         changes.count += 1
         return written
     }
@@ -131,7 +137,9 @@ extension WriteTransaction {
     /// at a time (an anchor inside a version stays valid or expires with all of it), never the version
     /// being written, and at most ``compactionStep`` records per transaction so no change waits long.
     @available(*, noasync)
-    private mutating func compactChanges(_ record: inout DomainRecord, domainKey: [UInt8], before current: UInt64, now: Double, _ dbs: Databases) throws {
+    private mutating func compactChanges(
+        _ record: inout DomainRecord, domainKey: [UInt8], before current: UInt64, now: Double, _ dbs: Databases
+    ) throws {
         var budget = Self.compactionStep
         while budget > 0 {
             var oldest: (version: UInt64, time: Double)?
@@ -141,7 +149,8 @@ extension WriteTransaction {
                 return false
             }
             guard let oldest, oldest.version < current,
-                  record.retainedChanges > record.history.changes || oldest.time < now - record.history.seconds else { return }
+                record.retainedChanges > record.history.changes || oldest.time < now - record.history.seconds
+            else { return }
             var keys: [[UInt8]] = []
             try scan(dbs.changes, prefix: domainKey + ListingIndex.bigEndian(oldest.version)) { key, _ in
                 keys.append(Array(key))

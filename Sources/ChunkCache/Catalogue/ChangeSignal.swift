@@ -69,7 +69,9 @@ final class ChangeSignal: Sendable {
         do {
             try FileSystem.touch(path)
         } catch {
-            Diagnostics.report("touch \(path) to wake the processes waiting for changes (they find them within \(watchedPoll.withLock { $0 }))", error)
+            Diagnostics.report(
+                "touch \(path) to wake the processes waiting for changes (they find them within \(watchedPoll.withLock { $0 }))",
+                error)
         }
         wake()
     }
@@ -137,7 +139,8 @@ final class ChangeSignal: Sendable {
                 watch = try DirectoryWatch.start(folder)
             } catch {
                 state.watchFailed = true
-                Diagnostics.report("watch \(folder) for changes with inotify (waiters poll every \(Self.fallbackPoll) instead)", error)
+                Diagnostics.report(
+                    "watch \(folder) for changes with inotify (waiters poll every \(Self.fallbackPoll) instead)", error)
                 return
             }
             do {
@@ -148,7 +151,8 @@ final class ChangeSignal: Sendable {
             } catch {
                 watch.close()
                 state.watchFailed = true
-                Diagnostics.report("wait for inotify events on \(folder) (waiters poll every \(Self.fallbackPoll) instead)", error)
+                Diagnostics.report(
+                    "wait for inotify events on \(folder) (waiters poll every \(Self.fallbackPoll) instead)", error)
                 return
             }
             state.watching = true

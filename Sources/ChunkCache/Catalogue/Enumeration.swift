@@ -39,9 +39,14 @@ enum CatalogueReader {
     }
 
     /// The anchor at the domain's current version.
-    static func currentAnchor<T: TransactionReading & ~Copyable>(domain name: String, in txn: borrowing T, _ dbs: Databases) throws -> SyncAnchor {
+    static func currentAnchor<T: TransactionReading & ~Copyable>(
+        domain name: String, in txn: borrowing T, _ dbs: Databases
+    ) throws -> SyncAnchor {
         let domain = try Records.domain(name, in: txn, dbs)
-        return AnchorPosition(store: try storeID(txn, dbs), epoch: domain.epoch, version: domain.version, index: AnchorPosition.wholeVersion).anchor
+        return AnchorPosition(
+            store: try storeID(txn, dbs), epoch: domain.epoch, version: domain.version,
+            index: AnchorPosition.wholeVersion
+        ).anchor
     }
 
     // MARK: - Pages
@@ -62,24 +67,37 @@ enum CatalogueReader {
         let containerHash = ListingIndex.containerHash(container.listedIdentifier ?? "\u{1}all")
         let listing: PagePosition
         if start == .initialPageSortedByName || start == .initialPageSortedByDate {
-            listing = PagePosition(store: store, epoch: domain.epoch, container: containerHash,
-                                   sort: start == .initialPageSortedByName ? .name : .date, version: domain.version, position: [])
+            listing = PagePosition(
+                store: store, epoch: domain.epoch, container: containerHash,
+                sort: start == .initialPageSortedByName ? .name : .date, version: domain.version, position: [])
         } else {
             guard let position = PagePosition(start) else {
-                throw CacheError(.pageExpired, "the page token is malformed; list \(container.described) again from its first page")
+                throw CacheError(
+                    .pageExpired, "the page token is malformed; list \(container.described) again from its first page")
             }
             guard position.store == store, position.epoch == domain.epoch, position.container == containerHash else {
-                throw CacheError(.pageExpired, "the page token is of another listing, domain or store; list \(container.described) of domain \"\(name)\" again from its first page")
+                throw CacheError(
+                    .pageExpired,
+                    "the page token is of another listing, domain or store; list \(container.described) of domain \"\(name)\" again from its first page"
+                )
             }
             guard position.version >= domain.compactedThrough, position.version <= domain.version else {
-                throw CacheError(.pageExpired, "the listing began before the domain's retained history; list \(container.described) again from its first page")
+                throw CacheError(
+                    .pageExpired,
+                    "the listing began before the domain's retained history; list \(container.described) again from its first page"
+                )
             }
             listing = position
         }
-        let anchor = AnchorPosition(store: store, epoch: domain.epoch, version: listing.version, index: AnchorPosition.wholeVersion).anchor
+        let anchor = AnchorPosition(
+            store: store, epoch: domain.epoch, version: listing.version, index: AnchorPosition.wholeVersion
+        ).anchor
         let changed = try placementsAtListingStart(domainKey: domainKey, after: listing.version, in: txn, dbs)
         guard changed.count <= staleListingChanges else {
-            throw CacheError(.pageExpired, "more than \(staleListingChanges) changes since the listing began; list \(container.described) again from its first page")
+            throw CacheError(
+                .pageExpired,
+                "more than \(staleListingChanges) changes since the listing began; list \(container.described) again from its first page"
+            )
         }
         func position(of placement: Placement, hash: [UInt8]) -> [UInt8] {
             container == .allItems ? hash : ListingIndex.position(sort: listing.sort, of: placement, itemHash: hash)
@@ -104,15 +122,21 @@ enum CatalogueReader {
             }
             last = key
             let itemKey = domainKey + ListingIndex.itemHash(ofPosition: key)
-            guard let record = try txn.withValue(dbs.items, key: itemKey, {
-                try ItemRecord(decoding: $0, name: "an item of \(RecordNames.domain(name))")
-            }) else { return true }  // deleted since V0
+            guard
+                let record = try txn.withValue(
+                    dbs.items, key: itemKey,
+                    {
+                        try ItemRecord(decoding: $0, name: "an item of \(RecordNames.domain(name))")
+                    })
+            else { return true }  // deleted since V0
             // An unchanged entry must be the container's (an 8-byte container hash could collide).
             if unchanged && !record.placement.isListed(in: container) { return true }
             items.append(try publicItem(record, domain: name, itemKey: itemKey, in: txn, dbs))
             return true
         }
-        let prefix = container == .allItems ? domainKey
+        let prefix =
+            container == .allItems
+            ? domainKey
             : ListingIndex.prefix(domain: domainKey, container: container.listedIdentifier!, sort: listing.sort)
         var from = prefix + listing.position
         if !listing.position.isEmpty { from.append(0) }  // the first key after the last one returned
@@ -127,7 +151,8 @@ enum CatalogueReader {
                 }
                 nextEarlier += 1
             }
-            if changed.index(forKey: ListingIndex.itemHash(ofPosition: entry)) != nil { return true }  // listed where it was at V0
+            // listed where it was at V0
+            if changed.index(forKey: ListingIndex.itemHash(ofPosition: entry)) != nil { return true }
             guard try take(entry, unchanged: true) else {
                 stopped = true
                 return false
@@ -152,8 +177,14 @@ enum CatalogueReader {
     ) throws -> [[UInt8]: Placement?] {
         var placements: [[UInt8]: Placement?] = [:]
         var read = 0
-        try txn.scan(dbs.changes, prefix: domainKey, from: Keys.change(domain: domainKey, version: version + 1, index: 0)) { key, value in
-            let change = try ChangeRecord(decoding: value, name: "the change log of \(RecordNames.domain(key: UnsafeRawBufferPointer(rebasing: key[..<domainKey.count])))")
+        try txn.scan(
+            dbs.changes, prefix: domainKey, from: Keys.change(domain: domainKey, version: version + 1, index: 0)
+        ) { key, value in
+            let change = try ChangeRecord(
+                decoding: value,
+                name:
+                    "the change log of \(RecordNames.domain(key: UnsafeRawBufferPointer(rebasing: key[..<domainKey.count])))"
+            )
             let hash = Keys.itemHash(change.identifier)
             if placements.index(forKey: hash) == nil { placements[hash] = .some(change.before) }
             read += 1
@@ -180,7 +211,9 @@ enum CatalogueReader {
         var more = false
         try txn.scan(dbs.changes, prefix: domainKey, from: start.firstUnreadKey(domain: domainKey)) { key, value in
             guard let position = Keys.parseChange(key, domainLength: domainKey.count) else { return true }
-            let change = try ChangeRecord(decoding: value, name: "change \(position.index) of version \(position.version) of \(RecordNames.domain(name))")
+            let change = try ChangeRecord(
+                decoding: value,
+                name: "change \(position.index) of version \(position.version) of \(RecordNames.domain(name))")
             let hash = Keys.itemHash(change.identifier)
             if !seen.contains(hash) {
                 guard order.count < batchSize else {
@@ -197,21 +230,29 @@ enum CatalogueReader {
         var deleted: [String] = []
         for change in order {
             let itemKey = domainKey + change.hash
-            if let record = try txn.withValue(dbs.items, key: itemKey, {
-                try ItemRecord(decoding: $0, name: RecordNames.item(change.identifier, domain: name))
-            }) {
+            if let record = try txn.withValue(
+                dbs.items, key: itemKey,
+                {
+                    try ItemRecord(decoding: $0, name: RecordNames.item(change.identifier, domain: name))
+                })
+            {
                 if record.placement.isListed(in: container) {
                     updated.append(try publicItem(record, domain: name, itemKey: itemKey, in: txn, dbs))
                     continue
                 }
             }
-            if container == .allItems || (change.before?.isListed(in: container) ?? false) { deleted.append(change.identifier) }
+            if container == .allItems || (change.before?.isListed(in: container) ?? false) {
+                deleted.append(change.identifier)
+            }
         }
         let next: AnchorPosition
         if let last {
             // Read to the end: every version of this snapshot is delivered.
-            next = more ? AnchorPosition(store: store, epoch: domain.epoch, version: last.version, index: last.index + 1)
-                : AnchorPosition(store: store, epoch: domain.epoch, version: domain.version, index: AnchorPosition.wholeVersion)
+            next =
+                more
+                ? AnchorPosition(store: store, epoch: domain.epoch, version: last.version, index: last.index + 1)
+                : AnchorPosition(
+                    store: store, epoch: domain.epoch, version: domain.version, index: AnchorPosition.wholeVersion)
         } else {
             next = start  // no change: the same anchor (F3)
         }
@@ -219,7 +260,9 @@ enum CatalogueReader {
     }
 
     /// The position of an anchor that can be resumed in this domain, or `syncAnchorExpired` saying why not.
-    static func validate(_ anchor: SyncAnchor, of name: String, _ domain: DomainRecord, store: UInt64) throws(CacheError) -> AnchorPosition {
+    static func validate(_ anchor: SyncAnchor, of name: String, _ domain: DomainRecord, store: UInt64)
+        throws(CacheError) -> AnchorPosition
+    {
         let again = "enumerate domain \"\(name)\" again from its first page and follow its changes from the new anchor"
         guard let position = AnchorPosition(anchor) else {
             throw CacheError(.syncAnchorExpired, "the sync anchor is malformed; \(again)")
@@ -228,15 +271,24 @@ enum CatalogueReader {
             throw CacheError(.syncAnchorExpired, "the sync anchor is of another store; \(again)")
         }
         guard position.epoch == domain.epoch else {
-            throw CacheError(.syncAnchorExpired, "the sync anchor is of an earlier domain \"\(name)\", since removed and added again; \(again)")
+            throw CacheError(
+                .syncAnchorExpired,
+                "the sync anchor is of an earlier domain \"\(name)\", since removed and added again; \(again)")
         }
         guard position.version <= domain.version else {
-            throw CacheError(.syncAnchorExpired, "the sync anchor is ahead of the domain (version \(position.version) > \(domain.version)): the store was restored or replaced; \(again)")
+            throw CacheError(
+                .syncAnchorExpired,
+                "the sync anchor is ahead of the domain (version \(position.version) > \(domain.version)): the store was restored or replaced; \(again)"
+            )
         }
-        let retained = position.version > domain.compactedThrough
+        let retained =
+            position.version > domain.compactedThrough
             || (position.version == domain.compactedThrough && position.index == AnchorPosition.wholeVersion)
         guard retained else {
-            throw CacheError(.syncAnchorExpired, "the sync anchor is older than the retained history (changes after version \(domain.compactedThrough)); \(again)")
+            throw CacheError(
+                .syncAnchorExpired,
+                "the sync anchor is older than the retained history (changes after version \(domain.compactedThrough)); \(again)"
+            )
         }
         return position
     }

@@ -16,7 +16,10 @@ public struct MetadataEdit: Sendable, Hashable {
     /// Sets `lastUsedDate` to now.
     public var markUsed: Bool
 
-    public init(favoriteRank: Setting<UInt64>? = nil, tagData: Setting<Data>? = nil, isShared: Bool? = nil, markUsed: Bool = false) {
+    public init(
+        favoriteRank: Setting<UInt64>? = nil, tagData: Setting<Data>? = nil, isShared: Bool? = nil,
+        markUsed: Bool = false
+    ) {
         self.favoriteRank = favoriteRank
         self.tagData = tagData
         self.isShared = isShared
@@ -31,8 +34,12 @@ enum ItemNames {
     /// Checks a filename given by a user: what a folder entry can be called.
     static func validate(filename: String) throws(CacheError) {
         guard !filename.isEmpty, filename.utf8.count <= 255, filename != ".", filename != "..",
-              !filename.utf8.contains(UInt8(ascii: "/")), !filename.utf8.contains(0) else {
-            throw CacheError(.invalidArgument, "\"\(filename.prefix(64))\" is not a filename: give 1 to 255 bytes without \"/\" or NUL, not \".\" or \"..\"")
+            !filename.utf8.contains(UInt8(ascii: "/")), !filename.utf8.contains(0)
+        else {
+            throw CacheError(
+                .invalidArgument,
+                "\"\(filename.prefix(64))\" is not a filename: give 1 to 255 bytes without \"/\" or NUL, not \".\" or \"..\""
+            )
         }
     }
 
@@ -48,20 +55,26 @@ extension WriteTransaction {
     @available(*, noasync)
     func editableItem(_ id: String, in changes: DomainChanges, _ dbs: Databases) throws -> ItemRecord {
         guard !ItemNames.isContainer(id) else {
-            throw CacheError(.invalidArgument, "\"\(id)\" is a container, not an item: it cannot be marked, removed or moved")
+            throw CacheError(
+                .invalidArgument, "\"\(id)\" is a container, not an item: it cannot be marked, removed or moved")
         }
         let record = try withValue(dbs.items, key: Keys.item(domain: changes.name, id: id)) {
             try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: changes.name))
         }
         guard let record else {
-            throw CacheError(.noSuchItem, "there is no item \"\(id)\" in domain \"\(changes.name)\"; `chunkcache ls --domain \(changes.name)` lists them")
+            throw CacheError(
+                .noSuchItem,
+                "there is no item \"\(id)\" in domain \"\(changes.name)\"; `chunkcache ls --domain \(changes.name)` lists them"
+            )
         }
         return record
     }
 
     /// Applies a metadata edit; returns the item, and whether anything changed.
     @available(*, noasync)
-    mutating func mark(_ id: String, _ edit: MetadataEdit, in changes: inout DomainChanges, _ dbs: Databases) throws -> (ItemRecord, Bool) {
+    mutating func mark(_ id: String, _ edit: MetadataEdit, in changes: inout DomainChanges, _ dbs: Databases) throws
+        -> (ItemRecord, Bool)
+    {
         let before = try editableItem(id, in: changes, dbs)
         var after = before
         switch edit.favoriteRank {
@@ -72,7 +85,10 @@ extension WriteTransaction {
         switch edit.tagData {
         case .set(let tag)?:
             guard !tag.isEmpty, tag.count <= MetadataEdit.maxTagBytes else {
-                throw CacheError(.invalidArgument, "a tag of \(tag.count) bytes is not 1 to \(MetadataEdit.maxTagBytes) bytes; give a shorter --tag, or --no-tag")
+                throw CacheError(
+                    .invalidArgument,
+                    "a tag of \(tag.count) bytes is not 1 to \(MetadataEdit.maxTagBytes) bytes; give a shorter --tag, or --no-tag"
+                )
             }
             after.tagData = Array(tag)
         case .remove?: after.tagData = []
@@ -88,7 +104,9 @@ extension WriteTransaction {
     /// Pins an item (exempt from eviction, in the working set) or unpins it; returns it, and whether
     /// anything changed.
     @available(*, noasync)
-    mutating func setPinned(_ id: String, _ pinned: Bool, in changes: inout DomainChanges, _ dbs: Databases) throws -> (ItemRecord, Bool) {
+    mutating func setPinned(_ id: String, _ pinned: Bool, in changes: inout DomainChanges, _ dbs: Databases) throws -> (
+        ItemRecord, Bool
+    ) {
         let before = try editableItem(id, in: changes, dbs)
         var after = before
         if pinned { after.flags.insert(.pinned) } else { after.flags.remove(.pinned) }
@@ -135,7 +153,8 @@ extension WriteTransaction {
     /// Deletes an item for good, a folder with everything listed in it; returns the identifiers deleted,
     /// the item's first.
     @available(*, noasync)
-    mutating func deletePermanently(_ id: String, in changes: inout DomainChanges, _ dbs: Databases) throws -> [String] {
+    mutating func deletePermanently(_ id: String, in changes: inout DomainChanges, _ dbs: Databases) throws -> [String]
+    {
         let record = try editableItem(id, in: changes, dbs)
         var deleted: [String] = []
         var pending = [record]
@@ -155,12 +174,17 @@ extension WriteTransaction {
     /// - Throws: `invalidArgument` for a parent that is not a folder or lies inside the item, a bad name;
     ///   `noSuchItem` for an unknown item or parent; `fileExists` when the parent holds that name already.
     @available(*, noasync)
-    mutating func move(_ id: String, to parent: String, name: String?, in changes: inout DomainChanges, _ dbs: Databases) throws -> (ItemRecord, Bool) {
+    mutating func move(
+        _ id: String, to parent: String, name: String?, in changes: inout DomainChanges, _ dbs: Databases
+    ) throws -> (ItemRecord, Bool) {
         if parent == Item.trashContainer && name == nil { return try trash(id, in: &changes, dbs) }
         let before = try editableItem(id, in: changes, dbs)
         if let name { try ItemNames.validate(filename: name) }
         guard parent != Item.workingSetContainer, parent != Item.trashContainer else {
-            throw CacheError(.invalidArgument, "items cannot be moved into \(parent == Item.trashContainer ? "the trash under a new name" : "the working set"); give a folder, or root")
+            throw CacheError(
+                .invalidArgument,
+                "items cannot be moved into \(parent == Item.trashContainer ? "the trash under a new name" : "the working set"); give a folder, or root"
+            )
         }
         var hidden = false
         if parent != Item.rootContainer {
@@ -168,10 +192,15 @@ extension WriteTransaction {
                 try ItemRecord(decoding: $0, name: RecordNames.item(parent, domain: changes.name))
             }
             guard let folder else {
-                throw CacheError(.noSuchItem, "there is no folder \"\(parent)\" in domain \"\(changes.name)\" to move \"\(id)\" into; give an existing folder, or root")
+                throw CacheError(
+                    .noSuchItem,
+                    "there is no folder \"\(parent)\" in domain \"\(changes.name)\" to move \"\(id)\" into; give an existing folder, or root"
+                )
             }
             guard folder.kind == .folder else {
-                throw CacheError(.invalidArgument, "\"\(parent)\" is a \(folder.kind), not a folder; move \"\(id)\" into a folder, or root")
+                throw CacheError(
+                    .invalidArgument,
+                    "\"\(parent)\" is a \(folder.kind), not a folder; move \"\(id)\" into a folder, or root")
             }
             hidden = !folder.flags.isDisjoint(with: [.trashed, .inTrashedFolder])
             try refuseCycle(moving: id, under: folder, domain: changes.name, dbs)
@@ -186,7 +215,9 @@ extension WriteTransaction {
         }
         let (written, changed) = try commitIfChanged(after, replacing: before, in: &changes, dbs)
         let wasHiding = !before.flags.isDisjoint(with: [.trashed, .inTrashedFolder])
-        if changed && written.kind == .folder && wasHiding != hidden { try hideContents(of: id, hidden: hidden, in: &changes, dbs) }
+        if changed && written.kind == .folder && wasHiding != hidden {
+            try hideContents(of: id, hidden: hidden, in: &changes, dbs)
+        }
         return (written, changed)
     }
 
@@ -197,10 +228,16 @@ extension WriteTransaction {
         var steps = 0
         while let item = current, steps < 10_000 {
             guard item.identifier != id else {
-                throw CacheError(.invalidArgument, "\"\(folder.identifier)\" lies inside \"\(id)\": a folder cannot be moved into itself; give another parent")
+                throw CacheError(
+                    .invalidArgument,
+                    "\"\(folder.identifier)\" lies inside \"\(id)\": a folder cannot be moved into itself; give another parent"
+                )
             }
             guard item.parent != Item.rootContainer else { return }
-            guard let parent = try withValue(dbs.items, key: Keys.item(domain: domain, id: item.parent), ItemRecord.init(ifIntact:)) else { return }
+            guard
+                let parent = try withValue(
+                    dbs.items, key: Keys.item(domain: domain, id: item.parent), ItemRecord.init(ifIntact:))
+            else { return }
             current = parent
             steps += 1
         }
@@ -211,14 +248,19 @@ extension WriteTransaction {
     private func refuseNameClash(_ item: ItemRecord, domain: String, _ dbs: Databases) throws {
         let others = try items(named: item.filename, in: item.placement.container, domain: domain, dbs)
         if let clash = others.first(where: { $0.identifier != item.identifier }) {
-            throw CacheError(.fileExists, "\(item.parent == Item.rootContainer ? "the root" : "folder \"\(item.parent)\"") already holds \"\(item.filename)\" (item \"\(clash.identifier)\"); pick another --name or parent")
+            throw CacheError(
+                .fileExists,
+                "\(item.parent == Item.rootContainer ? "the root" : "folder \"\(item.parent)\"") already holds \"\(item.filename)\" (item \"\(clash.identifier)\"); pick another --name or parent"
+            )
         }
     }
 
     /// Marks everything listed below folder `id` as inside a trashed folder (`hidden`) or not, so it leaves
     /// or rejoins the working set (F11). A subtree already marked so is left as it is.
     @available(*, noasync)
-    private mutating func hideContents(of id: String, hidden: Bool, in changes: inout DomainChanges, _ dbs: Databases) throws {
+    private mutating func hideContents(of id: String, hidden: Bool, in changes: inout DomainChanges, _ dbs: Databases)
+        throws
+    {
         var folders = [id]
         while let folder = folders.popLast() {
             for child in try listed(in: folder, domain: changes.name, dbs)
@@ -239,9 +281,13 @@ extension WriteTransaction {
         var children: [ItemRecord] = []
         try scan(dbs.listing, prefix: ListingIndex.prefix(domain: domainKey, container: id, sort: .name)) { key, _ in
             let itemKey = domainKey + Array(key.suffix(ListingIndex.hashLength))
-            guard let child = try withValue(dbs.items, key: itemKey, {
-                try ItemRecord(decoding: $0, name: "an item of \(RecordNames.domain(domain))")
-            }) else { return true }
+            guard
+                let child = try withValue(
+                    dbs.items, key: itemKey,
+                    {
+                        try ItemRecord(decoding: $0, name: "an item of \(RecordNames.domain(domain))")
+                    })
+            else { return true }
             if child.placement.container == id { children.append(child) }
             return true
         }

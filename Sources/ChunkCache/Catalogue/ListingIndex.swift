@@ -30,7 +30,9 @@ enum ListingIndex {
         return key
     }
 
-    static func containerHash(_ container: String) -> [UInt8] { Array(SHA256.hash(data: Array(container.utf8)).prefix(8)) }
+    static func containerHash(_ container: String) -> [UInt8] {
+        Array(SHA256.hash(data: Array(container.utf8)).prefix(8))
+    }
 
     /// The position of an entry: its sort key, then the item hash.
     static func position(sort: Sort, of placement: Placement, itemHash: some Collection<UInt8>) -> [UInt8] {
@@ -58,11 +60,15 @@ enum ListingIndex {
         if placement.inWorkingSet { containers.append(Item.workingSetContainer) }
         for container in containers {
             for sort in [Sort.name, .date] {
-                keys.insert(prefix(domain: domain, container: container, sort: sort) + position(sort: sort, of: placement, itemHash: itemHash))
+                keys.insert(
+                    prefix(domain: domain, container: container, sort: sort)
+                        + position(sort: sort, of: placement, itemHash: itemHash))
             }
         }
         if placement.lastUsedDate != nil {
-            keys.insert(prefix(domain: domain, container: recentTracker, sort: .lastUse) + position(sort: .lastUse, of: placement, itemHash: itemHash))
+            keys.insert(
+                prefix(domain: domain, container: recentTracker, sort: .lastUse)
+                    + position(sort: .lastUse, of: placement, itemHash: itemHash))
         }
         return keys
     }
@@ -79,7 +85,9 @@ enum ListingIndex {
 extension WriteTransaction {
     /// Moves an item's `listing` entries from where it was to where it is (nil: absent).
     @available(*, noasync)
-    mutating func reindex(domain: [UInt8], itemHash: [UInt8], from before: Placement?, to after: Placement?, _ dbs: Databases) throws {
+    mutating func reindex(
+        domain: [UInt8], itemHash: [UInt8], from before: Placement?, to after: Placement?, _ dbs: Databases
+    ) throws {
         guard before != after else { return }
         let old = ListingIndex.keys(domain: domain, itemHash: itemHash, placement: before)
         let new = ListingIndex.keys(domain: domain, itemHash: itemHash, placement: after)
@@ -96,10 +104,16 @@ extension WriteTransaction {
         try scan(dbs.items, prefix: []) { key, value in
             guard key.count > ListingIndex.hashLength else { return true }
             let record = try ItemRecord(decoding: value, name: RecordNames.item(key: key, in: self, dbs))
-            entries.append((Array(key.dropLast(ListingIndex.hashLength)), Array(key.suffix(ListingIndex.hashLength)), record.placement))
+            entries.append(
+                (
+                    Array(key.dropLast(ListingIndex.hashLength)), Array(key.suffix(ListingIndex.hashLength)),
+                    record.placement
+                ))
             return true
         }
-        for entry in entries { try reindex(domain: entry.domain, itemHash: entry.hash, from: nil, to: entry.placement, dbs) }
+        for entry in entries {
+            try reindex(domain: entry.domain, itemHash: entry.hash, from: nil, to: entry.placement, dbs)
+        }
     }
 }
 
@@ -109,14 +123,18 @@ extension TransactionReading where Self: ~Copyable {
     /// another). Names are not unique: a put or a sync may repeat one.
     func items(named filename: String, in container: String, domain: String, _ dbs: Databases) throws -> [ItemRecord] {
         let domainKey = Keys.domain(domain)
-        let prefix = ListingIndex.prefix(domain: domainKey, container: container, sort: .name)
+        let prefix =
+            ListingIndex.prefix(domain: domainKey, container: container, sort: .name)
             + Array(filename.utf8.prefix(ListingIndex.nameKeyLength)) + [0]
         var found: [ItemRecord] = []
         try scan(dbs.listing, prefix: prefix) { key, _ in
             guard key.count == prefix.count + ListingIndex.hashLength,
-                  let item = try withValue(dbs.items, key: domainKey + Array(key.suffix(ListingIndex.hashLength)), {
-                      try ItemRecord(decoding: $0, name: "an item of \(RecordNames.domain(domain))")
-                  }) else { return true }
+                let item = try withValue(
+                    dbs.items, key: domainKey + Array(key.suffix(ListingIndex.hashLength)),
+                    {
+                        try ItemRecord(decoding: $0, name: "an item of \(RecordNames.domain(domain))")
+                    })
+            else { return true }
             if item.filename == filename && item.placement.container == container { found.append(item) }
             return true
         }

@@ -74,15 +74,18 @@ extension ItemRecord {
     var placement: Placement {
         Placement(
             container: flags.contains(.trashed) ? Item.trashContainer : parent, filename: filename,
-            modificationDate: contentModificationDate, inWorkingSet: flags.contains(.inWorkingSet), lastUsedDate: lastUsedDate)
+            modificationDate: contentModificationDate, inWorkingSet: flags.contains(.inWorkingSet),
+            lastUsedDate: lastUsedDate)
     }
 
     /// Recomputes working-set membership (CONTRACT §11): recent, tagged, favorite, shared, trashed and pinned
     /// items, except those inside a trashed folder (F11).
     mutating func refreshWorkingSet(now: Double) {
         let recent = lastUsedDate.map { $0 >= now - RecentItems.window } ?? false
-        let member = !flags.contains(.inTrashedFolder)
-            && (recent || !tagData.isEmpty || favoriteRank != nil || !flags.isDisjoint(with: [.shared, .trashed, .pinned]))
+        let member =
+            !flags.contains(.inTrashedFolder)
+            && (recent || !tagData.isEmpty || favoriteRank != nil
+                || !flags.isDisjoint(with: [.shared, .trashed, .pinned]))
         if member { flags.insert(.inWorkingSet) } else { flags.remove(.inWorkingSet) }
     }
 }

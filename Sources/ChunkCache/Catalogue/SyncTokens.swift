@@ -76,12 +76,15 @@ struct AnchorPosition: Hashable {
 
     /// The position an anchor names, or nil when it is malformed or damaged.
     init?(_ anchor: SyncAnchor) {
-        guard let body = TokenSeal.open(Array(anchor.rawValue)), body.count == 29, body[0] == Self.tag else { return nil }
+        guard let body = TokenSeal.open(Array(anchor.rawValue)), body.count == 29, body[0] == Self.tag else {
+            return nil
+        }
         let fields: AnchorPosition? = body.withUnsafeBytes { raw in
             var r = ByteReader(raw)
             r.offset = 1
             guard let store = try? r.read(UInt64.self), let epoch = try? r.read(UInt64.self),
-                  let version = try? r.read(UInt64.self), let index = try? r.read(UInt32.self) else { return nil }
+                let version = try? r.read(UInt64.self), let index = try? r.read(UInt32.self)
+            else { return nil }
             return AnchorPosition(store: store, epoch: epoch, version: version, index: index)
         }
         guard let fields else { return nil }
@@ -127,7 +130,8 @@ struct PagePosition: Hashable {
         return EnumerationPage(rawValue: Data(TokenSeal.sealed(w.bytes, maxLength: 500)))
     }
 
-    init(store: UInt64, epoch: UInt64, container: [UInt8], sort: ListingIndex.Sort, version: UInt64, position: [UInt8]) {
+    init(store: UInt64, epoch: UInt64, container: [UInt8], sort: ListingIndex.Sort, version: UInt64, position: [UInt8])
+    {
         self.store = store
         self.epoch = epoch
         self.container = container
@@ -139,16 +143,20 @@ struct PagePosition: Hashable {
     /// The position a token names, or nil when it is malformed or damaged.
     init?(_ page: EnumerationPage) {
         // F1: no token is longer than 500 bytes, and one that is could not be written back.
-        guard page.rawValue.count <= 500, let body = TokenSeal.open(Array(page.rawValue)), body.first == Self.tag else { return nil }
+        guard page.rawValue.count <= 500, let body = TokenSeal.open(Array(page.rawValue)), body.first == Self.tag else {
+            return nil
+        }
         let fields: PagePosition? = body.withUnsafeBytes { raw in
             var r = ByteReader(raw)
             r.offset = 1
             guard let store = try? r.read(UInt64.self), let epoch = try? r.read(UInt64.self),
-                  let container = try? r.readBytes(8), let sortByte = try? r.read(UInt8.self),
-                  let sort = ListingIndex.Sort(rawValue: sortByte), sort != .lastUse,
-                  let version = try? r.read(UInt64.self), let position = try? r.readPrefixed(),
-                  r.offset == raw.count, position.count >= ListingIndex.hashLength else { return nil }
-            return PagePosition(store: store, epoch: epoch, container: container, sort: sort, version: version, position: position)
+                let container = try? r.readBytes(8), let sortByte = try? r.read(UInt8.self),
+                let sort = ListingIndex.Sort(rawValue: sortByte), sort != .lastUse,
+                let version = try? r.read(UInt64.self), let position = try? r.readPrefixed(),
+                r.offset == raw.count, position.count >= ListingIndex.hashLength
+            else { return nil }
+            return PagePosition(
+                store: store, epoch: epoch, container: container, sort: sort, version: version, position: position)
         }
         guard let fields else { return nil }
         self = fields

@@ -54,8 +54,10 @@ final class UsageRecorder: Sendable {
         note(store: store) { pending in
             if use { pending.uses[item] = now }
             if let reads {
-                for index in reads.chunks where pending.reads.count < Self.maxNotedChunks
-                    || pending.reads[PolicySlot(manifestID: reads.manifestID, index: index)] != nil {
+                for index in reads.chunks
+                where pending.reads.count < Self.maxNotedChunks
+                    || pending.reads[PolicySlot(manifestID: reads.manifestID, index: index)] != nil
+                {
                     pending.reads[PolicySlot(manifestID: reads.manifestID, index: index), default: 0] += 1
                 }
             }
@@ -65,7 +67,9 @@ final class UsageRecorder: Sendable {
     /// Notes where a reader of `item` is, for the next process's read-ahead.
     func noteReadPosition(of item: ItemIdentifier, _ position: ReadAhead, store: Store) {
         note(store: store) { pending in
-            guard pending.readPositions.count < ReadPositions.remembered || pending.readPositions[item] != nil else { return }
+            guard pending.readPositions.count < ReadPositions.remembered || pending.readPositions[item] != nil else {
+                return
+            }
             pending.readPositions[item] = position
         }
     }
@@ -84,7 +88,9 @@ final class UsageRecorder: Sendable {
             guard let store else { return }
             let notes = self.take()
             store.writer.writeLater({ txn in try txn.recordUsage(notes, store.dbs) }) { result in
-                if case .failure(let error) = result { Diagnostics.report("record when items and chunks were last used", error) }
+                if case .failure(let error) = result {
+                    Diagnostics.report("record when items and chunks were last used", error)
+                }
             }
         }
     }
@@ -117,9 +123,13 @@ extension WriteTransaction {
             guard try contains(dbs.domains, key: Keys.domain(domain)) else { continue }
             var changes = try beginChanges(to: domain, dbs)
             for (item, time) in uses {
-                guard let before = try withValue(dbs.items, key: Keys.item(domain: domain, id: item.rawValue), {
-                    try ItemRecord(decoding: $0, name: RecordNames.item(item.rawValue, domain: domain))
-                }) else { continue }
+                guard
+                    let before = try withValue(
+                        dbs.items, key: Keys.item(domain: domain, id: item.rawValue),
+                        {
+                            try ItemRecord(decoding: $0, name: RecordNames.item(item.rawValue, domain: domain))
+                        })
+                else { continue }
                 guard time - (before.lastUsedDate ?? -.infinity) >= UsageRecorder.granularity else { continue }
                 var after = before
                 after.lastUsedDate = time
@@ -141,8 +151,12 @@ extension WriteTransaction {
         let from = prefix + ListingIndex.bigEndian(ListingIndex.sortable(changes.record.recentCheckedThrough))
         var stale: [ItemRecord] = []
         try scan(dbs.listing, prefix: prefix, from: from) { key, _ in
-            guard let item = try withValue(dbs.items, key: domainKey + Array(key.suffix(ListingIndex.hashLength)), ItemRecord.init(ifIntact:)) ?? nil,
-                  let used = item.lastUsedDate else { return true }
+            guard
+                let item = try withValue(
+                    dbs.items, key: domainKey + Array(key.suffix(ListingIndex.hashLength)), ItemRecord.init(ifIntact:))
+                    ?? nil,
+                let used = item.lastUsedDate
+            else { return true }
             guard used < cutoff else { return false }
             var after = item
             after.refreshWorkingSet(now: changes.now)

@@ -1,4 +1,3 @@
-
 /// Runs blocking work (system calls, LMDB, zstd) on ``BlockingPool/shared``, not the cooperative pool, turning
 /// task cancellation into a flag the work checks between steps. Every error leaves as a ``CacheError``
 /// whose message names `what` was being done (built only when an error needs it) and the store at `storePath`.

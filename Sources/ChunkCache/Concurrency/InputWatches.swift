@@ -85,7 +85,8 @@ final class InputWatches: Sendable {
             } catch {
                 // Only a broken epoll instance fails here (EINTR is retried): stop rather than spin. Waiters
                 // still check on their own every `ChangeSignal.watchedPoll`.
-                Diagnostics.report("wait for input on watched descriptors (changes are noticed by polling instead)", error)
+                Diagnostics.report(
+                    "wait for input on watched descriptors (changes are noticed by polling instead)", error)
                 return
             }
             for token in tokens { start(token) }

@@ -12,7 +12,8 @@ enum BufferReader {
     ///
     /// - Returns: The count read, or on an origin domain the first stored chunk found damaged.
     static func read<T: TransactionReading & ~Copyable>(
-        _ plan: FetchPlan, at offset: Int64, into buffer: UnsafeMutableRawBufferPointer, store: Store, in txn: borrowing T
+        _ plan: FetchPlan, at offset: Int64, into buffer: UnsafeMutableRawBufferPointer, store: Store,
+        in txn: borrowing T
     ) throws -> BufferRead {
         let size = plan.version.size
         guard offset < size, buffer.count > 0 else { return .read(0) }
@@ -33,13 +34,15 @@ enum BufferReader {
                 case .stored(let digest):
                     let stored = try RangeAssembler.storedChunk(digest, of: plan, dbs: dbs, in: txn)
                     let whole = lower == chunk.location && upper == chunk.end
-                    guard let bytes = try plan.decode(
-                        stored, rawCount: Int(chunk.length), decompressor: context.decompressor,
-                        buffer: whole ? target : context.buffer, digest: digest)
+                    guard
+                        let bytes = try plan.decode(
+                            stored, rawCount: Int(chunk.length), decompressor: context.decompressor,
+                            buffer: whole ? target : context.buffer, digest: digest)
                     else { return .damaged(DamagedChunk(index: index, digest: digest)) }
                     if bytes.baseAddress != UnsafeRawPointer(target.baseAddress) {
-                        target.copyMemory(from: UnsafeRawBufferPointer(
-                            rebasing: bytes[Int(lower - chunk.location)..<Int(upper - chunk.location)]))
+                        target.copyMemory(
+                            from: UnsafeRawBufferPointer(
+                                rebasing: bytes[Int(lower - chunk.location)..<Int(upper - chunk.location)]))
                     }
                 case .absent:
                     throw ChunkVanished(index: index)

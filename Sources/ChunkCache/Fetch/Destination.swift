@@ -35,13 +35,16 @@ struct Destination {
         let folder: stat
         do {
             folder = try FileSystem.status(directory)
-        } catch where error == .noSuchFile || error == .notDirectory {
-            throw CacheError(.invalidArgument, "the folder of \(path) does not exist; create \(directory) first", underlying: error)
+        } catch  where error == .noSuchFile || error == .notDirectory {
+            throw CacheError(
+                .invalidArgument, "the folder of \(path) does not exist; create \(directory) first", underlying: error)
         } catch {
             throw CacheError.file(error, path: directory, doing: "looking at the folder of \(path)")
         }
         guard FileKind(mode: folder.st_mode) == .directory else {
-            throw CacheError(.invalidArgument, "the folder of \(path) does not exist (\(directory) is not a folder); give a path in a folder")
+            throw CacheError(
+                .invalidArgument,
+                "the folder of \(path) does not exist (\(directory) is not a folder); give a path in a folder")
         }
     }
 
@@ -75,7 +78,8 @@ struct Destination {
             }
             if case .damaged(let chunk) = try assemble(source.descriptor) { return .damaged(chunk) }
             do {
-                strategy = try FileCloner.clone(from: source.descriptor, to: pending.descriptor, length: size, allowed: strategies)
+                strategy = try FileCloner.clone(
+                    from: source.descriptor, to: pending.descriptor, length: size, allowed: strategies)
             } catch {
                 throw CacheError.file(error, path: path, doing: "copying the fetched bytes")
             }
@@ -118,7 +122,9 @@ struct Destination {
             guard sameDevice else { return nil }
         }
         let file = try HandOff.createOwnedFile(in: scratch, prefix: "fetch-")
-        guard !strategies.contains(.reflink) || FileCloner.canReflink(from: file.descriptor, to: destination) else { return nil }
+        guard !strategies.contains(.reflink) || FileCloner.canReflink(from: file.descriptor, to: destination) else {
+            return nil
+        }
         return file
     }
 }
@@ -171,7 +177,7 @@ struct PendingFile {
             do {
                 try descriptor.link(to: destination)
                 return
-            } catch where error == .fileExists && replaceExisting {
+            } catch  where error == .fileExists && replaceExisting {
                 // linkat cannot replace: name the file beside the destination, then rename over it.
                 let path = try StagingFiles.name(descriptor, in: directory)
                 self.stagingPath = path
@@ -185,7 +191,7 @@ struct PendingFile {
         } else {
             do {
                 try FileSystem.rename(stagingPath, to: destination, options: .noReplace)
-            } catch where error == .invalidArgument {
+            } catch  where error == .invalidArgument {
                 // A filesystem without RENAME_NOREPLACE: link(2) refuses an existing name the same way.
                 try FileSystem.link(stagingPath, to: destination)
                 try? FileSystem.unlink(stagingPath)
@@ -223,7 +229,7 @@ enum StagingFiles {
             do {
                 try file.link(to: path)
                 return path
-            } catch where error == .fileExists {
+            } catch  where error == .fileExists {
                 continue  // a name collision: draw again
             }
         }
@@ -263,10 +269,10 @@ enum StagingFiles {
         guard let file = try? FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) else { return false }
         defer { try? file.close() }
         guard let opened = try? file.status(), FileKind(mode: opened.st_mode) == .regular,
-              (try? file.tryLock(.exclusive)) == true,
-              // The name may have moved on since it was opened (a writer renamed its file into place).
-              let named = try? FileSystem.status(path, symlinks: .doNotFollow),
-              named.st_dev == opened.st_dev && named.st_ino == opened.st_ino
+            (try? file.tryLock(.exclusive)) == true,
+            // The name may have moved on since it was opened (a writer renamed its file into place).
+            let named = try? FileSystem.status(path, symlinks: .doNotFollow),
+            named.st_dev == opened.st_dev && named.st_ino == opened.st_ino
         else { return false }
         return (try? FileSystem.unlink(path)) != nil
     }

@@ -43,7 +43,8 @@ struct FetchJob: Sendable {
     /// work a caller may do on its own thread; nil, with nothing done but the plan, for a clone or a longer
     /// range, which the caller moves to the blocking pool.
     func attemptInline(
-        _ version: [UInt8]?, within limit: Int64, store: Store, cancellation: CancellationFlag, readsAreHits: Bool = true
+        _ version: [UInt8]?, within limit: Int64, store: Store, cancellation: CancellationFlag,
+        readsAreHits: Bool = true
     ) throws -> FetchOutcome<FetchResult>? {
         try run(version, store: store, cancellation: cancellation, within: limit, readsAreHits: readsAreHits)
     }
@@ -85,7 +86,8 @@ struct FetchJob: Sendable {
         _ plan: FetchPlan, store: Store, checkpoint: ChunkCheckpoint, readsAreHits: Bool, in txn: borrowing T
     ) throws -> FetchOutcome<FetchResult> {
         var result = FetchResult(
-            url: URL(fileURLWithPath: "/"), item: Records.publicItem(plan.item, domain: item.domain, version: plan.version),
+            url: URL(fileURLWithPath: "/"),
+            item: Records.publicItem(plan.item, domain: item.domain, version: plan.version),
             retrievedRange: plan.retrieved,
             flags: plan.wholeFile && plan.hasZeroChunks ? .knownSparseRanges : [],
             owner: .caller, domainVersion: plan.domainVersion, cloneStrategy: nil)
@@ -112,7 +114,8 @@ struct FetchJob: Sendable {
             result.url = URL(fileURLWithPath: target, isDirectory: false)
             result.owner = .destination
         }
-        store.usage.noteUse(of: item, recorded: plan.item.lastUsedDate, reads: readsAreHits ? plan.policyReads : nil, store: store)
+        store.usage.noteUse(
+            of: item, recorded: plan.item.lastUsedDate, reads: readsAreHits ? plan.policyReads : nil, store: store)
         return .served(result)
     }
 }
@@ -144,9 +147,13 @@ struct BufferReadJob: @unchecked Sendable {
                 return .missing(.damaged(version: plan.version, chunk))
             case .read(let count):
                 store.usage.noteUse(of: item, recorded: plan.item.lastUsedDate, reads: plan.policyReads, store: store)
-                return .served(ServedRead(offset: offset, fromOriginDomain: plan.fromOrigin, result: ReadResult(
-                    bytesRead: count, item: Records.publicItem(plan.item, domain: item.domain, version: plan.version),
-                    domainVersion: plan.domainVersion)))
+                return .served(
+                    ServedRead(
+                        offset: offset, fromOriginDomain: plan.fromOrigin,
+                        result: ReadResult(
+                            bytesRead: count,
+                            item: Records.publicItem(plan.item, domain: item.domain, version: plan.version),
+                            domainVersion: plan.domainVersion)))
             }
         }
     }
@@ -175,8 +182,10 @@ extension ChunkCache {
             } catch let vanished as ChunkVanished {
                 attempts += 1
                 guard attempts < maxSnapshots else {
-                    throw CacheError(.corruptData,
-                        "chunk \(vanished.index) of item \(item) kept leaving the cache while it was read; run `chunkcache verify --repair`, then retry")
+                    throw CacheError(
+                        .corruptData,
+                        "chunk \(vanished.index) of item \(item) kept leaving the cache while it was read; run `chunkcache verify --repair`, then retry"
+                    )
                 }
             } catch {
                 throw CacheError.wrap(error, store: store.path, doing: "fetching \(item)")

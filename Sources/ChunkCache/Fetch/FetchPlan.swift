@@ -54,7 +54,8 @@ struct FetchPlan: Sendable {
     var policyReads: ChunkReads? {
         guard fromOrigin, retrieved.length > 0 else { return nil }
         let shift = version.layout.shift
-        return ChunkReads(manifestID: version.manifestID, chunks: (retrieved.location >> shift)...((retrieved.end - 1) >> shift))
+        return ChunkReads(
+            manifestID: version.manifestID, chunks: (retrieved.location >> shift)...((retrieved.end - 1) >> shift))
     }
 }
 
@@ -63,11 +64,13 @@ extension FetchPlan {
     /// origin domain a chunk that fails its check returns nil: the fetch downloads it again and succeeds
     /// (CONTRACT §10); elsewhere it is `corruptData`.
     func decode(
-        _ stored: UnsafeRawBufferPointer, rawCount: Int, decompressor: Decompressor, buffer: UnsafeMutableRawBufferPointer,
+        _ stored: UnsafeRawBufferPointer, rawCount: Int, decompressor: Decompressor,
+        buffer: UnsafeMutableRawBufferPointer,
         digest: ChunkDigest
     ) throws -> UnsafeRawBufferPointer? {
         do {
-            return try ChunkCodec.decode(stored, rawCount: rawCount, decompressor: decompressor, buffer: buffer, digest: digest)
+            return try ChunkCodec.decode(
+                stored, rawCount: rawCount, decompressor: decompressor, buffer: buffer, digest: digest)
         } catch {
             guard fromOrigin else { throw error }
             return nil

@@ -24,7 +24,8 @@ enum FetchPlanner {
     /// Checks an alignment: a power of two from 1 to 2^30.
     static func validate(alignment: Int) throws(CacheError) {
         guard alignment > 0, alignment <= 1 << 30, alignment & (alignment - 1) == 0 else {
-            throw CacheError(.invalidArgument, "alignment \(alignment) is not a power of two from 1 to 2^30; use e.g. 4096")
+            throw CacheError(
+                .invalidArgument, "alignment \(alignment) is not a power of two from 1 to 2^30; use e.g. 4096")
         }
     }
 
@@ -44,7 +45,9 @@ enum FetchPlanner {
         let dbs = store.dbs
         let domainRecord = try Records.domain(domain, in: txn, dbs)
         if let process = request.requestingProcess, domainRecord.nonMaterializingProcesses.contains(process) {
-            throw CacheError(.noPermission, "process \"\(process)\" may not materialize files of domain \"\(domain)\"; nothing was downloaded")
+            throw CacheError(
+                .noPermission,
+                "process \"\(process)\" may not materialize files of domain \"\(domain)\"; nothing was downloaded")
         }
         let itemKey = Keys.item(domain: domain, id: id)
         let strict = options.contains(.strictVersioning)
@@ -53,7 +56,8 @@ enum FetchPlanner {
         }
         let item = try Records.item(id, domain: domain, key: itemKey, in: txn, dbs)
         guard item.kind == .file else {
-            throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(domain)\" is a \(item.kind); only files have contents")
+            throw CacheError(
+                .invalidArgument, "item \"\(id)\" in domain \"\(domain)\" is a \(item.kind); only files have contents")
         }
         let versions = try Records.versions(ofItemKey: itemKey, in: txn, dbs)
         let order = candidateOrder(of: versions, requested: requested, strict: strict)
@@ -63,28 +67,38 @@ enum FetchPlanner {
                 versions, order: order, item: item, requested: requested, strict: strict, minimal: minimal,
                 alignment: alignment, domainVersion: domainVersion, in: txn, dbs)
         }
-        if let first = order.first, let plan = try serving(
-            versions[first], item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion, in: txn, dbs) {
+        if let first = order.first,
+            let plan = try serving(
+                versions[first], item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion,
+                in: txn, dbs)
+        {
             return .serve(plan)
         }
         for index in order.thenNewest {
             if let plan = try serving(
-                versions[index], item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion, in: txn, dbs) {
+                versions[index], item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion,
+                in: txn, dbs)
+            {
                 return .serve(plan)
             }
         }
         let asked = requested.map { "version \"\(String(decoding: $0, as: UTF8.self))\"" } ?? "the newest version"
         if strict {
-            throw CacheError(.versionNoLongerAvailable,
-                "\(asked) of item \"\(id)\" in domain \"\(domain)\" cannot serve \(minimal.map { "range \($0)" } ?? "the whole file") (strict versioning); fetch it without strict versioning, or put that version again")
+            throw CacheError(
+                .versionNoLongerAvailable,
+                "\(asked) of item \"\(id)\" in domain \"\(domain)\" cannot serve \(minimal.map { "range \($0)" } ?? "the whole file") (strict versioning); fetch it without strict versioning, or put that version again"
+            )
         }
         guard let lostIndex = order.first ?? order.thenNewest.first else {
-            throw CacheError(.corruptData, "item \"\(id)\" in domain \"\(domain)\" has no content version; put the file again")
+            throw CacheError(
+                .corruptData, "item \"\(id)\" in domain \"\(domain)\" has no content version; put the file again")
         }
         let lost = versions[lostIndex]
         let range = retrieved(minimal, of: lost, alignment: alignment)
-        throw CacheError(.corruptData,
-            "the store lost \(try lostChunks(of: lost, range: range, in: txn, dbs)) of version \"\(String(decoding: lost.contentVersion, as: UTF8.self))\" of item \"\(id)\" in domain \"\(domain)\" (range \(range)), and no newer version holds that range; run `chunkcache verify --repair`, then put the file again")
+        throw CacheError(
+            .corruptData,
+            "the store lost \(try lostChunks(of: lost, range: range, in: txn, dbs)) of version \"\(String(decoding: lost.contentVersion, as: UTF8.self))\" of item \"\(id)\" in domain \"\(domain)\" (range \(range)), and no newer version holds that range; run `chunkcache verify --repair`, then put the file again"
+        )
     }
 
     /// Plans a fetch of an origin domain, where what the store lacks is read from the origin (CONTRACT §10):
@@ -93,24 +107,32 @@ enum FetchPlanner {
     /// the origin (``Absence/undiscovered(pinned:range:refresh:)``), strict or not: the origin may hold it, and a
     /// stored version may be older than it, which must never serve (B6).
     private static func planFromOrigin<T: TransactionReading & ~Copyable>(
-        _ versions: [VersionRecord], order: (first: Int?, thenNewest: Range<Int>), item: ItemRecord, requested: [UInt8]?,
-        strict: Bool, minimal: ByteRange?, alignment: Int, domainVersion: DomainVersion, in txn: borrowing T, _ dbs: Databases
+        _ versions: [VersionRecord], order: (first: Int?, thenNewest: Range<Int>), item: ItemRecord,
+        requested: [UInt8]?,
+        strict: Bool, minimal: ByteRange?, alignment: Int, domainVersion: DomainVersion, in txn: borrowing T,
+        _ dbs: Databases
     ) throws -> PlanOutcome {
         if requested != nil && order.first == nil {
             return .miss(.undiscovered(pinned: strict ? requested : nil, range: minimal, refresh: true))
         }
         if let first = order.first {
             let version = versions[first]
-            if var plan = try serving(version, item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion, in: txn, dbs) {
+            if var plan = try serving(
+                version, item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion, in: txn, dbs)
+            {
                 plan.fromOrigin = true
                 return .serve(plan)
             }
-            return .miss(.chunks(version: version, range: retrieved(minimal, of: version, alignment: alignment), item: item,
-                                 domainVersion: domainVersion))
+            return .miss(
+                .chunks(
+                    version: version, range: retrieved(minimal, of: version, alignment: alignment), item: item,
+                    domainVersion: domainVersion))
         }
         for index in order.thenNewest {
             if var plan = try serving(
-                versions[index], item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion, in: txn, dbs) {
+                versions[index], item: item, minimal: minimal, alignment: alignment, domainVersion: domainVersion,
+                in: txn, dbs)
+            {
                 plan.fromOrigin = true
                 return .serve(plan)
             }
@@ -125,7 +147,9 @@ enum FetchPlanner {
     /// - `thenNewest`: tried after `first`, newest first. Without strict versioning these are the versions
     ///   newer than the requested one, or every version when the requested one is unknown (gone). Never an
     ///   older one, and nothing after the newest when none was requested.
-    static func candidateOrder(of versions: [VersionRecord], requested: [UInt8]?, strict: Bool) -> (first: Int?, thenNewest: Range<Int>) {
+    static func candidateOrder(of versions: [VersionRecord], requested: [UInt8]?, strict: Bool) -> (
+        first: Int?, thenNewest: Range<Int>
+    ) {
         guard let requested else { return (versions.isEmpty ? nil : 0, 0..<0) }
         guard let index = versions.firstIndex(where: { $0.contentVersion == requested }) else {
             return (nil, strict ? 0..<0 : versions.indices)
@@ -140,7 +164,8 @@ enum FetchPlanner {
     ) throws -> FetchPlan? {
         let range = retrieved(minimal, of: version, alignment: alignment)
         guard let zeros = try availability(of: version, range: range, in: txn, dbs) else { return nil }
-        return FetchPlan(item: item, version: version, retrieved: range, hasZeroChunks: zeros, domainVersion: domainVersion)
+        return FetchPlan(
+            item: item, version: version, retrieved: range, hasZeroChunks: zeros, domainVersion: domainVersion)
     }
 
     /// The range a fetch of `minimal` (nil: the whole file) retrieves from `version`.

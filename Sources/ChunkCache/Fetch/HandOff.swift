@@ -38,7 +38,9 @@ enum HandOff {
     }
 
     /// Creates a new, empty file in `directory` with a unique name, mode 0600 and `O_EXCL` (B4).
-    static func createUniqueFile(in directory: String, prefix: String, mode: mode_t = 0o600) throws -> (FileDescriptor, String) {
+    static func createUniqueFile(in directory: String, prefix: String, mode: mode_t = 0o600) throws -> (
+        FileDescriptor, String
+    ) {
         while true {
             let path = uniqueName(in: directory, prefix: prefix)
             do {

@@ -19,12 +19,16 @@ enum MissingItem {
     static func confirm(_ id: String, domain: String, authority: Authority) -> CacheError {
         switch authority {
         case .store:
-            return CacheError(.noSuchItem,
-                "there is no item \"\(id)\" in domain \"\(domain)\" (the store holds the domain's only copy); check the identifier")
+            return CacheError(
+                .noSuchItem,
+                "there is no item \"\(id)\" in domain \"\(domain)\" (the store holds the domain's only copy); check the identifier"
+            )
         case .origin:
             // Not noSuchItem: the store lacking the item says nothing about the origin (C2).
-            return CacheError(.featureUnsupported,
-                "item \"\(id)\" of domain \"\(domain)\" is not in the store yet, and asking its origin without fetching is not built in this version of chunkcache; fetch it (`chunkcache fetch --domain \(domain) \(id)`), which reads it from the origin")
+            return CacheError(
+                .featureUnsupported,
+                "item \"\(id)\" of domain \"\(domain)\" is not in the store yet, and asking its origin without fetching is not built in this version of chunkcache; fetch it (`chunkcache fetch --domain \(domain) \(id)`), which reads it from the origin"
+            )
         }
     }
 }

@@ -25,7 +25,9 @@ enum RangeAssembler {
         let first = plan.retrieved.location >> layout.shift
         let end = (plan.retrieved.end - 1) >> layout.shift + 1
         let count = end - first
-        let workers = try plan.retrieved.length >= FetchThresholds.parallelBytes && startsWithCompressedChunks(plan, store: store, from: first, in: txn)
+        let workers =
+            try plan.retrieved.length >= FetchThresholds.parallelBytes
+            && startsWithCompressedChunks(plan, store: store, from: first, in: txn)
             ? Int(min(count, Int64(BlockingPool.width))) : 1
         if workers == 1 {
             return try store.codecs.withDecoder { context in
@@ -33,8 +35,9 @@ enum RangeAssembler {
                     let stride = max(1, FetchThresholds.releaseStrideBytes >> layout.shift)
                     for lower in Swift.stride(from: first, to: end, by: Int(stride)) {
                         let upper = min(lower + stride, end)
-                        let written = try writeChunks(lower..<upper, of: plan, store: store, run: &run, checkpoint: checkpoint,
-                                                      context: context, in: txn)
+                        let written = try writeChunks(
+                            lower..<upper, of: plan, store: store, run: &run, checkpoint: checkpoint,
+                            context: context, in: txn)
                         if case .damaged(let chunk) = written { return .damaged(chunk) }
                         // Queued raw chunks point into the map: written before its pages are released.
                         try run.flush()
@@ -46,7 +49,8 @@ enum RangeAssembler {
         }
         // Workers claim a few chunks at a time rather than a fixed share each: the calling thread starts at
         // once and the other joins when it wakes (tens of µs later), so neither waits on a straggler.
-        let claims = ChunkClaims(first: first, end: end, claim: Int64(max(1, FetchThresholds.claimBytes >> layout.shift)))
+        let claims = ChunkClaims(
+            first: first, end: end, claim: Int64(max(1, FetchThresholds.claimBytes >> layout.shift)))
         let gate = WriteGate()
         SharedWork.run(helpers: workers - 1) {
             do {
@@ -54,8 +58,10 @@ enum RangeAssembler {
                     try store.environment.read { txn in
                         try context.withRunWriter(into: file, gate: gate) { run -> Void in
                             while let indices = claims.next() {
-                                switch try writeChunks(indices, of: plan, store: store, run: &run,
-                                                       checkpoint: checkpoint, context: context, in: txn) {
+                                switch try writeChunks(
+                                    indices, of: plan, store: store, run: &run,
+                                    checkpoint: checkpoint, context: context, in: txn)
+                                {
                                 case .damaged(let chunk):
                                     claims.found(chunk)
                                     return
@@ -85,7 +91,10 @@ enum RangeAssembler {
         var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
         for index in first..<min(first + probes, plan.version.layout.chunkCount(forLength: plan.version.size)) {
             guard case .stored(let digest) = try cursor.entry(index, in: txn),
-                  let compressed = try digest.withUnsafeBytes({ try txn.withValue(dbs.chunks, key: $0, ChunkCodec.isCompressed) }) else { continue }
+                let compressed = try digest.withUnsafeBytes({
+                    try txn.withValue(dbs.chunks, key: $0, ChunkCodec.isCompressed)
+                })
+            else { continue }
             if compressed { return true }
         }
         return false
@@ -97,7 +106,10 @@ enum RangeAssembler {
         _ digest: ChunkDigest, of plan: FetchPlan, dbs: Databases, in txn: borrowing T
     ) throws -> UnsafeRawBufferPointer {
         guard let stored = try digest.withUnsafeBytes({ try txn.unsafeValue(dbs.chunks, key: $0) }) else {
-            throw CacheError(.corruptData, "chunk \(digest) of item \"\(plan.item.identifier)\" is missing from the store; run `chunkcache verify --repair`")
+            throw CacheError(
+                .corruptData,
+                "chunk \(digest) of item \"\(plan.item.identifier)\" is missing from the store; run `chunkcache verify --repair`"
+            )
         }
         return stored
     }
@@ -131,9 +143,10 @@ enum RangeAssembler {
                 if !plan.wholeFile { try run.append(ZeroBytes.prefix(length), at: range.location) }
             case .stored(let digest):
                 let stored = try storedChunk(digest, of: plan, dbs: dbs, in: txn)
-                guard let bytes = try plan.decode(
-                    stored, rawCount: length, decompressor: context.decompressor,
-                    buffer: try run.space(length, at: range.location), digest: digest)
+                guard
+                    let bytes = try plan.decode(
+                        stored, rawCount: length, decompressor: context.decompressor,
+                        buffer: try run.space(length, at: range.location), digest: digest)
                 else { return .damaged(DamagedChunk(index: index, digest: digest)) }
                 try run.append(bytes, at: range.location)
                 written += range.length

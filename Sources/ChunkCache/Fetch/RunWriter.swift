@@ -39,8 +39,10 @@ struct RunWriter: ~Copyable {
     ///   - staging: Room for decoded chunks, at least one chunk long; reused, already touched.
     ///   - vectors: Room for the most chunks one write takes.
     ///   - runStarts: Room for the most separate runs held at once.
-    init(file: FileDescriptor, gate: WriteGate?, staging: UnsafeMutableRawBufferPointer,
-         vectors: UnsafeMutableBufferPointer<iovec>, runStarts: UnsafeMutableBufferPointer<RunStart>) {
+    init(
+        file: FileDescriptor, gate: WriteGate?, staging: UnsafeMutableRawBufferPointer,
+        vectors: UnsafeMutableBufferPointer<iovec>, runStarts: UnsafeMutableBufferPointer<RunStart>
+    ) {
         self.file = file
         self.gate = gate
         self.staging = staging
@@ -102,7 +104,9 @@ struct RunWriter: ~Copyable {
         for run in 0..<runCount {
             let start = runStarts[run]
             let end = run + 1 < runCount ? runStarts[run + 1].firstVector : count
-            try file.writeAll(toAbsoluteOffset: start.offset, vectors: UnsafeMutableBufferPointer(rebasing: vectors[start.firstVector..<end]))
+            try file.writeAll(
+                toAbsoluteOffset: start.offset,
+                vectors: UnsafeMutableBufferPointer(rebasing: vectors[start.firstVector..<end]))
         }
     }
 

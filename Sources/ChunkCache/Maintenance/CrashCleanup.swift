@@ -1,5 +1,5 @@
-import Foundation
 import FileIO
+import Foundation
 import LMDBKit
 
 /// What opening a store cleans up after crashed processes: unpublished manifests and stale hand-off files.
@@ -13,7 +13,9 @@ extension Store {
             var byWriter: [WriterToken: [UInt64]] = [:]
             try txn.scan(dbs.pending, prefix: []) { key, value in
                 guard key.count == 8 else {
-                    throw CacheError(.corruptData, "the store at \(path) lists a pending manifest under a damaged key; run `chunkcache verify`")
+                    throw CacheError(
+                        .corruptData,
+                        "the store at \(path) lists a pending manifest under a damaged key; run `chunkcache verify`")
                 }
                 let id = UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
                 let record = try PendingRecord(decoding: value, name: RecordNames.pending(id))
@@ -58,7 +60,8 @@ extension Store {
         var removed = 0
         for name in names {
             let file = tmpPath + "/" + name
-            guard let st = try? FileSystem.status(file, symlinks: .doNotFollow), FileKind(mode: st.st_mode) == .regular else { continue }
+            guard let st = try? FileSystem.status(file, symlinks: .doNotFollow), FileKind(mode: st.st_mode) == .regular
+            else { continue }
             let modified = Double(st.st_mtim.tv_sec) + Double(st.st_mtim.tv_nsec) / 1e9
             if grace == nil || modified < cutoff, (try? FileSystem.unlink(file)) != nil { removed += 1 }
         }

@@ -51,7 +51,9 @@ struct PolicySlot: Hashable, Sendable {
 
 /// Where a tracked chunk stands in W-TinyLFU.
 enum PolicySegment: UInt8, CaseIterable {
-    case window = 1, probation = 2, protected = 3
+    case window = 1
+    case probation = 2
+    case protected = 3
     /// Evicted: its frequency is remembered, its bytes are gone.
     case ghost = 4
 
@@ -94,7 +96,9 @@ struct PolicyRecord: StoreRecord {
     }
 
     init(reading r: inout ByteReader) throws(RecordDamage) {
-        guard let segment = PolicySegment(rawValue: try r.read(UInt8.self)) else { throw RecordDamage(problem: "names no segment") }
+        guard let segment = PolicySegment(rawValue: try r.read(UInt8.self)) else {
+            throw RecordDamage(problem: "names no segment")
+        }
         self.segment = segment
         position = try r.read()
         frequency = try r.read()
@@ -103,7 +107,10 @@ struct PolicyRecord: StoreRecord {
         itemKey = try r.readPrefixed()
     }
 
-    init(segment: PolicySegment, position: UInt64, frequency: UInt8, generation: UInt32, storedBytes: UInt32, itemKey: [UInt8]) {
+    init(
+        segment: PolicySegment, position: UInt64, frequency: UInt8, generation: UInt32, storedBytes: UInt32,
+        itemKey: [UInt8]
+    ) {
         self.segment = segment
         self.position = position
         self.frequency = frequency
@@ -164,7 +171,8 @@ extension WriteTransaction {
                 try policyUnlink(slot, old, dbs)
             }
             let record = PolicyRecord(
-                segment: .window, position: 0, frequency: min(EvictionPolicy.maxFrequency, frequency + 1), generation: generation,
+                segment: .window, position: 0, frequency: min(EvictionPolicy.maxFrequency, frequency + 1),
+                generation: generation,
                 storedBytes: chunk.storedBytes, itemKey: admission.itemKey)
             try policyLink(slot, record, dbs)
         }
@@ -204,7 +212,9 @@ extension WriteTransaction {
     /// than came in since the last; a tie keeps the window's chunks. Pinned items' chunks are forgotten, never
     /// chosen; chunks `protection` covers are spared while anything else can go.
     @available(*, noasync)
-    mutating func policyChooseVictims(bytes: Int64, limit: Int, sparing protection: PolicyProtection, _ dbs: Databases) throws -> [PolicyVictim] {
+    mutating func policyChooseVictims(bytes: Int64, limit: Int, sparing protection: PolicyProtection, _ dbs: Databases)
+        throws -> [PolicyVictim]
+    {
         let generation = UInt32(truncatingIfNeeded: try counter(dbs, PolicyMeta.generation))
         let residents: [PolicySegment] = [.window, .probation, .protected]
         let tracked = try residents.reduce(Int64(0)) { $0 + Int64(try counter(dbs, $1.bytesCounterName)) }
@@ -218,8 +228,12 @@ extension WriteTransaction {
         var spared: UInt64 = 0
         while chosen < bytes && victims.count < limit {
             var pick: (PolicySlot, PolicyRecord)?
-            if try counter(dbs, PolicySegment.window.counterName) > windowShare, let candidate = try policyOldest(.window, dbs) {
-                let main = Int64(try counter(dbs, PolicySegment.probation.bytesCounterName) + counter(dbs, PolicySegment.protected.bytesCounterName))
+            if try counter(dbs, PolicySegment.window.counterName) > windowShare,
+                let candidate = try policyOldest(.window, dbs)
+            {
+                let main = Int64(
+                    try counter(dbs, PolicySegment.probation.bytesCounterName)
+                        + counter(dbs, PolicySegment.protected.bytesCounterName))
                 let victim = try policyOldest(.probation, dbs) ?? policyOldest(.protected, dbs)
                 if main + Int64(candidate.1.storedBytes) <= mainRoom || victim == nil {
                     try policyMove(candidate.0, candidate.1, to: .probation, dbs)  // main has room: admitted as is
@@ -276,7 +290,13 @@ extension WriteTransaction {
                 if let record = PolicyRecord(ifIntact: value) {
                     found.append((slot, record))
                 } else {
-                    found.append((slot, PolicyRecord(segment: .ghost, position: .max, frequency: 0, generation: 0, storedBytes: 0, itemKey: [])))
+                    found.append(
+                        (
+                            slot,
+                            PolicyRecord(
+                                segment: .ghost, position: .max, frequency: 0, generation: 0, storedBytes: 0,
+                                itemKey: [])
+                        ))
                 }
             }
             return true
@@ -289,7 +309,8 @@ extension WriteTransaction {
     mutating func policyAdopt(manifest manifestID: UInt64, itemKey: [UInt8], _ dbs: Databases) throws {
         var chunks: [(Int64, UInt32)] = []
         try scan(dbs.manifests, prefix: Keys.manifest(manifestID)) { key, value in
-            guard let (_, page) = Keys.parseManifestPage(key), let entries = ManifestPage.entries(ofStored: value) else { return true }
+            guard let (_, page) = Keys.parseManifestPage(key), let entries = ManifestPage.entries(ofStored: value)
+            else { return true }
             for slot in 0..<(entries.count / ManifestPage.entrySize) {
                 guard case .stored(let digest) = try ManifestPage.entry(in: entries, at: slot) else { continue }
                 let stored = try intactChunkRef(digest, dbs)?.storedLength ?? 0
@@ -301,8 +322,11 @@ extension WriteTransaction {
         for (index, stored) in chunks {
             let slot = PolicySlot(manifestID: manifestID, index: index)
             if let old = try policyRecord(slot, dbs) { try policyUnlink(slot, old, dbs) }
-            try policyLink(slot, PolicyRecord(segment: .probation, position: 0, frequency: 1, generation: generation,
-                                              storedBytes: stored, itemKey: itemKey), dbs)
+            try policyLink(
+                slot,
+                PolicyRecord(
+                    segment: .probation, position: 0, frequency: 1, generation: generation,
+                    storedBytes: stored, itemKey: itemKey), dbs)
         }
     }
 
@@ -315,7 +339,8 @@ extension WriteTransaction {
 
     /// The oldest entry of a segment's queue; queue entries whose record is gone or moved are dropped.
     @available(*, noasync)
-    private mutating func policyOldest(_ segment: PolicySegment, _ dbs: Databases) throws -> (PolicySlot, PolicyRecord)? {
+    private mutating func policyOldest(_ segment: PolicySegment, _ dbs: Databases) throws -> (PolicySlot, PolicyRecord)?
+    {
         while true {
             var first: ([UInt8], PolicySlot?)?
             try scan(dbs.policyQueue, prefix: [segment.rawValue]) { key, value in
@@ -324,7 +349,8 @@ extension WriteTransaction {
             }
             guard let (queueKey, slot) = first else { return nil }
             if let slot, let record = try policyRecord(slot, dbs), record.segment == segment,
-               PolicyRecord.queueKey(segment, record.position) == queueKey {
+                PolicyRecord.queueKey(segment, record.position) == queueKey
+            {
                 return (slot, record)
             }
             _ = try delete(dbs.policyQueue, key: queueKey)  // stale: its record moved or was damaged
@@ -347,7 +373,9 @@ extension WriteTransaction {
 
     /// Moves a chunk to the recent end of `segment`.
     @available(*, noasync)
-    private mutating func policyMove(_ slot: PolicySlot, _ record: PolicyRecord, to segment: PolicySegment, _ dbs: Databases) throws {
+    private mutating func policyMove(
+        _ slot: PolicySlot, _ record: PolicyRecord, to segment: PolicySegment, _ dbs: Databases
+    ) throws {
         try policyUnlink(slot, record, dbs)
         var moved = record
         moved.segment = segment
@@ -376,7 +404,8 @@ extension WriteTransaction {
             let protected = try counter(dbs, PolicySegment.protected.counterName)
             let main = try counter(dbs, PolicySegment.probation.counterName) + protected
             guard protected > max(1, main * EvictionPolicy.protectedPercent / 100),
-                  let (slot, record) = try policyOldest(.protected, dbs) else { return }
+                let (slot, record) = try policyOldest(.protected, dbs)
+            else { return }
             try policyMove(slot, record, to: .probation, dbs)
         }
     }
@@ -384,8 +413,12 @@ extension WriteTransaction {
     /// Keeps at most as many ghosts as tracked chunks, dropping the oldest.
     @available(*, noasync)
     private mutating func trimGhosts(_ dbs: Databases) throws {
-        let tracked = try PolicySegment.allCases.filter { $0 != .ghost }.reduce(UInt64(0)) { $0 + (try counter(dbs, $1.counterName)) }
-        while try counter(dbs, PolicySegment.ghost.counterName) > max(tracked, 64), let (slot, record) = try policyOldest(.ghost, dbs) {
+        let tracked = try PolicySegment.allCases.filter { $0 != .ghost }.reduce(UInt64(0)) {
+            $0 + (try counter(dbs, $1.counterName))
+        }
+        while try counter(dbs, PolicySegment.ghost.counterName) > max(tracked, 64),
+            let (slot, record) = try policyOldest(.ghost, dbs)
+        {
             try policyForget(slot, record, dbs)
         }
     }
@@ -394,7 +427,9 @@ extension WriteTransaction {
     @available(*, noasync)
     private mutating func policyCountSamples(_ reads: UInt64, _ dbs: Databases) throws {
         guard reads > 0 else { return }
-        let tracked = try PolicySegment.allCases.filter { $0 != .ghost }.reduce(UInt64(0)) { $0 + (try counter(dbs, $1.counterName)) }
+        let tracked = try PolicySegment.allCases.filter { $0 != .ghost }.reduce(UInt64(0)) {
+            $0 + (try counter(dbs, $1.counterName))
+        }
         let samples = try counter(dbs, PolicyMeta.samples) + reads
         if samples >= max(64, tracked) * EvictionPolicy.samplesPerChunk {
             try setCounter(dbs, PolicyMeta.samples, 0)

@@ -18,27 +18,34 @@ package enum EngineFuzzing {
     /// Every record type: what decodes encodes to bytes that decode to the same record.
     package static func records(_ bytes: UnsafeRawBufferPointer) -> String? {
         let checks: [(UnsafeRawBufferPointer) -> String?] = [
-            roundTrip(DomainRecord.self), roundTrip(ItemRecord.self), roundTrip(VersionRecord.self), roundTrip(ChunkRef.self),
-            roundTrip(PendingRecord.self), roundTrip(ImportJobRecord.self), roundTrip(PolicyRecord.self), roundTrip(ChangeRecord.self),
+            roundTrip(DomainRecord.self), roundTrip(ItemRecord.self), roundTrip(VersionRecord.self),
+            roundTrip(ChunkRef.self),
+            roundTrip(PendingRecord.self), roundTrip(ImportJobRecord.self), roundTrip(PolicyRecord.self),
+            roundTrip(ChangeRecord.self),
         ]
         for check in checks { if let problem = check(bytes) { return problem } }
         // A read-ahead state another process left (unsealed: advice, range-checked instead).
         if var state = ReadAhead(stored: bytes) {
             guard state.stored == Array(bytes) else { return "a read-ahead state does not encode back to its bytes" }
             let end = ChunkLayout.maxItemLength
-            _ = state.advance(fetching: (end - 65_536)..<end, size: end, limit: 1 << 30)  // no overflow at the largest offsets
+            // no overflow at the largest offsets
+            _ = state.advance(fetching: (end - 65_536)..<end, size: end, limit: 1 << 30)
         }
         // The keys the store parses back: only what the writer could have written parses.
-        if let (manifest, page) = Keys.parseManifestPage(bytes), Keys.manifestPage(manifest, page: page) != Array(bytes) {
+        if let (manifest, page) = Keys.parseManifestPage(bytes), Keys.manifestPage(manifest, page: page) != Array(bytes)
+        {
             return "manifest page key \(Array(bytes)) does not print back to itself"
         }
         if let (_, itemKey, contentVersion) = Keys.parseVersion(bytes) {
             // The domain's bytes, not its String: invalid UTF-8 decodes to replacement characters.
             let domainLength = Int(bytes[0]) | Int(bytes[1]) << 8
-            guard itemKey.count == 2 + domainLength + 16, itemKey.count + 2 + contentVersion.count <= bytes.count else { return "a version key's parts overrun it" }
+            guard itemKey.count == 2 + domainLength + 16, itemKey.count + 2 + contentVersion.count <= bytes.count else {
+                return "a version key's parts overrun it"
+            }
         }
         if let (version, index) = Keys.parseChange(bytes, domainLength: min(bytes.count, 4)),
-           Keys.change(domain: Array(bytes.prefix(4)), version: version, index: index) != Array(bytes) {
+            Keys.change(domain: Array(bytes.prefix(4)), version: version, index: index) != Array(bytes)
+        {
             return "change key \(Array(bytes)) does not print back to itself"
         }
         return nil
@@ -49,7 +56,9 @@ package enum EngineFuzzing {
             var reader = ByteReader(bytes)
             guard let record = try? R(reading: &reader) else { return nil }
             let once = record.encoded()
-            guard let again = once.withUnsafeBytes({ R(ifIntact: $0) }) else { return "\(R.self) decoded from these bytes does not decode once encoded" }
+            guard let again = once.withUnsafeBytes({ R(ifIntact: $0) }) else {
+                return "\(R.self) decoded from these bytes does not decode once encoded"
+            }
             return again.encoded() == once ? nil : "\(R.self) changes when encoded a second time"
         }
     }
@@ -61,23 +70,36 @@ package enum EngineFuzzing {
         var stored = Array(bytes)
         Seal.append(to: &stored)
         return stored.withUnsafeBytes { stored -> String? in
-            guard let page = ManifestPage.entries(ofStored: stored) else { return "a page fails the seal just put on it" }
+            guard let page = ManifestPage.entries(ofStored: stored) else {
+                return "a page fails the seal just put on it"
+            }
             var entries: [ManifestEntry] = []
             for slot in 0..<(page.count / ManifestPage.entrySize) {
-                guard let entry = try? ManifestPage.entry(in: page, at: slot) else { return nil }  // an unknown tag: refused
+                // an unknown tag: refused
+                guard let entry = try? ManifestPage.entry(in: page, at: slot) else { return nil }
                 entries.append(entry)
             }
-            let evicted: (ManifestEntry) -> ManifestEntry? = { if case .stored(let digest) = $0 { .absent(digest) } else { nil } }
+            let evicted: (ManifestEntry) -> ManifestEntry? = {
+                if case .stored(let digest) = $0 { .absent(digest) } else { nil }
+            }
             let result: [UInt8]?
-            do { result = try ManifestPage.rewrite(page, evicted) } catch { return "a page whose entries decode fails to rewrite" }
+            do { result = try ManifestPage.rewrite(page, evicted) } catch {
+                return "a page whose entries decode fails to rewrite"
+            }
             guard let rewritten = result else {
-                return entries.contains { if case .stored = $0 { true } else { false } } ? "a page with stored entries was not rewritten" : nil
+                return entries.contains { if case .stored = $0 { true } else { false } }
+                    ? "a page with stored entries was not rewritten" : nil
             }
             return rewritten.withUnsafeBytes { raw -> String? in
-                guard let newPage = ManifestPage.entries(ofStored: raw) else { return "a rewritten page fails its seal" }
-                guard newPage.count == entries.count * ManifestPage.entrySize else { return "a rewrite changed the number of entries" }
+                guard let newPage = ManifestPage.entries(ofStored: raw) else {
+                    return "a rewritten page fails its seal"
+                }
+                guard newPage.count == entries.count * ManifestPage.entrySize else {
+                    return "a rewrite changed the number of entries"
+                }
                 for (slot, entry) in entries.enumerated() {
-                    guard let now = try? ManifestPage.entry(in: newPage, at: slot), now == (evicted(entry) ?? entry) else {
+                    guard let now = try? ManifestPage.entry(in: newPage, at: slot), now == (evicted(entry) ?? entry)
+                    else {
                         return "slot \(slot) of a rewritten page is not what the rewrite made it"
                     }
                 }
@@ -95,8 +117,10 @@ package enum EngineFuzzing {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(rawCount, 1), alignment: 16)
         defer { buffer.deallocate() }
         do {
-            let decoded = try ChunkCodec.decode(stored, rawCount: rawCount, decompressor: Decompressor(), buffer: buffer, digest: unknownDigest)
-            return decoded.count == rawCount ? nil : "a chunk decoded to \(decoded.count) bytes, not the \(rawCount) its manifest claims"
+            let decoded = try ChunkCodec.decode(
+                stored, rawCount: rawCount, decompressor: Decompressor(), buffer: buffer, digest: unknownDigest)
+            return decoded.count == rawCount
+                ? nil : "a chunk decoded to \(decoded.count) bytes, not the \(rawCount) its manifest claims"
         } catch {
             return error.code == .corruptData ? nil : "a damaged chunk is \(error.code), not corruptData"
         }
@@ -133,7 +157,8 @@ package enum EngineFuzzing {
         guard !header.name.isEmpty, !header.value.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
             return "header \(header.name) parsed with a control character"
         }
-        return header.description == "\(header.name): <hidden>" ? nil : "a header's description shows more than its name"
+        return header.description == "\(header.name): <hidden>"
+            ? nil : "a header's description shows more than its name"
     }
 
     /// The raw pages `recover` reads: any file either is refused or walks every tree to its end, recording what
@@ -142,8 +167,9 @@ package enum EngineFuzzing {
         let path = (ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/chunkcache-fuzz-\(getpid()).mdb"
         defer { try? FileSystem.unlink(path) }
         guard let file = try? FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC),
-              (try? file.closeAfter({ try file.writeAll(bytes) })) != nil,
-              let pages = try? PageFile(path: path) else { return nil }
+            (try? file.closeAfter({ try file.writeAll(bytes) })) != nil,
+            let pages = try? PageFile(path: path)
+        else { return nil }
         var problem: String?
         for name in Databases.names {
             guard let tree = pages.tree(named: name) else { continue }

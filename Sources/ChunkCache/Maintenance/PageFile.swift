@@ -63,7 +63,8 @@ final class PageFile {
     private static let maxDepth = 24
     private static let invalidPage = UInt64.max
     private static let magic: UInt32 = 0xBEEF_C0DE
-    private static let branchFlag: UInt16 = 0x01, leafFlag: UInt16 = 0x02, overflowFlag: UInt16 = 0x04, leaf2Flag: UInt16 = 0x20
+    private static let branchFlag: UInt16 = 0x01, leafFlag: UInt16 = 0x02, overflowFlag: UInt16 = 0x04,
+        leaf2Flag: UInt16 = 0x20
     private static let bigData: UInt16 = 0x01, subData: UInt16 = 0x02, dupData: UInt16 = 0x04
     private static let headerSize = 16, nodeHeaderSize = 8
 
@@ -80,7 +81,9 @@ final class PageFile {
         var ok = false
         defer { if !ok { try? file.close() } }
         let size: Int64
-        do { size = Int64(try file.status().st_size) } catch { throw CacheError.file(error, path: path, doing: "examining") }
+        do { size = Int64(try file.status().st_size) } catch {
+            throw CacheError.file(error, path: path, doing: "examining")
+        }
         // The page size is in meta page 0; when that page is damaged, the system page size LMDB defaults to.
         var sizes: [Int] = []
         if let first = Self.readBytes(file, at: 0, count: 64), Self.u32(first, 16) == Self.magic {
@@ -88,15 +91,23 @@ final class PageFile {
             if recorded >= 512, recorded <= 65536, recorded & (recorded - 1) == 0 { sizes.append(recorded) }
         }
         for fallback in [ThisProcess.pageSize, 4096] where !sizes.contains(fallback) { sizes.append(fallback) }
-        struct Meta { let txnid: UInt64; let lastPage: UInt64; let mainRoot: UInt64; let pageSize: Int }
+        struct Meta {
+            let txnid: UInt64
+            let lastPage: UInt64
+            let mainRoot: UInt64
+            let pageSize: Int
+        }
         var metas: [Meta] = []
         for pageSize in sizes {
             for index in 0..<2 {
                 guard let meta = Self.readBytes(file, at: Int64(index * pageSize), count: 160),
-                      Self.u64(meta, 0) == UInt64(index), Self.u16(meta, 10) & 0x08 != 0,
-                      Self.u32(meta, 16) == Self.magic, Self.u32(meta, 20) == 1,
-                      Int(Self.u32(meta, 16 + 24)) == pageSize else { continue }
-                let lastPage = Self.u64(meta, 16 + 120), txnid = Self.u64(meta, 16 + 128), root = Self.u64(meta, 16 + 72 + 40)
+                    Self.u64(meta, 0) == UInt64(index), Self.u16(meta, 10) & 0x08 != 0,
+                    Self.u32(meta, 16) == Self.magic, Self.u32(meta, 20) == 1,
+                    Int(Self.u32(meta, 16 + 24)) == pageSize
+                else { continue }
+                let lastPage = Self.u64(meta, 16 + 120)
+                let txnid = Self.u64(meta, 16 + 128)
+                let root = Self.u64(meta, 16 + 72 + 40)
                 guard lastPage >= 1, lastPage < UInt64(size / Int64(pageSize)) + 1 else { continue }
                 metas.append(Meta(txnid: txnid, lastPage: lastPage, mainRoot: root, pageSize: pageSize))
             }
@@ -108,13 +119,17 @@ final class PageFile {
             let pages = min(UInt64(max(0, size) / Int64(meta.pageSize)), meta.lastPage + 1)
             if meta.mainRoot == Self.invalidPage
                 || (meta.mainRoot >= 2 && meta.mainRoot < pages
-                    && Self.readPage(file, meta.mainRoot, pageSize: meta.pageSize).map({ Self.isTreePage($0) }) == true) {
+                    && Self.readPage(file, meta.mainRoot, pageSize: meta.pageSize).map({ Self.isTreePage($0) }) == true)
+            {
                 chosen = (meta, rank > 0)
                 break
             }
         }
         guard let (meta, older) = chosen else {
-            throw CacheError(.corruptData, "the store's data file \(path) has no meta page that checks out, so no record can be found in it; nothing can be recovered from this file")
+            throw CacheError(
+                .corruptData,
+                "the store's data file \(path) has no meta page that checks out, so no record can be found in it; nothing can be recovered from this file"
+            )
         }
         pageSize = meta.pageSize
         pageCount = min(UInt64(max(0, size) / Int64(meta.pageSize)), meta.lastPage + 1)
@@ -135,8 +150,9 @@ final class PageFile {
         walk(Tree(name: "the main database", root: mainRoot), from: key, valueFlags: true) { k, v, flags in
             guard k.elementsEqual(key) else { return false }
             if flags & Self.subData != 0, v.count == 48 {
-                found = Tree(name: name, root: v.loadUnaligned(fromByteOffset: 40, as: UInt64.self).littleEndian,
-                             entries: v.loadUnaligned(fromByteOffset: 32, as: UInt64.self).littleEndian)
+                found = Tree(
+                    name: name, root: v.loadUnaligned(fromByteOffset: 40, as: UInt64.self).littleEndian,
+                    entries: v.loadUnaligned(fromByteOffset: 32, as: UInt64.self).littleEndian)
             }
             return false
         }
@@ -147,8 +163,10 @@ final class PageFile {
     /// returns false. Key and value are valid only during the call. Damaged pages and records are skipped
     /// and added to ``damage``. Without `values`, a value kept on overflow pages is not read (`visit` gets
     /// it empty): for counting keys.
-    func walk(_ tree: Tree, from start: [UInt8] = [], values: Bool = true,
-              _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool) rethrows {
+    func walk(
+        _ tree: Tree, from start: [UInt8] = [], values: Bool = true,
+        _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
+    ) rethrows {
         try walk(tree, from: start, valueFlags: false, values: values) { key, value, _ in try visit(key, value) }
     }
 
@@ -162,16 +180,20 @@ final class PageFile {
         return value
     }
 
-    private func walk(_ tree: Tree, from start: [UInt8], valueFlags: Bool, values: Bool = true,
-                      _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, UInt16) throws -> Bool) rethrows {
+    private func walk(
+        _ tree: Tree, from start: [UInt8], valueFlags: Bool, values: Bool = true,
+        _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, UInt16) throws -> Bool
+    ) rethrows {
         guard tree.root != Self.invalidPage else { return }  // an empty database
         var overflow: [UInt8] = []
-        _ = try walkPage(tree, tree.root, level: 0, lower: nil, upper: nil, start: start, values: values, overflow: &overflow, visit)
+        _ = try walkPage(
+            tree, tree.root, level: 0, lower: nil, upper: nil, start: start, values: values, overflow: &overflow, visit)
     }
 
     /// Walks the subtree at `pgno`, whose keys must lie in [`lower`, `upper`). Returns false once `visit` stops.
     private func walkPage(
-        _ tree: Tree, _ pgno: UInt64, level: Int, lower: [UInt8]?, upper: [UInt8]?, start: [UInt8], values: Bool, overflow: inout [UInt8],
+        _ tree: Tree, _ pgno: UInt64, level: Int, lower: [UInt8]?, upper: [UInt8]?, start: [UInt8], values: Bool,
+        overflow: inout [UInt8],
         _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer, UInt16) throws -> Bool
     ) rethrows -> Bool {
         func skip(_ problem: String) -> Bool {
@@ -179,44 +201,68 @@ final class PageFile {
             return true
         }
         guard level < Self.maxDepth else { return skip("the tree is deeper than any LMDB tree") }
-        guard pgno >= 2, pgno < pageCount else { return skip("a reference to page \(pgno), outside the file's \(pageCount) pages") }
-        guard let page = Self.readPage(file, pgno, pageSize: pageSize) else { return skip("page \(pgno) cannot be read or does not carry its own number") }
+        guard pgno >= 2, pgno < pageCount else {
+            return skip("a reference to page \(pgno), outside the file's \(pageCount) pages")
+        }
+        guard let page = Self.readPage(file, pgno, pageSize: pageSize) else {
+            return skip("page \(pgno) cannot be read or does not carry its own number")
+        }
         let flags = Self.u16(page, 10) & (Self.branchFlag | Self.leafFlag | Self.overflowFlag | Self.leaf2Flag)
-        guard flags == Self.branchFlag || flags == Self.leafFlag else { return skip("page \(pgno) is neither a branch nor a leaf page") }
+        guard flags == Self.branchFlag || flags == Self.leafFlag else {
+            return skip("page \(pgno) is neither a branch nor a leaf page")
+        }
         let isLeaf = flags == Self.leafFlag
-        guard let nodes = Self.nodes(of: page, leaf: isLeaf, pageSize: pageSize) else { return skip("page \(pgno) has a node outside the page") }
+        guard let nodes = Self.nodes(of: page, leaf: isLeaf, pageSize: pageSize) else {
+            return skip("page \(pgno) has a node outside the page")
+        }
         guard isLeaf || nodes.count >= 1 else { return skip("branch page \(pgno) has no child") }
         // Keys must rise strictly and stay within the bounds the parent gave: a wrong child number lands on a
         // page of other keys (another tree's, or a freed one) and is refused here.
         var previous: [UInt8]?
         for (index, node) in nodes.enumerated() where isLeaf || index > 0 {
             let key = Array(page[(node + 8)..<(node + 8 + Int(Self.u16(page, node + 6)))])
-            if let previous, !previous.lexicographicallyPrecedes(key) { return skip("page \(pgno) has keys out of order") }
-            if let lower, key.lexicographicallyPrecedes(lower) { return skip("page \(pgno) holds keys below its parent's range") }
-            if let upper, !key.lexicographicallyPrecedes(upper) { return skip("page \(pgno) holds keys above its parent's range") }
+            if let previous, !previous.lexicographicallyPrecedes(key) {
+                return skip("page \(pgno) has keys out of order")
+            }
+            if let lower, key.lexicographicallyPrecedes(lower) {
+                return skip("page \(pgno) holds keys below its parent's range")
+            }
+            if let upper, !key.lexicographicallyPrecedes(upper) {
+                return skip("page \(pgno) holds keys above its parent's range")
+            }
             previous = key
         }
         if !isLeaf {
             for index in nodes.indices {
                 let node = nodes[index]
                 let childUpper = index + 1 < nodes.count ? Self.key(page, nodes[index + 1]) : upper
-                if let childUpper, !start.isEmpty, !start.lexicographicallyPrecedes(childUpper) { continue }  // all below start
+                // all below start
+                if let childUpper, !start.isEmpty, !start.lexicographicallyPrecedes(childUpper) { continue }
                 let childLower = index == 0 ? lower : Self.key(page, node)
-                let child = UInt64(Self.u16(page, node)) | UInt64(Self.u16(page, node + 2)) << 16 | UInt64(Self.u16(page, node + 4)) << 32
-                guard try walkPage(tree, child, level: level + 1, lower: childLower, upper: childUpper, start: start,
-                                   values: values, overflow: &overflow, visit) else { return false }
+                let child =
+                    UInt64(Self.u16(page, node)) | UInt64(Self.u16(page, node + 2)) << 16 | UInt64(
+                        Self.u16(page, node + 4)) << 32
+                guard
+                    try walkPage(
+                        tree, child, level: level + 1, lower: childLower, upper: childUpper, start: start,
+                        values: values, overflow: &overflow, visit)
+                else { return false }
             }
             return true
         }
         return try page.withUnsafeBytes { bytes in
             for node in nodes {
-                let keySize = Int(Self.u16(page, node + 6)), nodeFlags = Self.u16(page, node + 4)
+                let keySize = Int(Self.u16(page, node + 6))
+                let nodeFlags = Self.u16(page, node + 4)
                 let key = UnsafeRawBufferPointer(rebasing: bytes[(node + 8)..<(node + 8 + keySize)])
                 if !start.isEmpty, key.lexicographicallyPrecedes(start) { continue }
                 let dataSize = Int(Self.u16(page, node)) | Int(Self.u16(page, node + 2)) << 16
                 let dataStart = node + 8 + keySize
                 guard nodeFlags & Self.dupData == 0 else {
-                    damage.append(Damage(database: tree.name, page: pgno, fromKey: Array(key), problem: "a record on page \(pgno) claims duplicates, which no database of a store has"))
+                    damage.append(
+                        Damage(
+                            database: tree.name, page: pgno, fromKey: Array(key),
+                            problem: "a record on page \(pgno) claims duplicates, which no database of a store has"))
                     continue
                 }
                 if nodeFlags & Self.bigData != 0, !values {
@@ -232,7 +278,10 @@ final class PageFile {
                     damage.append(Damage(database: tree.name, page: pgno, fromKey: Array(key), problem: problem))
                     continue
                 }
-                guard try visit(key, UnsafeRawBufferPointer(rebasing: bytes[dataStart..<(dataStart + dataSize)]), nodeFlags) else { return false }
+                guard
+                    try visit(
+                        key, UnsafeRawBufferPointer(rebasing: bytes[dataStart..<(dataStart + dataSize)]), nodeFlags)
+                else { return false }
             }
             return true
         }
@@ -242,12 +291,18 @@ final class PageFile {
     private func readOverflow(_ first: UInt64, size: Int, into buffer: inout [UInt8]) -> String? {
         guard size <= Self.maxValueSize else { return "a value claims \(size) bytes" }
         let pages = UInt64((Self.headerSize + size + pageSize - 1) / pageSize)
-        guard first >= 2, first < pageCount, pageCount - first >= pages else { return "a value's overflow pages lie outside the file" }
+        guard first >= 2, first < pageCount, pageCount - first >= pages else {
+            return "a value's overflow pages lie outside the file"
+        }
         guard let header = Self.readBytes(file, at: Int64(first) * Int64(pageSize), count: Self.headerSize),
-              Self.u64(header, 0) == first, Self.u16(header, 10) & Self.overflowFlag != 0,
-              UInt64(Self.u32(header, 12)) >= pages else { return "overflow page \(first) is not the start of a value of \(size) bytes" }
+            Self.u64(header, 0) == first, Self.u16(header, 10) & Self.overflowFlag != 0,
+            UInt64(Self.u32(header, 12)) >= pages
+        else { return "overflow page \(first) is not the start of a value of \(size) bytes" }
         buffer = [UInt8](repeating: 0, count: size)
-        let read = (try? buffer.withUnsafeMutableBytes { try file.readAll(fromAbsoluteOffset: Int64(first) * Int64(pageSize) + Int64(Self.headerSize), into: $0) }) ?? -1
+        let read =
+            (try? buffer.withUnsafeMutableBytes {
+                try file.readAll(fromAbsoluteOffset: Int64(first) * Int64(pageSize) + Int64(Self.headerSize), into: $0)
+            }) ?? -1
         guard read == size else { return "overflow page \(first) cannot be read" }
         return nil
     }
@@ -257,7 +312,8 @@ final class PageFile {
     /// The node offsets of a branch or leaf page, each checked to lie, with its key (and a leaf's inline
     /// data), inside the page; nil when one does not.
     private static func nodes(of page: [UInt8], leaf: Bool, pageSize: Int) -> [Int]? {
-        let lower = Int(u16(page, 12)), upper = Int(u16(page, 14))
+        let lower = Int(u16(page, 12))
+        let upper = Int(u16(page, 14))
         guard lower >= headerSize, (lower - headerSize) % 2 == 0, lower <= upper, upper <= pageSize else { return nil }
         var offsets: [Int] = []
         for index in 0..<((lower - headerSize) / 2) {
@@ -275,17 +331,21 @@ final class PageFile {
         return offsets
     }
 
-    private static func key(_ page: [UInt8], _ node: Int) -> [UInt8] { Array(page[(node + 8)..<(node + 8 + Int(u16(page, node + 6)))]) }
+    private static func key(_ page: [UInt8], _ node: Int) -> [UInt8] {
+        Array(page[(node + 8)..<(node + 8 + Int(u16(page, node + 6)))])
+    }
 
     private static func isTreePage(_ page: [UInt8]) -> Bool {
         let flags = u16(page, 10) & (branchFlag | leafFlag | overflowFlag | leaf2Flag)
-        return (flags == branchFlag || flags == leafFlag) && nodes(of: page, leaf: flags == leafFlag, pageSize: page.count) != nil
+        return (flags == branchFlag || flags == leafFlag)
+            && nodes(of: page, leaf: flags == leafFlag, pageSize: page.count) != nil
     }
 
     /// Page `pgno`, when it can be read whole and starts with its own number.
     private static func readPage(_ file: FileDescriptor, _ pgno: UInt64, pageSize: Int) -> [UInt8]? {
         guard pgno < UInt64(Int64.max / Int64(pageSize)),
-              let page = readBytes(file, at: Int64(pgno) * Int64(pageSize), count: pageSize), u64(page, 0) == pgno else { return nil }
+            let page = readBytes(file, at: Int64(pgno) * Int64(pageSize), count: pageSize), u64(page, 0) == pgno
+        else { return nil }
         return page
     }
 

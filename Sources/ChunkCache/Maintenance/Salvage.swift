@@ -49,9 +49,11 @@ enum Salvage {
         var report = RecoveryReport(destination: destination.path)
         report.readEarlierSnapshot = pages.usedOlderMeta
         var damage: [String] = []
-        let trees = Dictionary(uniqueKeysWithValues: ["meta", "domains", "items", "versions", "manifests", "chunks", "refs"].compactMap { name in
-            pages.tree(named: name).map { (name, $0) }
-        })
+        let trees = Dictionary(
+            uniqueKeysWithValues: ["meta", "domains", "items", "versions", "manifests", "chunks", "refs"].compactMap {
+                name in
+                pages.tree(named: name).map { (name, $0) }
+            })
         for name in ["domains", "items", "versions", "manifests", "chunks"] where trees[name] == nil {
             damage.append("the database `\(name)` cannot be found: its entry in the main database is damaged")
         }
@@ -65,7 +67,9 @@ enum Salvage {
             pages.walk(tree) { key, value in
                 seen += 1
                 var reader = ByteReader(key)
-                guard let name = try? reader.readPrefixedString(), reader.offset == key.count, let old = DomainRecord(ifIntact: value) else {
+                guard let name = try? reader.readPrefixedString(), reader.offset == key.count,
+                    let old = DomainRecord(ifIntact: value)
+                else {
                     damage.append("the record of \(RecordNames.domain(key: key)) fails its check")
                     return true
                 }
@@ -81,7 +85,9 @@ enum Salvage {
                 return true
             }
             try destination.writer.writeAndWait { txn in
-                for (name, record) in batch { try txn.put(dbs.domains, key: Keys.domain(name), value: record.encoded()) }
+                for (name, record) in batch {
+                    try txn.put(dbs.domains, key: Keys.domain(name), value: record.encoded())
+                }
             }
         }
         report.domains = count(recovered: origins.count, seen: seen, recorded: trees["domains"]?.entries)
@@ -94,7 +100,8 @@ enum Salvage {
             var batchDomain = ""
             func flush() throws {
                 guard !batch.isEmpty else { return }
-                let records = batch, name = batchDomain
+                let records = batch
+                let name = batchDomain
                 try destination.writer.writeAndWait { txn in
                     var changes = try txn.beginChanges(to: name, dbs)
                     for record in records { try txn.commit(record, replacing: nil, in: &changes, dbs) }
@@ -106,12 +113,18 @@ enum Salvage {
             try pages.walk(tree) { key, value in
                 seen += 1
                 let domain = RecordNames.domainName(key: key)
-                guard let record = ItemRecord(ifIntact: value), Keys.item(domain: domain, id: record.identifier).elementsEqual(key) else {
-                    damage.append("the record of an item of \(RecordNames.domain(domain)) under key \(hexString(key)) fails its check")
+                guard let record = ItemRecord(ifIntact: value),
+                    Keys.item(domain: domain, id: record.identifier).elementsEqual(key)
+                else {
+                    damage.append(
+                        "the record of an item of \(RecordNames.domain(domain)) under key \(hexString(key)) fails its check"
+                    )
                     return true
                 }
                 guard origins[domain] != nil else {
-                    damage.append("\(RecordNames.item(record.identifier, domain: domain)) is left out: its domain's record is lost")
+                    damage.append(
+                        "\(RecordNames.item(record.identifier, domain: domain)) is left out: its domain's record is lost"
+                    )
                     return true
                 }
                 if domain != batchDomain || batch.count >= 512 { try flush() }
@@ -134,21 +147,26 @@ enum Salvage {
             try pages.walk(tree) { key, value in
                 seen += 1
                 guard let parts = Keys.parseVersion(key), let version = VersionRecord(ifIntact: value),
-                      version.contentVersion == parts.contentVersion else {
+                    version.contentVersion == parts.contentVersion
+                else {
                     damage.append("the record of a version under key \(hexString(key)) fails its check")
                     return true
                 }
                 let itemKey = Array(parts.itemKey)
-                let name = "version \"\(String(decoding: parts.contentVersion, as: UTF8.self))\" of an item of \(RecordNames.domain(parts.domain))"
+                let name =
+                    "version \"\(String(decoding: parts.contentVersion, as: UTF8.self))\" of an item of \(RecordNames.domain(parts.domain))"
                 guard let isOrigin = origins[parts.domain] else { return true }  // reported with its domain
-                let item = try destination.environment.read { txn in try txn.withValue(dbs.items, key: itemKey, ItemRecord.init(ifIntact:)) ?? nil }
+                let item = try destination.environment.read { txn in
+                    try txn.withValue(dbs.items, key: itemKey, ItemRecord.init(ifIntact:)) ?? nil
+                }
                 guard let item, item.kind == .file else {
                     damage.append("\(name) is left out: its item's record is lost")
                     return true
                 }
                 let itemName = RecordNames.item(item.identifier, domain: parts.domain)
                 let outcome = try salvageVersion(
-                    version, key: Array(key), of: itemName, domain: parts.domain, origin: isOrigin, pages: pages, trees: trees, into: destination,
+                    version, key: Array(key), of: itemName, domain: parts.domain, origin: isOrigin, pages: pages,
+                    trees: trees, into: destination,
                     token: token, decompressor: decompressor, failed: &failedChunks)
                 switch outcome {
                 case .kept(let newChunks, let absent):
@@ -169,10 +187,13 @@ enum Salvage {
                 return true
             }
         }
-        report.chunks = count(recovered: recoveredChunks, seen: max(seen, recoveredChunks + failedChunks.count), recorded: trees["chunks"]?.entries)
+        report.chunks = count(
+            recovered: recoveredChunks, seen: max(seen, recoveredChunks + failedChunks.count),
+            recorded: trees["chunks"]?.entries)
         for skipped in pages.damage {
             let from = skipped.fromKey.isEmpty ? "its first key" : "key \(hexString(skipped.fromKey.prefix(40)))"
-            damage.append("\(skipped.database): what page \(skipped.page) held (from \(from)) is lost: \(skipped.problem)")
+            damage.append(
+                "\(skipped.database): what page \(skipped.page) held (from \(from)) is lost: \(skipped.problem)")
         }
         report.damage = damage.sorted()
         return report
@@ -195,13 +216,16 @@ enum Salvage {
     /// rolled back (``WriteTransaction/dropManifest(_:_:)`` releases what it took).
     @available(*, noasync)
     private static func salvageVersion(
-        _ version: VersionRecord, key: [UInt8], of itemName: String, domain: String, origin: Bool, pages: PageFile, trees: [String: PageFile.Tree],
+        _ version: VersionRecord, key: [UInt8], of itemName: String, domain: String, origin: Bool, pages: PageFile,
+        trees: [String: PageFile.Tree],
         into destination: Store, token: WriterToken, decompressor: Decompressor, failed: inout Set<ChunkDigest>
     ) throws -> VersionOutcome {
         let dbs = destination.dbs
         let chunkSize = version.layout.chunkSize
         let chunkCount = version.layout.chunkCount(forLength: version.size)
-        let manifest = try destination.writer.writeAndWait { txn in try txn.beginManifest(dbs, writer: token, now: Date().timeIntervalSince1970) }
+        let manifest = try destination.writer.writeAndWait { txn in
+            try txn.beginManifest(dbs, writer: token, now: Date().timeIntervalSince1970)
+        }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
         defer { buffer.deallocate() }
         var newChunks = 0
@@ -215,7 +239,9 @@ enum Salvage {
             let first = page * ManifestPage.entriesPerPage
             let slots = Int(min(ManifestPage.entriesPerPage, chunkCount - first))
             var entries: [ManifestEntry] = []
-            let raw = trees["manifests"].flatMap { pages.get($0, key: Keys.manifestPage(version.manifestID, page: page)) }
+            let raw = trees["manifests"].flatMap {
+                pages.get($0, key: Keys.manifestPage(version.manifestID, page: page))
+            }
             let stored: [ManifestEntry]? = raw.flatMap { raw in
                 raw.withUnsafeBytes { value -> [ManifestEntry]? in
                     guard let body = ManifestPage.entries(ofStored: value) else { return nil }
@@ -231,7 +257,8 @@ enum Salvage {
                 guard origin else { return try rollBack("page \(page) of its manifest is lost") }
                 entries = Array(repeating: .absent(nil), count: slots)
                 absent = true
-                _ = try writePage(entries, manifest: manifest, page: page, chunks: [], into: destination)  // no chunks: none new
+                // no chunks: none new
+                _ = try writePage(entries, manifest: manifest, page: page, chunks: [], into: destination)
                 page += 1
                 continue
             }
@@ -244,15 +271,18 @@ enum Salvage {
                 }
                 let index = first + Int64(slot)
                 // A chunk an earlier version already brought over was checked then: count one more reference.
-                if try destination.environment.read({ txn in try digest.withUnsafeBytes { try txn.contains(dbs.refs, key: $0) } }) {
+                if try destination.environment.read({ txn in
+                    try digest.withUnsafeBytes { try txn.contains(dbs.refs, key: $0) }
+                }) {
                     taken.append((digest, nil, 0))
                     entries.append(entry)
                     continue
                 }
                 let rawLength = Int(min(Int64(chunkSize), version.size - index * Int64(chunkSize)))
                 if !failed.contains(digest),
-                   let value = trees["chunks"].flatMap({ pages.get($0, key: digest.bytes) }),
-                   check(value, digest: digest, rawLength: rawLength, decompressor: decompressor, buffer: buffer) {
+                    let value = trees["chunks"].flatMap({ pages.get($0, key: digest.bytes) }),
+                    check(value, digest: digest, rawLength: rawLength, decompressor: decompressor, buffer: buffer)
+                {
                     taken.append((digest, value, rawLength))
                     entries.append(entry)
                     continue
@@ -273,7 +303,9 @@ enum Salvage {
             try txn.addToCounter(dbs, MetaKey.logicalBytes, version.size)
             // Keep the domain's version at least the version's sequence, so versions stay newest first.
             let domainKey = Keys.domain(domain)
-            if var domain = try txn.withValue(dbs.domains, key: domainKey, DomainRecord.init(ifIntact:)) ?? nil, domain.version < version.sequence {
+            if var domain = try txn.withValue(dbs.domains, key: domainKey, DomainRecord.init(ifIntact:)) ?? nil,
+                domain.version < version.sequence
+            {
                 domain.version = version.sequence
                 try txn.put(dbs.domains, key: domainKey, value: domain.encoded())
             }
@@ -285,7 +317,8 @@ enum Salvage {
     /// returns how many chunks were new.
     @available(*, noasync)
     private static func writePage(
-        _ entries: [ManifestEntry], manifest: UInt64, page: Int64, chunks: [(ChunkDigest, [UInt8]?, Int)], into destination: Store
+        _ entries: [ManifestEntry], manifest: UInt64, page: Int64, chunks: [(ChunkDigest, [UInt8]?, Int)],
+        into destination: Store
     ) throws -> Int {
         let dbs = destination.dbs
         var bytes: [UInt8] = []
@@ -295,7 +328,11 @@ enum Salvage {
             var inserted = 0
             for (digest, value, rawLength) in chunks where try !txn.retainChunk(digest, dbs) {
                 // Checked just before, by this process, the only writer of the new store.
-                guard let value else { throw CacheError(.corruptData, "chunk \(digest) left the new store while it was being recovered; run recover again") }
+                guard let value else {
+                    throw CacheError(
+                        .corruptData,
+                        "chunk \(digest) left the new store while it was being recovered; run recover again")
+                }
                 try value.withUnsafeBytes { try txn.insertChunk(digest, encoded: $0, rawLength: rawLength, dbs) }
                 inserted += 1
             }
@@ -306,11 +343,15 @@ enum Salvage {
 
     /// Whether a stored chunk decodes to `rawLength` bytes that hash to `digest`.
     private static func check(
-        _ value: [UInt8], digest: ChunkDigest, rawLength: Int, decompressor: Decompressor, buffer: UnsafeMutableRawBufferPointer
+        _ value: [UInt8], digest: ChunkDigest, rawLength: Int, decompressor: Decompressor,
+        buffer: UnsafeMutableRawBufferPointer
     ) -> Bool {
         guard rawLength > 0, rawLength <= buffer.count else { return false }
         return value.withUnsafeBytes { stored in
-            guard let bytes = try? ChunkCodec.decode(stored, rawCount: rawLength, decompressor: decompressor, buffer: buffer, digest: digest) else {
+            guard
+                let bytes = try? ChunkCodec.decode(
+                    stored, rawCount: rawLength, decompressor: decompressor, buffer: buffer, digest: digest)
+            else {
                 return false
             }
             return bytes.count == rawLength && ChunkDigest(hashing: bytes) == digest
@@ -341,17 +382,23 @@ extension ChunkCache {
         let sourcePath = Store.resolvePath(source)
         return try await runBlocking(doing: "recovering the store at \(sourcePath)", store: sourcePath) { _ in
             guard (try? FileSystem.checkAccess(sourcePath + "/data.mdb", for: .exists)) != nil else {
-                throw CacheError(.invalidArgument, "there is no store at \(sourcePath) (no data.mdb); give the damaged store with --store")
+                throw CacheError(
+                    .invalidArgument,
+                    "there is no store at \(sourcePath) (no data.mdb); give the damaged store with --store")
             }
             let canonicalSource = (try? FileSystem.canonicalPath(sourcePath)) ?? sourcePath
             if let canonical = try? FileSystem.canonicalPath(destination), canonical == canonicalSource {
-                throw CacheError(.invalidArgument, "recover writes a new store: --to \(destination) is the damaged store itself; give a new directory")
+                throw CacheError(
+                    .invalidArgument,
+                    "recover writes a new store: --to \(destination) is the damaged store itself; give a new directory")
             }
             guard (try? FileSystem.checkAccess(destination + "/data.mdb", for: .exists)) == nil else {
-                throw CacheError(.fileExists, "\(destination) already holds a store; give recover a new directory with --to")
+                throw CacheError(
+                    .fileExists, "\(destination) already holds a store; give recover a new directory with --to")
             }
             let shift = PageFile.chunkShift(ofStoreAt: sourcePath)
-            let store = try Store.open(at: destination, layout: shift.map { ChunkLayout(uncheckedShift: $0) }, maxSize: nil)
+            let store = try Store.open(
+                at: destination, layout: shift.map { ChunkLayout(uncheckedShift: $0) }, maxSize: nil)
             defer { store.release() }
             return try Salvage.recover(source: sourcePath, into: store)
         }
@@ -362,7 +409,8 @@ extension PageFile {
     /// The chunk size recorded in the `meta` database of the store at `path`, when it can be read.
     static func chunkShift(ofStoreAt path: String) -> Int? {
         guard let pages = try? PageFile(path: path + "/data.mdb"), let meta = pages.tree(named: "meta"),
-              let raw = pages.get(meta, key: Keys.meta(MetaKey.chunkShift)), raw.count == 8 else { return nil }
+            let raw = pages.get(meta, key: Keys.meta(MetaKey.chunkShift)), raw.count == 8
+        else { return nil }
         let shift = Int(raw.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self).littleEndian })
         return ChunkLayout.shifts.contains(shift) ? shift : nil
     }

@@ -50,8 +50,10 @@ final class SpaceBound: Sendable {
     /// Victims per eviction transaction, so other writes wait for at most one short transaction.
     static let victimsPerTransaction = 2048
 
-    init(environment: Environment, dbs: Databases, path: String, maxSize: Int64, minFree: Int64,
-         enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void) {
+    init(
+        environment: Environment, dbs: Databases, path: String, maxSize: Int64, minFree: Int64,
+        enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void
+    ) {
         self.environment = environment
         self.dbs = dbs
         self.path = path
@@ -90,8 +92,9 @@ final class SpaceBound: Sendable {
     func afterCommit() {
         let allowed = Double(allowedBytes())
         guard Double(environment.usedBytes) > Self.highWater * allowed,
-              let live = try? environment.liveBytes(), Double(live) > Self.highWater * allowed,
-              !queued.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            let live = try? environment.liveBytes(), Double(live) > Self.highWater * allowed,
+            !queued.exchange(true, ordering: .acquiringAndReleasing)
+        else { return }
         enqueue { [self] in
             queued.store(false, ordering: .releasing)
             do {
@@ -117,7 +120,8 @@ final class SpaceBound: Sendable {
             let protection = unreadDownloads.protection
             // Evicted chunks can be downloaded again: a crash that undoes this transaction loses nothing.
             let round = try environment.write(durability: .deferMeta) { txn in
-                var round = try txn.evictByPolicy(bytes: want, limit: Self.victimsPerTransaction, sparing: protection, dbs)
+                var round = try txn.evictByPolicy(
+                    bytes: want, limit: Self.victimsPerTransaction, sparing: protection, dbs)
                 if round.bytes == 0 { round = try txn.evictUntracked(bytes: want, dbs) }
                 return round
             }
@@ -184,11 +188,14 @@ final class SpaceBound: Sendable {
 
     /// The `insufficientQuota` of a write of `bytes` that cannot fit in `allowed`.
     private func refusal(of bytes: Int64, doing what: String, allowed: Int64) -> CacheError {
-        let limit = allowed < Self.mapSize(forBound: maxSize)
+        let limit =
+            allowed < Self.mapSize(forBound: maxSize)
             ? "leaves less than --min-free \(minFree) bytes free on its filesystem"
             : "passes its --max-size of \(maxSize) bytes"
-        return CacheError(.insufficientQuota,
-            "the store at \(path) cannot take \(bytes) more bytes while \(what): that \(limit), and nothing more can be evicted (only origin domains' unpinned content is); nothing was changed: free disk space, raise the bound with `chunkcache init --max-size`/`--min-free`, unpin items, or remove versions")
+        return CacheError(
+            .insufficientQuota,
+            "the store at \(path) cannot take \(bytes) more bytes while \(what): that \(limit), and nothing more can be evicted (only origin domains' unpinned content is); nothing was changed: free disk space, raise the bound with `chunkcache init --max-size`/`--min-free`, unpin items, or remove versions"
+        )
     }
 }
 
@@ -196,7 +203,9 @@ extension WriteTransaction {
     /// Evicts the chunks the policy chooses until their stored bytes reach `bytes`: each entry becomes
     /// `absent` with its hash kept, and the chunk loses a reference (freed with its last).
     @available(*, noasync)
-    mutating func evictByPolicy(bytes: Int64, limit: Int, sparing protection: PolicyProtection, _ dbs: Databases) throws -> EvictionResult {
+    mutating func evictByPolicy(bytes: Int64, limit: Int, sparing protection: PolicyProtection, _ dbs: Databases) throws
+        -> EvictionResult
+    {
         let victims = try policyChooseVictims(bytes: bytes, limit: limit, sparing: protection, dbs)
         var byPage: [PolicySlot: Set<Int>] = [:]  // keyed by (manifest, page)
         for victim in victims {
@@ -224,7 +233,9 @@ extension WriteTransaction {
         var origins: [String] = []
         try scan(dbs.domains, prefix: []) { key, value in
             var reader = ByteReader(key)
-            if let name = try? reader.readPrefixedString(), let record = DomainRecord(ifIntact: value), record.origin != nil {
+            if let name = try? reader.readPrefixedString(), let record = DomainRecord(ifIntact: value),
+                record.origin != nil
+            {
                 origins.append(name)
             }
             return true
@@ -240,7 +251,9 @@ extension WriteTransaction {
         }
         var result = EvictionResult(versions: 0, bytes: 0, pinnedSkipped: 0)
         for candidate in candidates.sorted(by: { $0.used < $1.used }) where result.bytes < bytes {
-            for version in try Records.versions(ofItem: candidate.item.identifier, domain: candidate.domain, in: self, dbs) {
+            for version in try Records.versions(
+                ofItem: candidate.item.identifier, domain: candidate.domain, in: self, dbs)
+            {
                 let evicted = try evictCachedChunks(of: version, dbs)
                 if evicted > 0 { result.versions += 1 }
                 result.bytes += evicted

@@ -41,7 +41,8 @@ final class SpaceReserve: Sendable {
             try? FileSystem.unlink(path)
         }
         guard size > 0, Int64(fs.f_bavail) * Int64(fs.f_frsize) > keepFree + 2 * size,
-              let file = try? FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600) else { return }
+            let file = try? FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o600)
+        else { return }
         defer { try? file.close() }
         do {
             try file.allocate(size)

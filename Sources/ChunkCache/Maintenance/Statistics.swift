@@ -54,14 +54,16 @@ extension ChunkCache {
             var stats = try store.environment.read { txn in
                 let held = try txn.heldChunks(dbs)
                 return StoreStatistics(
-                    chunkSize: store.layout.chunkSize, domains: try txn.count(dbs.domains), items: try txn.count(dbs.items),
+                    chunkSize: store.layout.chunkSize, domains: try txn.count(dbs.domains),
+                    items: try txn.count(dbs.items),
                     versions: try txn.count(dbs.versions), chunks: try txn.count(dbs.refs),
                     logicalBytes: Int64(try txn.counter(dbs, MetaKey.logicalBytes)),
                     uniqueBytes: Int64(try txn.counter(dbs, MetaKey.uniqueBytes)),
                     storedBytes: Int64(try txn.counter(dbs, MetaKey.storedBytes)), fileBytes: 0,
                     maxSize: store.space.maxSize, minFree: store.space.minFree,
                     evictableBytes: held.evictableBytes, pinnedBytes: held.pinnedBytes,
-                    hits: Int64(try txn.counter(dbs, PolicyMeta.hits)), misses: Int64(try txn.counter(dbs, PolicyMeta.misses)),
+                    hits: Int64(try txn.counter(dbs, PolicyMeta.hits)),
+                    misses: Int64(try txn.counter(dbs, PolicyMeta.misses)),
                     evictedBytes: Int64(try txn.counter(dbs, PolicyMeta.evictedBytes)))
             }
             stats.fileBytes = StoreFiles.diskBytes(of: store.path)
@@ -93,7 +95,8 @@ extension TransactionReading where Self: ~Copyable {
             guard DomainRecord(ifIntact: value)?.origin != nil else { return true }
             try scan(dbs.versions, prefix: Array(key)) { versionKey, versionValue in
                 guard let parts = Keys.parseVersion(versionKey), !pinnedItems.contains(Array(parts.itemKey)),
-                      let version = VersionRecord(ifIntact: versionValue) else { return true }
+                    let version = VersionRecord(ifIntact: versionValue)
+                else { return true }
                 evictableManifests.append(version.manifestID)
                 return true
             }
@@ -110,7 +113,9 @@ extension TransactionReading where Self: ~Copyable {
                 }
             }
         }
-        for (_, chunk) in shared where chunk.entries == chunk.ref.count { held.evictableBytes += Int64(chunk.ref.storedLength) }
+        for (_, chunk) in shared where chunk.entries == chunk.ref.count {
+            held.evictableBytes += Int64(chunk.ref.storedLength)
+        }
         var pinnedShared: [ChunkDigest: UInt32] = [:]
         for itemKey in pinnedItems {
             for version in try Records.versions(ofItemKey: itemKey, in: self, dbs) {
@@ -131,7 +136,9 @@ extension TransactionReading where Self: ~Copyable {
     private func pinnedFileItems(_ dbs: Databases) throws -> Set<[UInt8]> {
         var keys = Set<[UInt8]>()
         try scan(dbs.items, prefix: []) { key, value in
-            if let item = ItemRecord(ifIntact: value), item.flags.contains(.pinned), item.kind == .file { keys.insert(Array(key)) }
+            if let item = ItemRecord(ifIntact: value), item.flags.contains(.pinned), item.kind == .file {
+                keys.insert(Array(key))
+            }
             return true
         }
         return keys
@@ -139,12 +146,15 @@ extension TransactionReading where Self: ~Copyable {
 
     /// Calls `body` with each `stored` entry of a manifest and its chunk's reference record; a damaged page
     /// or reference is skipped (`verify` reports those).
-    private func forEachStoredChunk(ofManifest manifest: UInt64, _ dbs: Databases, _ body: (ChunkDigest, ChunkRef) throws -> Void) throws {
+    private func forEachStoredChunk(
+        ofManifest manifest: UInt64, _ dbs: Databases, _ body: (ChunkDigest, ChunkRef) throws -> Void
+    ) throws {
         try scan(dbs.manifests, prefix: Keys.manifest(manifest)) { _, value in
             guard let entries = ManifestPage.entries(ofStored: value) else { return true }
             for slot in 0..<(entries.count / ManifestPage.entrySize) {
                 guard case .stored(let digest)? = try? ManifestPage.entry(in: entries, at: slot),
-                      let ref = try intactChunkRef(digest, dbs) else { continue }
+                    let ref = try intactChunkRef(digest, dbs)
+                else { continue }
                 try body(digest, ref)
             }
             return true

@@ -52,7 +52,9 @@ enum Verifier {
     typealias Observer = (_ database: String, _ key: UnsafeRawBufferPointer) -> Void
 
     @available(*, noasync)
-    static func verify(_ store: Store, repair: Bool, cancellation: CancellationFlag, observer: Observer? = nil) throws -> VerifyReport {
+    static func verify(_ store: Store, repair: Bool, cancellation: CancellationFlag, observer: Observer? = nil) throws
+        -> VerifyReport
+    {
         let dbs = store.dbs
         var corrupt = Set<ChunkDigest>()
         var checked = 0
@@ -66,7 +68,8 @@ enum Verifier {
                     try cancellation.check()
                     checked += 1
                     guard key.count == 32 else {
-                        damagedRecords.append("the chunk under the \(key.count)-byte key \(hexString(key)), which is no SHA-256")
+                        damagedRecords.append(
+                            "the chunk under the \(key.count)-byte key \(hexString(key)), which is no SHA-256")
                         return true
                     }
                     let digest = ChunkDigest(raw: key)
@@ -80,9 +83,10 @@ enum Verifier {
                         return true
                     }
                     guard Int(ref.rawLength) <= context.buffer.count,
-                          let bytes = try? ChunkCodec.decode(value, rawCount: Int(ref.rawLength), decompressor: context.decompressor,
-                                                             buffer: context.buffer, digest: digest),
-                          ChunkDigest(hashing: bytes) == digest
+                        let bytes = try? ChunkCodec.decode(
+                            value, rawCount: Int(ref.rawLength), decompressor: context.decompressor,
+                            buffer: context.buffer, digest: digest),
+                        ChunkDigest(hashing: bytes) == digest
                     else {
                         corrupt.insert(digest)
                         return true
@@ -105,9 +109,12 @@ enum Verifier {
                         problem = "its record fails its check"
                     }
                     if let problem {
-                        damagedVersions.append(DamagedVersion(
-                            domain: parts.domain, item: RecordNames.identifier(ofItemKey: parts.itemKey, in: txn, dbs),
-                            contentVersion: String(decoding: parts.contentVersion, as: UTF8.self), problem: problem))
+                        damagedVersions.append(
+                            DamagedVersion(
+                                domain: parts.domain,
+                                item: RecordNames.identifier(ofItemKey: parts.itemKey, in: txn, dbs),
+                                contentVersion: String(decoding: parts.contentVersion, as: UTF8.self), problem: problem)
+                        )
                     }
                     return true
                 }
@@ -115,9 +122,10 @@ enum Verifier {
             }
         }
         let sorted = corrupt.sorted()
-        var report = VerifyReport(chunksChecked: checked, corrupt: sorted, repaired: 0,
-                                  damagedVersions: damagedVersions.sorted(), damagedRecords: damagedRecords.sorted(),
-                                  inconsistencies: inconsistencies.sorted())
+        var report = VerifyReport(
+            chunksChecked: checked, corrupt: sorted, repaired: 0,
+            damagedVersions: damagedVersions.sorted(), damagedRecords: damagedRecords.sorted(),
+            inconsistencies: inconsistencies.sorted())
         guard repair, !sorted.isEmpty else { return report }
         try store.writer.writeAndWait { txn in
             for digest in sorted {
@@ -149,7 +157,9 @@ enum Verifier {
     }
 
     /// Adds the name of every domain, item, pending manifest and manifest page that fails its check.
-    private static func checkRecords(in txn: borrowing ReadTransaction, _ dbs: Databases, damaged: inout [String], observer: Observer?) throws {
+    private static func checkRecords(
+        in txn: borrowing ReadTransaction, _ dbs: Databases, damaged: inout [String], observer: Observer?
+    ) throws {
         try txn.scan(dbs.domains, prefix: []) { key, value in
             observer?("domains", key)
             if DomainRecord(ifIntact: value) == nil { damaged.append(RecordNames.domain(key: key)) }
@@ -164,8 +174,10 @@ enum Verifier {
         try txn.scan(dbs.pending, prefix: []) { key, value in
             observer?("pending", key)
             if PendingRecord(ifIntact: value) == nil {
-                damaged.append(key.count == 8 ? RecordNames.pending(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)))
-                                              : "the pending manifest under key \(hexString(key))")
+                damaged.append(
+                    key.count == 8
+                        ? RecordNames.pending(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)))
+                        : "the pending manifest under key \(hexString(key))")
             }
             return true
         }
@@ -184,10 +196,14 @@ enum Verifier {
 
     /// Adds the change records and import jobs that fail their check, and every item whose listing entries
     /// are missing or whose entries name no item (pages and the working set would skip or repeat it).
-    private static func checkCatalogue(in txn: borrowing ReadTransaction, _ dbs: Databases, damaged: inout [String], observer: Observer?) throws {
+    private static func checkCatalogue(
+        in txn: borrowing ReadTransaction, _ dbs: Databases, damaged: inout [String], observer: Observer?
+    ) throws {
         try txn.scan(dbs.changes, prefix: []) { key, value in
             observer?("changes", key)
-            if ChangeRecord(ifIntact: value) == nil { damaged.append("a change record of \(RecordNames.domain(key: key))") }
+            if ChangeRecord(ifIntact: value) == nil {
+                damaged.append("a change record of \(RecordNames.domain(key: key))")
+            }
             return true
         }
         try txn.scan(dbs.meta, prefix: Keys.importJobPrefix) { key, value in
@@ -198,10 +214,13 @@ enum Verifier {
         try txn.scan(dbs.items, prefix: []) { key, value in
             observer?("items", key)
             guard key.count > ListingIndex.hashLength, let item = ItemRecord(ifIntact: value) else { return true }
-            let expected = ListingIndex.keys(domain: Array(key.dropLast(ListingIndex.hashLength)),
-                                             itemHash: Array(key.suffix(ListingIndex.hashLength)), placement: item.placement)
+            let expected = ListingIndex.keys(
+                domain: Array(key.dropLast(ListingIndex.hashLength)),
+                itemHash: Array(key.suffix(ListingIndex.hashLength)), placement: item.placement)
             for listingKey in expected where try !txn.contains(dbs.listing, key: listingKey) {
-                damaged.append("the listing entries of \(RecordNames.item(item.identifier, domain: RecordNames.domainName(key: key)))")
+                damaged.append(
+                    "the listing entries of \(RecordNames.item(item.identifier, domain: RecordNames.domainName(key: key)))"
+                )
                 break
             }
             return true
@@ -215,9 +234,14 @@ enum Verifier {
             }
             let itemKey = Array(key[..<reader.offset]) + Array(key.suffix(ListingIndex.hashLength))
             guard let item = try txn.withValue(dbs.items, key: itemKey, ItemRecord.init(ifIntact:)) ?? nil,
-                  ListingIndex.keys(domain: Array(key[..<reader.offset]), itemHash: Array(key.suffix(ListingIndex.hashLength)),
-                                    placement: item.placement).contains(Array(key)) else {
-                damaged.append("a listing entry of \(RecordNames.domain(key: UnsafeRawBufferPointer(rebasing: key[..<reader.offset]))) that names no item placed so")
+                ListingIndex.keys(
+                    domain: Array(key[..<reader.offset]), itemHash: Array(key.suffix(ListingIndex.hashLength)),
+                    placement: item.placement
+                ).contains(Array(key))
+            else {
+                damaged.append(
+                    "a listing entry of \(RecordNames.domain(key: UnsafeRawBufferPointer(rebasing: key[..<reader.offset]))) that names no item placed so"
+                )
                 return true
             }
             return true
@@ -239,7 +263,9 @@ enum Verifier {
     /// A figure that a damaged record leaves unknowable (a page, version or reference record failing its
     /// seal, reported as such) is not compared. Holds one count per distinct chunk in memory.
     @available(*, noasync)
-    static func checkConsistency(in txn: borrowing ReadTransaction, _ dbs: Databases, observer: Observer? = nil) throws -> [String] {
+    static func checkConsistency(in txn: borrowing ReadTransaction, _ dbs: Databases, observer: Observer? = nil) throws
+        -> [String]
+    {
         var found: [String] = []
         // Manifest entries naming each chunk, and the manifests that have pages.
         var entries: [ChunkDigest: UInt64] = [:]
@@ -277,7 +303,11 @@ enum Verifier {
         }
         try txn.scan(dbs.pending, prefix: []) { key, _ in
             observer?("pending", key)
-            if key.count == 8 { owners.insert(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))) } else { ownersKnown = false }
+            if key.count == 8 {
+                owners.insert(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)))
+            } else {
+                ownersKnown = false
+            }
             return true
         }
         if ownersKnown {
@@ -292,7 +322,8 @@ enum Verifier {
         try txn.scan(dbs.refs, prefix: []) { key, value in
             observer?("refs", key)
             guard key.count == 32 else {
-                found.append("the reference record under the \(key.count)-byte key \(hexString(key)), which is no SHA-256")
+                found.append(
+                    "the reference record under the \(key.count)-byte key \(hexString(key)), which is no SHA-256")
                 return true
             }
             let digest = ChunkDigest(raw: key)
@@ -310,7 +341,8 @@ enum Verifier {
             if ref.count == 0 {
                 found.append("chunk \(digest) has a reference count of 0")
             } else if entriesKnown && ref.count != named {
-                found.append("chunk \(digest) has a reference count of \(ref.count) but \(named) manifest entries name it")
+                found.append(
+                    "chunk \(digest) has a reference count of \(ref.count) but \(named) manifest entries name it")
             }
             return true
         }
@@ -326,7 +358,9 @@ enum Verifier {
         if refsKnown { recounts += [(MetaKey.uniqueBytes, uniqueBytes), (MetaKey.storedBytes, storedBytes)] }
         for (name, recounted) in recounts {
             let counted = Int64(bitPattern: try txn.counter(dbs, name))
-            if counted != recounted { found.append("the counter \(name) is \(counted) but a recount gives \(recounted)") }
+            if counted != recounted {
+                found.append("the counter \(name) is \(counted) but a recount gives \(recounted)")
+            }
         }
         return found
     }
@@ -344,8 +378,11 @@ enum Verifier {
         var page: Int64 = 0
         while page * ManifestPage.entriesPerPage < chunkCount {
             let first = page * ManifestPage.entriesPerPage
-            let pageProblem = try txn.withValue(dbs.manifests, key: Keys.manifestPage(version.manifestID, page: page)) { raw -> String? in
-                guard let entries = ManifestPage.entries(ofStored: raw) else { return "page \(page) of its manifest fails its check" }
+            let pageProblem = try txn.withValue(dbs.manifests, key: Keys.manifestPage(version.manifestID, page: page)) {
+                raw -> String? in
+                guard let entries = ManifestPage.entries(ofStored: raw) else {
+                    return "page \(page) of its manifest fails its check"
+                }
                 for slot in 0..<Int(min(ManifestPage.entriesPerPage, chunkCount - first)) {
                     let entry: ManifestEntry
                     do {
@@ -355,7 +392,9 @@ enum Verifier {
                     }
                     switch entry {
                     case .stored(let digest):
-                        if try !digest.withUnsafeBytes({ try txn.contains(dbs.chunks, key: $0) }) { missing.insert(digest) }
+                        if try !digest.withUnsafeBytes({ try txn.contains(dbs.chunks, key: $0) }) {
+                            missing.insert(digest)
+                        }
                         root.add(digest)
                     case .zero: root.add(nil)
                     case .absent(let digest?): root.add(digest)
@@ -370,7 +409,9 @@ enum Verifier {
             case .some(nil): page += 1
             }
         }
-        guard !rootKnown || version.root == VersionRecord.unknownRoot || root.finalize() == version.root else { return "its manifest does not hash to its root" }
+        guard !rootKnown || version.root == VersionRecord.unknownRoot || root.finalize() == version.root else {
+            return "its manifest does not hash to its root"
+        }
         return nil
     }
 }

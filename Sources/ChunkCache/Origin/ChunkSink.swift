@@ -46,8 +46,11 @@ final class ChunkSink: @unchecked Sendable {
     /// The `items` key of the item downloaded, for the eviction policy (``EvictionPolicy``).
     private let itemKey: [UInt8]
 
-    init(store: Store, version: VersionRecord, item: String, session: OriginSession, claimed: [ClaimedChunk], counters: DownloadProgress,
-         replacing: Bool = false, direct: DirectBytes? = nil) {
+    init(
+        store: Store, version: VersionRecord, item: String, session: OriginSession, claimed: [ClaimedChunk],
+        counters: DownloadProgress,
+        replacing: Bool = false, direct: DirectBytes? = nil
+    ) {
         self.itemKey = Keys.item(domain: session.domain, id: item)
         self.replacing = replacing
         self.direct = direct
@@ -84,8 +87,11 @@ final class ChunkSink: @unchecked Sendable {
                         current = (index, [])
                         current?.bytes.reserveCapacity(Int(chunkEnd - position))
                     }
-                    current?.bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[consumed..<(consumed + take)]))
-                    if position + Int64(take) == chunkEnd, let done = current, let chunk = claimed.removeValue(forKey: index) {
+                    current?.bytes.append(
+                        contentsOf: UnsafeRawBufferPointer(rebasing: raw[consumed..<(consumed + take)]))
+                    if position + Int64(take) == chunkEnd, let done = current,
+                        let chunk = claimed.removeValue(forKey: index)
+                    {
                         if let direct, direct.wants(index) { forDirect.append((index, done.bytes, chunk.expected)) }
                         batch.append((chunk, done.bytes))
                         batchSize += done.bytes.count
@@ -127,7 +133,8 @@ final class ChunkSink: @unchecked Sendable {
         batch.removeAll()
         current = nil
         for chunk in chunks {
-            session.chunks.finish(ChunkKey(manifestID: version.manifestID, index: chunk.index), chunk.flight, with: .failure(error))
+            session.chunks.finish(
+                ChunkKey(manifestID: version.manifestID, index: chunk.index), chunk.flight, with: .failure(error))
         }
     }
 
@@ -139,13 +146,15 @@ final class ChunkSink: @unchecked Sendable {
         let pending = batch
         batch.removeAll()
         batchSize = 0
-        let manifestID = version.manifestID, replacing = self.replacing
+        let manifestID = version.manifestID
+        let replacing = self.replacing
         do {
             try await commit(pending, manifestID: manifestID, replacing: replacing)
-        } catch where !(error is ChunkMismatch) {
+        } catch  where !(error is ChunkMismatch) {
             // The batch left `claimed` and `batch`: its flights end here, or their waiters would wait forever.
             for (chunk, _) in pending {
-                session.chunks.finish(ChunkKey(manifestID: manifestID, index: chunk.index), chunk.flight, with: .failure(error))
+                session.chunks.finish(
+                    ChunkKey(manifestID: manifestID, index: chunk.index), chunk.flight, with: .failure(error))
             }
             throw error
         }
@@ -153,19 +162,25 @@ final class ChunkSink: @unchecked Sendable {
 
     /// Encodes and stores one batch, then ends the flights of the chunks stored; a chunk that failed its
     /// check goes back to `claimed` and ``ChunkMismatch`` is thrown.
-    private func commit(_ pending: [(chunk: ClaimedChunk, raw: [UInt8])], manifestID: UInt64, replacing: Bool) async throws {
+    private func commit(_ pending: [(chunk: ClaimedChunk, raw: [UInt8])], manifestID: UInt64, replacing: Bool)
+        async throws
+    {
         let store = self.store
         let (chunks, mismatch) = try await runBlocking(doing: "storing downloaded chunks", store: store.path) {
             try Self.encode(pending.map { ($0.chunk, $0.raw) }, store: store)
         }
         if !chunks.isEmpty {
-            let admission = PolicyAdmission(itemKey: itemKey, chunks: chunks.filter { $0.digest != nil }.map {
-                ($0.index, UInt32(max(0, $0.encoded.count - ChunkCodec.headerSize)))
-            })
+            let admission = PolicyAdmission(
+                itemKey: itemKey,
+                chunks: chunks.filter { $0.digest != nil }.map {
+                    ($0.index, UInt32(max(0, $0.encoded.count - ChunkCodec.headerSize)))
+                })
             let bytes = chunks.reduce(Int64(0)) { $0 + Int64($1.encoded.count) }
             // Downloads can be made again: a crash may lose the last batch, never damage the store. The writer
             // makes room for them first (CONTRACT §12), and the policy takes them into its window.
-            _ = try await store.writer.write(durability: .deferMeta, reserving: bytes, doing: "storing downloaded chunks") { txn in
+            _ = try await store.writer.write(
+                durability: .deferMeta, reserving: bytes, doing: "storing downloaded chunks"
+            ) { txn in
                 try txn.storeDownloaded(chunks, manifestID: manifestID, replacing: replacing, store.dbs)
                 try txn.policyAdmit(admission, manifestID: manifestID, store.dbs)
                 try txn.addToCounter(store.dbs, PolicyMeta.misses, Int64(admission.chunks.count))
@@ -175,14 +190,17 @@ final class ChunkSink: @unchecked Sendable {
             if let mismatch, chunk.index >= mismatch.index {
                 claimed[chunk.index] = chunk  // downloaded again
             } else {
-                session.chunks.finish(ChunkKey(manifestID: manifestID, index: chunk.index), chunk.flight, with: .success(()))
+                session.chunks.finish(
+                    ChunkKey(manifestID: manifestID, index: chunk.index), chunk.flight, with: .success(()))
             }
         }
         if let mismatch { throw mismatch }
     }
 
     /// The chunks of a batch hashed and encoded, up to the first that fails its check.
-    private static func encode(_ pending: [(ClaimedChunk, [UInt8])], store: Store) throws -> ([DownloadedChunk], ChunkMismatch?) {
+    private static func encode(_ pending: [(ClaimedChunk, [UInt8])], store: Store) throws -> (
+        [DownloadedChunk], ChunkMismatch?
+    ) {
         var out: [DownloadedChunk] = []
         out.reserveCapacity(pending.count)
         var encoder = ChunkEncoder(store: store, largest: pending.map(\.1.count).max() ?? 0)
@@ -196,7 +214,6 @@ final class ChunkSink: @unchecked Sendable {
         return (out, nil)
     }
 }
-
 
 /// Hashes and encodes raw chunks for a transaction to store (``WriteTransaction/storeDownloaded(_:manifestID:replacing:_:)``):
 /// the cold path's downloads and an import's small files.

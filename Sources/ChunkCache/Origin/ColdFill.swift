@@ -37,7 +37,9 @@ struct ColdFill: Sendable {
     ///   - direct: The fetch may take its range's bytes before they are stored (a small hand-off).
     /// - Returns: What the origin holds, or nil when a concurrent fetch discovered the item meanwhile (plan
     ///   again).
-    func discover(pinned: [UInt8]?, minimal: ByteRange?, alignment: Int, refresh: Bool = false, direct: Bool = false) async throws -> Discovered? {
+    func discover(pinned: [UInt8]?, minimal: ByteRange?, alignment: Int, refresh: Bool = false, direct: Bool = false)
+        async throws -> Discovered?
+    {
         let (flight, claimed) = session.discoveries.claim(item)
         guard claimed else {
             try await flight.wait()
@@ -51,7 +53,10 @@ struct ColdFill: Sendable {
         }
         let range = Self.discoveryRange(minimal, alignment: alignment, chunkSize: Int64(store.layout.chunkSize))
         let state = DiscoveryState()
-        let store = self.store, session = self.session, item = self.item, counters = self.counters
+        let store = self.store
+        let session = self.session
+        let item = self.item
+        let counters = self.counters
         // The request runs on its own, so the fetch can return as soon as its bytes are in while they are stored.
         session.downloads.begin()  // counted before the task starts, so waitForDownloads() cannot miss it
         let download = Task {
@@ -64,23 +69,38 @@ struct ColdFill: Sendable {
                         object: { object in
                             // What the origin said can be asked again: a crash may lose this record, never damage the store.
                             let recorded = try await store.writer.write(durability: .deferMeta) { txn in
-                                try txn.recordOriginVersion(domain: session.domain, item: item, contentVersion: Array(object.version.utf8),
-                                                            size: object.size, layout: store.layout, store.dbs)
+                                try txn.recordOriginVersion(
+                                    domain: session.domain, item: item, contentVersion: Array(object.version.utf8),
+                                    size: object.size, layout: store.layout, store.dbs)
                             }
                             let version = recorded.version
                             let end = min(range.upperBound, object.size)
-                            let chunks = try self.claimAbsent(of: version, in: ByteRange(location: range.lowerBound, length: max(0, end - range.lowerBound))).mine
+                            let chunks = try self.claimAbsent(
+                                of: version,
+                                in: ByteRange(location: range.lowerBound, length: max(0, end - range.lowerBound))
+                            ).mine
                             var directBytes: DirectBytes?
                             if direct, let minimal {
-                                let retrieved = version.layout.retrievedRange(for: minimal, aligningTo: Int64(alignment), length: object.size)
+                                let retrieved = version.layout.retrievedRange(
+                                    for: minimal, aligningTo: Int64(alignment), length: object.size)
                                 let claimedIndices = Set(chunks.map(\.index))
-                                let indices = retrieved.length > 0 ? Array((retrieved.location >> version.layout.shift)...((retrieved.end - 1) >> version.layout.shift)) : []
-                                if retrieved.length > 0 && retrieved.length <= FetchThresholds.inlineBytes && indices.allSatisfy(claimedIndices.contains) {
-                                    directBytes = DirectBytes(range: retrieved, chunkShift: version.layout.shift, store: store.path)
+                                let indices =
+                                    retrieved.length > 0
+                                    ? Array(
+                                        (retrieved.location >> version.layout.shift)...((retrieved.end - 1)
+                                            >> version.layout.shift)) : []
+                                if retrieved.length > 0 && retrieved.length <= FetchThresholds.inlineBytes
+                                    && indices.allSatisfy(claimedIndices.contains)
+                                {
+                                    directBytes = DirectBytes(
+                                        range: retrieved, chunkShift: version.layout.shift, store: store.path)
                                 }
                             }
-                            state.set(recorded, sink: ChunkSink(store: store, version: version, item: item, session: session, claimed: chunks,
-                                                                counters: counters, direct: directBytes), direct: directBytes)
+                            state.set(
+                                recorded,
+                                sink: ChunkSink(
+                                    store: store, version: version, item: item, session: session, claimed: chunks,
+                                    counters: counters, direct: directBytes), direct: directBytes)
                             session.discoveries.finish(item, flight, with: .success(()))
                         },
                         deliver: { offset, bytes in try await state.sink?.deliver(offset, bytes) })
@@ -93,7 +113,13 @@ struct ColdFill: Sendable {
             }
         }
         // Cancelling the fetch cancels the download it started (the waits below do not pass it on by themselves).
-        let finished = { try await withTaskCancellationHandler { try await download.value } onCancel: { download.cancel() } }
+        let finished = {
+            try await withTaskCancellationHandler {
+                try await download.value
+            } onCancel: {
+                download.cancel()
+            }
+        }
         do {
             try await flight.wait()
             guard let recorded = state.recorded else {
@@ -103,8 +129,9 @@ struct ColdFill: Sendable {
             if let direct = state.direct {
                 do {
                     let bytes = try await direct.wait()
-                    return Discovered(version: recorded.version, item: recorded.item, domainVersion: recorded.domainVersion,
-                                      downloaded: (direct.range, bytes))
+                    return Discovered(
+                        version: recorded.version, item: recorded.item, domainVersion: recorded.domainVersion,
+                        downloaded: (direct.range, bytes))
                 } catch is CancellationError where Task.isCancelled {
                     throw CancellationError()
                 } catch {
@@ -112,7 +139,8 @@ struct ColdFill: Sendable {
                 }
             }
             try await finished()
-            return Discovered(version: recorded.version, item: recorded.item, domainVersion: recorded.domainVersion, downloaded: nil)
+            return Discovered(
+                version: recorded.version, item: recorded.item, domainVersion: recorded.domainVersion, downloaded: nil)
         } catch {
             download.cancel()
             // The download's own failure says more than a waiter's.
@@ -138,15 +166,21 @@ struct ColdFill: Sendable {
     ///   downloads every chunk of a range of at most ``FetchThresholds/inlineBytes``, it returns them as soon
     ///   as they arrive (checked against known hashes) and the chunks are stored behind it.
     /// - Returns: The range's bytes when the fetch is served from its download; nil when they are in the store.
-    func fill(_ version: VersionRecord, range: ByteRange, ahead: Range<Int64>?, direct: Bool = false) async throws -> [UInt8]? {
+    func fill(_ version: VersionRecord, range: ByteRange, ahead: Range<Int64>?, direct: Bool = false) async throws
+        -> [UInt8]?
+    {
         let needed = try claimAbsent(of: version, in: range)
         var extra: [ClaimedChunk] = []
         if let ahead {
-            extra = try claimAbsent(of: version, in: ByteRange(location: ahead.lowerBound, length: Int64(ahead.count))).mine
+            extra = try claimAbsent(of: version, in: ByteRange(location: ahead.lowerBound, length: Int64(ahead.count)))
+                .mine
         }
-        let chunksInRange = range.length > 0 ? ((range.end - 1) >> version.layout.shift) - (range.location >> version.layout.shift) + 1 : 0
-        let directBytes = direct && range.length > 0 && range.length <= FetchThresholds.inlineBytes
-            && needed.mine.count == chunksInRange && needed.awaited.count == needed.mine.count
+        let chunksInRange =
+            range.length > 0
+            ? ((range.end - 1) >> version.layout.shift) - (range.location >> version.layout.shift) + 1 : 0
+        let directBytes =
+            direct && range.length > 0 && range.length <= FetchThresholds.inlineBytes
+                && needed.mine.count == chunksInRange && needed.awaited.count == needed.mine.count
             ? DirectBytes(range: range, chunkShift: version.layout.shift, store: store.path) : nil
         let urgent = Set(needed.mine.map(\.index))
         var ownDownloads: [Task<Void, Never>] = []
@@ -177,7 +211,9 @@ struct ColdFill: Sendable {
 
     /// Starts downloading `ahead` of `version` without waiting (read-ahead behind a warm fetch).
     func prefetch(_ version: VersionRecord, ahead: Range<Int64>) throws {
-        let claimed = try claimAbsent(of: version, in: ByteRange(location: ahead.lowerBound, length: Int64(ahead.count))).mine
+        let claimed = try claimAbsent(
+            of: version, in: ByteRange(location: ahead.lowerBound, length: Int64(ahead.count))
+        ).mine
         for run in Self.runs(of: claimed, chunkShift: version.layout.shift) {
             startDownload(run, of: version)
         }
@@ -189,7 +225,9 @@ struct ColdFill: Sendable {
     /// Starts ``download(_:of:replacing:direct:)`` as a task of its own, counted at once in the session's
     /// running downloads (``ChunkCache/waitForDownloads()``).
     @discardableResult
-    private func startDownload(_ run: [ClaimedChunk], of version: VersionRecord, replacing: Bool = false, direct: DirectBytes? = nil) -> Task<Void, Never> {
+    private func startDownload(
+        _ run: [ClaimedChunk], of version: VersionRecord, replacing: Bool = false, direct: DirectBytes? = nil
+    ) -> Task<Void, Never> {
         session.downloads.begin()
         return Task {
             defer { session.downloads.end() }
@@ -197,11 +235,16 @@ struct ColdFill: Sendable {
         }
     }
 
-    private func download(_ run: [ClaimedChunk], of version: VersionRecord, replacing: Bool = false, direct: DirectBytes? = nil) async {
-        let sink = ChunkSink(store: store, version: version, item: item, session: session, claimed: run, counters: counters,
-                             replacing: replacing, direct: direct)
+    private func download(
+        _ run: [ClaimedChunk], of version: VersionRecord, replacing: Bool = false, direct: DirectBytes? = nil
+    ) async {
+        let sink = ChunkSink(
+            store: store, version: version, item: item, session: session, claimed: run, counters: counters,
+            replacing: replacing, direct: direct)
         let expected = String(decoding: version.contentVersion, as: UTF8.self)
-        let session = self.session, item = self.item, counters = self.counters
+        let session = self.session
+        let item = self.item
+        let counters = self.counters
         var mismatches = 0
         while let range = sink.remainingRange {
             do {
@@ -222,8 +265,11 @@ struct ColdFill: Sendable {
                 _ = mismatch
                 sink.restart()
             } catch let mismatch as ChunkMismatch {
-                sink.abandon(CacheError(.corruptData,
-                    "chunk \(mismatch.index) of item \"\(item)\" at the origin of domain \"\(session.domain)\" hashes to \(mismatch.actual.map { "\($0)" } ?? "zeros"), not \(mismatch.expected), twice; the origin serves other bytes than the version it names: check it, then retry"))
+                sink.abandon(
+                    CacheError(
+                        .corruptData,
+                        "chunk \(mismatch.index) of item \"\(item)\" at the origin of domain \"\(session.domain)\" hashes to \(mismatch.actual.map { "\($0)" } ?? "zeros"), not \(mismatch.expected), twice; the origin serves other bytes than the version it names: check it, then retry"
+                    ))
                 return
             } catch {
                 sink.abandon(error)
@@ -237,7 +283,9 @@ struct ColdFill: Sendable {
     ///
     /// A bounded read of the manifest's pages, page-cache hot, on the calling thread, as warm hand-offs are
     /// (``BlockingPool``).
-    private func claimAbsent(of version: VersionRecord, in range: ByteRange) throws -> (mine: [ClaimedChunk], awaited: [Flight]) {
+    private func claimAbsent(of version: VersionRecord, in range: ByteRange) throws -> (
+        mine: [ClaimedChunk], awaited: [Flight]
+    ) {
         guard range.length > 0 else { return ([], []) }
         let layout = version.layout
         let first = range.location >> layout.shift
@@ -277,7 +325,8 @@ struct ColdFill: Sendable {
             if absent {
                 mine.append(chunk)
             } else {
-                session.chunks.finish(ChunkKey(manifestID: version.manifestID, index: chunk.index), chunk.flight, with: .success(()))
+                session.chunks.finish(
+                    ChunkKey(manifestID: version.manifestID, index: chunk.index), chunk.flight, with: .success(()))
             }
         }
         return mine

@@ -18,7 +18,10 @@ struct ColdRequest: Sendable {
     /// The fetch's claim on what it downloads, which eviction spares until the fetch ends.
     let claim: UnreadDownloads.Claim
 
-    fileprivate init(_ target: ColdTarget, options: FetchOptions, request: FetchRequest, servesFromDownload: Bool, downloads: UnreadDownloads) {
+    fileprivate init(
+        _ target: ColdTarget, options: FetchOptions, request: FetchRequest, servesFromDownload: Bool,
+        downloads: UnreadDownloads
+    ) {
         item = target.item
         strict = options.contains(.strictVersioning)
         minimal = target.minimal
@@ -73,8 +76,9 @@ extension ChunkCache {
         servesFromDownload: (@Sendable ([UInt8], DownloadedRange) throws -> Served)? = nil, first: Absence,
         attempt: @Sendable ([UInt8]?) async throws -> FetchOutcome<Served>
     ) async throws -> (served: Served, downloaded: DownloadProgress) {
-        let cold = ColdRequest(target, options: options, request: request, servesFromDownload: servesFromDownload != nil,
-                               downloads: store.space.unreadDownloads)
+        let cold = ColdRequest(
+            target, options: options, request: request, servesFromDownload: servesFromDownload != nil,
+            downloads: store.space.unreadDownloads)
         var version = version
         var readAheadDone = false
         var absence: Absence? = first
@@ -118,7 +122,8 @@ extension ChunkCache {
     ) throws -> (served: Served, downloaded: DownloadProgress) {
         let storePath = store.path
         return try Self.waitFor {
-            try await self.throughOrigin(target, version: version, options: options, request: request, first: first) { version in
+            try await self.throughOrigin(target, version: version, options: options, request: request, first: first) {
+                version in
                 try await runBlocking(doing: "fetching \(target.item)", store: storePath) { try attempt(version) }
             }
         }
@@ -150,22 +155,26 @@ extension ChunkCache {
                 return .complete
             }
             guard case .file(let path) = made else { preconditionFailure("downloaded bytes are never damaged") }
-            store.usage.noteUse(of: ItemIdentifier(domain: downloaded.domain, downloaded.item.identifier),
-                                recorded: downloaded.item.lastUsedDate, store: store)
+            store.usage.noteUse(
+                of: ItemIdentifier(domain: downloaded.domain, downloaded.item.identifier),
+                recorded: downloaded.item.lastUsedDate, store: store)
             return FetchResult(
                 url: URL(fileURLWithPath: path, isDirectory: false),
                 item: Records.publicItem(downloaded.item, domain: downloaded.domain, version: downloaded.version),
                 retrievedRange: downloaded.range, flags: flags, owner: .caller, domainVersion: downloaded.domainVersion,
                 cloneStrategy: nil, fromOriginDomain: true)
         } catch {
-            throw CacheError.wrap(error, store: store.path, doing: "writing the downloaded range of \(downloaded.item.identifier)")
+            throw CacheError.wrap(
+                error, store: store.path, doing: "writing the downloaded range of \(downloaded.item.identifier)")
         }
     }
 
     /// Writes a filled range's bytes at their offsets, by the warm path's rule (CONTRACT §3): when the range is
     /// the whole file its zero chunks stay holes and the result says `knownSparseRanges`; inside any other
     /// range every byte is written.
-    private static func write(_ bytes: UnsafeRawBufferPointer, of filled: DownloadedRange, to file: FileDescriptor) throws -> MaterializationFlags {
+    private static func write(_ bytes: UnsafeRawBufferPointer, of filled: DownloadedRange, to file: FileDescriptor)
+        throws -> MaterializationFlags
+    {
         guard filled.version.isWhole(filled.range) else {
             try file.writeAll(toAbsoluteOffset: filled.range.location, bytes)
             return []
@@ -210,28 +219,43 @@ extension ChunkCache {
         let item = request.item
         // The session and the read-ahead read LMDB: on the blocking pool, in one hop.
         let startsReadAhead = !readAheadDone
-        let (session, ahead) = try await runBlocking(doing: "starting a fetch of \(item) from its origin", store: store.path) { () -> (OriginSession, Range<Int64>?) in
+        let (session, ahead) = try await runBlocking(
+            doing: "starting a fetch of \(item) from its origin", store: store.path
+        ) { () -> (OriginSession, Range<Int64>?) in
             let session = try self.originSession(of: item.domain)
             guard startsReadAhead, case .chunks(let version, let range, _, _) = absence else { return (session, nil) }
-            return (session, self.advanceReadAhead(in: session, item, fetching: range.location..<range.end, size: version.size))
+            return (
+                session,
+                self.advanceReadAhead(in: session, item, fetching: range.location..<range.end, size: version.size)
+            )
         }
         let fill = ColdFill(store: store, session: session, item: item.rawValue, counters: request.counters)
         do {
             switch absence {
             case .undiscovered(let pinned, let minimal, let refresh):
-                guard let found = try await fill.discover(
-                    pinned: pinned, minimal: minimal, alignment: request.alignment, refresh: refresh, direct: request.servesFromDownload)
+                guard
+                    let found = try await fill.discover(
+                        pinned: pinned, minimal: minimal, alignment: request.alignment, refresh: refresh,
+                        direct: request.servesFromDownload)
                 else { return .planAgain }
                 guard let (range, bytes) = found.downloaded else { return .planVersion(found.version.contentVersion) }
-                return .servedFromDownload(bytes, DownloadedRange(domain: item.domain, item: found.item, version: found.version, range: range,
-                                                                  domainVersion: found.domainVersion))
+                return .servedFromDownload(
+                    bytes,
+                    DownloadedRange(
+                        domain: item.domain, item: found.item, version: found.version, range: range,
+                        domainVersion: found.domainVersion))
             case .chunks(let version, let range, let record, let domainVersion):
                 request.claim.protect(version, range)
                 if startsReadAhead { readAheadDone = true }
-                guard let bytes = try await fill.fill(version, range: range, ahead: ahead, direct: request.servesFromDownload)
+                guard
+                    let bytes = try await fill.fill(
+                        version, range: range, ahead: ahead, direct: request.servesFromDownload)
                 else { return .planAgain }
-                return .servedFromDownload(bytes, DownloadedRange(domain: item.domain, item: record, version: version, range: range,
-                                                                  domainVersion: domainVersion))
+                return .servedFromDownload(
+                    bytes,
+                    DownloadedRange(
+                        domain: item.domain, item: record, version: version, range: range,
+                        domainVersion: domainVersion))
             case .damaged(let version, let chunk):
                 try await fill.replace(version, index: chunk.index, digest: chunk.digest)
                 return .planAgain
@@ -239,7 +263,9 @@ extension ChunkCache {
         } catch let failure as OriginFailure {
             if case .versionChanged = failure, !request.strict { return .moveOn }
             if case .notFound = failure {
-                try await store.writer.write { txn in try txn.removeGoneItem(domain: item.domain, item: item.rawValue, store.dbs) }
+                try await store.writer.write { txn in
+                    try txn.removeGoneItem(domain: item.domain, item: item.rawValue, store.dbs)
+                }
             }
             throw CacheError.origin(failure, item: item.rawValue, domain: item.domain, strict: request.strict)
         } catch is CancellationError {
@@ -254,7 +280,9 @@ extension ChunkCache {
     /// Records a fetch of `range` of `item` in its session's read-ahead (``ReadAhead``) and returns what to
     /// download after it. A process that has no state for the item continues from the position the last
     /// reader left in the store, and each new position is noted for the next (``ReadPositions``).
-    private func advanceReadAhead(in session: OriginSession, _ item: ItemIdentifier, fetching range: Range<Int64>, size: Int64) -> Range<Int64>? {
+    private func advanceReadAhead(
+        in session: OriginSession, _ item: ItemIdentifier, fetching range: Range<Int64>, size: Int64
+    ) -> Range<Int64>? {
         let store = self.store
         let step = session.readAhead(item.rawValue, fetching: range, size: size) {
             try? store.environment.read { txn in try txn.readPosition(of: item, store.dbs) }
@@ -278,7 +306,9 @@ extension ChunkCache {
     /// origin (which has no read-ahead) costs nothing here.
     func readAhead(after served: some ServedBytes & Sendable, _ item: ItemIdentifier) async {
         guard served.fromOriginDomain else { return }
-        try? await runBlocking(doing: "reading ahead in \(item)", store: store.path) { self.startReadAhead(after: served, item) }
+        try? await runBlocking(doing: "reading ahead in \(item)", store: store.path) {
+            self.startReadAhead(after: served, item)
+        }
     }
 
     /// ``readAhead(after:_:)`` on the calling thread, which may block (a blocking fetch's, or the pool's).
@@ -286,15 +316,19 @@ extension ChunkCache {
     /// for them again. Only items of origin domains have read-ahead.
     func startReadAhead(after served: some ServedBytes, _ item: ItemIdentifier) {
         guard served.fromOriginDomain,
-              let session = store.origins.sessionForReadAhead(item.domain, make: { try originSession(of: item.domain) }),
-              let ahead = advanceReadAhead(in: session, item, fetching: served.servedRange, size: served.servedItem.documentSize)
+            let session = store.origins.sessionForReadAhead(item.domain, make: { try originSession(of: item.domain) }),
+            let ahead = advanceReadAhead(
+                in: session, item, fetching: served.servedRange, size: served.servedItem.documentSize)
         else { return }
         let store = self.store
         let contentVersion = served.servedItem.itemVersion.contentVersion
         Diagnostics.attempt("read ahead in \(item)") {
-            let key = Keys.version(itemKey: Keys.item(domain: item.domain, id: item.rawValue), contentVersion: contentVersion)
+            let key = Keys.version(
+                itemKey: Keys.item(domain: item.domain, id: item.rawValue), contentVersion: contentVersion)
             let version = try store.environment.read { txn in
-                try txn.withValue(store.dbs.versions, key: key) { try VersionRecord(decoding: $0, name: "a version of \(item)") }
+                try txn.withValue(store.dbs.versions, key: key) {
+                    try VersionRecord(decoding: $0, name: "a version of \(item)")
+                }
             }
             let fill = ColdFill(store: store, session: session, item: item.rawValue, counters: DownloadProgress())
             if let version { try fill.prefetch(version, ahead: ahead) }
@@ -326,8 +360,10 @@ struct ColdRounds {
         if case .chunks = absence {
             fills += 1
             guard fills <= Self.maxFills else {
-                throw CacheError(.transient,
-                    "what this fetch downloaded of item \(item) was evicted before it could be read, \(Self.maxFills) times: the store's bound (init --max-size, --min-free) is too small for the reads running at once; raise it, then retry")
+                throw CacheError(
+                    .transient,
+                    "what this fetch downloaded of item \(item) was evicted before it could be read, \(Self.maxFills) times: the store's bound (init --max-size, --min-free) is too small for the reads running at once; raise it, then retry"
+                )
             }
         } else {
             changes += 1

@@ -36,7 +36,10 @@ extension ChunkCache {
             try store.environment.read { txn in try Records.domain(name, in: txn, store.dbs) }
         }
         guard let session = try store.origins.session(for: name, record) else {
-            throw CacheError(.invalidArgument, "domain \"\(name)\" has no origin to sync from; give it one with `chunkcache domain set \(name) --origin URL`")
+            throw CacheError(
+                .invalidArgument,
+                "domain \"\(name)\" has no origin to sync from; give it one with `chunkcache domain set \(name) --origin URL`"
+            )
         }
         let listing = ListingCollector()
         do {
@@ -47,9 +50,12 @@ extension ChunkCache {
         let entries = listing.entries
         let layout = store.layout
         do {
-            return try await store.writer.write { txn in try txn.applyListing(entries, domain: name, layout: layout, store.dbs) }
+            return try await store.writer.write { txn in
+                try txn.applyListing(entries, domain: name, layout: layout, store.dbs)
+            }
         } catch {
-            throw CacheError.wrap(error, store: store.path, doing: "applying the origin's listing to domain \"\(name)\"")
+            throw CacheError.wrap(
+                error, store: store.path, doing: "applying the origin's listing to domain \"\(name)\"")
         }
     }
 }
@@ -69,14 +75,18 @@ private final class ListingCollector: Sendable {
     /// Keys that cannot be items here (empty path parts, `.` or `..`, NUL, too long) are skipped.
     private static func isUsable(_ item: String) -> Bool {
         guard !item.isEmpty, item.utf8.count <= 4096, !item.utf8.contains(0) else { return false }
-        return item.split(separator: "/", omittingEmptySubsequences: false).allSatisfy { !$0.isEmpty && $0 != "." && $0 != ".." }
+        return item.split(separator: "/", omittingEmptySubsequences: false).allSatisfy {
+            !$0.isEmpty && $0 != "." && $0 != ".."
+        }
     }
 }
 
 extension WriteTransaction {
     /// Applies an origin's full listing to the domain's files and folders as one set of changes.
     @available(*, noasync)
-    mutating func applyListing(_ listing: [String: RemoteEntry], domain name: String, layout: ChunkLayout, _ dbs: Databases) throws -> SyncResult {
+    mutating func applyListing(
+        _ listing: [String: RemoteEntry], domain name: String, layout: ChunkLayout, _ dbs: Databases
+    ) throws -> SyncResult {
         var changes = try beginChanges(to: name, dbs)
         let domainKey = changes.key
         var existing: [String: ItemRecord] = [:]
@@ -108,21 +118,26 @@ extension WriteTransaction {
         for (path, entry) in listing.sorted(by: { $0.key < $1.key }) {
             let current = existing[path]
             if let current, current.kind != .file { continue }  // a folder of the same name: keep the folder
-            let version = Array((entry.version ?? RemoteObject.fallbackVersion(lastModified: "listed", size: entry.size)).utf8)
+            let version = Array(
+                (entry.version ?? RemoteObject.fallbackVersion(lastModified: "listed", size: entry.size)).utf8)
             if current != nil {
-                if try contains(dbs.versions, key: Keys.version(itemKey: Keys.item(domain: name, id: path), contentVersion: version)) {
+                if try contains(
+                    dbs.versions, key: Keys.version(itemKey: Keys.item(domain: name, id: path), contentVersion: version)
+                ) {
                     result.unchanged += 1
                     continue
                 }
             }
             guard entry.version != nil || current == nil else {
-                result.unchanged += 1  // the listing does not say, and the store has a version: the next fetch checks it
+                // the listing does not say, and the store has a version: the next fetch checks it
+                result.unchanged += 1
                 continue
             }
             let slash = path.lastIndex(of: "/")
             _ = try addOriginVersion(
                 version, size: entry.size, of: path, existing: current, layout: layout,
-                parent: slash.map { String(path[..<$0]) } ?? Item.rootContainer, modificationDate: entry.modificationDate,
+                parent: slash.map { String(path[..<$0]) } ?? Item.rootContainer,
+                modificationDate: entry.modificationDate,
                 in: &changes, dbs)
             if current == nil { result.created += 1 } else { result.modified += 1 }
         }
@@ -131,7 +146,8 @@ extension WriteTransaction {
             try deleteItem(item, in: &changes, dbs)
             result.deleted += 1
         }
-        for (id, item) in existing.sorted(by: { $0.key.count > $1.key.count }) where item.kind == .folder && !folders.contains(id) {
+        for (id, item) in existing.sorted(by: { $0.key.count > $1.key.count })
+        where item.kind == .folder && !folders.contains(id) {
             guard try listed(in: id, domain: name, dbs).isEmpty else { continue }  // still holds a local item
             try deleteItem(item, in: &changes, dbs)
             result.deleted += 1
@@ -150,9 +166,15 @@ extension CacheError {
     static func originListing(_ failure: OriginFailure, domain: String) -> CacheError {
         switch failure {
         case .notFound(let status):
-            return CacheError(.invalidArgument, "the origin of domain \"\(domain)\" has no listing at its base (\(status)); check the origin URL, and that an nginx origin has `autoindex on; autoindex_format json;`")
+            return CacheError(
+                .invalidArgument,
+                "the origin of domain \"\(domain)\" has no listing at its base (\(status)); check the origin URL, and that an nginx origin has `autoindex on; autoindex_format json;`"
+            )
         case .invalidResponse(let detail):
-            return CacheError(.invalidArgument, "the origin of domain \"\(domain)\" gave a listing that cannot be read (\(detail)); nothing was applied")
+            return CacheError(
+                .invalidArgument,
+                "the origin of domain \"\(domain)\" gave a listing that cannot be read (\(detail)); nothing was applied"
+            )
         default:
             return .origin(failure, item: "the listing", domain: domain, strict: false)
         }

@@ -9,15 +9,19 @@ extension ChunkCache {
         let store = self.store
         let missing = try store.environment.read { txn in
             let domain = try Records.domain(item.domain, in: txn, store.dbs)
-            return try domain.origin != nil && !txn.contains(store.dbs.items, key: Keys.item(domain: item.domain, id: item.rawValue))
+            return try domain.origin != nil
+                && !txn.contains(store.dbs.items, key: Keys.item(domain: item.domain, id: item.rawValue))
         }
         guard missing else { return }
         let session = try originSession(of: item.domain)
         do {
-            let object = try await session.requests.withPermit { try await session.origin.head(item.rawValue, version: nil) }
+            let object = try await session.requests.withPermit {
+                try await session.origin.head(item.rawValue, version: nil)
+            }
             _ = try await store.writer.write { txn in
-                try txn.recordOriginVersion(domain: item.domain, item: item.rawValue, contentVersion: Array(object.version.utf8),
-                                            size: object.size, layout: store.layout, store.dbs)
+                try txn.recordOriginVersion(
+                    domain: item.domain, item: item.rawValue, contentVersion: Array(object.version.utf8),
+                    size: object.size, layout: store.layout, store.dbs)
             }
         } catch let failure as OriginFailure {
             throw CacheError.origin(failure, item: item.rawValue, domain: item.domain, strict: false)

@@ -41,7 +41,9 @@ final class OriginSession: Sendable {
     /// Records a fetch of `range` of `item` and returns what to download ahead of it (``ReadAhead``), and the
     /// item's new state when the fetch moved it. `stored` gives the state to start from when this session
     /// has none (what another process left); it is read outside the lock.
-    func readAhead(_ item: String, fetching range: Range<Int64>, size: Int64, stored: () -> ReadAhead?) -> (ahead: Range<Int64>?, moved: ReadAhead?) {
+    func readAhead(_ item: String, fetching range: Range<Int64>, size: Int64, stored: () -> ReadAhead?) -> (
+        ahead: Range<Int64>?, moved: ReadAhead?
+    ) {
         let start = readAheads.withLock { $0[item] } == nil ? stored() : nil
         return readAheads.withLock { states in
             if states[item] == nil {
@@ -66,11 +68,14 @@ final class OriginSession: Sendable {
             do {
                 credentials = try AWSCredentials.load()
             } catch {
-                throw CacheError(.notAuthenticated, "the AWS credentials for the origin of domain \"\(domain)\" cannot be read: \(error)")
+                throw CacheError(
+                    .notAuthenticated,
+                    "the AWS credentials for the origin of domain \"\(domain)\" cannot be read: \(error)")
             }
             return OriginEndpoint(
-                location: .s3(endpoint: origin.endpoint ?? "", region: origin.region ?? "", bucket: origin.bucket ?? "",
-                              prefix: origin.prefix ?? ""),
+                location: .s3(
+                    endpoint: origin.endpoint ?? "", region: origin.region ?? "", bucket: origin.bucket ?? "",
+                    prefix: origin.prefix ?? ""),
                 headers: headers, credentials: credentials, policy: settings.policy)
         }
     }

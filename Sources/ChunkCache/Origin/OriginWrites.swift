@@ -37,16 +37,22 @@ extension WriteTransaction {
         let itemKey = Keys.item(domain: name, id: id)
         let versionKey = Keys.version(itemKey: itemKey, contentVersion: contentVersion)
         let recorded = try withValue(dbs.versions, key: versionKey) {
-            try VersionRecord(decoding: $0, name: RecordNames.version(contentVersion, of: RecordNames.item(id, domain: name)))
+            try VersionRecord(
+                decoding: $0, name: RecordNames.version(contentVersion, of: RecordNames.item(id, domain: name)))
         }
         if let version = recorded {
             let item = try Records.item(id, domain: name, key: itemKey, in: self, dbs)
-            return RecordedVersion(item: item, version: version, domainVersion: DomainVersion(rawValue: try Records.domain(name, in: self, dbs).version))
+            return RecordedVersion(
+                item: item, version: version,
+                domainVersion: DomainVersion(rawValue: try Records.domain(name, in: self, dbs).version))
         }
         var changes = try beginChanges(to: name, dbs)
-        let existing = try withValue(dbs.items, key: itemKey) { try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: name)) }
+        let existing = try withValue(dbs.items, key: itemKey) {
+            try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: name))
+        }
         let (record, version) = try addOriginVersion(
-            contentVersion, size: size, of: id, existing: existing, layout: layout, modificationDate: modificationDate, in: &changes, dbs)
+            contentVersion, size: size, of: id, existing: existing, layout: layout, modificationDate: modificationDate,
+            in: &changes, dbs)
         try finish(changes, dbs)
         let domainVersion = changes.version
         return RecordedVersion(item: record, version: version, domainVersion: domainVersion)
@@ -59,15 +65,21 @@ extension WriteTransaction {
     @available(*, noasync)
     mutating func addOriginVersion(
         _ contentVersion: [UInt8], size: Int64, of id: String, existing: ItemRecord?, layout: ChunkLayout,
-        parent: String = Item.rootContainer, modificationDate: Double?, in changes: inout DomainChanges, _ dbs: Databases
+        parent: String = Item.rootContainer, modificationDate: Double?, in changes: inout DomainChanges,
+        _ dbs: Databases
     ) throws -> (ItemRecord, VersionRecord) {
         if let existing, existing.kind != .file {
-            throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(changes.name)\" is a \(existing.kind) in the store but a file at the origin; remove it with `chunkcache rm --permanently`, then fetch again")
+            throw CacheError(
+                .invalidArgument,
+                "item \"\(id)\" in domain \"\(changes.name)\" is a \(existing.kind) in the store but a file at the origin; remove it with `chunkcache rm --permanently`, then fetch again"
+            )
         }
         try ChunkLayout.checkItemLength(size, of: "item \"\(id)\" at the origin of domain \"\(changes.name)\"")
-        var record = existing ?? ItemRecord(
-            identifier: id, parent: parent, filename: String(id.split(separator: "/").last ?? Substring(id)),
-            kind: .file, metadataVersion: [], createdAt: changes.now)
+        var record =
+            existing
+            ?? ItemRecord(
+                identifier: id, parent: parent, filename: String(id.split(separator: "/").last ?? Substring(id)),
+                kind: .file, metadataVersion: [], createdAt: changes.now)
         record.contentModificationDate = modificationDate ?? changes.now
         let manifestID = max(1, try counter(dbs, MetaKey.nextManifestID))
         try setCounter(dbs, MetaKey.nextManifestID, manifestID + 1)
@@ -77,7 +89,8 @@ extension WriteTransaction {
             contentVersion: contentVersion, manifestID: manifestID, size: size, chunkShift: layout.shift,
             sequence: changes.version.rawValue, createdAt: changes.now, root: VersionRecord.unknownRoot)
         let itemKey = Keys.item(domain: changes.name, id: id)
-        try put(dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: contentVersion), value: version.encoded())
+        try put(
+            dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: contentVersion), value: version.encoded())
         try addToCounter(dbs, MetaKey.logicalBytes, size)
         return (record, version)
     }
@@ -91,7 +104,8 @@ extension WriteTransaction {
             let count = min(ManifestPage.entriesPerPage, chunkCount - first)
             page.removeAll(keepingCapacity: true)
             for _ in 0..<count { ManifestPage.append(.absent(nil), to: &page) }
-            try ManifestPage.store(&page, manifest: manifestID, page: first / ManifestPage.entriesPerPage, in: &self, dbs)
+            try ManifestPage.store(
+                &page, manifest: manifestID, page: first / ManifestPage.entriesPerPage, in: &self, dbs)
             first += count
         }
     }
@@ -105,7 +119,9 @@ extension WriteTransaction {
     @available(*, noasync)
     /// - Returns: How many chunks were new to the store.
     @discardableResult
-    mutating func storeDownloaded(_ chunks: [DownloadedChunk], manifestID: UInt64, replacing: Bool = false, _ dbs: Databases) throws -> Int {
+    mutating func storeDownloaded(
+        _ chunks: [DownloadedChunk], manifestID: UInt64, replacing: Bool = false, _ dbs: Databases
+    ) throws -> Int {
         var inserted = 0
         var index = 0
         while index < chunks.count {
@@ -115,7 +131,10 @@ extension WriteTransaction {
             defer { index = end }
             let key = Keys.manifestPage(manifestID, page: pageIndex)
             // Copied out: the page is rewritten below, which ends the stored value's life.
-            guard let stored = try withValue(dbs.manifests, key: key, { ManifestPage.entries(ofStored: $0).map { Array($0) } }) else { continue }
+            guard
+                let stored = try withValue(
+                    dbs.manifests, key: key, { ManifestPage.entries(ofStored: $0).map { Array($0) } })
+            else { continue }
             guard var entries = stored else { throw ManifestPage.damaged(manifestID, page: pageIndex, in: self, dbs) }
             for chunk in chunks[index..<end] {
                 let slot = Int(chunk.index - pageIndex * ManifestPage.entriesPerPage)
@@ -128,7 +147,9 @@ extension WriteTransaction {
                 let entry: ManifestEntry
                 if let digest = chunk.digest {
                     if try !retainChunk(digest, dbs) {
-                        try chunk.encoded.withUnsafeBytes { try insertChunk(digest, encoded: $0, rawLength: chunk.rawLength, dbs) }
+                        try chunk.encoded.withUnsafeBytes {
+                            try insertChunk(digest, encoded: $0, rawLength: chunk.rawLength, dbs)
+                        }
                         inserted += 1
                     }
                     entry = .stored(digest)
@@ -146,7 +167,9 @@ extension WriteTransaction {
     @available(*, noasync)
     private mutating func replaceChunk(_ digest: ChunkDigest, encoded: [UInt8], _ dbs: Databases) throws {
         try digest.withUnsafeBytes { key in
-            let stored = try withValue(dbs.refs, key: key) { try ChunkRef(decoding: $0, name: RecordNames.chunkReference(digest)) }
+            let stored = try withValue(dbs.refs, key: key) {
+                try ChunkRef(decoding: $0, name: RecordNames.chunkReference(digest))
+            }
             guard var ref = stored else { return }  // dropped meanwhile: nothing to mend
             let storedLength = UInt32(encoded.count - ChunkCodec.headerSize)
             try addToCounter(dbs, MetaKey.storedBytes, Int64(storedLength) - Int64(ref.storedLength))
@@ -161,9 +184,13 @@ extension WriteTransaction {
     @available(*, noasync)
     mutating func removeGoneItem(domain name: String, item id: String, _ dbs: Databases) throws {
         let itemKey = Keys.item(domain: name, id: id)
-        guard let record = try withValue(dbs.items, key: itemKey, {
-            try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: name))
-        }) else { return }
+        guard
+            let record = try withValue(
+                dbs.items, key: itemKey,
+                {
+                    try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: name))
+                })
+        else { return }
         var changes = try beginChanges(to: name, dbs)
         try deleteItem(record, in: &changes, dbs)
         try finish(changes, dbs)

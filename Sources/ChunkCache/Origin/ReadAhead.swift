@@ -58,9 +58,13 @@ extension ReadAhead {
     /// refused, so a damaged value can never make the window's arithmetic overflow.
     init?(stored value: UnsafeRawBufferPointer) {
         guard value.count == 32 else { return nil }
-        let fields = (0..<4).map { Int64(bitPattern: UInt64(bigEndian: value.loadUnaligned(fromByteOffset: 8 * $0, as: UInt64.self))) }
+        let fields = (0..<4).map {
+            Int64(bitPattern: UInt64(bigEndian: value.loadUnaligned(fromByteOffset: 8 * $0, as: UInt64.self)))
+        }
         let limit = ChunkLayout.maxItemLength
-        guard (-1...limit).contains(fields[0]), fields.dropFirst().allSatisfy({ (0...limit).contains($0) }) else { return nil }
+        guard (-1...limit).contains(fields[0]), fields.dropFirst().allSatisfy({ (0...limit).contains($0) }) else {
+            return nil
+        }
         (expected, previousStart, window, frontier) = (fields[0], fields[1], fields[2], fields[3])
     }
 }

@@ -45,7 +45,9 @@ struct ImportJobRecord: StoreRecord {
 
 extension ImportJobRecord {
     init(reading r: inout ByteReader) throws(RecordDamage) {
-        guard let writer = WriterToken(bytes: try r.readBytes(WriterToken.byteCount)) else { throw RecordDamage(problem: "names no writer") }
+        guard let writer = WriterToken(bytes: try r.readBytes(WriterToken.byteCount)) else {
+            throw RecordDamage(problem: "names no writer")
+        }
         self.writer = writer
         epoch = try r.read()
         copy = try r.read(UInt8.self) == 1
@@ -54,9 +56,13 @@ extension ImportJobRecord {
         done = Int(try r.read(UInt32.self))
         startedAt = try r.readDouble()
         var sources: [Source] = []
-        for _ in 0..<(try r.read(UInt32.self)) { sources.append(Source(root: try r.readPrefixedString(), below: try r.readPrefixedString())) }
+        for _ in 0..<(try r.read(UInt32.self)) {
+            sources.append(Source(root: try r.readPrefixedString(), below: try r.readPrefixedString()))
+        }
         self.sources = sources
-        guard done <= sources.count, !sources.isEmpty else { throw RecordDamage(problem: "counts more trees done than it has") }
+        guard done <= sources.count, !sources.isEmpty else {
+            throw RecordDamage(problem: "counts more trees done than it has")
+        }
     }
 }
 
@@ -79,7 +85,8 @@ extension TransactionReading where Self: ~Copyable {
         try scan(dbs.meta, prefix: Keys.importJobPrefix) { key, value in
             var reader = ByteReader(UnsafeRawBufferPointer(rebasing: key[Keys.importJobPrefix.count...]))
             guard let domain = try? reader.readPrefixedString() else { return true }
-            jobs.append((domain, try ImportJobRecord(decoding: value, name: "the import of \(RecordNames.domain(domain))")))
+            jobs.append(
+                (domain, try ImportJobRecord(decoding: value, name: "the import of \(RecordNames.domain(domain))")))
             return true
         }
         return jobs
@@ -101,7 +108,9 @@ extension WriteTransaction {
     /// and the job, in one transaction.
     /// - Throws: `fileExists` when the domain exists.
     @available(*, noasync)
-    mutating func beginImport(_ domain: String, from root: String, copy: Bool, writer: WriterToken, _ dbs: Databases) throws -> ImportJobRecord {
+    mutating func beginImport(_ domain: String, from root: String, copy: Bool, writer: WriterToken, _ dbs: Databases)
+        throws -> ImportJobRecord
+    {
         guard try !contains(dbs.domains, key: Keys.domain(domain)) else {
             throw CacheError(.fileExists, "domain \"\(domain)\" already exists; import into a new domain name")
         }
@@ -109,8 +118,9 @@ extension WriteTransaction {
         var record = DomainRecord(version: 0, createdAt: Date().timeIntervalSince1970)
         record.importEpoch = 1
         try put(dbs.domains, key: Keys.domain(domain), value: record.encoded())
-        let job = ImportJobRecord(writer: writer, epoch: 1, copy: copy, phase: .importing,
-                                  sources: [.init(root: root, below: Item.rootContainer)], done: 0, startedAt: record.createdAt)
+        let job = ImportJobRecord(
+            writer: writer, epoch: 1, copy: copy, phase: .importing,
+            sources: [.init(root: root, below: Item.rootContainer)], done: 0, startedAt: record.createdAt)
         try saveImportJob(job, of: domain, dbs)
         return job
     }
@@ -119,7 +129,9 @@ extension WriteTransaction {
     /// `importDidFinish` then covers both (G4), or starts a new epoch. Returns the job and whether it joined
     /// one under way.
     @available(*, noasync)
-    mutating func beginReimport(_ domain: String, from root: String, below: String, writer: WriterToken, _ dbs: Databases) throws -> (ImportJobRecord, Bool) {
+    mutating func beginReimport(
+        _ domain: String, from root: String, below: String, writer: WriterToken, _ dbs: Databases
+    ) throws -> (ImportJobRecord, Bool) {
         var record = try Records.domain(domain, in: self, dbs)
         let source = ImportJobRecord.Source(root: root, below: below)
         if var job = try importJob(domain, dbs), job.phase == .importing {
@@ -129,8 +141,9 @@ extension WriteTransaction {
         }
         record.importEpoch += 1
         try put(dbs.domains, key: Keys.domain(domain), value: record.encoded())
-        let job = ImportJobRecord(writer: writer, epoch: record.importEpoch, copy: true, phase: .importing, sources: [source],
-                                  done: 0, startedAt: Date().timeIntervalSince1970)
+        let job = ImportJobRecord(
+            writer: writer, epoch: record.importEpoch, copy: true, phase: .importing, sources: [source],
+            done: 0, startedAt: Date().timeIntervalSince1970)
         try saveImportJob(job, of: domain, dbs)
         return (job, false)
     }

@@ -27,11 +27,14 @@ extension ChunkCache {
     /// `importDidFinish` covers both (G4); run by the process running that import.
     /// - Throws: `noSuchItem` for an unknown domain or item; `invalidArgument` for an item that is not a
     ///   folder, or a path that is not a directory.
-    public func reimportItems(below item: String = Item.rootContainer, in domain: String, from url: URL) async throws -> ImportResult {
+    public func reimportItems(below item: String = Item.rootContainer, in domain: String, from url: URL) async throws
+        -> ImportResult
+    {
         try Records.validate(domain: domain, item: item)
         let store = self.store
         let path = url.standardizedFileURL.path
-        return try await runBlocking(doing: "reimporting \(path) into domain \"\(domain)\"", store: store.path) { cancellation in
+        return try await runBlocking(doing: "reimporting \(path) into domain \"\(domain)\"", store: store.path) {
+            cancellation in
             let (root, identity) = try ImportRunner.checkTree(path)
             try StoreFootprint(store).refuse(root: root, identity: identity)
             let writer = try store.writerToken()
@@ -39,7 +42,10 @@ extension ChunkCache {
                 if item != Item.rootContainer {
                     let folder = try Records.item(item, domain: domain, in: txn, store.dbs)
                     guard folder.kind == .folder else {
-                        throw CacheError(.invalidArgument, "\"\(item)\" in domain \"\(domain)\" is a \(folder.kind); reimport below a folder, or the root")
+                        throw CacheError(
+                            .invalidArgument,
+                            "\"\(item)\" in domain \"\(domain)\" is a \(folder.kind); reimport below a folder, or the root"
+                        )
                     }
                 }
                 return try txn.beginReimport(domain, from: root, below: item, writer: writer, store.dbs)
@@ -50,7 +56,8 @@ extension ChunkCache {
                 return try Self.importResult(domain, ImportTally(), (false, nil), copy: true, store: store)
             }
             defer { store.runningImports.release(domain) }
-            var runner = ImportRunner(store: store, domain: domain, writer: writer, cancellation: cancellation, hooks: ImportHooks())
+            var runner = ImportRunner(
+                store: store, domain: domain, writer: writer, cancellation: cancellation, hooks: ImportHooks())
             let outcome = try runner.run()
             return try Self.importResult(domain, runner.tally, outcome, copy: true, store: store)
         }
@@ -68,9 +75,12 @@ extension ChunkCache {
                 guard store.runningImports.claim(domain) else { continue }  // this process runs it
                 defer { store.runningImports.release(domain) }
                 if job.writer != writer {
-                    guard let lease = try AbandonedLease.claim(job.writer, in: store.writersPath) else { continue }  // alive
+                    // alive
+                    guard let lease = try AbandonedLease.claim(job.writer, in: store.writersPath) else { continue }
                     let claimed = try store.writer.writeAndWait { txn -> Bool in
-                        guard var current = try txn.importJob(domain, store.dbs), current.writer == job.writer else { return false }
+                        guard var current = try txn.importJob(domain, store.dbs), current.writer == job.writer else {
+                            return false
+                        }
                         current.writer = writer
                         try txn.saveImportJob(current, of: domain, store.dbs)
                         return true
@@ -78,7 +88,8 @@ extension ChunkCache {
                     lease.remove()
                     guard claimed else { continue }
                 }
-                var runner = ImportRunner(store: store, domain: domain, writer: writer, cancellation: cancellation, hooks: ImportHooks())
+                var runner = ImportRunner(
+                    store: store, domain: domain, writer: writer, cancellation: cancellation, hooks: ImportHooks())
                 let outcome = try runner.run()
                 results.append(try Self.importResult(domain, runner.tally, outcome, copy: job.copy, store: store))
             }

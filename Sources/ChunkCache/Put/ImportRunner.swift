@@ -37,7 +37,10 @@ struct ImportRunner {
         var removalError: String?
         while let job = try store.environment.read({ txn in try txn.importJob(domain, store.dbs) }) {
             guard job.writer == writer else {
-                throw CacheError(.transient, "the import of domain \"\(domain)\" is run by another process; wait for it, or retry `import --resume` if that process died")
+                throw CacheError(
+                    .transient,
+                    "the import of domain \"\(domain)\" is run by another process; wait for it, or retry `import --resume` if that process died"
+                )
             }
             switch job.phase {
             case .importing where job.done < job.sources.count:
@@ -49,17 +52,19 @@ struct ImportRunner {
                     try txn.saveImportJob(current, of: domain, store.dbs)
                 }
             case .importing:
-                finished = try store.writer.writeAndWait { txn in
-                    guard var current = try txn.importJob(domain, store.dbs), current.done == current.sources.count else { return false }
-                    let recorded = try txn.finishImport(domain, epoch: current.epoch, store.dbs)
-                    if current.copy {
-                        try txn.deleteImportJob(of: domain, store.dbs)
-                    } else {
-                        current.phase = .removingSource
-                        try txn.saveImportJob(current, of: domain, store.dbs)
-                    }
-                    return recorded
-                } || finished
+                finished =
+                    try store.writer.writeAndWait { txn in
+                        guard var current = try txn.importJob(domain, store.dbs), current.done == current.sources.count
+                        else { return false }
+                        let recorded = try txn.finishImport(domain, epoch: current.epoch, store.dbs)
+                        if current.copy {
+                            try txn.deleteImportJob(of: domain, store.dbs)
+                        } else {
+                            current.phase = .removingSource
+                            try txn.saveImportJob(current, of: domain, store.dbs)
+                        }
+                        return recorded
+                    } || finished
             case .removingSource:
                 removalError = try removeImported(job.sources[0])
                 try store.writer.writeAndWait { txn in try txn.deleteImportJob(of: domain, store.dbs) }
@@ -77,7 +82,9 @@ struct ImportRunner {
         case file(id: String, parent: String, name: String, modified: Double, content: IngestedContent)
         /// A file of at most ``smallFileLimit`` bytes, read and encoded whole: stored by the batch's own
         /// transaction, with no pending manifest (and no flush) of its own.
-        case smallFile(id: String, parent: String, name: String, modified: Double, length: Int64, root: ChunkDigest, chunks: [DownloadedChunk])
+        case smallFile(
+            id: String, parent: String, name: String, modified: Double, length: Int64, root: ChunkDigest,
+            chunks: [DownloadedChunk])
     }
 
     /// Files up to this size are taken in whole by their batch's transaction: a directory of many small
@@ -118,7 +125,8 @@ struct ImportRunner {
     /// Matches or ingests each entry of a walked tree, publishing a batch whenever it is full.
     @available(*, noasync)
     private mutating func takeEntries(
-        _ entries: [TreeEntry], of source: ImportJobRecord.Source, root: String, steps: inout [Step], batchBytes: inout Int64,
+        _ entries: [TreeEntry], of source: ImportJobRecord.Source, root: String, steps: inout [Step],
+        batchBytes: inout Int64,
         seen: inout Set<String>
     ) throws {
         var folderIDs = ["": source.below]
@@ -137,7 +145,9 @@ struct ImportRunner {
                     continue
                 }
                 let id = try freshIdentifier(source.below, entry.relativePath, taken: seen)
-                var folder = ItemRecord(identifier: id, parent: parentID, filename: entry.filename, kind: .folder, metadataVersion: [], createdAt: 0)
+                var folder = ItemRecord(
+                    identifier: id, parent: parentID, filename: entry.filename, kind: .folder, metadataVersion: [],
+                    createdAt: 0)
                 folder.contentModificationDate = entry.modificationDate
                 steps.append(.folder(folder))
                 folderIDs[entry.relativePath] = id
@@ -149,9 +159,15 @@ struct ImportRunner {
                     seen.insert(existing.identifier)
                     continue
                 }
-                let id = existing?.kind == .symlink ? existing!.identifier : try freshIdentifier(source.below, entry.relativePath, taken: seen)
-                var link = existing?.kind == .symlink ? existing! : ItemRecord(
-                    identifier: id, parent: parentID, filename: entry.filename, kind: .symlink, metadataVersion: [], createdAt: 0)
+                let id =
+                    existing?.kind == .symlink
+                    ? existing!.identifier : try freshIdentifier(source.below, entry.relativePath, taken: seen)
+                var link =
+                    existing?.kind == .symlink
+                    ? existing!
+                    : ItemRecord(
+                        identifier: id, parent: parentID, filename: entry.filename, kind: .symlink, metadataVersion: [],
+                        createdAt: 0)
                 link.symlinkTarget = entry.symlinkTarget
                 link.contentModificationDate = entry.modificationDate
                 steps.append(.symlink(link, replacing: existing?.kind == .symlink ? existing : nil))
@@ -159,7 +175,9 @@ struct ImportRunner {
             case .file:
                 tally.files += 1
                 let size = entry.size
-                if let existing, existing.kind == .file, try matches(existing, size: size, modified: entry.modificationDate) {
+                if let existing, existing.kind == .file,
+                    try matches(existing, size: size, modified: entry.modificationDate)
+                {
                     tally.matched += 1  // G1: same parent, name, size and time: nothing is read
                     tally.logicalBytes += size
                     seen.insert(existing.identifier)
@@ -167,16 +185,24 @@ struct ImportRunner {
                 }
                 let path = root + "/" + entry.relativePath
                 let file = try openRegularFile(path, listedAs: entry.identity)
-                let id = existing?.kind == .file ? existing!.identifier : try freshIdentifier(source.below, entry.relativePath, taken: seen)
+                let id =
+                    existing?.kind == .file
+                    ? existing!.identifier : try freshIdentifier(source.below, entry.relativePath, taken: seen)
                 let length = try file.closeAfter { () throws -> Int64 in
                     let length = Int64(try file.status().st_size)
                     if length <= Self.smallFileLimit {
                         let (root, chunks) = try encodeWhole(file, length: length, path: path)
-                        steps.append(.smallFile(id: id, parent: parentID, name: entry.filename, modified: entry.modificationDate,
-                                                length: length, root: root, chunks: chunks))
+                        steps.append(
+                            .smallFile(
+                                id: id, parent: parentID, name: entry.filename, modified: entry.modificationDate,
+                                length: length, root: root, chunks: chunks))
                     } else {
-                        let content = try Ingestor(store: store, cancellation: cancellation).ingest(file, length: length, path: path)
-                        steps.append(.file(id: id, parent: parentID, name: entry.filename, modified: entry.modificationDate, content: content))
+                        let content = try Ingestor(store: store, cancellation: cancellation).ingest(
+                            file, length: length, path: path)
+                        steps.append(
+                            .file(
+                                id: id, parent: parentID, name: entry.filename, modified: entry.modificationDate,
+                                content: content))
                         tally.newChunks += content.counts.newChunks
                     }
                     return length
@@ -199,7 +225,9 @@ struct ImportRunner {
     @available(*, noasync)
     private func publish(_ steps: [Step]) throws -> Int {
         guard !steps.isEmpty else { return 0 }
-        let dbs = store.dbs, layout = store.layout, domain = self.domain
+        let dbs = store.dbs
+        let layout = store.layout
+        let domain = self.domain
         return try store.writer.writeAndWait { txn in
             var inserted = 0
             var changes = try txn.beginChanges(to: domain, dbs)
@@ -212,17 +240,20 @@ struct ImportRunner {
                     if replacing == nil { link.createdAt = changes.now }
                     try txn.commit(link, replacing: replacing, in: &changes, dbs)
                 case .file(let id, let parent, let name, let modified, let content):
-                    _ = try txn.publish(content, item: id, contentVersion: nil, layout: layout, parent: parent, filename: name,
-                                        modificationDate: modified, in: &changes, dbs)
+                    _ = try txn.publish(
+                        content, item: id, contentVersion: nil, layout: layout, parent: parent, filename: name,
+                        modificationDate: modified, in: &changes, dbs)
                 case .smallFile(let id, let parent, let name, let modified, let length, let root, let chunks):
                     let manifestID = max(1, try txn.counter(dbs, MetaKey.nextManifestID))
                     try txn.setCounter(dbs, MetaKey.nextManifestID, manifestID + 1)
                     try txn.writeAbsentManifest(manifestID, chunkCount: layout.chunkCount(forLength: length), dbs)
                     inserted += try txn.storeDownloaded(chunks, manifestID: manifestID, dbs)
-                    let content = IngestedContent(manifestID: manifestID, length: length, root: root,
-                                                  counts: IngestCounts(chunks: chunks.count, zeroChunks: chunks.count { $0.digest == nil }))
-                    _ = try txn.publish(content, item: id, contentVersion: nil, layout: layout, parent: parent, filename: name,
-                                        modificationDate: modified, in: &changes, dbs)
+                    let content = IngestedContent(
+                        manifestID: manifestID, length: length, root: root,
+                        counts: IngestCounts(chunks: chunks.count, zeroChunks: chunks.count { $0.digest == nil }))
+                    _ = try txn.publish(
+                        content, item: id, contentVersion: nil, layout: layout, parent: parent, filename: name,
+                        modificationDate: modified, in: &changes, dbs)
                 }
             }
             // Files read again but holding their current bytes change nothing: no domain version (E1).
@@ -233,16 +264,21 @@ struct ImportRunner {
 
     /// Reads a small file whole and encodes its chunks; returns its root and chunks.
     @available(*, noasync)
-    private func encodeWhole(_ file: FileDescriptor, length: Int64, path: String) throws -> (ChunkDigest, [DownloadedChunk]) {
+    private func encodeWhole(_ file: FileDescriptor, length: Int64, path: String) throws -> (
+        ChunkDigest, [DownloadedChunk]
+    ) {
         var bytes = [UInt8](repeating: 0, count: Int(length))
         let read: Int
         do {
             read = try bytes.withUnsafeMutableBytes { try file.readAll(fromAbsoluteOffset: 0, into: $0) }
         } catch {
-            throw CacheError.file(error as? Errno ?? Errno(rawValue: EIO), path: path, doing: "reading the file to import")
+            throw CacheError.file(
+                error as? Errno ?? Errno(rawValue: EIO), path: path, doing: "reading the file to import")
         }
         guard read == bytes.count else {
-            throw CacheError(.invalidArgument, "\(path) shrank while it was imported; nothing was imported: import again when nothing changes it")
+            throw CacheError(
+                .invalidArgument,
+                "\(path) shrank while it was imported; nothing was imported: import again when nothing changes it")
         }
         let layout = store.layout
         var encoder = ChunkEncoder(store: store, largest: min(Int(length), layout.chunkSize))
@@ -251,7 +287,8 @@ struct ImportRunner {
         try bytes.withUnsafeBytes { raw in
             for index in 0..<layout.chunkCount(forLength: length) {
                 let range = layout.range(ofChunk: index, length: length)
-                let chunk = try encoder.encode(UnsafeRawBufferPointer(rebasing: raw[Int(range.location)..<Int(range.end)]), index: index)
+                let chunk = try encoder.encode(
+                    UnsafeRawBufferPointer(rebasing: raw[Int(range.location)..<Int(range.end)]), index: index)
                 hasher.add(chunk.digest)
                 chunks.append(chunk)
             }
@@ -262,14 +299,19 @@ struct ImportRunner {
     /// Deletes the items listed below `below` (deepest first) that the tree walked no longer has.
     @available(*, noasync)
     private func deleteUnseen(below: String, seen: Set<String>) throws {
-        let domain = self.domain, dbs = store.dbs
+        let domain = self.domain
+        let dbs = store.dbs
         try store.writer.writeAndWait { txn in
             var changes = try txn.beginChanges(to: domain, dbs)
             var pending = [below]
             var gone: [ItemRecord] = []
             while let folder = pending.popLast() {
                 for child in try txn.listed(in: folder, domain: domain, dbs) {
-                    if !seen.contains(child.identifier) { gone.append(child) } else if child.kind == .folder { pending.append(child.identifier) }
+                    if !seen.contains(child.identifier) {
+                        gone.append(child)
+                    } else if child.kind == .folder {
+                        pending.append(child.identifier)
+                    }
                 }
             }
             for item in gone where try txn.contains(dbs.items, key: Keys.item(domain: domain, id: item.identifier)) {
@@ -289,10 +331,13 @@ struct ImportRunner {
     /// Whether a file item's newest version has `size` bytes and was modified at `modified` (G1): the item's
     /// time, or the time of a file last found to hold the same bytes (``VersionRecord/matchedModificationDate``).
     private func matches(_ item: ItemRecord, size: Int64, modified: Double) throws -> Bool {
-        guard let newest = try store.environment.read({ txn in
-            try Records.versions(ofItem: item.identifier, domain: domain, in: txn, store.dbs).first
-        }) else { return false }
-        return newest.size == size && (item.contentModificationDate == modified || newest.matchedModificationDate == modified)
+        guard
+            let newest = try store.environment.read({ txn in
+                try Records.versions(ofItem: item.identifier, domain: domain, in: txn, store.dbs).first
+            })
+        else { return false }
+        return newest.size == size
+            && (item.contentModificationDate == modified || newest.matchedModificationDate == modified)
     }
 
     /// An identifier for a new item at `relative` below `below`: its path, unless an item has it already or
@@ -300,7 +345,9 @@ struct ImportRunner {
     private func freshIdentifier(_ below: String, _ relative: String, taken: Set<String>) throws -> String {
         let path = below == Item.rootContainer ? relative : below + "/" + relative
         func isStored(_ id: String) throws -> Bool {
-            try store.environment.read { txn in try txn.contains(store.dbs.items, key: Keys.item(domain: domain, id: id)) }
+            try store.environment.read { txn in
+                try txn.contains(store.dbs.items, key: Keys.item(domain: domain, id: id))
+            }
         }
         var candidate = path
         var suffix = 1
@@ -317,7 +364,9 @@ struct ImportRunner {
     static func checkTree(_ path: String) throws -> (String, FileIdentity) {
         let root: String
         do { root = try FileSystem.canonicalPath(path) } catch {
-            if error == .noSuchFile { throw CacheError(.invalidArgument, "\(path) does not exist; give the directory to import") }
+            if error == .noSuchFile {
+                throw CacheError(.invalidArgument, "\(path) does not exist; give the directory to import")
+            }
             throw CacheError.file(error, path: path, doing: "resolving the directory to import")
         }
         let status: stat
@@ -325,7 +374,8 @@ struct ImportRunner {
             throw CacheError.file(error, path: root, doing: "reading the directory to import")
         }
         guard status.st_mode & S_IFMT == S_IFDIR else {
-            throw CacheError(.invalidArgument, "\(path) is not a directory; `import` takes a directory, `put` takes a file")
+            throw CacheError(
+                .invalidArgument, "\(path) is not a directory; `import` takes a directory, `put` takes a file")
         }
         return (root, FileIdentity(status))
     }
@@ -343,7 +393,9 @@ struct ImportRunner {
         var imported: [TreeEntry] = []
         for entry in entries {
             let parentPath = entry.relativePath.contains("/") ? entry.parent : ""
-            guard let parentID = folderIDs[parentPath], let item = try child(named: entry.filename, of: parentID) else { continue }
+            guard let parentID = folderIDs[parentPath], let item = try child(named: entry.filename, of: parentID) else {
+                continue
+            }
             switch entry.kind {
             case .folder where item.kind == .folder:
                 folderIDs[entry.relativePath] = item.identifier

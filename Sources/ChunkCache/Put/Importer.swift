@@ -65,7 +65,10 @@ struct TreeEntry {
                     entries.append(TreeEntry(relativePath: child, kind: .folder, modificationDate: modified))
                     pending.append((child, childIdentity))
                 case S_IFREG:
-                    entries.append(TreeEntry(relativePath: child, kind: .file, modificationDate: modified, size: Int64(status.st_size), identity: childIdentity))
+                    entries.append(
+                        TreeEntry(
+                            relativePath: child, kind: .file, modificationDate: modified, size: Int64(status.st_size),
+                            identity: childIdentity))
                 case S_IFLNK:
                     // Recorded as a link; never followed, so nothing outside the tree is read.
                     let target: String
@@ -74,7 +77,9 @@ struct TreeEntry {
                     } catch {
                         throw CacheError.file(error, path: root + "/" + child, doing: "reading the symlink to import")
                     }
-                    entries.append(TreeEntry(relativePath: child, kind: .symlink, symlinkTarget: target, modificationDate: modified))
+                    entries.append(
+                        TreeEntry(
+                            relativePath: child, kind: .symlink, symlinkTarget: target, modificationDate: modified))
                 default:
                     continue  // sockets, FIFOs and devices have no contents to cache
                 }
@@ -92,19 +97,26 @@ struct TreeEntry {
             file = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
         } catch {
             if error.rawValue == ELOOP || error == .notDirectory {
-                throw CacheError(.invalidArgument, "\(directory) was replaced by a symlink or a file while it was listed; nothing was imported: import again when nothing changes it", underlying: error)
+                throw CacheError(
+                    .invalidArgument,
+                    "\(directory) was replaced by a symlink or a file while it was listed; nothing was imported: import again when nothing changes it",
+                    underlying: error)
             }
             throw CacheError.file(error, path: directory, doing: "listing the folder to import")
         }
         return try file.closeAfter {
             guard let status = try? file.status(), FileIdentity(status) == identity else {
-                throw CacheError(.invalidArgument, "\(directory) was replaced by another folder while it was listed; nothing was imported: import again when nothing changes it")
+                throw CacheError(
+                    .invalidArgument,
+                    "\(directory) was replaced by another folder while it was listed; nothing was imported: import again when nothing changes it"
+                )
             }
             var names: [String] = []
             do {
                 try file.forEachEntry { names.append($0.name) }
             } catch {
-                throw CacheError.file(error as? Errno ?? Errno(rawValue: EIO), path: directory, doing: "listing the folder to import")
+                throw CacheError.file(
+                    error as? Errno ?? Errno(rawValue: EIO), path: directory, doing: "listing the folder to import")
             }
             var children: [(String, stat)] = []
             for name in names {
@@ -134,26 +146,34 @@ struct StoreFootprint {
     init(_ store: Store) {
         path = store.path
         directory = FileIdentity(ofPath: store.path)
-        identities = Set([store.path, store.tmpPath, store.path + "/data.mdb", store.path + "/lock.mdb"].compactMap {
-            FileIdentity(ofPath: $0)
-        })
+        identities = Set(
+            [store.path, store.tmpPath, store.path + "/data.mdb", store.path + "/lock.mdb"].compactMap {
+                FileIdentity(ofPath: $0)
+            })
     }
 
     /// Refuses a tree whose canonical path `root` contains the store or lies inside it.
     func refuse(root: String, identity: FileIdentity) throws(CacheError) {
         let rootPrefix = root.hasSuffix("/") ? root : root + "/"
         if root == path || path.hasPrefix(rootPrefix) || identity == directory {
-            throw CacheError(.invalidArgument, "\(root) holds the store \(path): importing it would read the store into itself and then remove it; import a directory outside the store, or use another --store")
+            throw CacheError(
+                .invalidArgument,
+                "\(root) holds the store \(path): importing it would read the store into itself and then remove it; import a directory outside the store, or use another --store"
+            )
         }
         if root.hasPrefix(path + "/") || identities.contains(identity) {
-            throw CacheError(.invalidArgument, "\(root) is inside the store \(path); import a directory outside the store")
+            throw CacheError(
+                .invalidArgument, "\(root) is inside the store \(path); import a directory outside the store")
         }
     }
 
     /// Refuses an entry of the walk that is the store's folder or one of its files, whatever path leads there.
     func refuse(_ identity: FileIdentity, at entry: String, importing root: String) throws(CacheError) {
         guard identities.contains(identity) else { return }
-        throw CacheError(.invalidArgument, "\(root) holds the store \(path) (as \(entry)): importing it would read the store into itself and then remove it; import a directory outside the store, or use another --store")
+        throw CacheError(
+            .invalidArgument,
+            "\(root) holds the store \(path) (as \(entry)): importing it would read the store into itself and then remove it; import a directory outside the store, or use another --store"
+        )
     }
 }
 
@@ -194,15 +214,21 @@ extension ChunkCache {
         try Records.validate(domain: domain, item: nil)
         let store = self.store
         let path = url.standardizedFileURL.path
-        return try await runBlocking(doing: "importing \(path) as domain \"\(domain)\"", store: store.path) { cancellation in
+        return try await runBlocking(doing: "importing \(path) as domain \"\(domain)\"", store: store.path) {
+            cancellation in
             let (root, _) = try Self.checkImportable(domain, path: path, removing: !copy, store: store)
             let writer = try store.writerToken()
             guard store.runningImports.claim(domain) else {
-                throw CacheError(.fileExists, "domain \"\(domain)\" is being imported by this process already; import into a new domain name")
+                throw CacheError(
+                    .fileExists,
+                    "domain \"\(domain)\" is being imported by this process already; import into a new domain name")
             }
             defer { store.runningImports.release(domain) }
-            _ = try store.writer.writeAndWait { txn in try txn.beginImport(domain, from: root, copy: copy, writer: writer, store.dbs) }
-            var runner = ImportRunner(store: store, domain: domain, writer: writer, cancellation: cancellation, hooks: hooks)
+            _ = try store.writer.writeAndWait { txn in
+                try txn.beginImport(domain, from: root, copy: copy, writer: writer, store.dbs)
+            }
+            var runner = ImportRunner(
+                store: store, domain: domain, writer: writer, cancellation: cancellation, hooks: hooks)
             do {
                 try hooks.domainCreated()
                 let outcome = try runner.run()
@@ -223,12 +249,14 @@ extension ChunkCache {
     /// The public form of an import run's outcome; announces `importDidFinish` when the run recorded it.
     @available(*, noasync)
     static func importResult(
-        _ domain: String, _ tally: ImportTally, _ outcome: (finished: Bool, removalError: String?), copy: Bool, store: Store
+        _ domain: String, _ tally: ImportTally, _ outcome: (finished: Bool, removalError: String?), copy: Bool,
+        store: Store
     ) throws -> ImportResult {
         let record = try store.environment.read { txn in try Records.domain(domain, in: txn, store.dbs) }
         if outcome.finished { store.importEvents.post(domain) }
         return ImportResult(
-            domain: domain, files: tally.files, folders: tally.folders, symlinks: tally.symlinks, logicalBytes: tally.logicalBytes,
+            domain: domain, files: tally.files, folders: tally.folders, symlinks: tally.symlinks,
+            logicalBytes: tally.logicalBytes,
             newChunks: tally.newChunks, domainVersion: DomainVersion(rawValue: record.version),
             sourceRemoved: !copy && outcome.removalError == nil, sourceRemovalError: outcome.removalError,
             matchedFiles: tally.matched, finished: record.importFinishedEpoch == record.importEpoch)
@@ -236,7 +264,9 @@ extension ChunkCache {
 
     /// Checks that `domain` is new and `path` a directory that can be imported; returns its canonical path
     /// and identity.
-    private static func checkImportable(_ domain: String, path: String, removing: Bool, store: Store) throws -> (String, FileIdentity) {
+    private static func checkImportable(_ domain: String, path: String, removing: Bool, store: Store) throws -> (
+        String, FileIdentity
+    ) {
         let exists: Bool
         do {
             exists = try store.environment.read { txn in try txn.contains(store.dbs.domains, key: Keys.domain(domain)) }
@@ -250,7 +280,10 @@ extension ChunkCache {
         try StoreFootprint(store).refuse(root: root, identity: identity)
         let parent = URL(fileURLWithPath: root).deletingLastPathComponent().path
         if removing && (try? FileSystem.checkAccess(parent, for: .write)) == nil {
-            throw CacheError(.noPermission, "\(root) cannot be moved into the store: its folder \(parent) is not writable; pass --copy to leave it in place")
+            throw CacheError(
+                .noPermission,
+                "\(root) cannot be moved into the store: its folder \(parent) is not writable; pass --copy to leave it in place"
+            )
         }
         return (root, identity)
     }
@@ -267,6 +300,8 @@ extension ChunkCache {
                 firstFailure = firstFailure ?? "\(path): \(error)"
             }
         }
-        return firstFailure.map { "could not remove \($0); the domain holds what was imported, so remove the rest of \(root) yourself" }
+        return firstFailure.map {
+            "could not remove \($0); the domain holds what was imported, so remove the rest of \(root) yourself"
+        }
     }
 }

@@ -61,13 +61,17 @@ final class Ingestor: Sendable {
         do {
             return try fill(manifestID, from: file, length: length, path: path)
         } catch {
-            Diagnostics.attempt("roll back the pending manifest of \(path)") { try store.writer.writeAndWait { txn in try txn.dropManifest(manifestID, dbs) } }
+            Diagnostics.attempt("roll back the pending manifest of \(path)") {
+                try store.writer.writeAndWait { txn in try txn.dropManifest(manifestID, dbs) }
+            }
             throw CacheError.wrap(error, store: store.path, doing: "storing \(path)")
         }
     }
 
     @available(*, noasync)
-    private func fill(_ manifestID: UInt64, from file: FileDescriptor, length: Int64, path: String) throws -> IngestedContent {
+    private func fill(_ manifestID: UInt64, from file: FileDescriptor, length: Int64, path: String) throws
+        -> IngestedContent
+    {
         let layout = store.layout
         let chunkCount = layout.chunkCount(forLength: length)
         let perBatch = max(Self.batchBytes >> layout.shift, 2 * BlockingPool.width)
@@ -79,7 +83,10 @@ final class Ingestor: Sendable {
         do {
             batches = [try Batch(capacity: perBatch, layout: layout), try Batch(capacity: perBatch, layout: layout)]
         } catch {
-            throw CacheError(.transient, "no memory for the buffers to store \(path) (\(error)); nothing was stored: retry when fewer puts run at once", underlying: error)
+            throw CacheError(
+                .transient,
+                "no memory for the buffers to store \(path) (\(error)); nothing was stored: retry when fewer puts run at once",
+                underlying: error)
         }
         // Whether each batch is free again (its commit finished on the writer): this pool thread waits for the
         // writer queue, which never waits for the pool (see ``BlockingPool``).
@@ -95,7 +102,8 @@ final class Ingestor: Sendable {
             free[turn].wait()
             let count = Int(min(Int64(perBatch), chunkCount - first))
             do {
-                try batch.load(from: file, firstChunk: first, count: count, length: length, dataRanges: dataRanges, path: path)
+                try batch.load(
+                    from: file, firstChunk: first, count: count, length: length, dataRanges: dataRanges, path: path)
                 batch.hashChunks()
                 try batch.markKnownChunks(in: store)
                 batch.compressNewChunks(with: store.codecs)
@@ -108,19 +116,25 @@ final class Ingestor: Sendable {
             let environment = store.environment
             // At most the batch's raw bytes are added: the bound (CONTRACT §12) is checked before they are.
             let most = Int64(count) << Int64(store.layout.shift)
-            store.writer.writeLater(reserving: most, evicting: evicting, doing: "storing \(path)", { txn in try state.commit(batch, into: &txn, store: self.store) },
-                                    completion: { result in
-                                        if case .failure(let error) = result { state.fail(error) }
-                                        // Lookups fault in neighbouring pages of the map: keep the RSS flat.
-                                        environment.releaseMappedPages()
-                                        semaphore.signal()
-                                    })
+            store.writer.writeLater(
+                reserving: most, evicting: evicting, doing: "storing \(path)",
+                { txn in try state.commit(batch, into: &txn, store: self.store) },
+                completion: { result in
+                    if case .failure(let error) = result { state.fail(error) }
+                    // Lookups fault in neighbouring pages of the map: keep the RSS flat.
+                    environment.releaseMappedPages()
+                    semaphore.signal()
+                })
             first += Int64(count)
             turn ^= 1
         }
-        for semaphore in free { semaphore.wait(); semaphore.signal() }
+        for semaphore in free {
+            semaphore.wait()
+            semaphore.signal()
+        }
         if let error = state.failure { throw error }
-        return IngestedContent(manifestID: manifestID, length: length, root: rootHasher.finalize(), counts: state.counts)
+        return IngestedContent(
+            manifestID: manifestID, length: length, root: rootHasher.finalize(), counts: state.counts)
     }
 }
 
@@ -168,7 +182,10 @@ final class Batch: @unchecked Sendable {
     }
 
     /// Reads the batch's bytes: data ranges by `pread`, holes as zeros without reading.
-    func load(from file: FileDescriptor, firstChunk: Int64, count: Int, length: Int64, dataRanges: [Range<Int64>], path: String) throws {
+    func load(
+        from file: FileDescriptor, firstChunk: Int64, count: Int, length: Int64, dataRanges: [Range<Int64>],
+        path: String
+    ) throws {
         self.firstChunk = firstChunk
         self.count = count
         let start = firstChunk << layout.shift
@@ -238,7 +255,8 @@ final class Batch: @unchecked Sendable {
                 while let w = claim() {
                     let i = work[w]
                     let stride = self.encodedStride
-                    let output = UnsafeMutableRawBufferPointer(rebasing: self.encoded[(i * stride)..<((i + 1) * stride)])
+                    let output = UnsafeMutableRawBufferPointer(
+                        rebasing: self.encoded[(i * stride)..<((i + 1) * stride)])
                     // Compression of a valid buffer only fails for lack of memory; then store raw.
                     lengths[w] = (try? ChunkCodec.encode(self.rawChunk(i), compressor: compressor, into: output)) ?? 0
                 }
@@ -303,7 +321,9 @@ final class CommitState: @unchecked Sendable {
                         // chunk deleted since the batch looked. Encode it here.
                         let buffer = scratch ?? .allocate(byteCount: batch.encodedStride, alignment: 64)
                         scratch = buffer
-                        let n = try store.codecs.withCompressor { try ChunkCodec.encode(batch.rawChunk(i), compressor: $0, into: buffer) }
+                        let n = try store.codecs.withCompressor {
+                            try ChunkCodec.encode(batch.rawChunk(i), compressor: $0, into: buffer)
+                        }
                         encoded = UnsafeRawBufferPointer(rebasing: buffer[..<n])
                     }
                     try txn.insertChunk(digest, encoded: encoded, rawLength: batch.rawLengths[i], dbs)

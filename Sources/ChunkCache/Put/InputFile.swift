@@ -40,10 +40,14 @@ func openRegularFile(_ path: String, listedAs listed: FileIdentity? = nil) throw
         file = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK | (listed == nil ? 0 : O_NOFOLLOW))
     } catch {
         if listed != nil && error.rawValue == ELOOP {
-            throw CacheError(.invalidArgument, "\(path) was replaced by a symlink after it was listed; \(changedAdvice)", underlying: error)
+            throw CacheError(
+                .invalidArgument, "\(path) was replaced by a symlink after it was listed; \(changedAdvice)",
+                underlying: error)
         }
         if error.rawValue == ENXIO {
-            throw CacheError(.invalidArgument, "\(path) is a socket or a device, not a regular file; give a regular file", underlying: error)
+            throw CacheError(
+                .invalidArgument, "\(path) is a socket or a device, not a regular file; give a regular file",
+                underlying: error)
         }
         throw CacheError.file(error, path: path, doing: "opening the file to store")
     }
@@ -52,12 +56,14 @@ func openRegularFile(_ path: String, listedAs listed: FileIdentity? = nil) throw
         guard status.st_mode & S_IFMT == S_IFREG else {
             let what = kindDescription(status.st_mode)
             if listed != nil {
-                throw CacheError(.invalidArgument, "\(path) was replaced by \(what) after it was listed; \(changedAdvice)")
+                throw CacheError(
+                    .invalidArgument, "\(path) was replaced by \(what) after it was listed; \(changedAdvice)")
             }
             throw CacheError(.invalidArgument, "\(path) is \(what), not a regular file; give a regular file")
         }
         if let listed, FileIdentity(status) != listed {
-            throw CacheError(.invalidArgument, "\(path) was replaced by another file after it was listed; \(changedAdvice)")
+            throw CacheError(
+                .invalidArgument, "\(path) was replaced by another file after it was listed; \(changedAdvice)")
         }
         // Reads of a regular file never block anyway; clear the flag so nothing downstream sees EAGAIN.
         do {
@@ -69,7 +75,8 @@ func openRegularFile(_ path: String, listedAs listed: FileIdentity? = nil) throw
     } catch {
         try? file.close()
         if let error = error as? CacheError { throw error }
-        throw CacheError.file(error as? Errno ?? Errno(rawValue: EIO), path: path, doing: "reading the status of the file to store")
+        throw CacheError.file(
+            error as? Errno ?? Errno(rawValue: EIO), path: path, doing: "reading the status of the file to store")
     }
 }
 

@@ -22,7 +22,9 @@ enum ChunkCodec {
     ///
     /// Compression must save at least 1/32 of the bytes to pay for its decode on every read; otherwise
     /// the chunk is stored raw and served straight from LMDB's map.
-    static func encode(_ raw: UnsafeRawBufferPointer, compressor: Compressor, into output: UnsafeMutableRawBufferPointer) throws -> Int {
+    static func encode(
+        _ raw: UnsafeRawBufferPointer, compressor: Compressor, into output: UnsafeMutableRawBufferPointer
+    ) throws -> Int {
         let worthwhile = raw.count - raw.count / 32
         let body = UnsafeMutableRawBufferPointer(rebasing: output[headerSize..<(headerSize + worthwhile)])
         output.initializeMemory(as: UInt8.self, repeating: 0)
@@ -63,14 +65,18 @@ enum ChunkCodec {
         let payload = UnsafeRawBufferPointer(rebasing: stored[headerSize...])
         switch encoding {
         case .raw:
-            guard payload.count == rawCount else { throw corrupt(digest, "has \(payload.count) bytes, not \(rawCount)") }
+            guard payload.count == rawCount else {
+                throw corrupt(digest, "has \(payload.count) bytes, not \(rawCount)")
+            }
             let expected = UInt64(littleEndian: stored.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
             guard checksum(payload) == expected else { throw corrupt(digest, "fails its XXH3 checksum") }
             return payload
         case .zstd:
             // Every frame is written with its checksum: one whose flag (bit 2 of the header descriptor, after
             // the 4-byte magic) was flipped off would decode damaged bytes without a sound.
-            guard payload.count > 4, payload[4] & 0x04 != 0 else { throw corrupt(digest, "has lost its frame checksum") }
+            guard payload.count > 4, payload[4] & 0x04 != 0 else {
+                throw corrupt(digest, "has lost its frame checksum")
+            }
             let destination = UnsafeMutableRawBufferPointer(rebasing: buffer[..<rawCount])
             do {
                 _ = try decompressor.decompress(payload, into: destination)

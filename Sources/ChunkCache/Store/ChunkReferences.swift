@@ -6,7 +6,9 @@ extension WriteTransaction {
     @available(*, noasync)
     mutating func retainChunk(_ digest: ChunkDigest, _ dbs: Databases) throws -> Bool {
         try digest.withUnsafeBytes { key in
-            let stored = try withValue(dbs.refs, key: key) { try ChunkRef(decoding: $0, name: RecordNames.chunkReference(digest)) }
+            let stored = try withValue(dbs.refs, key: key) {
+                try ChunkRef(decoding: $0, name: RecordNames.chunkReference(digest))
+            }
             guard var ref = stored else { return false }
             ref.count += 1
             try ref.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
@@ -16,10 +18,13 @@ extension WriteTransaction {
 
     /// Stores a new chunk with one reference. `encoded` is the header and payload from ``ChunkCodec``.
     @available(*, noasync)
-    mutating func insertChunk(_ digest: ChunkDigest, encoded: UnsafeRawBufferPointer, rawLength: Int, _ dbs: Databases) throws {
+    mutating func insertChunk(_ digest: ChunkDigest, encoded: UnsafeRawBufferPointer, rawLength: Int, _ dbs: Databases)
+        throws
+    {
         try digest.withUnsafeBytes { key in
             try put(dbs.chunks, key: key, value: encoded)
-            let ref = ChunkRef(count: 1, rawLength: UInt32(rawLength), storedLength: UInt32(encoded.count - ChunkCodec.headerSize))
+            let ref = ChunkRef(
+                count: 1, rawLength: UInt32(rawLength), storedLength: UInt32(encoded.count - ChunkCodec.headerSize))
             try ref.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
         }
         try addToCounter(dbs, MetaKey.uniqueBytes, Int64(rawLength))
@@ -32,9 +37,13 @@ extension WriteTransaction {
     @discardableResult
     mutating func releaseChunk(_ digest: ChunkDigest, _ dbs: Databases) throws -> Int64 {
         try digest.withUnsafeBytes { key in
-            guard var ref = try withValue(dbs.refs, key: key, {
-                try ChunkRef(decoding: $0, name: RecordNames.chunkReference(digest))
-            }) else { return 0 }  // already dropped by a repair
+            guard
+                var ref = try withValue(
+                    dbs.refs, key: key,
+                    {
+                        try ChunkRef(decoding: $0, name: RecordNames.chunkReference(digest))
+                    })
+            else { return 0 }  // already dropped by a repair
             if ref.count > 1 {
                 ref.count -= 1
                 try ref.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
@@ -62,7 +71,8 @@ extension WriteTransaction {
     mutating func dropVersions(under prefix: [UInt8], _ dbs: Databases) throws -> Int {
         var versions: [(key: [UInt8], record: VersionRecord)] = []
         try scan(dbs.versions, prefix: prefix) { key, value in
-            versions.append((Array(key), try VersionRecord(decoding: value, name: RecordNames.version(key: key, in: self, dbs))))
+            versions.append(
+                (Array(key), try VersionRecord(decoding: value, name: RecordNames.version(key: key, in: self, dbs))))
             return true
         }
         for version in versions { try dropVersion(key: version.key, version.record, dbs) }

@@ -38,7 +38,10 @@ struct Databases: Sendable {
     /// Whether the write transaction under way logged a change (not a database either: the writer's note).
     let changeMarks = ChangeMarks()
 
-    static let names = ["meta", "domains", "items", "versions", "manifests", "chunks", "refs", "pending", "changes", "listing", "policy", "policyQueue"]
+    static let names = [
+        "meta", "domains", "items", "versions", "manifests", "chunks", "refs", "pending", "changes", "listing",
+        "policy", "policyQueue",
+    ]
 
     @available(*, noasync)
     static func open(in txn: inout WriteTransaction) throws -> Databases {

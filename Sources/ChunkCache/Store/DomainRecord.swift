@@ -72,23 +72,34 @@ extension DomainRecord {
         nonMaterializingProcesses = names
         guard r.offset < r.buffer.count else { return }  // written before the origin settings were appended
         if try r.read(UInt8.self) == 1 {
-            let url = try r.readPrefixedString(), endpoint = try r.readPrefixedString(), region = try r.readPrefixedString()
+            let url = try r.readPrefixedString()
+            let endpoint = try r.readPrefixedString()
+            let region = try r.readPrefixedString()
             // The settings were checked when they were stored; a record that fails the same check is damaged.
-            guard let origin = try? Origin(url, endpoint: endpoint.isEmpty ? nil : endpoint, region: region.isEmpty ? nil : region),
-                  origin.url == url else {
+            guard
+                let origin = try? Origin(
+                    url, endpoint: endpoint.isEmpty ? nil : endpoint, region: region.isEmpty ? nil : region),
+                origin.url == url
+            else {
                 throw RecordDamage(problem: "has an origin that is not a valid URL")
             }
             self.origin = origin
         }
         var headers: [OriginHeader] = []
         for _ in 0..<(try r.read(UInt16.self)) {
-            let name = try r.readPrefixedString(), value = try r.readPrefixedString()
-            guard let header = try? OriginHeader(name: name, value: value) else { throw RecordDamage(problem: "has a malformed header") }
+            let name = try r.readPrefixedString()
+            let value = try r.readPrefixedString()
+            guard let header = try? OriginHeader(name: name, value: value) else {
+                throw RecordDamage(problem: "has a malformed header")
+            }
             headers.append(header)
         }
         self.headers = headers
-        let depth = try r.read(UInt32.self), readAhead = try r.read(UInt64.self)
-        guard DomainInfo.pipelineDepthRange.contains(Int(depth)), readAhead <= UInt64(DomainInfo.readAheadRange.upperBound) else {
+        let depth = try r.read(UInt32.self)
+        let readAhead = try r.read(UInt64.self)
+        guard DomainInfo.pipelineDepthRange.contains(Int(depth)),
+            readAhead <= UInt64(DomainInfo.readAheadRange.upperBound)
+        else {
             throw RecordDamage(problem: "has an impossible pipeline depth or read-ahead")
         }
         pipelineDepth = Int(depth)

@@ -51,7 +51,9 @@ enum Keys {
     static func meta(_ name: String) -> [UInt8] { Array(name.utf8) }
 
     /// The parts of a key of `versions`, or nil when it is not one.
-    static func parseVersion(_ key: UnsafeRawBufferPointer) -> (domain: String, itemKey: UnsafeRawBufferPointer, contentVersion: [UInt8])? {
+    static func parseVersion(_ key: UnsafeRawBufferPointer) -> (
+        domain: String, itemKey: UnsafeRawBufferPointer, contentVersion: [UInt8]
+    )? {
         var reader = ByteReader(key)
         guard let domain = try? reader.readPrefixedString() else { return nil }
         let itemKeyLength = reader.offset + 16

@@ -43,15 +43,22 @@ enum ManifestPage {
 
     /// Stores `entries`, sealed, as page `page` of `manifest`; `entries` is as it was on return.
     @available(*, noasync)
-    static func store(_ entries: inout [UInt8], manifest: UInt64, page: Int64, in txn: inout WriteTransaction, _ dbs: Databases) throws {
+    static func store(
+        _ entries: inout [UInt8], manifest: UInt64, page: Int64, in txn: inout WriteTransaction, _ dbs: Databases
+    ) throws {
         Seal.append(to: &entries)
         defer { entries.removeLast(Seal.size) }
         try txn.put(dbs.manifests, key: Keys.manifestPage(manifest, page: page), value: entries)
     }
 
     /// The error for a page that fails its seal, naming the version it belongs to.
-    static func damaged<T: TransactionReading & ~Copyable>(_ manifest: UInt64, page: Int64, in txn: borrowing T, _ dbs: Databases) -> CacheError {
-        CacheError(.corruptData, "the store's record of \(RecordNames.manifestPage(manifest, page: page, in: txn, dbs)) fails its check; \(VersionRecord.remedy)")
+    static func damaged<T: TransactionReading & ~Copyable>(
+        _ manifest: UInt64, page: Int64, in txn: borrowing T, _ dbs: Databases
+    ) -> CacheError {
+        CacheError(
+            .corruptData,
+            "the store's record of \(RecordNames.manifestPage(manifest, page: page, in: txn, dbs)) fails its check; \(VersionRecord.remedy)"
+        )
     }
 
     /// The entry in `slot` of a page's entries (``entries(ofStored:)``).
@@ -72,7 +79,9 @@ enum ManifestPage {
 
     /// Rewrites a page's entries (``entries(ofStored:)``) with `transform`, returning the new stored page,
     /// sealed, when anything changed.
-    static func rewrite(_ page: UnsafeRawBufferPointer, _ transform: (ManifestEntry) -> ManifestEntry?) throws(CacheError) -> [UInt8]? {
+    static func rewrite(_ page: UnsafeRawBufferPointer, _ transform: (ManifestEntry) -> ManifestEntry?)
+        throws(CacheError) -> [UInt8]?
+    {
         var out: [UInt8] = []
         out.reserveCapacity(page.count + Seal.size)
         var changed = false

@@ -14,12 +14,14 @@ struct ManifestCursor {
     }
 
     /// The entry of chunk `index`. A missing page is `corruptData`: every published manifest is complete.
-    mutating func entry<T: TransactionReading & ~Copyable>(_ index: Int64, in txn: borrowing T) throws -> ManifestEntry {
+    mutating func entry<T: TransactionReading & ~Copyable>(_ index: Int64, in txn: borrowing T) throws -> ManifestEntry
+    {
         let wanted = ManifestPage.page(ofChunk: index)
         if wanted != pageIndex {
             // Kept past this call (`page`): a cursor lives inside one transaction.
             guard let raw = try txn.unsafeValue(dbs.manifests, key: Keys.manifestPage(manifestID, page: wanted)) else {
-                throw CacheError(.corruptData,
+                throw CacheError(
+                    .corruptData,
                     "\(RecordNames.manifest(manifestID, in: txn, dbs)) lacks page \(wanted); \(VersionRecord.remedy)")
             }
             // Checked once per page load, not per entry, and once per snapshot: a fetch reads a page's entries
@@ -28,7 +30,9 @@ struct ManifestCursor {
             if dbs.checkedManifestPages.contains(memo) {
                 page = UnsafeRawBufferPointer(rebasing: raw[..<(raw.count - Seal.size)])
             } else {
-                guard let entries = ManifestPage.entries(ofStored: raw) else { throw ManifestPage.damaged(manifestID, page: wanted, in: txn, dbs) }
+                guard let entries = ManifestPage.entries(ofStored: raw) else {
+                    throw ManifestPage.damaged(manifestID, page: wanted, in: txn, dbs)
+                }
                 dbs.checkedManifestPages.insert(memo)
                 page = entries
             }

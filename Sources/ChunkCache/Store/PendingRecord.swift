@@ -4,7 +4,8 @@ struct PendingRecord: StoreRecord {
     var writer: WriterToken
     var startedAt: Double
 
-    static let remedy = "the store cannot tell whether the put that wrote it still runs: move the store aside and create a new one"
+    static let remedy =
+        "the store cannot tell whether the put that wrote it still runs: move the store aside and create a new one"
 
     func write(to w: inout ByteWriter) {
         w.append(raw: writer.bytes)

@@ -36,7 +36,9 @@ enum RecordNames {
     }
 
     /// A key of `items` (``Keys/item(domain:id:)``): the identifier comes from the item's record, when intact.
-    static func item<T: TransactionReading & ~Copyable>(key: UnsafeRawBufferPointer, in txn: borrowing T, _ dbs: Databases) -> String {
+    static func item<T: TransactionReading & ~Copyable>(
+        key: UnsafeRawBufferPointer, in txn: borrowing T, _ dbs: Databases
+    ) -> String {
         var reader = ByteReader(key)
         guard let domainName = try? reader.readPrefixedString() else { return "the item under key \(hexString(key))" }
         if let id = identifier(ofItemKey: key, in: txn, dbs) { return item(id, domain: domainName) }
@@ -44,19 +46,25 @@ enum RecordNames {
     }
 
     /// The identifier an item's record holds, or nil when the record is missing or damaged.
-    static func identifier<T: TransactionReading & ~Copyable>(ofItemKey key: UnsafeRawBufferPointer, in txn: borrowing T, _ dbs: Databases) -> String? {
+    static func identifier<T: TransactionReading & ~Copyable>(
+        ofItemKey key: UnsafeRawBufferPointer, in txn: borrowing T, _ dbs: Databases
+    ) -> String? {
         let identifier = try? txn.withValue(dbs.items, key: key) { ItemRecord(ifIntact: $0)?.identifier }
         return identifier ?? nil
     }
 
     /// A key of `versions` (``Keys/version(itemKey:contentVersion:)``).
-    static func version<T: TransactionReading & ~Copyable>(key: UnsafeRawBufferPointer, in txn: borrowing T, _ dbs: Databases) -> String {
+    static func version<T: TransactionReading & ~Copyable>(
+        key: UnsafeRawBufferPointer, in txn: borrowing T, _ dbs: Databases
+    ) -> String {
         guard let parts = Keys.parseVersion(key) else { return "the version under key \(hexString(key))" }
         return version(parts.contentVersion, of: item(key: parts.itemKey, in: txn, dbs))
     }
 
     /// A manifest, by the version that publishes it (found by a scan of `versions`), else as pending or bare.
-    static func manifest<T: TransactionReading & ~Copyable>(_ manifest: UInt64, in txn: borrowing T, _ dbs: Databases) -> String {
+    static func manifest<T: TransactionReading & ~Copyable>(_ manifest: UInt64, in txn: borrowing T, _ dbs: Databases)
+        -> String
+    {
         var owner: String?
         try? txn.scan(dbs.versions, prefix: []) { key, value in
             guard let version = VersionRecord(ifIntact: value), version.manifestID == manifest else { return true }
@@ -64,11 +72,15 @@ enum RecordNames {
             return false
         }
         if let owner { return owner }
-        if (try? txn.contains(dbs.pending, key: Keys.manifest(manifest))) == true { return "the manifest of \(pending(manifest))" }
+        if (try? txn.contains(dbs.pending, key: Keys.manifest(manifest))) == true {
+            return "the manifest of \(pending(manifest))"
+        }
         return "manifest \(manifest), which no version publishes"
     }
 
-    static func manifestPage<T: TransactionReading & ~Copyable>(_ manifest: UInt64, page: Int64, in txn: borrowing T, _ dbs: Databases) -> String {
+    static func manifestPage<T: TransactionReading & ~Copyable>(
+        _ manifest: UInt64, page: Int64, in txn: borrowing T, _ dbs: Databases
+    ) -> String {
         "page \(page) of \(self.manifest(manifest, in: txn, dbs))"
     }
 }

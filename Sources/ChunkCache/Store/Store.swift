@@ -1,5 +1,5 @@
-import Foundation
 import FileIO
+import Foundation
 import LMDBKit
 import Synchronization
 import ZstdKit
@@ -34,15 +34,19 @@ final class Store: Sendable {
 
     static let formatVersion: UInt64 = 2
 
-    private init(path: String, environment: Environment, dbs: Databases, layout: ChunkLayout, maxSize: Int64, minFree: Int64, level: Int32) {
+    private init(
+        path: String, environment: Environment, dbs: Databases, layout: ChunkLayout, maxSize: Int64, minFree: Int64,
+        level: Int32
+    ) {
         self.path = path
         self.tmpPath = path + "/tmp"
         self.environment = environment
         self.dbs = dbs
         let writer = Writer(environment: environment)
         self.writer = writer
-        space = SpaceBound(environment: environment, dbs: dbs, path: path, maxSize: maxSize, minFree: minFree,
-                           enqueue: { [weak writer] work in writer?.enqueue(work) })
+        space = SpaceBound(
+            environment: environment, dbs: dbs, path: path, maxSize: maxSize, minFree: minFree,
+            enqueue: { [weak writer] work in writer?.enqueue(work) })
         writer.bind(space)
         changes = ChangeSignal(folder: path, marks: dbs.changeMarks)
         writer.signalChanges(through: changes)
@@ -112,16 +116,22 @@ final class Store: Sendable {
     /// Whether an open asking for `layout` and `maxSize` may share this store.
     private func check(layout: ChunkLayout?, maxSize: Int64?) throws(CacheError) {
         if let layout, layout != self.layout {
-            throw CacheError(.invalidArgument,
-                "the store at \(path) has \(self.layout) chunks, not \(layout); the chunk size is fixed when a store is created: use another --store")
+            throw CacheError(
+                .invalidArgument,
+                "the store at \(path) has \(self.layout) chunks, not \(layout); the chunk size is fixed when a store is created: use another --store"
+            )
         }
         if let maxSize, maxSize != self.maxSize {
-            throw CacheError(.transient,
-                "the store at \(path) is open elsewhere in this process with a maximum size of \(self.maxSize) bytes; --max-size \(maxSize) can change it only once the other users have closed it: retry then")
+            throw CacheError(
+                .transient,
+                "the store at \(path) is open elsewhere in this process with a maximum size of \(self.maxSize) bytes; --max-size \(maxSize) can change it only once the other users have closed it: retry then"
+            )
         }
     }
 
-    private static func openEnvironment(at path: String, layout: ChunkLayout?, maxSize: Int64?, level: Int32) throws -> Store {
+    private static func openEnvironment(at path: String, layout: ChunkLayout?, maxSize: Int64?, level: Int32) throws
+        -> Store
+    {
         let settings = StoreSettings(
             layout: layout ?? StoreSettings.standard.layout, maxSize: maxSize ?? StoreSettings.standard.maxSize,
             compressionLevel: level)
@@ -130,21 +140,28 @@ final class Store: Sendable {
             // give it its default 1 MiB map.
             let isNew = try checkDataFile(path + "/data.mdb", store: path)
             do {
-                return (try Environment.open(directory: path, maxDatabases: Databases.names.count + 2,
-                                             mapSize: isNew ? Int(SpaceBound.mapSize(forBound: settings.maxSize)) : nil), isNew)
+                return (
+                    try Environment.open(
+                        directory: path, maxDatabases: Databases.names.count + 2,
+                        mapSize: isNew ? Int(SpaceBound.mapSize(forBound: settings.maxSize)) : nil), isNew
+                )
             } catch {
                 throw CacheError.wrap(error, store: path, doing: "opening")
             }
         }
         if let maxSize, !isNew, Int64(environment.mapSize) != SpaceBound.mapSize(forBound: maxSize) {
             guard SpaceBound.mapSize(forBound: maxSize) >= Int64(environment.usedBytes) else {
-                throw CacheError(.invalidArgument,
-                    "--max-size \(maxSize) is smaller than the \(environment.usedBytes) bytes the store at \(path) already uses beside room for its other files; give a larger size")
+                throw CacheError(
+                    .invalidArgument,
+                    "--max-size \(maxSize) is smaller than the \(environment.usedBytes) bytes the store at \(path) already uses beside room for its other files; give a larger size"
+                )
             }
             do { try environment.setMapSize(Int(SpaceBound.mapSize(forBound: maxSize))) } catch LMDBError.busy {
                 // A store of this path is still closing in this process and holds the environment.
-                throw CacheError(.transient,
-                    "the store at \(path) is still being closed in this process, so --max-size \(maxSize) cannot be applied yet; retry")
+                throw CacheError(
+                    .transient,
+                    "the store at \(path) is still being closed in this process, so --max-size \(maxSize) cannot be applied yet; retry"
+                )
             } catch {
                 throw CacheError.lmdb(error, store: path, doing: "resizing")
             }
@@ -158,17 +175,22 @@ final class Store: Sendable {
                     try txn.setCounter(dbs, MetaKey.chunkShift, UInt64(settings.layout.shift))
                     try txn.setCounter(dbs, MetaKey.nextManifestID, 1)
                 } else if let layout, storedShift != UInt64(layout.shift) {
-                    throw CacheError(.invalidArgument,
-                        "the store at \(path) has \(ChunkLayout(uncheckedShift: Int(storedShift))) chunks, not \(layout); the chunk size is fixed when a store is created: use another --store")
+                    throw CacheError(
+                        .invalidArgument,
+                        "the store at \(path) has \(ChunkLayout(uncheckedShift: Int(storedShift))) chunks, not \(layout); the chunk size is fixed when a store is created: use another --store"
+                    )
                 }
                 let format = try txn.counter(dbs, MetaKey.format)
                 guard format == formatVersion else {
-                    throw CacheError(.featureUnsupported,
-                        "the store at \(path) has format \(format); this chunkcache reads format \(formatVersion): use a matching version")
+                    throw CacheError(
+                        .featureUnsupported,
+                        "the store at \(path) has format \(format); this chunkcache reads format \(formatVersion): use a matching version"
+                    )
                 }
                 let shift = Int(try txn.counter(dbs, MetaKey.chunkShift))
                 guard ChunkLayout.shifts.contains(shift) else {
-                    throw CacheError(.corruptData, "the store at \(path) records an impossible chunk size; re-create it")
+                    throw CacheError(
+                        .corruptData, "the store at \(path) records an impossible chunk size; re-create it")
                 }
                 if try txn.counter(dbs, MetaKey.storeID) == 0 {
                     try txn.setCounter(dbs, MetaKey.storeID, UInt64.random(in: 1...UInt64.max))
@@ -180,14 +202,17 @@ final class Store: Sendable {
                 // The bound is recorded in `meta`; LMDB's map is a little less (``SpaceBound/mapSize(forBound:)``).
                 // A store from before has none recorded but its map, which was its bound.
                 let recorded = Int64(try txn.counter(dbs, MetaKey.maxSize))
-                let maxSize = maxSize ?? (isNew ? settings.maxSize : recorded > 0 ? recorded : Int64(environment.mapSize))
+                let maxSize =
+                    maxSize ?? (isNew ? settings.maxSize : recorded > 0 ? recorded : Int64(environment.mapSize))
                 if recorded != maxSize {
                     try txn.setCounter(dbs, MetaKey.maxSize, UInt64(maxSize))
                 }
-                let minFree = try txn.contains(dbs.meta, key: Keys.meta(MetaKey.minFree))
+                let minFree =
+                    try txn.contains(dbs.meta, key: Keys.meta(MetaKey.minFree))
                     ? Int64(try txn.counter(dbs, MetaKey.minFree)) : -1
-                return Store(path: path, environment: environment, dbs: dbs, layout: ChunkLayout(uncheckedShift: shift),
-                             maxSize: maxSize, minFree: minFree, level: settings.compressionLevel)
+                return Store(
+                    path: path, environment: environment, dbs: dbs, layout: ChunkLayout(uncheckedShift: shift),
+                    maxSize: maxSize, minFree: minFree, level: settings.compressionLevel)
             }
         } catch {
             throw CacheError.wrap(error, store: path, doing: "opening")
@@ -234,8 +259,10 @@ final class Store: Sendable {
         let magic = header[16..<20].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         guard count == header.count, magic == lmdbMagic else {
             let what = count == 0 ? "is empty" : "is not an LMDB file"
-            throw CacheError(.corruptData,
-                "the store at \(path) is damaged: its data file \(dataFile) \(what); move data.mdb aside (or remove it, losing the store's contents) to re-create the store, or pick another --store")
+            throw CacheError(
+                .corruptData,
+                "the store at \(path) is damaged: its data file \(dataFile) \(what); move data.mdb aside (or remove it, losing the store's contents) to re-create the store, or pick another --store"
+            )
         }
         return false
     }
@@ -257,19 +284,23 @@ final class Store: Sendable {
                 ancestor.deleteLastPathComponent()
             }
             guard kind(of: ancestor.path) == .directory else {
-                throw CacheError(.invalidArgument, "cannot create the store at \(rawPath): \(ancestor.path) is a file, not a directory; pick another --store")
+                throw CacheError(
+                    .invalidArgument,
+                    "cannot create the store at \(rawPath): \(ancestor.path) is a file, not a directory; pick another --store"
+                )
             }
             for folder in missing.reversed() {
                 do {
                     try FileSystem.makeDirectory(folder, mode: 0o700)
-                } catch where error == .fileExists {
+                } catch  where error == .fileExists {
                     continue  // another process made it meanwhile
                 } catch {
                     throw CacheError.file(error, path: folder, doing: "creating the store directory")
                 }
             }
         case _?:
-            throw CacheError(.invalidArgument, "the store path \(rawPath) is a file, not a directory; give a directory with --store")
+            throw CacheError(
+                .invalidArgument, "the store path \(rawPath) is a file, not a directory; give a directory with --store")
         }
         let path: String
         do {
@@ -288,7 +319,10 @@ final class Store: Sendable {
         do {
             try FileSystem.checkAccess(path, for: .write)
         } catch {
-            throw CacheError(.noPermission, "the store directory \(path) is not writable (\(error)); fix its permissions or pick another --store", underlying: error)
+            throw CacheError(
+                .noPermission,
+                "the store directory \(path) is not writable (\(error)); fix its permissions or pick another --store",
+                underlying: error)
         }
         return path
     }

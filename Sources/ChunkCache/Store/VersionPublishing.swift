@@ -17,7 +17,9 @@ extension WriteTransaction {
     /// Loads a domain for a change, creating it (version 0, bumped to 1 by the change) when `create`.
     @available(*, noasync)
     mutating func domainForChange(_ name: String, create: Bool, _ dbs: Databases) throws -> DomainRecord {
-        if let domain = try withValue(dbs.domains, key: Keys.domain(name), { try DomainRecord(decoding: $0, name: RecordNames.domain(name)) }) {
+        if let domain = try withValue(
+            dbs.domains, key: Keys.domain(name), { try DomainRecord(decoding: $0, name: RecordNames.domain(name)) })
+        {
             return domain
         }
         guard create else { return try Records.domain(name, in: self, dbs) }
@@ -50,7 +52,8 @@ extension WriteTransaction {
     @available(*, noasync)
     mutating func publish(
         _ content: IngestedContent, item id: String, contentVersion requested: [UInt8]?, layout: ChunkLayout,
-        parent: String? = nil, filename: String? = nil, modificationDate: Double? = nil, in changes: inout DomainChanges,
+        parent: String? = nil, filename: String? = nil, modificationDate: Double? = nil,
+        in changes: inout DomainChanges,
         _ dbs: Databases
     ) throws -> PublishedVersion {
         let name = changes.name
@@ -61,24 +64,33 @@ extension WriteTransaction {
         do {
             existing = try existingFile(id, key: itemKey, domain: name, dbs)
             versions = try Records.versions(ofItemKey: itemKey, in: self, dbs)
-            held = try Self.heldVersion(of: versions, holding: content, named: requested, itemName: RecordNames.item(id, domain: name))
+            held = try Self.heldVersion(
+                of: versions, holding: content, named: requested, itemName: RecordNames.item(id, domain: name))
         } catch {
             try dropManifest(content.manifestID, dbs)
             throw error
         }
         if held != nil { try dropManifest(content.manifestID, dbs) }
         if var held, let existing, versions.first?.contentVersion == held.contentVersion {
-            if let modificationDate, modificationDate != existing.contentModificationDate, modificationDate != held.matchedModificationDate {
+            if let modificationDate, modificationDate != existing.contentModificationDate,
+                modificationDate != held.matchedModificationDate
+            {
                 held.matchedModificationDate = modificationDate
-                try put(dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: held.contentVersion), value: held.encoded())
+                try put(
+                    dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: held.contentVersion),
+                    value: held.encoded())
             }
-            return PublishedVersion(item: Records.publicItem(existing, domain: name, version: held),
-                                    domainVersion: DomainVersion(rawValue: changes.version.rawValue - 1), changed: false, stored: false)
+            return PublishedVersion(
+                item: Records.publicItem(existing, domain: name, version: held),
+                domainVersion: DomainVersion(rawValue: changes.version.rawValue - 1), changed: false, stored: false)
         }
-        var record = existing ?? ItemRecord(
-            identifier: id, parent: parent ?? Item.rootContainer,
-            filename: filename ?? String(id.split(separator: "/").last ?? Substring(id)), kind: .file, metadataVersion: [],
-            createdAt: changes.now)
+        var record =
+            existing
+            ?? ItemRecord(
+                identifier: id, parent: parent ?? Item.rootContainer,
+                filename: filename ?? String(id.split(separator: "/").last ?? Substring(id)), kind: .file,
+                metadataVersion: [],
+                createdAt: changes.now)
         record.contentModificationDate = modificationDate ?? changes.now
         let written = try commit(record, replacing: existing, in: &changes, dbs)!
         let version: VersionRecord
@@ -89,23 +101,35 @@ extension WriteTransaction {
             try delete(dbs.pending, key: Keys.manifest(content.manifestID))
             version = VersionRecord(
                 contentVersion: requested ?? Array(content.root.description.utf8), manifestID: content.manifestID,
-                size: content.length, chunkShift: layout.shift, sequence: changes.version.rawValue, createdAt: changes.now,
+                size: content.length, chunkShift: layout.shift, sequence: changes.version.rawValue,
+                createdAt: changes.now,
                 root: content.root)
             try addToCounter(dbs, MetaKey.logicalBytes, content.length)
         }
-        try put(dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: version.contentVersion), value: version.encoded())
-        return PublishedVersion(item: Records.publicItem(written, domain: name, version: version), domainVersion: changes.version,
-                                changed: true, stored: held == nil)
+        try put(
+            dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: version.contentVersion),
+            value: version.encoded())
+        return PublishedVersion(
+            item: Records.publicItem(written, domain: name, version: version), domainVersion: changes.version,
+            changed: true, stored: held == nil)
     }
 
     /// The file item `id`, nil when there is none; `invalidArgument` when it is a folder or a symlink.
     @available(*, noasync)
-    private func existingFile(_ id: String, key itemKey: [UInt8], domain: String, _ dbs: Databases) throws -> ItemRecord? {
-        guard let record = try withValue(dbs.items, key: itemKey, {
-            try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: domain))
-        }) else { return nil }
+    private func existingFile(_ id: String, key itemKey: [UInt8], domain: String, _ dbs: Databases) throws
+        -> ItemRecord?
+    {
+        guard
+            let record = try withValue(
+                dbs.items, key: itemKey,
+                {
+                    try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: domain))
+                })
+        else { return nil }
         guard record.kind == .file else {
-            throw CacheError(.invalidArgument, "item \"\(id)\" in domain \"\(domain)\" is a \(record.kind), not a file; pick another identifier")
+            throw CacheError(
+                .invalidArgument,
+                "item \"\(id)\" in domain \"\(domain)\" is a \(record.kind), not a file; pick another identifier")
         }
         return record
     }
@@ -114,16 +138,20 @@ extension WriteTransaction {
     /// (which must hold these bytes, content versions being immutable), or with no name, the newest version
     /// with the same root (nil when none has it and its derived name is free).
     private static func heldVersion(
-        of versions: [VersionRecord], holding content: IngestedContent, named requested: [UInt8]?, itemName: @autoclosure () -> String
+        of versions: [VersionRecord], holding content: IngestedContent, named requested: [UInt8]?,
+        itemName: @autoclosure () -> String
     ) throws -> VersionRecord? {
         guard let requested else {
             if let same = versions.first(where: { $0.root == content.root }) { return same }
-            return try heldVersion(of: versions, holding: content, named: Array(content.root.description.utf8), itemName: itemName())
+            return try heldVersion(
+                of: versions, holding: content, named: Array(content.root.description.utf8), itemName: itemName())
         }
         guard let version = versions.first(where: { $0.contentVersion == requested }) else { return nil }
         guard version.root == content.root else {
-            throw CacheError(.invalidArgument,
-                "version \"\(String(decoding: requested, as: UTF8.self))\" of \(itemName()) already holds other bytes; content versions are immutable: give a new --version or none")
+            throw CacheError(
+                .invalidArgument,
+                "version \"\(String(decoding: requested, as: UTF8.self))\" of \(itemName()) already holds other bytes; content versions are immutable: give a new --version or none"
+            )
         }
         return version
     }

@@ -21,7 +21,9 @@ final class Writer: Sendable {
 
     /// Pauses between attempts of a download's commit that found the map full: readers' snapshots end in
     /// milliseconds, and with them the hold on the pages eviction freed.
-    static let mapFullRetries: [Duration] = [.milliseconds(2), .milliseconds(10), .milliseconds(50), .milliseconds(200)]
+    static let mapFullRetries: [Duration] = [
+        .milliseconds(2), .milliseconds(10), .milliseconds(50), .milliseconds(200),
+    ]
 
     /// Keeps the store within `bound` from now on: eviction after commits that pass its high-water mark.
     func bind(_ bound: SpaceBound) { self.bound.withLock { $0 = bound } }
@@ -57,9 +59,10 @@ final class Writer: Sendable {
     ) async throws -> R {
         try await withCheckedThrowingContinuation { continuation in
             queue.async {
-                continuation.resume(with: Result {
-                    try self.transaction(durability: durability, reserving: reserving, doing: what, body)
-                })
+                continuation.resume(
+                    with: Result {
+                        try self.transaction(durability: durability, reserving: reserving, doing: what, body)
+                    })
             }
         }
     }
@@ -74,16 +77,21 @@ final class Writer: Sendable {
     /// `reserving` as for ``write(durability:reserving:doing:_:)``; with `evicting` false, no eviction makes
     /// room for it nor follows its commit (a put that could not fit once everything evictable went must not
     /// empty the cache before it fails: ``SpaceBound/couldFit(_:)``).
-    func writeLater(reserving: Int64 = 0, evicting: Bool = true, doing what: String = "writing",
-                    _ body: @escaping @Sendable (inout WriteTransaction) throws -> Void,
-                    completion: @escaping @Sendable (Result<Void, any Error>) -> Void) {
-        queue.async { completion(Result { try self.transaction(reserving: reserving, evicting: evicting, doing: what, body) }) }
+    func writeLater(
+        reserving: Int64 = 0, evicting: Bool = true, doing what: String = "writing",
+        _ body: @escaping @Sendable (inout WriteTransaction) throws -> Void,
+        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        queue.async {
+            completion(Result { try self.transaction(reserving: reserving, evicting: evicting, doing: what, body) })
+        }
     }
 
     /// One transaction, on the writer queue.
     @available(*, noasync)
     private func transaction<R>(
-        durability: Environment.Durability = .full, reserving: Int64 = 0, evicting: Bool = true, doing what: String = "writing",
+        durability: Environment.Durability = .full, reserving: Int64 = 0, evicting: Bool = true,
+        doing what: String = "writing",
         _ body: (inout WriteTransaction) throws -> R
     ) throws -> R {
         defer { afterEachTransaction.withLock { $0 }?() }

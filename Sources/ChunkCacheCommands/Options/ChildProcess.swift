@@ -28,12 +28,16 @@ struct ChildProcess {
         do {
             executable = try FileSystem.symlinkTarget("/proc/self/exe")
         } catch {
-            throw CacheError(.featureUnsupported, "cannot find this program's own file in /proc/self/exe (\(error)) to run verify's walk in a child process; mount /proc")
+            throw CacheError(
+                .featureUnsupported,
+                "cannot find this program's own file in /proc/self/exe (\(error)) to run verify's walk in a child process; mount /proc"
+            )
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        let output = Pipe(), errors = Pipe()
+        let output = Pipe()
+        let errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
         process.standardInput = FileHandle.nullDevice
@@ -55,9 +59,13 @@ struct ChildProcess {
                 let last = Self.lastLine(of: output.fileHandleForReading)
                 process.waitUntilExit()
                 stderrDone.wait()
-                let ending = process.terminationReason == .uncaughtSignal
-                    ? "died of \(Self.signalName(process.terminationStatus))" : "exited with status \(process.terminationStatus)"
-                continuation.resume(returning: ChildProcess(lastLine: last.isEmpty ? nil : last, ending: ending, errorTail: stderrTail.text))
+                let ending =
+                    process.terminationReason == .uncaughtSignal
+                    ? "died of \(Self.signalName(process.terminationStatus))"
+                    : "exited with status \(process.terminationStatus)"
+                continuation.resume(
+                    returning: ChildProcess(
+                        lastLine: last.isEmpty ? nil : last, ending: ending, errorTail: stderrTail.text))
             }.start()
         }
     }
@@ -100,7 +108,8 @@ struct ChildProcess {
 
     static func signalName(_ signal: Int32) -> String {
         let names: [Int32: String] = [
-            SIGSEGV: "SIGSEGV (segmentation fault)", SIGBUS: "SIGBUS (bus error)", SIGABRT: "SIGABRT (an assertion failed)",
+            SIGSEGV: "SIGSEGV (segmentation fault)", SIGBUS: "SIGBUS (bus error)",
+            SIGABRT: "SIGABRT (an assertion failed)",
             SIGILL: "SIGILL (a trap)", SIGTRAP: "SIGTRAP (a trap)", SIGFPE: "SIGFPE", SIGKILL: "SIGKILL (killed)",
         ]
         return names[signal] ?? "signal \(signal)"

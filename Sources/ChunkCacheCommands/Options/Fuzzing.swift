@@ -6,10 +6,14 @@ package enum CommandFuzzing {
         let text = String(decoding: bytes, as: UTF8.self)
         if let size = ByteSize(argument: text) {
             guard size.bytes >= 0 else { return "\(text) parsed to \(size.bytes) bytes" }
-            guard ByteSize(argument: "\(size.bytes)")?.bytes == size.bytes else { return "\(size.bytes) does not parse back" }
+            guard ByteSize(argument: "\(size.bytes)")?.bytes == size.bytes else {
+                return "\(size.bytes) does not parse back"
+            }
         }
         if let range = RangeArgument(argument: text) {
-            guard range.range.location >= 0, range.range.length >= 0 else { return "\(text) parsed to a negative range" }
+            guard range.range.location >= 0, range.range.length >= 0 else {
+                return "\(text) parsed to a negative range"
+            }
         }
         return nil
     }
@@ -20,8 +24,11 @@ package enum CommandFuzzing {
         let text = String(decoding: bytes, as: UTF8.self)
         guard let duration = Duration(argument: text) else { return nil }
         guard duration.seconds.isFinite, duration.seconds >= 0 else { return "\(text) parsed to \(duration.seconds) s" }
-        guard let again = Duration(argument: duration.description) else { return "\(duration.description) does not parse" }
+        guard let again = Duration(argument: duration.description) else {
+            return "\(duration.description) does not parse"
+        }
         let drift = abs(again.seconds - duration.seconds)
-        return drift <= duration.seconds * 1e-12 ? nil : "\(text) is \(duration.seconds) s, printed \(duration.description), parsed back \(again.seconds) s"
+        return drift <= duration.seconds * 1e-12
+            ? nil : "\(text) is \(duration.seconds) s, printed \(duration.description), parsed back \(again.seconds) s"
     }
 }

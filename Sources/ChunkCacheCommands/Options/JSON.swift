@@ -19,7 +19,8 @@ public enum JSON: Sendable {
         case .double(let d): return d.isFinite ? String(format: "%.4f", d) : "null"
         case .array(let items): return "[" + items.map(\.rendered).joined(separator: ",") + "]"
         case .null: return "null"
-        case .object(let pairs): return "{" + pairs.map { JSON.quote($0.0) + ":" + $0.1.rendered }.joined(separator: ",") + "}"
+        case .object(let pairs):
+            return "{" + pairs.map { JSON.quote($0.0) + ":" + $0.1.rendered }.joined(separator: ",") + "}"
         }
     }
 

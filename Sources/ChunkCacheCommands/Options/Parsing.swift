@@ -11,8 +11,10 @@ public struct ByteSize: ExpressibleByArgument, Sendable, Hashable {
         let digits = text.prefix { $0.isNumber }
         guard !digits.isEmpty, let number = Int64(digits) else { return nil }
         let unit = text.dropFirst(digits.count).lowercased()
-        let shifts: [String: Int64] = ["": 0, "b": 0, "k": 10, "kb": 10, "kib": 10, "m": 20, "mb": 20, "mib": 20,
-                                       "g": 30, "gb": 30, "gib": 30, "t": 40, "tb": 40, "tib": 40]
+        let shifts: [String: Int64] = [
+            "": 0, "b": 0, "k": 10, "kb": 10, "kib": 10, "m": 20, "mb": 20, "mib": 20,
+            "g": 30, "gb": 30, "gib": 30, "t": 40, "tb": 40, "tib": 40,
+        ]
         guard let shift = shifts[unit], number <= Int64.max >> shift else { return nil }
         bytes = number << shift
     }
@@ -27,7 +29,8 @@ public struct RangeArgument: ExpressibleByArgument, Sendable, Hashable {
     public init?(argument: String) {
         let parts = argument.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, let start = ByteSize(argument: String(parts[0])),
-              let length = ByteSize(argument: String(parts[1])) else { return nil }
+            let length = ByteSize(argument: String(parts[1]))
+        else { return nil }
         range = ByteRange(location: start.bytes, length: length.bytes)
     }
 }

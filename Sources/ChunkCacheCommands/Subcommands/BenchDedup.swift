@@ -23,7 +23,9 @@ struct BenchDedup: AsyncParsableCommand {
     @Argument(help: "The versions, oldest first (the same file may repeat).")
     var files: [String]
 
-    @Option(name: .customLong("chunk-size"), help: "Chunk size of the scratch store, a power of two from 4KiB to 4MiB (default 64KiB).")
+    @Option(
+        name: .customLong("chunk-size"),
+        help: "Chunk size of the scratch store, a power of two from 4KiB to 4MiB (default 64KiB).")
     var chunkSize: ByteSize?
 
     @Option(help: "zstd level of the scratch store and of the whole-file figure (1…19).")
@@ -70,14 +72,17 @@ struct BenchDedup: AsyncParsableCommand {
             let zstdBytes: Int64
             do {
                 zstdBytes = try compression.compressedSize(ofFileAt: file) { done in
-                    progress.show("\(step): zstd -\(level) of \(file) \(sizes[index] == 0 ? 100 : done * 100 / sizes[index])%")
+                    progress.show(
+                        "\(step): zstd -\(level) of \(file) \(sizes[index] == 0 ? 100 : done * 100 / sizes[index])%")
                 }
             } catch {
                 throw benchError(error, doing: "compressing \(file) with zstd")
             }
-            rows.append(Row(
-                file: file, version: version, logicalBytes: put.item.documentSize, chunks: put.chunks, newChunks: put.newChunks,
-                storedBytes: put.storedBytes, cumulativeDedupRatio: figures.dedupRatio, zstdBytes: zstdBytes))
+            rows.append(
+                Row(
+                    file: file, version: version, logicalBytes: put.item.documentSize, chunks: put.chunks,
+                    newChunks: put.newChunks,
+                    storedBytes: put.storedBytes, cumulativeDedupRatio: figures.dedupRatio, zstdBytes: zstdBytes))
         }
         progress.clear()
 
@@ -92,35 +97,53 @@ struct BenchDedup: AsyncParsableCommand {
             .object([
                 ("chunkSize", .int(Int64(layout.chunkSize))), ("level", .int(Int64(level))),
                 ("zstdBlockSize", .int(Int64(compression.blockSize))),
-                ("versions", .array(rows.map { row in
+                (
+                    "versions",
+                    .array(
+                        rows.map { row in
+                            .object([
+                                ("file", .string(row.file)), ("version", .string(row.version)),
+                                ("logicalBytes", .int(row.logicalBytes)),
+                                ("chunks", .int(Int64(row.chunks))), ("newChunks", .int(Int64(row.newChunks))),
+                                ("storedBytes", .int(row.storedBytes)),
+                                ("cumulativeDedupRatio", .double(row.cumulativeDedupRatio)),
+                                ("zstdBytes", .int(row.zstdBytes)),
+                            ])
+                        })
+                ),
+                (
+                    "totals",
                     .object([
-                        ("file", .string(row.file)), ("version", .string(row.version)), ("logicalBytes", .int(row.logicalBytes)),
-                        ("chunks", .int(Int64(row.chunks))), ("newChunks", .int(Int64(row.newChunks))),
-                        ("storedBytes", .int(row.storedBytes)), ("cumulativeDedupRatio", .double(row.cumulativeDedupRatio)),
-                        ("zstdBytes", .int(row.zstdBytes)),
+                        ("versions", .int(Int64(rows.count))), ("logicalBytes", .int(logical)),
+                        ("newChunks", .int(Int64(newChunks))),
+                        ("uniqueBytes", .int(unique)), ("storedBytes", .int(stored)),
+                        ("dedupRatio", .double(dedupRatio)),
+                        ("zstdBytes", .int(zstd)), ("storedToZstdRatio", .double(storedToZstd)),
                     ])
-                })),
-                ("totals", .object([
-                    ("versions", .int(Int64(rows.count))), ("logicalBytes", .int(logical)), ("newChunks", .int(Int64(newChunks))),
-                    ("uniqueBytes", .int(unique)), ("storedBytes", .int(stored)), ("dedupRatio", .double(dedupRatio)),
-                    ("zstdBytes", .int(zstd)), ("storedToZstdRatio", .double(storedToZstd)),
-                ])),
+                ),
             ]),
-            summary: summary(rows: rows, layout: layout, logical: logical, newChunks: newChunks, stored: stored, zstd: zstd,
-                             dedupRatio: dedupRatio, storedToZstd: storedToZstd))
+            summary: summary(
+                rows: rows, layout: layout, logical: logical, newChunks: newChunks, stored: stored, zstd: zstd,
+                dedupRatio: dedupRatio, storedToZstd: storedToZstd))
     }
 
     private func summary(
-        rows: [Row], layout: ChunkLayout, logical: Int64, newChunks: Int, stored: Int64, zstd: Int64, dedupRatio: Double,
+        rows: [Row], layout: ChunkLayout, logical: Int64, newChunks: Int, stored: Int64, zstd: Int64,
+        dedupRatio: Double,
         storedToZstd: Double
     ) -> String {
         let headers = ["version", "file", "bytes", "chunks", "new", "stored +", "dedup ×", "zstd -\(level)"]
         var table: [[String]] = rows.map { row in
-            [row.version, row.file, String(row.logicalBytes), String(row.chunks), String(row.newChunks), String(row.storedBytes),
-             String(format: "%.2f", row.cumulativeDedupRatio), String(row.zstdBytes)]
+            [
+                row.version, row.file, String(row.logicalBytes), String(row.chunks), String(row.newChunks),
+                String(row.storedBytes),
+                String(format: "%.2f", row.cumulativeDedupRatio), String(row.zstdBytes),
+            ]
         }
-        table.append(["total", "", String(logical), String(rows.reduce(0) { $0 + $1.chunks }), String(newChunks), String(stored),
-                      String(format: "%.2f", dedupRatio), String(zstd)])
+        table.append([
+            "total", "", String(logical), String(rows.reduce(0) { $0 + $1.chunks }), String(newChunks), String(stored),
+            String(format: "%.2f", dedupRatio), String(zstd),
+        ])
         let widths = headers.indices.map { column in ([headers] + table).map { $0[column].count }.max() ?? 0 }
         func line(_ cells: [String]) -> String {
             cells.indices.map { column in
@@ -128,9 +151,13 @@ struct BenchDedup: AsyncParsableCommand {
                 return column <= 1 ? cells[column] + pad : pad + cells[column]  // text left, numbers right
             }.joined(separator: "  ")
         }
-        var lines = ["dedup of \(rows.count) versions, \(formatSize(Int64(layout.chunkSize))) chunks, zstd -\(level):", line(headers)]
+        var lines = [
+            "dedup of \(rows.count) versions, \(formatSize(Int64(layout.chunkSize))) chunks, zstd -\(level):",
+            line(headers),
+        ]
         lines += table.map(line)
-        lines.append("""
+        lines.append(
+            """
             stored after all versions: \(formatSize(stored)), \(String(format: "%.2f", storedToZstd))× a per-version zstd -\(level) of every \
             file (\(formatSize(zstd)); each file in independent 1 MiB blocks). dedup × = versions' bytes so far / unique chunk bytes stored.
             """)

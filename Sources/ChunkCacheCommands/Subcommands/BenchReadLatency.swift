@@ -37,7 +37,9 @@ struct BenchReadLatency: AsyncParsableCommand {
     @Option(help: "Start alignment of each range and the fetch's alignment, a power of two (default 4096).")
     var align: ByteSize?
 
-    @Option(name: .customLong("chunk-size"), help: "Chunk size of the scratch store, a power of two from 4KiB to 4MiB (default 64KiB).")
+    @Option(
+        name: .customLong("chunk-size"),
+        help: "Chunk size of the scratch store, a power of two from 4KiB to 4MiB (default 64KiB).")
     var chunkSize: ByteSize?
 
     @Option(help: "Measured fetches of each kind.")
@@ -70,14 +72,18 @@ struct BenchReadLatency: AsyncParsableCommand {
         guard iterations >= 1 && iterations <= 10_000_000 else {
             throw ValidationError("--iterations \(iterations) is not from 1 to 10000000")
         }
-        if let warmup, warmup < 0 || warmup > 10_000_000 { throw ValidationError("--warmup \(warmup) is not from 0 to 10000000") }
+        if let warmup, warmup < 0 || warmup > 10_000_000 {
+            throw ValidationError("--warmup \(warmup) is not from 0 to 10000000")
+        }
         try validateBenchLevel(level)
     }
 
     func run() async throws {
         let size = try benchInputSize(file)
         guard size >= rangeBytes else {
-            throw ValidationError("--range-size \(rangeBytes) is larger than \(file) (\(size) bytes); give a smaller --range-size or a larger file")
+            throw ValidationError(
+                "--range-size \(rangeBytes) is larger than \(file) (\(size) bytes); give a smaller --range-size or a larger file"
+            )
         }
         let session = try await BenchSession.open(in: scratch, chunkSize: chunkSize, level: level)
         defer { session.close() }
@@ -93,9 +99,11 @@ struct BenchReadLatency: AsyncParsableCommand {
         let decode: DecodeFloor
         do {
             try PageCache.warm(fileAt: file)
-            raw = try RawCopyFloor(file: file, layout: layout, temporaryDirectory: temporaryDirectory, maximumLength: Int(rangeBytes))
+            raw = try RawCopyFloor(
+                file: file, layout: layout, temporaryDirectory: temporaryDirectory, maximumLength: Int(rangeBytes))
             decode = try DecodeFloor(
-                file: file, layout: layout, temporaryDirectory: temporaryDirectory, maximumLength: Int(rangeBytes), level: level)
+                file: file, layout: layout, temporaryDirectory: temporaryDirectory, maximumLength: Int(rangeBytes),
+                level: level)
         } catch {
             throw benchError(error, doing: "preparing the floors on \(file)")
         }
@@ -113,7 +121,9 @@ struct BenchReadLatency: AsyncParsableCommand {
         var done = 0
         while done < total {
             let batch = ranges.next(min(batchSize, total - done))
-            do { try decode.prepare(batch) } catch { throw benchError(error, doing: "compressing the decode floor's chunks of \(file)") }
+            do { try decode.prepare(batch) } catch {
+                throw benchError(error, doing: "compressing the decode floor's chunks of \(file)")
+            }
             for range in batch {
                 // Each kind goes first, second and third in turn: whichever runs right after another's
                 // unlink (inode and page-cache teardown) or thread hop pays for it, so a fixed order biases.
@@ -127,10 +137,14 @@ struct BenchReadLatency: AsyncParsableCommand {
                         try? FileSystem.unlink(result.url.path)  // the scratch directory's removal catches a leftover
                         elapsed.engine = MonotonicClock.nanoseconds() - start
                     case .raw:
-                        do { try raw.fetch(range) } catch { throw benchError(error, doing: "the raw floor on range \(range) of \(file)") }
+                        do { try raw.fetch(range) } catch {
+                            throw benchError(error, doing: "the raw floor on range \(range) of \(file)")
+                        }
                         elapsed.raw = MonotonicClock.nanoseconds() - start
                     case .decode:
-                        do { try decode.fetch(range) } catch { throw benchError(error, doing: "the decode floor on range \(range) of \(file)") }
+                        do { try decode.fetch(range) } catch {
+                            throw benchError(error, doing: "the decode floor on range \(range) of \(file)")
+                        }
                         elapsed.decode = MonotonicClock.nanoseconds() - start
                     }
                 }
@@ -143,7 +157,8 @@ struct BenchReadLatency: AsyncParsableCommand {
                 progress.show(
                     done <= warmupCount
                         ? "warm-up \(done)/\(warmupCount)"
-                        : "fetch \(done - warmupCount)/\(iterations)  engine p50 \(micros(LatencySummary(engineSamples).p50)) µs")
+                        : "fetch \(done - warmupCount)/\(iterations)  engine p50 \(micros(LatencySummary(engineSamples).p50)) µs"
+                )
             }
         }
         progress.clear()
@@ -156,22 +171,26 @@ struct BenchReadLatency: AsyncParsableCommand {
         global.emit(
             .object([
                 ("file", .string(file)), ("size", .int(size)), ("chunkSize", .int(Int64(layout.chunkSize))),
-                ("rangeSize", .int(rangeBytes)), ("alignment", .int(alignment)), ("iterations", .int(Int64(iterations))),
+                ("rangeSize", .int(rangeBytes)), ("alignment", .int(alignment)),
+                ("iterations", .int(Int64(iterations))),
                 ("warmup", .int(Int64(warmupCount))), ("level", .int(Int64(level))), ("seed", .string(String(seed))),
-                ("engine", Self.json(engine)), ("rawFloor", Self.json(rawFloor)), ("decodeFloor", Self.json(decodeFloor)),
+                ("engine", Self.json(engine)), ("rawFloor", Self.json(rawFloor)),
+                ("decodeFloor", Self.json(decodeFloor)),
                 ("ratios", .object([("engineToRaw", Self.json(toRaw)), ("engineToDecode", Self.json(toDecode))])),
                 ("compressionRatio", .double(statistics.compressionRatio)),
             ]),
-            summary: summary(size: size, layout: layout, compression: statistics.compressionRatio,
-                             rows: [("engine", engine), ("raw floor", rawFloor), ("decode floor", decodeFloor)],
-                             ratios: [("engine / raw", toRaw), ("engine / decode", toDecode)]))
+            summary: summary(
+                size: size, layout: layout, compression: statistics.compressionRatio,
+                rows: [("engine", engine), ("raw floor", rawFloor), ("decode floor", decodeFloor)],
+                ratios: [("engine / raw", toRaw), ("engine / decode", toDecode)]))
     }
 
     private func micros(_ nanoseconds: UInt64) -> String { String(format: "%.1f", LatencySummary.micros(nanoseconds)) }
 
     static func json(_ summary: LatencySummary) -> JSON {
         .object([
-            ("p50Micros", .double(LatencySummary.micros(summary.p50))), ("p90Micros", .double(LatencySummary.micros(summary.p90))),
+            ("p50Micros", .double(LatencySummary.micros(summary.p50))),
+            ("p90Micros", .double(LatencySummary.micros(summary.p90))),
             ("p99Micros", .double(LatencySummary.micros(summary.p99))),
         ])
     }
@@ -181,9 +200,12 @@ struct BenchReadLatency: AsyncParsableCommand {
     }
 
     private func summary(
-        size: Int64, layout: ChunkLayout, compression: Double, rows: [(String, LatencySummary)], ratios: [(String, LatencyRatio)]
+        size: Int64, layout: ChunkLayout, compression: Double, rows: [(String, LatencySummary)],
+        ratios: [(String, LatencyRatio)]
     ) -> String {
-        func column(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
+        func column(_ text: String, _ width: Int) -> String {
+            String(repeating: " ", count: max(0, width - text.count)) + text
+        }
         func label(_ text: String) -> String { text + String(repeating: " ", count: max(0, 16 - text.count)) }
         var lines = [
             "read latency of \(file) (\(formatSize(size)), \(formatSize(Int64(layout.chunkSize))) chunks, zstd -\(level) ×\(String(format: "%.2f", compression))):",
@@ -192,7 +214,8 @@ struct BenchReadLatency: AsyncParsableCommand {
             label("") + column("p50 µs", 10) + column("p90 µs", 10) + column("p99 µs", 10),
         ]
         for (name, s) in rows {
-            lines.append(label(name) + column(micros(s.p50), 10) + column(micros(s.p90), 10) + column(micros(s.p99), 10))
+            lines.append(
+                label(name) + column(micros(s.p50), 10) + column(micros(s.p90), 10) + column(micros(s.p99), 10))
         }
         for (name, r) in ratios {
             func times(_ value: Double) -> String { String(format: "%.2f×", value) }

@@ -34,10 +34,13 @@ final class ScratchDirectory {
             path = try FileSystem.canonicalPath(FileSystem.makeUniqueDirectory(in: parent, prefix: "chunkcache-bench."))
         } catch {
             if error == .noSuchFile || error == .notDirectory {
-                throw CacheError(.invalidArgument, "cannot make a scratch directory in \(parent): it does not exist; check the path")
+                throw CacheError(
+                    .invalidArgument, "cannot make a scratch directory in \(parent): it does not exist; check the path")
             }
             if [Errno.permissionDenied, .notPermitted, .readOnlyFilesystem].contains(error) {
-                throw CacheError(.noPermission, "cannot make a scratch directory in \(parent): no permission; pick another with --scratch")
+                throw CacheError(
+                    .noPermission,
+                    "cannot make a scratch directory in \(parent): no permission; pick another with --scratch")
             }
             throw CacheError(.transient, "cannot make a scratch directory in \(parent): \(error); retry")
         }
@@ -99,7 +102,9 @@ func validateBenchChunkSize(_ size: ByteSize?) throws {
     // The engine's own rule, reported as a usage error (exit 64) before any store is made.
     guard size.bytes <= Int64(Int.max), (try? ChunkLayout(chunkSize: Int(size.bytes))) != nil else {
         let shifts = ChunkLayout.shifts
-        throw ValidationError("--chunk-size \(size.bytes) is not a power of two from \(formatSize(1 << shifts.lowerBound)) to \(formatSize(1 << shifts.upperBound))")
+        throw ValidationError(
+            "--chunk-size \(size.bytes) is not a power of two from \(formatSize(1 << shifts.lowerBound)) to \(formatSize(1 << shifts.upperBound))"
+        )
     }
 }
 
@@ -121,7 +126,9 @@ final class BenchSession {
 
     /// Makes a scratch directory under `parent` and a store in it with the chunk size (default 64 KiB), level and
     /// bound (`init --max-size`; default the engine's).
-    static func open(in parent: String?, chunkSize: ByteSize?, level: Int32, maxSize: Int64? = nil) async throws -> BenchSession {
+    static func open(in parent: String?, chunkSize: ByteSize?, level: Int32, maxSize: Int64? = nil) async throws
+        -> BenchSession
+    {
         let scratch = try ScratchDirectory(in: parent)
         do {
             let layout = try ChunkLayout(chunkSize: Int(chunkSize?.bytes ?? 64 << 10))

@@ -36,7 +36,8 @@ struct Ls: AsyncParsableCommand {
                 ("nextPage", result.nextPage.map { .string($0.description) } ?? .null),
                 ("syncAnchor", .string(result.syncAnchor.description)),
             ]),
-            summary: (result.items.map(\.listingLine) + (result.nextPage.map { ["… more: --page \($0)"] } ?? [])).joined(separator: "\n"))
+            summary: (result.items.map(\.listingLine) + (result.nextPage.map { ["… more: --page \($0)"] } ?? []))
+                .joined(separator: "\n"))
     }
 }
 
@@ -46,12 +47,14 @@ enum ListingOrder: String, ExpressibleByArgument {
 
 /// `changes`: what changed since an anchor (CONTRACT §11).
 struct Changes: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List the changes of a domain since a sync anchor, in batches.")
+    static let configuration = CommandConfiguration(
+        abstract: "List the changes of a domain since a sync anchor, in batches.")
 
     @OptionGroup var global: GlobalOptions
     @Option(help: "The domain.") var domain: String
     @Option(help: "The anchor of `anchor`, `ls` or the previous batch.") var since: String
-    @Option(help: "Only the changes of root, workingSet, trash or a folder (default: every item).") var container: String?
+    @Option(help: "Only the changes of root, workingSet, trash or a folder (default: every item).") var container:
+        String?
     @Option(help: "Items per batch (default 200).") var batch: Int?
     @Flag(help: "Wait for a change when there is none yet.") var wait = false
     @Option(help: "With --wait, give up after this long (default 60s), printing an empty batch.") var timeout: Duration?
@@ -63,14 +66,16 @@ struct Changes: AsyncParsableCommand {
 
     func run() async throws {
         let cache = try await global.openCache()
-        let enumerator = if let container {
-            try await cache.enumerator(for: ContainerName.identifier(container), in: domain)
-        } else {
-            try await cache.enumeratorOfAllItems(in: domain)
-        }
+        let enumerator =
+            if let container {
+                try await cache.enumerator(for: ContainerName.identifier(container), in: domain)
+            } else {
+                try await cache.enumeratorOfAllItems(in: domain)
+            }
         let anchor = SyncAnchor(since) ?? SyncAnchor(rawValue: Data())
         if wait {
-            _ = try await enumerator.waitForChanges(after: anchor, timeout: .milliseconds(Int64((timeout?.seconds ?? 60) * 1000)))
+            _ = try await enumerator.waitForChanges(
+                after: anchor, timeout: .milliseconds(Int64((timeout?.seconds ?? 60) * 1000)))
         }
         let result = try await enumerator.enumerateChanges(from: anchor, suggestedBatchSize: batch)
         global.emit(
@@ -81,7 +86,8 @@ struct Changes: AsyncParsableCommand {
                 ("moreComing", .bool(result.moreComing)),
             ]),
             summary: (result.updated.map { "updated " + $0.listingLine } + result.deleted.map { "deleted \($0)" }
-                      + ["next anchor \(result.nextAnchor)\(result.moreComing ? " (more coming)" : "")"]).joined(separator: "\n"))
+                + ["next anchor \(result.nextAnchor)\(result.moreComing ? " (more coming)" : "")"]).joined(
+                    separator: "\n"))
     }
 }
 
@@ -97,14 +103,16 @@ struct Anchor: AsyncParsableCommand {
         let enumerator = try await cache.enumeratorOfAllItems(in: domain)
         let anchor = try await enumerator.currentSyncAnchor()
         let version = try cache.domainVersion(of: domain)
-        global.emit(.object([("syncAnchor", .string(anchor.description)), ("domainVersion", version.json)]),
-                    summary: "\(anchor) (domain version \(version))")
+        global.emit(
+            .object([("syncAnchor", .string(anchor.description)), ("domainVersion", version.json)]),
+            summary: "\(anchor) (domain version \(version))")
     }
 }
 
 /// `mark`: an item's favorite rank, tag, shared flag, last use.
 struct Mark: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Set or clear an item's favorite rank, tag and shared flag, or mark it used.")
+    static let configuration = CommandConfiguration(
+        abstract: "Set or clear an item's favorite rank, tag and shared flag, or mark it used.")
 
     @OptionGroup var global: GlobalOptions
     @Option(help: "The domain.") var domain: String
@@ -119,15 +127,22 @@ struct Mark: AsyncParsableCommand {
     func validate() throws {
         if favorite != nil && noFavorite { throw ValidationError("give --favorite or --no-favorite, not both") }
         if tag != nil && noTag { throw ValidationError("give --tag or --no-tag, not both") }
-        if let tag, Self.bytes(hex: tag) == nil { throw ValidationError("--tag \(tag.prefix(64)) is not hex digits in pairs; give e.g. --tag 0a1b") }
+        if let tag, Self.bytes(hex: tag) == nil {
+            throw ValidationError("--tag \(tag.prefix(64)) is not hex digits in pairs; give e.g. --tag 0a1b")
+        }
     }
 
     func run() async throws {
         let cache = try await global.openCache()
         var edit = MetadataEdit(isShared: shared, markUsed: used)
         if let favorite { edit.favoriteRank = .set(favorite) } else if noFavorite { edit.favoriteRank = .remove }
-        if let tag, let bytes = Self.bytes(hex: tag) { edit.tagData = .set(Data(bytes)) } else if noTag { edit.tagData = .remove }
-        let change = try await cache.setMetadata(edit, of: ItemIdentifier(domain: domain, ContainerName.identifier(item)))
+        if let tag, let bytes = Self.bytes(hex: tag) {
+            edit.tagData = .set(Data(bytes))
+        } else if noTag {
+            edit.tagData = .remove
+        }
+        let change = try await cache.setMetadata(
+            edit, of: ItemIdentifier(domain: domain, ContainerName.identifier(item)))
         global.emit(change.json, summary: change.summary)
     }
 
@@ -154,7 +169,8 @@ struct Mark: AsyncParsableCommand {
 
 /// `rm`: trash an item, or delete it for good.
 struct Rm: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Move an item to the trash, or delete it (a folder with its contents) for good.")
+    static let configuration = CommandConfiguration(
+        abstract: "Move an item to the trash, or delete it (a folder with its contents) for good.")
 
     @OptionGroup var global: GlobalOptions
     @Option(help: "The domain.") var domain: String
@@ -171,7 +187,8 @@ struct Rm: AsyncParsableCommand {
 
 /// `mv`: move or rename an item.
 struct Mv: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Move an item to another folder (root, trash, or a folder), renaming it with --name.")
+    static let configuration = CommandConfiguration(
+        abstract: "Move an item to another folder (root, trash, or a folder), renaming it with --name.")
 
     @OptionGroup var global: GlobalOptions
     @Option(help: "The domain.") var domain: String
@@ -181,7 +198,9 @@ struct Mv: AsyncParsableCommand {
 
     func run() async throws {
         let cache = try await global.openCache()
-        let change = try await cache.moveItem(ItemIdentifier(domain: domain, ContainerName.identifier(item)), to: ContainerName.identifier(to), renamingTo: name)
+        let change = try await cache.moveItem(
+            ItemIdentifier(domain: domain, ContainerName.identifier(item)), to: ContainerName.identifier(to),
+            renamingTo: name)
         global.emit(change.json, summary: change.summary)
     }
 }
@@ -203,13 +222,17 @@ enum ContainerName {
 
 extension ItemChange {
     var json: JSON {
-        var pairs: [(String, JSON)] = [("item", item.catalogueJSON), ("domainVersion", domainVersion.json), ("changed", .bool(changed))]
+        var pairs: [(String, JSON)] = [
+            ("item", item.catalogueJSON), ("domainVersion", domainVersion.json), ("changed", .bool(changed)),
+        ]
         if !deleted.isEmpty { pairs.append(("deleted", .array(deleted.map { .string($0) }))) }
         return .object(pairs)
     }
 
     var summary: String {
-        let what = !deleted.isEmpty ? "deleted \(deleted.count) item\(deleted.count == 1 ? "" : "s")" : changed ? "changed" : "unchanged"
+        let what =
+            !deleted.isEmpty
+            ? "deleted \(deleted.count) item\(deleted.count == 1 ? "" : "s")" : changed ? "changed" : "unchanged"
         return "\(item.listingLine): \(what) (domain version \(domainVersion))"
     }
 }
@@ -243,7 +266,10 @@ extension Item {
     /// One line of `ls`: type, size, name, identifier.
     var listingLine: String {
         let type = kind == .folder ? "d" : kind == .symlink ? "l" : "-"
-        let flags = (isTrashed ? "T" : "") + (isShared ? "S" : "") + (favoriteRank != nil ? "F" : "") + (tagData != nil ? "#" : "")
-        return "\(type) \(formatSize(documentSize).padding(toLength: 10, withPad: " ", startingAt: 0)) \(filename)  [\(identifier)] \(flags)"
+        let flags =
+            (isTrashed ? "T" : "") + (isShared ? "S" : "") + (favoriteRank != nil ? "F" : "")
+            + (tagData != nil ? "#" : "")
+        return
+            "\(type) \(formatSize(documentSize).padding(toLength: 10, withPad: " ", startingAt: 0)) \(filename)  [\(identifier)] \(flags)"
     }
 }

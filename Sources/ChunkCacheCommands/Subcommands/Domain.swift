@@ -13,7 +13,9 @@ struct Domain: AsyncParsableCommand {
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "add", abstract: "Create a domain, with an origin to read its items from or without (the store is then its only copy).")
+            commandName: "add",
+            abstract:
+                "Create a domain, with an origin to read its items from or without (the store is then its only copy).")
 
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The domain name.") var name: String
@@ -31,12 +33,16 @@ struct Domain: AsyncParsableCommand {
 
     struct Change: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "set", abstract: "Change a domain's settings: those given change, the others stay (--header replaces all headers).")
+            commandName: "set",
+            abstract: "Change a domain's settings: those given change, the others stay (--header replaces all headers)."
+        )
 
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The domain name.") var name: String
         @OptionGroup var settings: DomainSettings
-        @Option(name: .customLong("keep-changes"), help: "Change records the log keeps (default 1000000); anchors older than those kept expire.")
+        @Option(
+            name: .customLong("keep-changes"),
+            help: "Change records the log keeps (default 1000000); anchors older than those kept expire.")
         var keepChanges: UInt64?
         @Option(name: .customLong("keep-for"), help: "How long change records are kept (default 30d).")
         var keepFor: Duration?
@@ -51,7 +57,8 @@ struct Domain: AsyncParsableCommand {
             var history: ChangeHistory?
             if keepChanges != nil || keepFor != nil {
                 let current = try await cache.domains().first { $0.name == name }?.changeHistory ?? .standard
-                history = ChangeHistory(changes: keepChanges ?? current.changes, seconds: keepFor?.seconds ?? current.seconds)
+                history = ChangeHistory(
+                    changes: keepChanges ?? current.changes, seconds: keepFor?.seconds ?? current.seconds)
             }
             let info = try await cache.setDomain(
                 name, origin: try settings.parsedOrigin(), headers: try settings.parsedHeaders(),
@@ -68,14 +75,16 @@ struct Domain: AsyncParsableCommand {
         func run() async throws {
             let cache = try await global.openCache()
             let domains = try await cache.domains()
-            global.emit(.object([("domains", .array(domains.map(\.json)))]),
-                        summary: domains.isEmpty ? "no domains" : domains.map(\.summary).joined(separator: "\n"))
+            global.emit(
+                .object([("domains", .array(domains.map(\.json)))]),
+                summary: domains.isEmpty ? "no domains" : domains.map(\.summary).joined(separator: "\n"))
         }
     }
 
     struct Remove: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "rm", abstract: "Remove a domain with all its items and versions; chunks no other domain uses are freed.")
+            commandName: "rm",
+            abstract: "Remove a domain with all its items and versions; chunks no other domain uses are freed.")
 
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The domain name.") var name: String
@@ -92,7 +101,9 @@ extension Domain {
     struct Sync: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "sync",
-            abstract: "List the domain's origin and apply what changed there: new files, new versions, deletions (all or nothing).")
+            abstract:
+                "List the domain's origin and apply what changed there: new files, new versions, deletions (all or nothing)."
+        )
 
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The domain name.") var name: String
@@ -102,11 +113,14 @@ extension Domain {
             let result = try await cache.syncDomain(name)
             global.emit(
                 .object([
-                    ("domain", .string(name)), ("created", .int(Int64(result.created))), ("modified", .int(Int64(result.modified))),
+                    ("domain", .string(name)), ("created", .int(Int64(result.created))),
+                    ("modified", .int(Int64(result.modified))),
                     ("deleted", .int(Int64(result.deleted))), ("unchanged", .int(Int64(result.unchanged))),
                     ("domainVersion", result.domainVersion.json),
                 ]),
-                summary: "\(name): \(result.created) created, \(result.modified) modified, \(result.deleted) deleted, \(result.unchanged) unchanged; domain version \(result.domainVersion)")
+                summary:
+                    "\(name): \(result.created) created, \(result.modified) modified, \(result.deleted) deleted, \(result.unchanged) unchanged; domain version \(result.domainVersion)"
+            )
         }
     }
 }
@@ -114,17 +128,25 @@ extension Domain {
 /// The settings `domain add` and `domain set` take. They are checked while the command line is parsed, so
 /// a bad one is a usage error (exit 64) and nothing is opened.
 struct DomainSettings: ParsableArguments {
-    @Option(name: .customLong("origin"), help: ArgumentHelp("Where the items come from: http[s]://host[:port]/base/ or s3://BUCKET/PREFIX.", valueName: "url"))
+    @Option(
+        name: .customLong("origin"),
+        help: ArgumentHelp(
+            "Where the items come from: http[s]://host[:port]/base/ or s3://BUCKET/PREFIX.", valueName: "url"))
     var originURL: String?
 
     @Option(help: ArgumentHelp("For an s3:// origin: the service's http[s]://host[:port].", valueName: "url"))
     var endpoint: String?
 
-    @Option(help: ArgumentHelp("For an s3:// origin: the region to sign requests for, e.g. us-east-1.", valueName: "region"))
+    @Option(
+        help: ArgumentHelp("For an s3:// origin: the region to sign requests for, e.g. us-east-1.", valueName: "region")
+    )
     var region: String?
 
-    @Option(name: .customLong("header"),
-            help: ArgumentHelp("A header sent with every origin request, e.g. 'Authorization: Bearer …' (repeatable; the value is stored, never printed).", valueName: "Name: value"))
+    @Option(
+        name: .customLong("header"),
+        help: ArgumentHelp(
+            "A header sent with every origin request, e.g. 'Authorization: Bearer …' (repeatable; the value is stored, never printed).",
+            valueName: "Name: value"))
     var headerLines: [String] = []
 
     @Option(name: .customLong("pipeline-depth"), help: "Origin requests in flight per process, 1…128 (default 8).")
@@ -137,7 +159,8 @@ struct DomainSettings: ParsableArguments {
         _ = try parsedOrigin()
         _ = try parsedHeaders()
         try usage { () throws(CacheError) in
-            try DomainInfo.validate(pipelineDepth: pipelineDepth, readAhead: readAhead?.bytes, headerCount: headerLines.count)
+            try DomainInfo.validate(
+                pipelineDepth: pipelineDepth, readAhead: readAhead?.bytes, headerCount: headerLines.count)
         }
     }
 
@@ -155,14 +178,16 @@ struct DomainSettings: ParsableArguments {
     /// The headers given, or nil when no --header is.
     func parsedHeaders() throws -> [OriginHeader]? {
         guard !headerLines.isEmpty else { return nil }
-        return try usage { () throws(CacheError) in try headerLines.map { line throws(CacheError) in try OriginHeader(parsing: line) } }
+        return try usage { () throws(CacheError) in
+            try headerLines.map { line throws(CacheError) in try OriginHeader(parsing: line) }
+        }
     }
 
     /// What `body` returns; its `invalidArgument` becomes a usage error with the same message.
     private func usage<T>(_ body: () throws(CacheError) -> T) throws -> T {
         do {
             return try body()
-        } catch where error.code == .invalidArgument {
+        } catch  where error.code == .invalidArgument {
             throw ValidationError(error.message)
         }
     }
@@ -173,20 +198,31 @@ extension DomainInfo {
     var json: JSON {
         .object([
             ("name", .string(name)), ("origin", origin.map { .string($0.url) } ?? .null),
-            ("endpoint", origin?.endpoint.map { .string($0) } ?? .null), ("region", origin?.region.map { .string($0) } ?? .null),
-            ("pipelineDepth", .int(Int64(pipelineDepth))), ("readAhead", .int(readAhead)), ("domainVersion", domainVersion.json),
-            ("items", .int(Int64(items))), ("cachedBytes", .int(cachedBytes)), ("importFinished", .bool(importFinished)), ("importsFinished", .int(Int64(importsFinished))),
-            ("changeHistory", .object([("changes", .int(Int64(clamping: changeHistory.changes))), ("seconds", .double(changeHistory.seconds))])),
+            ("endpoint", origin?.endpoint.map { .string($0) } ?? .null),
+            ("region", origin?.region.map { .string($0) } ?? .null),
+            ("pipelineDepth", .int(Int64(pipelineDepth))), ("readAhead", .int(readAhead)),
+            ("domainVersion", domainVersion.json),
+            ("items", .int(Int64(items))), ("cachedBytes", .int(cachedBytes)),
+            ("importFinished", .bool(importFinished)), ("importsFinished", .int(Int64(importsFinished))),
+            (
+                "changeHistory",
+                .object([
+                    ("changes", .int(Int64(clamping: changeHistory.changes))),
+                    ("seconds", .double(changeHistory.seconds)),
+                ])
+            ),
             ("headers", .array(headerNames.map { .string($0) })),
         ])
     }
 
     /// One line: the name, where its items come from, its settings and what the store holds of it.
     var summary: String {
-        let source = origin.map { origin in
-            origin.url + (origin.endpoint.map { " at \($0)" } ?? "") + (origin.region.map { " (\($0))" } ?? "")
-        } ?? "no origin"
+        let source =
+            origin.map { origin in
+                origin.url + (origin.endpoint.map { " at \($0)" } ?? "") + (origin.region.map { " (\($0))" } ?? "")
+            } ?? "no origin"
         let headers = headerNames.isEmpty ? "" : ", headers \(headerNames.joined(separator: ", "))"
-        return "\(name): \(source), pipeline depth \(pipelineDepth), read-ahead \(formatSize(readAhead))\(headers); \(items) items, \(formatSize(cachedBytes)) cached; domain version \(domainVersion)"
+        return
+            "\(name): \(source), pipeline depth \(pipelineDepth), read-ahead \(formatSize(readAhead))\(headers); \(items) items, \(formatSize(cachedBytes)) cached; domain version \(domainVersion)"
     }
 }

@@ -1,6 +1,6 @@
 import ArgumentParser
-import Foundation
 import ChunkCache
+import Foundation
 
 struct Fetch: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -75,17 +75,25 @@ struct Fetch: AsyncParsableCommand {
         await display.finish()
         // The fetch set the item's last use; this process ends before the batch would be written.
         do { try await cache.flushUsage() } catch {
-            FileHandle.standardError.write(Data("chunkcache: could not record the last use of \(domain)/\(item): \(error)\n".utf8))
+            FileHandle.standardError.write(
+                Data("chunkcache: could not record the last use of \(domain)/\(item): \(error)\n".utf8))
         }
         var fields: [(String, JSON)] = [
             ("path", .string(result.url.path)), ("owner", .string(result.owner.rawValue)), ("item", result.item.json),
-            ("retrievedRange", .object([("location", .int(result.retrievedRange.location)), ("length", .int(result.retrievedRange.length))])),
+            (
+                "retrievedRange",
+                .object([
+                    ("location", .int(result.retrievedRange.location)), ("length", .int(result.retrievedRange.length)),
+                ])
+            ),
             ("flags", .array(result.flags.names.map { .string($0) })), ("domainVersion", result.domainVersion.json),
             ("downloadedBytes", .int(result.downloadedBytes)), ("requests", .int(Int64(result.originRequests))),
         ]
         if let strategy = result.cloneStrategy { fields.append(("cloneStrategy", .string(strategy.rawValue))) }
         global.emit(
             .object(fields),
-            summary: "\(result.url.path)\n\(result.owner == .caller ? "hand-off (yours to delete)" : result.cloneStrategy.map { "cloned by \($0.rawValue)" } ?? "written in place"): \(domain)/\(item) version \(result.item.itemVersion.contentVersionString), bytes \(result.retrievedRange) of \(result.item.documentSize) (\(formatSize(result.item.documentSize)))\(result.flags.names.isEmpty ? "" : ", " + result.flags.names.joined(separator: ","))\(result.originRequests == 0 ? "" : "\ndownloaded \(formatSize(result.downloadedBytes)) in \(result.originRequests) request\(result.originRequests == 1 ? "" : "s") from the origin")")
+            summary:
+                "\(result.url.path)\n\(result.owner == .caller ? "hand-off (yours to delete)" : result.cloneStrategy.map { "cloned by \($0.rawValue)" } ?? "written in place"): \(domain)/\(item) version \(result.item.itemVersion.contentVersionString), bytes \(result.retrievedRange) of \(result.item.documentSize) (\(formatSize(result.item.documentSize)))\(result.flags.names.isEmpty ? "" : ", " + result.flags.names.joined(separator: ","))\(result.originRequests == 0 ? "" : "\ndownloaded \(formatSize(result.downloadedBytes)) in \(result.originRequests) request\(result.originRequests == 1 ? "" : "s") from the origin")"
+        )
     }
 }

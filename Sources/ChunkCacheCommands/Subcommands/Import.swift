@@ -5,7 +5,9 @@ import Foundation
 struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Take a directory hierarchy into a new domain, or resume imports a crash interrupted.",
-        discussion: "By default the directory is moved into the store (removed from its place once stored); --copy leaves it. An import killed part-way resumes with `import --resume` (or the next library open), matching what it had stored by name, size and time.")
+        discussion:
+            "By default the directory is moved into the store (removed from its place once stored); --copy leaves it. An import killed part-way resumes with `import --resume` (or the next library open), matching what it had stored by name, size and time."
+    )
 
     @OptionGroup var global: GlobalOptions
 
@@ -23,10 +25,14 @@ struct Import: AsyncParsableCommand {
 
     func validate() throws {
         if resume {
-            if directory != nil || domain != nil || copy { throw ValidationError("--resume takes no directory, --domain or --copy") }
+            if directory != nil || domain != nil || copy {
+                throw ValidationError("--resume takes no directory, --domain or --copy")
+            }
             return
         }
-        guard let directory, domain != nil else { throw ValidationError("give the directory to import and --domain (or --resume)") }
+        guard let directory, domain != nil else {
+            throw ValidationError("give the directory to import and --domain (or --resume)")
+        }
         // An empty path would mean the current directory to URL(fileURLWithPath:): never import that by accident.
         if directory.isEmpty { throw ValidationError("<directory> is empty; give the directory to import") }
     }
@@ -35,15 +41,19 @@ struct Import: AsyncParsableCommand {
         let cache = try await global.openCache()
         if resume {
             let results = try await cache.resumeImports()
-            global.emit(.object([("resumed", .array(results.map(\.json)))]),
-                        summary: results.isEmpty ? "no interrupted import" : results.map(\.summary).joined(separator: "\n"))
+            global.emit(
+                .object([("resumed", .array(results.map(\.json)))]),
+                summary: results.isEmpty ? "no interrupted import" : results.map(\.summary).joined(separator: "\n"))
             return
         }
         let (directory, domain) = (self.directory ?? "", self.domain ?? "")
         let result = try await cache.import(domain, fromDirectoryAt: URL(fileURLWithPath: directory), copy: copy)
         if let reason = result.sourceRemovalError {
             // The import succeeded: a warning, not an error, and the exit code stays 0.
-            FileHandle.standardError.write(Data("chunkcache: warning: domain \(domain) was imported, but \(directory) was not removed: \(reason)\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "chunkcache: warning: domain \(domain) was imported, but \(directory) was not removed: \(reason)\n"
+                        .utf8))
         }
         global.emit(result.json, summary: "imported \(directory) as " + result.summary)
     }
@@ -52,7 +62,9 @@ struct Import: AsyncParsableCommand {
 /// `reimport`: take a directory in again as a domain's contents, or a folder's.
 struct Reimport: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Take a directory in again as a domain's contents (or a folder's, with --below): unchanged files are matched by name, size and time, not read.")
+        abstract:
+            "Take a directory in again as a domain's contents (or a folder's, with --below): unchanged files are matched by name, size and time, not read."
+    )
 
     @OptionGroup var global: GlobalOptions
     @Option(help: "The domain.") var domain: String
@@ -62,7 +74,8 @@ struct Reimport: AsyncParsableCommand {
     func run() async throws {
         let cache = try await global.openCache()
         let result = try await cache.reimportItems(
-            below: below.map(ContainerName.identifier) ?? Item.rootContainer, in: domain, from: URL(fileURLWithPath: from))
+            below: below.map(ContainerName.identifier) ?? Item.rootContainer, in: domain,
+            from: URL(fileURLWithPath: from))
         global.emit(result.json, summary: "reimported \(from) into " + result.summary)
     }
 }
@@ -72,8 +85,10 @@ extension ImportResult {
         .object([
             ("domain", .string(domain)), ("files", .int(Int64(files))), ("folders", .int(Int64(folders))),
             ("symlinks", .int(Int64(symlinks))), ("logicalBytes", .int(logicalBytes)),
-            ("newChunks", .int(Int64(newChunks))), ("matchedFiles", .int(Int64(matchedFiles))), ("domainVersion", domainVersion.json),
-            ("importFinished", .bool(finished)), ("sourceRemovalError", sourceRemovalError.map { .string($0) } ?? .null),
+            ("newChunks", .int(Int64(newChunks))), ("matchedFiles", .int(Int64(matchedFiles))),
+            ("domainVersion", domainVersion.json),
+            ("importFinished", .bool(finished)),
+            ("sourceRemovalError", sourceRemovalError.map { .string($0) } ?? .null),
         ])
     }
 

@@ -4,7 +4,8 @@ import ChunkCache
 struct Init: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create the store (other commands create it with defaults).",
-        discussion: "On an existing store with the same settings this changes nothing; a different chunk size is an error.")
+        discussion:
+            "On an existing store with the same settings this changes nothing; a different chunk size is an error.")
 
     @OptionGroup var global: GlobalOptions
 
@@ -14,7 +15,11 @@ struct Init: AsyncParsableCommand {
     @Option(name: .customLong("max-size"), help: "The most bytes the store may take (default 1TiB).")
     var maxSize: ByteSize?
 
-    @Option(name: .customLong("min-free"), help: "Free space eviction keeps on the store's filesystem (default 1GiB, or 5% of a filesystem under 20GiB; 0 for none).")
+    @Option(
+        name: .customLong("min-free"),
+        help:
+            "Free space eviction keeps on the store's filesystem (default 1GiB, or 5% of a filesystem under 20GiB; 0 for none)."
+    )
     var minFree: ByteSize?
 
     func validate() throws {
@@ -29,7 +34,12 @@ struct Init: AsyncParsableCommand {
             at: global.store, chunkSize: layout, maxSize: maxSize?.bytes, handOffGracePeriod: global.tmpGrace.seconds)
         if let minFree { try await cache.setMinimumFreeSpace(minFree.bytes) }
         global.emit(
-            .object([("chunkSize", .int(Int64(cache.layout.chunkSize))), ("maxSize", .int(cache.maxSize)), ("minFree", .int(cache.minimumFreeSpace)), ("path", .string(cache.path))]),
-            summary: "store \(cache.path): \(cache.layout) chunks, at most \(formatSize(cache.maxSize)), keeping \(formatSize(cache.minimumFreeSpace)) free")
+            .object([
+                ("chunkSize", .int(Int64(cache.layout.chunkSize))), ("maxSize", .int(cache.maxSize)),
+                ("minFree", .int(cache.minimumFreeSpace)), ("path", .string(cache.path)),
+            ]),
+            summary:
+                "store \(cache.path): \(cache.layout) chunks, at most \(formatSize(cache.maxSize)), keeping \(formatSize(cache.minimumFreeSpace)) free"
+        )
     }
 }

@@ -14,28 +14,42 @@ struct Recover: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Option(name: .long, help: ArgumentHelp("The new store's directory; it must not hold a store.", valueName: "newstore"))
+    @Option(
+        name: .long, help: ArgumentHelp("The new store's directory; it must not hold a store.", valueName: "newstore"))
     var to: String
 
     func run() async throws {
         let report = try await ChunkCache.recover(storeAt: global.store, into: to)
-        func count(_ c: RecoveryReport.Count) -> JSON { .object([("recovered", .int(Int64(c.recovered))), ("lost", .int(Int64(c.lost)))]) }
-        func phrase(_ c: RecoveryReport.Count, _ what: String) -> String { "\(c.recovered) \(what) recovered, \(c.lost) lost" }
+        func count(_ c: RecoveryReport.Count) -> JSON {
+            .object([("recovered", .int(Int64(c.recovered))), ("lost", .int(Int64(c.lost)))])
+        }
+        func phrase(_ c: RecoveryReport.Count, _ what: String) -> String {
+            "\(c.recovered) \(what) recovered, \(c.lost) lost"
+        }
         global.emit(
             .object([
                 ("path", .string(report.destination)),
-                ("domains", count(report.domains)), ("items", count(report.items)), ("versions", count(report.versions)),
-                ("chunks", count(report.chunks)), ("versionsWithAbsentChunks", .int(Int64(report.versionsWithAbsentChunks))),
+                ("domains", count(report.domains)), ("items", count(report.items)),
+                ("versions", count(report.versions)),
+                ("chunks", count(report.chunks)),
+                ("versionsWithAbsentChunks", .int(Int64(report.versionsWithAbsentChunks))),
                 ("readEarlierSnapshot", .bool(report.readEarlierSnapshot)),
                 ("damage", .array(report.damage.map { .string($0) })),
             ]),
             summary: ([
-                "recovered into \(report.destination): " + [
-                    phrase(report.domains, "domains"), phrase(report.items, "items"), phrase(report.versions, "versions"),
-                    phrase(report.chunks, "chunks"),
-                ].joined(separator: "; ")
-            ] + (report.versionsWithAbsentChunks > 0 ? ["\(report.versionsWithAbsentChunks) versions of origin domains keep absent chunks, downloaded again when fetched"] : [])
-              + (report.readEarlierSnapshot ? ["the newest meta page was damaged: the previous commit's snapshot was read"] : [])
-              + report.damage.map { "lost: \($0)" }).joined(separator: "\n"))
+                "recovered into \(report.destination): "
+                    + [
+                        phrase(report.domains, "domains"), phrase(report.items, "items"),
+                        phrase(report.versions, "versions"),
+                        phrase(report.chunks, "chunks"),
+                    ].joined(separator: "; ")
+            ]
+                + (report.versionsWithAbsentChunks > 0
+                    ? [
+                        "\(report.versionsWithAbsentChunks) versions of origin domains keep absent chunks, downloaded again when fetched"
+                    ] : [])
+                + (report.readEarlierSnapshot
+                    ? ["the newest meta page was damaged: the previous commit's snapshot was read"] : [])
+                + report.damage.map { "lost: \($0)" }).joined(separator: "\n"))
     }
 }

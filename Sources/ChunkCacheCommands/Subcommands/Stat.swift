@@ -11,9 +11,12 @@ struct Stat: AsyncParsableCommand {
         let s = try await cache.statistics()
         global.emit(
             .object([
-                ("chunkSize", .int(Int64(s.chunkSize))), ("domains", .int(Int64(s.domains))), ("items", .int(Int64(s.items))),
-                ("versions", .int(Int64(s.versions))), ("chunks", .int(Int64(s.chunks))), ("logicalBytes", .int(s.logicalBytes)),
-                ("uniqueBytes", .int(s.uniqueBytes)), ("storedBytes", .int(s.storedBytes)), ("dedupRatio", .double(s.dedupRatio)),
+                ("chunkSize", .int(Int64(s.chunkSize))), ("domains", .int(Int64(s.domains))),
+                ("items", .int(Int64(s.items))),
+                ("versions", .int(Int64(s.versions))), ("chunks", .int(Int64(s.chunks))),
+                ("logicalBytes", .int(s.logicalBytes)),
+                ("uniqueBytes", .int(s.uniqueBytes)), ("storedBytes", .int(s.storedBytes)),
+                ("dedupRatio", .double(s.dedupRatio)),
                 ("compressionRatio", .double(s.compressionRatio)), ("fileBytes", .int(s.fileBytes)),
                 ("maxSize", .int(s.maxSize)), ("minFree", .int(s.minFree)), ("evictableBytes", .int(s.evictableBytes)),
                 ("pinnedBytes", .int(s.pinnedBytes)), ("hits", .int(s.hits)), ("misses", .int(s.misses)),

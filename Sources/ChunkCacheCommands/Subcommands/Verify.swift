@@ -27,17 +27,23 @@ struct Verify: AsyncParsableCommand {
                 print(global.json ? report : summary)
                 return
             }
-            if let error = result["error"] as? [String: Any], let name = error["code"] as? String, let message = error["message"] as? String {
+            if let error = result["error"] as? [String: Any], let name = error["code"] as? String,
+                let message = error["message"] as? String
+            {
                 throw CacheError(CacheError.Code.allCases.first { $0.name == name } ?? .corruptData, message)
             }
         }
         let store = global.store ?? "the default store"
         var place = "before it read any record"
         if let walking = child.lastLine.flatMap({ ChildProcess.object($0) }), let what = walking["walking"] as? String {
-            place = (walking["key"] as? String).map { "while reading the `\(what)` database at key \($0)" } ?? "while \(what)"
+            place =
+                (walking["key"] as? String).map { "while reading the `\(what)` database at key \($0)" }
+                ?? "while \(what)"
         }
         let said = child.errorTail.isEmpty ? "" : " (it said: \(child.errorTail))"
-        throw CacheError(.corruptData, """
+        throw CacheError(
+            .corruptData,
+            """
             the store at \(store) is damaged: verify's walk of its databases \(child.ending) \(place)\(said); \
             nothing was changed. Run `chunkcache --store \(store) recover --to NEWSTORE` to salvage every record and chunk \
             that can be read into a new store, then use NEWSTORE
@@ -49,7 +55,8 @@ struct Verify: AsyncParsableCommand {
 /// before checking it, then one line with the report (or the error), so a crash of this process names its place.
 struct VerifyWalk: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "verify-walk", abstract: "The walk of `verify`, in the child process `verify` runs.", shouldDisplay: false)
+        commandName: "verify-walk", abstract: "The walk of `verify`, in the child process `verify` runs.",
+        shouldDisplay: false)
 
     @OptionGroup var global: GlobalOptions
 
@@ -63,9 +70,12 @@ struct VerifyWalk: AsyncParsableCommand {
             let report = try await cache.verify(repair: repair) { database, key in
                 ChildProcess.line(.object([("walking", .string(database)), ("key", .string(hexString(key)))]))
             }
-            ChildProcess.line(.object([("report", .string(Self.json(report).rendered)), ("summary", .string(Self.summary(report)))]))
+            ChildProcess.line(
+                .object([("report", .string(Self.json(report).rendered)), ("summary", .string(Self.summary(report)))]))
         } catch let error as CacheError {
-            ChildProcess.line(.object([("error", .object([("code", .string(error.code.name)), ("message", .string(error.message))]))]))
+            ChildProcess.line(
+                .object([("error", .object([("code", .string(error.code.name)), ("message", .string(error.message))]))])
+            )
         }
     }
 
@@ -74,23 +84,31 @@ struct VerifyWalk: AsyncParsableCommand {
             ("chunksChecked", .int(Int64(report.chunksChecked))),
             ("corrupt", .array(report.corrupt.map { .string($0.description) })),
             ("repaired", .int(Int64(report.repaired))),
-            ("damagedVersions", .array(report.damagedVersions.map { version in
-                .object([
-                    ("domain", .string(version.domain)), ("item", version.item.map { .string($0) } ?? .null),
-                    ("contentVersion", .string(version.contentVersion)), ("problem", .string(version.problem)),
-                ])
-            })),
+            (
+                "damagedVersions",
+                .array(
+                    report.damagedVersions.map { version in
+                        .object([
+                            ("domain", .string(version.domain)), ("item", version.item.map { .string($0) } ?? .null),
+                            ("contentVersion", .string(version.contentVersion)), ("problem", .string(version.problem)),
+                        ])
+                    })
+            ),
             ("damagedRecords", .array(report.damagedRecords.map { .string($0) })),
             ("inconsistencies", .array(report.inconsistencies.map { .string($0) })),
         ])
     }
 
     static func summary(_ report: VerifyReport) -> String {
-        (["\(report.chunksChecked) chunks checked, \(report.corrupt.count) corrupt, \(report.repaired) repaired, "
-          + "\(report.damagedVersions.count) damaged versions, \(report.damagedRecords.count) damaged records, "
-          + "\(report.inconsistencies.count) inconsistencies"]
+        ([
+            "\(report.chunksChecked) chunks checked, \(report.corrupt.count) corrupt, \(report.repaired) repaired, "
+                + "\(report.damagedVersions.count) damaged versions, \(report.damagedRecords.count) damaged records, "
+                + "\(report.inconsistencies.count) inconsistencies"
+        ]
             + report.corrupt.map { "corrupt: \($0)" }
-            + report.damagedVersions.map { "damaged: version \"\($0.contentVersion)\" of item \"\($0.item ?? "?")\" in domain \"\($0.domain)\": \($0.problem)" }
+            + report.damagedVersions.map {
+                "damaged: version \"\($0.contentVersion)\" of item \"\($0.item ?? "?")\" in domain \"\($0.domain)\": \($0.problem)"
+            }
             + report.damagedRecords.map { "damaged record: \($0)" }
             + report.inconsistencies.map { "inconsistent: \($0)" }).joined(separator: "\n")
     }

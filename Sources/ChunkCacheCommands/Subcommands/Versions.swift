@@ -20,14 +20,21 @@ struct Versions: AsyncParsableCommand {
         global.emit(
             .object([
                 ("item", current.json),
-                ("versions", .array(versions.map { version in
-                    .object([
-                        ("contentVersion", .string(version.contentVersion)), ("size", .int(version.size)),
-                        ("createdAt", .string(formatter.string(from: version.createdAt))), ("cachedBytes", .int(version.cachedBytes)),
-                    ])
-                })),
+                (
+                    "versions",
+                    .array(
+                        versions.map { version in
+                            .object([
+                                ("contentVersion", .string(version.contentVersion)), ("size", .int(version.size)),
+                                ("createdAt", .string(formatter.string(from: version.createdAt))),
+                                ("cachedBytes", .int(version.cachedBytes)),
+                            ])
+                        })
+                ),
             ]),
-            summary: versions.map { "\($0.contentVersion)  \(formatSize($0.size))  \(formatter.string(from: $0.createdAt))  \(formatSize($0.cachedBytes)) cached" }
-                .joined(separator: "\n"))
+            summary: versions.map {
+                "\($0.contentVersion)  \(formatSize($0.size))  \(formatter.string(from: $0.createdAt))  \(formatSize($0.cachedBytes)) cached"
+            }
+            .joined(separator: "\n"))
     }
 }

@@ -15,7 +15,8 @@ public final class MotoServer: TestServer, @unchecked Sendable {
 
     public static var unavailableReason: String? {
         guard ServerProcess.python != nil else { return "python3 is not installed" }
-        return ServerProcess.pythonHas("moto.server, boto3") ? nil : "moto's server is not installed: run scripts/install-deps.sh (pip moto[server])"
+        return ServerProcess.pythonHas("moto.server, boto3")
+            ? nil : "moto's server is not installed: run scripts/install-deps.sh (pip moto[server])"
     }
 
     private init(port: Int, directory: String, process: Process, credentials: (String, String)) {
@@ -35,8 +36,9 @@ public final class MotoServer: TestServer, @unchecked Sendable {
         // The set-up (an IAM user, its key and policy) takes 3 unauthenticated actions; everything after
         // must be signed.
         let environment = requireSignatures ? ["INITIAL_NO_AUTH_ACTION_COUNT": "3"] : [:]
-        let process = try ServerProcess.launch([python, "-m", "moto.server", "-H", "127.0.0.1", "-p", String(port)],
-                                               environment: environment, log: log)
+        let process = try ServerProcess.launch(
+            [python, "-m", "moto.server", "-H", "127.0.0.1", "-p", String(port)],
+            environment: environment, log: log)
         try await ServerProcess.waitUntilListening(port, process: process, log: log)
         var credentials = (accessKeyID: "testing", secretAccessKey: "testing")
         if requireSignatures {
@@ -82,8 +84,10 @@ public final class MotoServer: TestServer, @unchecked Sendable {
     }
 
     /// Runs the boto3 helper on a Dispatch thread (it blocks until the helper exits).
-    private static func run(_ python: String, _ directory: String, _ port: Int, _ credentials: (String, String),
-                            _ arguments: [String]) async throws -> String {
+    private static func run(
+        _ python: String, _ directory: String, _ port: Int, _ credentials: (String, String),
+        _ arguments: [String]
+    ) async throws -> String {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 let process = Process()
@@ -102,7 +106,8 @@ public final class MotoServer: TestServer, @unchecked Sendable {
                     let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
                     process.waitUntilExit()
                     guard process.terminationStatus == 0 else {
-                        throw ServerError("s3.py \(arguments.prefix(3).joined(separator: " ")) failed: \(text.suffix(2000))")
+                        throw ServerError(
+                            "s3.py \(arguments.prefix(3).joined(separator: " ")) failed: \(text.suffix(2000))")
                     }
                     continuation.resume(returning: text)
                 } catch {
@@ -113,40 +118,40 @@ public final class MotoServer: TestServer, @unchecked Sendable {
     }
 
     private static let helper = #"""
-import sys, boto3, botocore.config, urllib.request
-endpoint, command, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-# Retries: a test machine under load may drop a connection now and then.
-config = botocore.config.Config(s3={"addressing_style": "path"}, retries={"max_attempts": 5, "mode": "standard"})
-def client(name): return boto3.client(name, endpoint_url=endpoint, region_name="us-east-1", config=config)
-if command == "make-user":
-    iam = client("iam")
-    iam.create_user(UserName="origin")
-    iam.put_user_policy(UserName="origin", PolicyName="all-s3",
-        PolicyDocument='{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*","iam:*"],"Resource":"*"}]}')
-    key = iam.create_access_key(UserName="origin")["AccessKey"]
-    print(key["AccessKeyId"]); print(key["SecretAccessKey"])
-elif command == "create-bucket":
-    s3 = client("s3")
-    s3.create_bucket(Bucket=args[0])
-    if args[1] == "versioned":
-        s3.put_bucket_versioning(Bucket=args[0], VersioningConfiguration={"Status": "Enabled"})
-elif command == "put":
-    with open(args[2], "rb") as f:
-        print(client("s3").put_object(Bucket=args[0], Key=args[1], Body=f).get("VersionId"))
-elif command == "put-many":
-    s3 = client("s3")
-    body = open(args[1], "rb").read()
-    for i in range(int(args[3])):
-        s3.put_object(Bucket=args[0], Key="%s%d.bin" % (args[2], i), Body=body)
-elif command == "delete":
-    client("s3").delete_object(Bucket=args[0], Key=args[1])
-elif command == "forged":
-    request = urllib.request.Request(endpoint + "/" + args[0], headers={
-        "Authorization": "AWS4-HMAC-SHA256 Credential=AKIAFORGED/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=" + "0" * 64,
-        "x-amz-date": "20260101T000000Z", "x-amz-content-sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"})
-    try:
-        print(urllib.request.urlopen(request).status)
-    except urllib.error.HTTPError as error:
-        print(error.code)
-"""#
+        import sys, boto3, botocore.config, urllib.request
+        endpoint, command, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+        # Retries: a test machine under load may drop a connection now and then.
+        config = botocore.config.Config(s3={"addressing_style": "path"}, retries={"max_attempts": 5, "mode": "standard"})
+        def client(name): return boto3.client(name, endpoint_url=endpoint, region_name="us-east-1", config=config)
+        if command == "make-user":
+            iam = client("iam")
+            iam.create_user(UserName="origin")
+            iam.put_user_policy(UserName="origin", PolicyName="all-s3",
+                PolicyDocument='{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*","iam:*"],"Resource":"*"}]}')
+            key = iam.create_access_key(UserName="origin")["AccessKey"]
+            print(key["AccessKeyId"]); print(key["SecretAccessKey"])
+        elif command == "create-bucket":
+            s3 = client("s3")
+            s3.create_bucket(Bucket=args[0])
+            if args[1] == "versioned":
+                s3.put_bucket_versioning(Bucket=args[0], VersioningConfiguration={"Status": "Enabled"})
+        elif command == "put":
+            with open(args[2], "rb") as f:
+                print(client("s3").put_object(Bucket=args[0], Key=args[1], Body=f).get("VersionId"))
+        elif command == "put-many":
+            s3 = client("s3")
+            body = open(args[1], "rb").read()
+            for i in range(int(args[3])):
+                s3.put_object(Bucket=args[0], Key="%s%d.bin" % (args[2], i), Body=body)
+        elif command == "delete":
+            client("s3").delete_object(Bucket=args[0], Key=args[1])
+        elif command == "forged":
+            request = urllib.request.Request(endpoint + "/" + args[0], headers={
+                "Authorization": "AWS4-HMAC-SHA256 Credential=AKIAFORGED/20260101/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=" + "0" * 64,
+                "x-amz-date": "20260101T000000Z", "x-amz-content-sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"})
+            try:
+                print(urllib.request.urlopen(request).status)
+            except urllib.error.HTTPError as error:
+                print(error.code)
+        """#
 }

@@ -11,7 +11,8 @@ public final class NginxServer: TestServer, @unchecked Sendable {
     private let process: Process
 
     public static var unavailableReason: String? {
-        Capabilities.path(of: "nginx") == nil ? "nginx is not installed: run scripts/install-deps.sh (Debian package nginx-light)" : nil
+        Capabilities.path(of: "nginx") == nil
+            ? "nginx is not installed: run scripts/install-deps.sh (Debian package nginx-light)" : nil
     }
 
     private init(port: Int, directory: String, process: Process, scheme: String) {
@@ -30,9 +31,11 @@ public final class NginxServer: TestServer, @unchecked Sendable {
         let port = try ServerProcess.freePort()
         var listen = "listen 127.0.0.1:\(port);"
         if tls {
-            try runTool("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                        "-keyout", directory + "/key.pem", "-out", directory + "/cert.pem")
-            listen = "listen 127.0.0.1:\(port) ssl; ssl_certificate \(directory)/cert.pem; ssl_certificate_key \(directory)/key.pem;"
+            try runTool(
+                "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+                "-keyout", directory + "/key.pem", "-out", directory + "/cert.pem")
+            listen =
+                "listen 127.0.0.1:\(port) ssl; ssl_certificate \(directory)/cert.pem; ssl_certificate_key \(directory)/key.pem;"
         }
         let config = """
             daemon off;
@@ -89,7 +92,9 @@ public final class NginxServer: TestServer, @unchecked Sendable {
     /// Forgets the requests logged so far.
     public func clearAccessLog() async throws {
         // nginx appends (O_APPEND), so truncating in place is seen at once.
-        guard truncate(directory + "/access.log", 0) == 0 || errno == ENOENT else { throw ServerError("truncate: errno \(errno)") }
+        guard truncate(directory + "/access.log", 0) == 0 || errno == ENOENT else {
+            throw ServerError("truncate: errno \(errno)")
+        }
     }
 
     public func stop() async {

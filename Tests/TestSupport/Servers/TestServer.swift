@@ -79,7 +79,9 @@ enum ServerProcess {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = UInt16(port).bigEndian
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
         }
     }
 
@@ -120,13 +122,19 @@ enum ServerProcess {
     }
 
     /// Waits (polling, never blocking a thread for long) until `port` accepts connections.
-    static func waitUntilListening(_ port: Int, process: Process, log: String, timeout: Duration = .seconds(20)) async throws {
+    static func waitUntilListening(_ port: Int, process: Process, log: String, timeout: Duration = .seconds(20))
+        async throws
+    {
         let deadline = ContinuousClock.now + timeout
         while !accepts(port) {
             guard process.isRunning else {
-                throw ServerError("\(process.arguments?.joined(separator: " ") ?? "server") exited: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+                throw ServerError(
+                    "\(process.arguments?.joined(separator: " ") ?? "server") exited: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")"
+                )
             }
-            guard ContinuousClock.now < deadline else { throw ServerError("nothing listens on port \(port) after \(timeout)") }
+            guard ContinuousClock.now < deadline else {
+                throw ServerError("nothing listens on port \(port) after \(timeout)")
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
     }
