@@ -302,12 +302,25 @@ extension ChunkCache {
     }
 
     /// Records a served fetch for its item's read-ahead and starts downloading what comes next, without
-    /// waiting for the download. Its LMDB reads run on the blocking pool; a fetch of a domain without an
-    /// origin (which has no read-ahead) costs nothing here.
+    /// waiting for the download. A fetch of a domain without an origin (which has no read-ahead) costs nothing
+    /// here. In the steady state of a read, the session and the item's position are in memory and most
+    /// fetches move nothing ahead: that costs a lock and no hop. LMDB reads (a position another process left,
+    /// the version to download ahead) run on the blocking pool.
     func readAhead(after served: some ServedBytes & Sendable, _ item: ItemIdentifier) async {
         guard served.fromOriginDomain else { return }
+        guard let session = store.origins.existing(item.domain),
+            let step = session.readAheadIfRemembered(
+                item.rawValue, fetching: served.servedRange, size: served.servedItem.documentSize)
+        else {
+            try? await runBlocking(doing: "reading ahead in \(item)", store: store.path) {
+                self.startReadAhead(after: served, item)
+            }
+            return
+        }
+        if let moved = step.moved { store.usage.noteReadPosition(of: item, moved, store: store) }
+        guard let ahead = step.ahead else { return }
         try? await runBlocking(doing: "reading ahead in \(item)", store: store.path) {
-            self.startReadAhead(after: served, item)
+            self.prefetch(ahead, of: served.servedItem, item, session: session)
         }
     }
 
@@ -320,8 +333,14 @@ extension ChunkCache {
             let ahead = advanceReadAhead(
                 in: session, item, fetching: served.servedRange, size: served.servedItem.documentSize)
         else { return }
+        prefetch(ahead, of: served.servedItem, item, session: session)
+    }
+
+    /// Claims and starts downloading `ahead` of the served version of `item`. Reads its version record:
+    /// blocking work.
+    private func prefetch(_ ahead: Range<Int64>, of served: Item, _ item: ItemIdentifier, session: OriginSession) {
         let store = self.store
-        let contentVersion = served.servedItem.itemVersion.contentVersion
+        let contentVersion = served.itemVersion.contentVersion
         Diagnostics.attempt("read ahead in \(item)") {
             let key = Keys.version(
                 itemKey: Keys.item(domain: item.domain, id: item.rawValue), contentVersion: contentVersion)

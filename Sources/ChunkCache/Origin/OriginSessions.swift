@@ -44,17 +44,37 @@ final class OriginSession: Sendable {
     func readAhead(_ item: String, fetching range: Range<Int64>, size: Int64, stored: () -> ReadAhead?) -> (
         ahead: Range<Int64>?, moved: ReadAhead?
     ) {
-        let start = readAheads.withLock { $0[item] } == nil ? stored() : nil
+        if let step = readAheadIfRemembered(item, fetching: range, size: size) { return step }
+        let start = stored()
         return readAheads.withLock { states in
             if states[item] == nil {
                 if states.count >= Self.rememberedItems { states.remove(at: states.startIndex) }
                 states[item] = start ?? ReadAhead()
             }
-            let before = states[item]
-            let ahead = states[item]?.advance(fetching: range, size: size, limit: settings.readAhead)
-            let after = states[item]
-            return (ahead, after == before ? nil : after)
+            return advance(&states, item, fetching: range, size: size)
         }
+    }
+
+    /// As ``readAhead(_:fetching:size:stored:)`` when this session remembers `item`; nil, with nothing
+    /// recorded, when it does not (the caller then reads the stored position, blocking work).
+    func readAheadIfRemembered(_ item: String, fetching range: Range<Int64>, size: Int64)
+        -> (ahead: Range<Int64>?, moved: ReadAhead?)?
+    {
+        readAheads.withLock { states in
+            guard states[item] != nil else { return nil }
+            return advance(&states, item, fetching: range, size: size)
+        }
+    }
+
+    /// Moves the remembered state of `item` past a fetch of `range`: what to download ahead, and the new
+    /// state when it moved.
+    private func advance(_ states: inout [String: ReadAhead], _ item: String, fetching range: Range<Int64>, size: Int64)
+        -> (ahead: Range<Int64>?, moved: ReadAhead?)
+    {
+        let before = states[item]
+        let ahead = states[item]?.advance(fetching: range, size: size, limit: settings.readAhead)
+        let after = states[item]
+        return (ahead, after == before ? nil : after)
     }
 
     private static func endpoint(domain: String, _ settings: Settings) throws(CacheError) -> OriginEndpoint {
