@@ -16,7 +16,7 @@ import Glibc
 /// destination's file exists, the hook writes the child's pid and the staging path (or `unnamed`) to a FIFO
 /// and holds the fetch there. The parent reads that line, looks at the folder, kills the child and looks
 /// again. No environment variable reaches the engine.
-@Suite("kill -9 during a fetch to a path")
+@Suite("kill -9 during a fetch to a path", .serialized)
 struct FetchOutKillTests {
     /// The child wrote no line within 60 s.
     struct HookNotReached: Error {}
@@ -40,11 +40,18 @@ struct FetchOutKillTests {
             for: ItemIdentifier(domain: "d", "big"), destination: .clone(to: target, replaceExisting: false))
     }
 
-    /// Fetches d/big of `store` to `target` in a child process with the hook on, runs `whileHeld` with the
-    /// staging path the hook reported once the child is held, then kills the child with SIGKILL.
+    /// What the parent saw while the child was held: the staging path the hook reported (`unnamed` for an
+    /// `O_TMPFILE`) and the destination folder's entries.
+    struct Held {
+        let staging: String
+        let listing: [String]
+    }
+
+    /// Fetches d/big of `store` to `target` in a child process with the hook on; once the child is held, lists
+    /// `folder`, then kills the child with SIGKILL.
     static func killDuringFetch(
-        store: String, target: String, fifo: String, namedStaging: Bool, whileHeld: (String) throws -> Void
-    ) async throws {
+        store: String, target: String, folder: String, fifo: String, namedStaging: Bool
+    ) async throws -> Held {
         #expect(mkfifo(fifo, 0o600) == 0)
         // Opened before the child starts and without blocking, so neither side waits for the other to open.
         let reader = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
@@ -60,23 +67,38 @@ struct FetchOutKillTests {
                     store: store, target: target, fifo: fifo, namedStaging: namedStaging)
             }
         }
-        // Polled without blocking: a test runs on a cooperative thread, and the exit test's child is started
-        // by a task that needs one (two tests waiting in a blocking poll on two cores stalled everything).
+        // The parent's side (read the child's line, look, kill) runs on a thread of its own and needs no task:
+        // while an exit test's child lives, Swift Testing may hold a thread of the pool waiting for it, and two
+        // of these tests on two cores left no thread for anything until a child ended.
+        let held = await onThreadOfItsOwn { try holdThenKill(reader: reader, folder: folder) }
+        await child.value
+        return try held.get()
+    }
+
+    /// Reads the child's line (its pid and staging path) from the FIFO, lists `folder`, kills the child.
+    private static func holdThenKill(reader: Int32, folder: String) throws -> Held {
         var line: [UInt8] = []
-        let deadline = ContinuousClock.now + .seconds(60)
         while line.last != UInt8(ascii: "\n") {
-            guard ContinuousClock.now < deadline else { throw HookNotReached() }
+            var poller = pollfd(fd: reader, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, 60_000) == 1 else { throw HookNotReached() }
             var buffer = [UInt8](repeating: 0, count: 4096)
             let n = read(reader, &buffer, buffer.count)
-            // 0: the writer has not opened the FIFO yet; -1 (EAGAIN): it has, and has not written yet.
-            if n > 0 { line += buffer[..<n] } else { try await Task.sleep(for: .milliseconds(5)) }
+            if n > 0 { line += buffer[..<n] } else { usleep(1000) }  // 0: the writer has not opened it yet
         }
         let fields = String(decoding: line.dropLast(), as: UTF8.self).split(separator: " ", maxSplits: 1).map(
             String.init)
-        let pid = try #require(fields.first.flatMap { pid_t($0) })
-        try whileHeld(fields.count == 2 ? fields[1] : "")
-        kill(pid, SIGKILL)
-        await child.value
+        guard let pid = fields.first.flatMap({ pid_t($0) }) else { throw HookNotReached() }
+        defer { kill(pid, SIGKILL) }
+        return Held(staging: fields.count == 2 ? fields[1] : "", listing: try entries(folder))
+    }
+
+    /// Runs `body` on a new thread and waits for it without holding a cooperative thread.
+    private static func onThreadOfItsOwn<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async -> Result<
+        R, any Error
+    > {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: Result { try body() }) }
+        }
     }
 
     static func entries(_ directory: String) throws -> [String] {
@@ -100,13 +122,10 @@ struct FetchOutKillTests {
     func unnamedStagingLeavesNothing() async throws {
         try await withTemporaryDirectory { dir in
             let (store, _) = try await Self.makeStore(in: dir)
-            try await Self.killDuringFetch(
-                store: store, target: dir + "/out/big", fifo: dir + "/fifo", namedStaging: false
-            ) { staging in
-                let listing = try Self.entries(dir + "/out")
-                #expect(staging == "unnamed", "the temp directory's filesystem has O_TMPFILE")
-                #expect(listing == [], "while it writes, the folder shows nothing")
-            }
+            let held = try await Self.killDuringFetch(
+                store: store, target: dir + "/out/big", folder: dir + "/out", fifo: dir + "/fifo", namedStaging: false)
+            #expect(held.staging == "unnamed", "the temp directory's filesystem has O_TMPFILE")
+            #expect(held.listing == [], "while it writes, the folder shows nothing")
             #expect(try Self.entries(dir + "/out") == [])
         }
     }
@@ -117,13 +136,11 @@ struct FetchOutKillTests {
     func namedStagingIsSweptByTheNextFetch() async throws {
         try await withTemporaryDirectory { dir in
             let (store, content) = try await Self.makeStore(in: dir)
-            var name = ""
-            try await Self.killDuringFetch(
-                store: store, target: dir + "/out/big", fifo: dir + "/fifo", namedStaging: true
-            ) { staging in
-                name = URL(fileURLWithPath: staging).lastPathComponent
-                #expect(staging == dir + "/out/" + name && name.hasPrefix(".chunkcache-"))
-            }
+            let held = try await Self.killDuringFetch(
+                store: store, target: dir + "/out/big", folder: dir + "/out", fifo: dir + "/fifo", namedStaging: true)
+            let name = URL(fileURLWithPath: held.staging).lastPathComponent
+            #expect(held.staging == dir + "/out/" + name && name.hasPrefix(".chunkcache-"))
+            #expect(held.listing == [name], "while it writes, the named staging file is in the folder")
             #expect(try Self.entries(dir + "/out") == [name], "the killed writer's file is still there")
 
             // The next fetch into the folder, named too (sweeps happen where a named file is made).

@@ -2,17 +2,22 @@ import FileIO
 import Foundation
 import Synchronization
 
-/// Runs a job on a ``BlockingPool`` each time a watched descriptor has input (the inotify descriptor of
-/// ``ChangeSignal``), with one thread for all of them: `chunkcache-wait` sleeps in epoll
-/// (``ReadinessWaiter``) and hands the jobs of readable descriptors to the pool.
+/// Runs a job each time a watched descriptor has input (the inotify descriptor of ``ChangeSignal``), with one
+/// thread for all of them: `chunkcache-wait` sleeps in epoll (``ReadinessWaiter``) and runs the jobs of
+/// readable descriptors itself. A job must be short and never block (a non-blocking drain, a wake-up): on
+/// the ``BlockingPool`` it would wait behind bulk work (an ingest, a large fetch), and a wake-up that should
+/// take microseconds took seconds under load.
 ///
 /// A descriptor is reported once, then not again until its job has run: the job drains it, and only then is
 /// it re-armed, so one job per descriptor runs at a time and none is queued for input already drained. A
 /// watch's descriptor is closed by ``Watch/cancel()`` once no job of it is running, so a job never reads a
 /// descriptor number that was closed and reused meanwhile.
 final class InputWatches: Sendable {
-    /// The watches of the engine, whose jobs run on ``BlockingPool/shared``.
-    static let shared = InputWatches(pool: .shared)
+    /// The watches of the engine.
+    static let shared = InputWatches()
+
+    /// What runs when a descriptor has input: short, and never blocking.
+    typealias Job = @Sendable () -> Void
 
     /// A descriptor being watched; ``cancel()`` ends the watch.
     struct Watch: Sendable {
@@ -25,7 +30,7 @@ final class InputWatches: Sendable {
 
     private struct Entry {
         let file: FileDescriptor
-        let job: BlockingPool.Job
+        let job: Job
         let close: @Sendable () -> Void
         var running = false
         var cancelled = false
@@ -38,15 +43,12 @@ final class InputWatches: Sendable {
         var lastToken: UInt64 = 0
     }
 
-    private let pool: BlockingPool
     private let state = Mutex(State())
 
-    init(pool: BlockingPool) { self.pool = pool }
-
-    /// Runs `job` on the pool each time `file` has input, until the watch is cancelled; `close` then closes `file`.
+    /// Runs `job` on the waiting thread each time `file` has input, until the watch is cancelled; `close` then closes `file`.
     /// - Throws: The errno of making the epoll instance or of adding `file` to it: the caller falls back to polling.
     func watch(
-        _ file: FileDescriptor, close: @escaping @Sendable () -> Void, job: @escaping BlockingPool.Job
+        _ file: FileDescriptor, close: @escaping @Sendable () -> Void, job: @escaping Job
     ) throws(Errno) -> Watch {
         let waiter = try startedWaiter()
         let token = state.withLock { state in
@@ -93,18 +95,16 @@ final class InputWatches: Sendable {
         }
     }
 
-    /// Hands the job of a readable descriptor to the pool, unless its watch was cancelled meanwhile.
+    /// Runs the job of a readable descriptor, unless its watch was cancelled meanwhile.
     private func start(_ token: UInt64) {
-        let job = state.withLock { state -> BlockingPool.Job? in
+        let job = state.withLock { state -> Job? in
             guard state.entries[token]?.cancelled == false else { return nil }
             state.entries[token]!.running = true
             return state.entries[token]!.job
         }
         guard let job else { return }
-        pool.submit {
-            job()
-            self.finished(token)
-        }
+        job()
+        finished(token)
     }
 
     /// Re-arms the descriptor after its job, or closes it when the watch was cancelled while the job ran.
