@@ -17,8 +17,11 @@ enum Absence: Sendable {
     /// - pinned: the version the origin must have (a strict fetch's), nil for whatever it holds now.
     /// - refresh: the store's version is stale (the origin moved on): ask even though the item is known.
     case undiscovered(pinned: [UInt8]?, range: ByteRange?, refresh: Bool = false)
-    /// The version is known but chunks of `range` are absent (of `item`, in the domain at `domainVersion`).
-    case chunks(version: VersionRecord, range: ByteRange, item: ItemRecord, domainVersion: DomainVersion)
+    /// The version is known but chunks of `range` are absent (of `item`, in the domain at `domainVersion`,
+    /// whose record `domain` the plan read: it names the origin, so the fill need not read it again).
+    case chunks(
+        version: VersionRecord, range: ByteRange, item: ItemRecord, domainVersion: DomainVersion,
+        domain: DomainRecord)
     /// A stored chunk of `version` failed its check on read: it is downloaded again and replaces the damaged copy.
     case damaged(version: VersionRecord, DamagedChunk)
 }

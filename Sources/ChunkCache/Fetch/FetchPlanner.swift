@@ -65,7 +65,7 @@ enum FetchPlanner {
         if domainRecord.origin != nil {
             return try planFromOrigin(
                 versions, order: order, item: item, requested: requested, strict: strict, minimal: minimal,
-                alignment: alignment, domainVersion: domainVersion, in: txn, dbs)
+                alignment: alignment, domain: domainRecord, in: txn, dbs)
         }
         if let first = order.first,
             let plan = try serving(
@@ -103,15 +103,16 @@ enum FetchPlanner {
 
     /// Plans a fetch of an origin domain, where what the store lacks is read from the origin (CONTRACT §10):
     /// the version the candidate order puts first serves when it holds the range, else it is filled
-    /// (``Absence/chunks(version:range:item:domainVersion:)``). A version the store does not know is asked of
+    /// (``Absence/chunks(version:range:item:domainVersion:domain:)``). A version the store does not know is asked of
     /// the origin (``Absence/undiscovered(pinned:range:refresh:)``), strict or not: the origin may hold it, and a
     /// stored version may be older than it, which must never serve (B6).
     private static func planFromOrigin<T: TransactionReading & ~Copyable>(
         _ versions: [VersionRecord], order: (first: Int?, thenNewest: Range<Int>), item: ItemRecord,
         requested: [UInt8]?,
-        strict: Bool, minimal: ByteRange?, alignment: Int, domainVersion: DomainVersion, in txn: borrowing T,
+        strict: Bool, minimal: ByteRange?, alignment: Int, domain: DomainRecord, in txn: borrowing T,
         _ dbs: Databases
     ) throws -> PlanOutcome {
+        let domainVersion = DomainVersion(rawValue: domain.version)
         if requested != nil && order.first == nil {
             return .miss(.undiscovered(pinned: strict ? requested : nil, range: minimal, refresh: true))
         }
@@ -126,7 +127,7 @@ enum FetchPlanner {
             return .miss(
                 .chunks(
                     version: version, range: retrieved(minimal, of: version, alignment: alignment), item: item,
-                    domainVersion: domainVersion))
+                    domainVersion: domainVersion, domain: domain))
         }
         for index in order.thenNewest {
             if var plan = try serving(

@@ -90,7 +90,7 @@ extension ChunkCache {
                 absence = nil
                 try rounds.count(missing)
                 // The plan knows the retrieved range now: a progress display learns how many bytes are coming.
-                if case .chunks(_, let range, _, _) = missing { request.progress?.expect(range.length) }
+                if case .chunks(_, let range, _, _, _) = missing { request.progress?.expect(range.length) }
                 switch try await coldFill(missing, cold, readAheadDone: &readAheadDone) {
                 case .planAgain: break
                 case .planVersion(let discovered): version = discovered
@@ -217,18 +217,8 @@ extension ChunkCache {
     func coldFill(_ absence: Absence, _ request: ColdRequest, readAheadDone: inout Bool) async throws -> ColdStep {
         let store = self.store
         let item = request.item
-        // The session and the read-ahead read LMDB: on the blocking pool, in one hop.
         let startsReadAhead = !readAheadDone
-        let (session, ahead) = try await runBlocking(
-            doing: "starting a fetch of \(item) from its origin", store: store.path
-        ) { () -> (OriginSession, Range<Int64>?) in
-            let session = try self.originSession(of: item.domain)
-            guard startsReadAhead, case .chunks(let version, let range, _, _) = absence else { return (session, nil) }
-            return (
-                session,
-                self.advanceReadAhead(in: session, item, fetching: range.location..<range.end, size: version.size)
-            )
-        }
+        let (session, ahead) = try await sessionAndReadAhead(for: absence, of: item, startsReadAhead: startsReadAhead)
         let fill = ColdFill(store: store, session: session, item: item.rawValue, counters: request.counters)
         do {
             switch absence {
@@ -244,7 +234,7 @@ extension ChunkCache {
                     DownloadedRange(
                         domain: item.domain, item: found.item, version: found.version, range: range,
                         domainVersion: found.domainVersion))
-            case .chunks(let version, let range, let record, let domainVersion):
+            case .chunks(let version, let range, let record, let domainVersion, _):
                 request.claim.protect(version, range)
                 if startsReadAhead { readAheadDone = true }
                 guard
@@ -274,6 +264,40 @@ extension ChunkCache {
             return .planAgain
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "fetching \(item) from its origin")
+        }
+    }
+
+    /// The origin session a fill uses, and what to read ahead when this fill starts the fetch's read-ahead.
+    ///
+    /// A fill of a known version (the common cold fetch) has its domain's record from the plan, and in the
+    /// steady state its session exists and remembers the item: that costs two locks and no hop. Otherwise
+    /// the domain's record or the item's stored position is read from LMDB, and a session may be made (S3
+    /// credentials read from files): on the blocking pool, in one hop.
+    private func sessionAndReadAhead(
+        for absence: Absence, of item: ItemIdentifier, startsReadAhead: Bool
+    ) async throws -> (OriginSession, Range<Int64>?) {
+        if case .chunks(let version, let range, _, _, let domain) = absence,
+            let session = store.origins.existing(item.domain, matching: domain)
+        {
+            guard startsReadAhead else { return (session, nil) }
+            if let step = session.readAheadIfRemembered(
+                item.rawValue, fetching: range.location..<range.end, size: version.size)
+            {
+                if let moved = step.moved { store.usage.noteReadPosition(of: item, moved, store: store) }
+                return (session, step.ahead)
+            }
+        }
+        return try await runBlocking(
+            doing: "starting a fetch of \(item) from its origin", store: store.path
+        ) { () -> (OriginSession, Range<Int64>?) in
+            let session = try self.originSession(of: item.domain)
+            guard startsReadAhead, case .chunks(let version, let range, _, _, _) = absence else {
+                return (session, nil)
+            }
+            return (
+                session,
+                self.advanceReadAhead(in: session, item, fetching: range.location..<range.end, size: version.size)
+            )
         }
     }
 

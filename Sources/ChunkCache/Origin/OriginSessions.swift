@@ -132,13 +132,25 @@ final class OriginSessions: Sendable {
         }
     }
 
-    /// The session of `domain` as `record` configures it, made anew when its settings changed.
-    func session(for domain: String, _ record: DomainRecord) throws(CacheError) -> OriginSession? {
+    /// The existing session of `domain` when `record` configures it as it is; nil when there is none or its
+    /// settings changed. Makes nothing: no blocking work.
+    func existing(_ domain: String, matching record: DomainRecord) -> OriginSession? {
+        guard let settings = settings(of: record), let existing = existing(domain), existing.settings == settings
+        else { return nil }
+        return existing
+    }
+
+    private func settings(of record: DomainRecord) -> OriginSession.Settings? {
         guard let origin = record.origin else { return nil }
-        let settings = OriginSession.Settings(
+        return OriginSession.Settings(
             origin: origin, headers: record.headers, pipelineDepth: record.pipelineDepth, readAhead: record.readAhead,
             policy: policy.withLock { $0 })
-        if let existing = sessions.withLock({ $0[domain] }), existing.settings == settings { return existing }
+    }
+
+    /// The session of `domain` as `record` configures it, made anew when its settings changed.
+    func session(for domain: String, _ record: DomainRecord) throws(CacheError) -> OriginSession? {
+        guard let settings = settings(of: record) else { return nil }
+        if let existing = existing(domain), existing.settings == settings { return existing }
         let session = try OriginSession(domain: domain, settings: settings)
         unavailableForReadAhead.withLock { _ = $0.remove(domain) }
         return sessions.withLock { sessions in
