@@ -388,22 +388,14 @@ import Testing
     }
 }
 
-/// `ChunkCache.read(_:version:at:into:)` on a thread of its own, as a FUSE worker calls it. The test awaits
-/// the thread without holding a cooperative thread: the cold read needs one for its download, and a machine
-/// with two cores has two (another suite may hold the second).
+/// `ChunkCache.read(_:version:at:into:)` on a thread of its own, as a FUSE worker calls it; the test awaits
+/// it without holding a cooperative thread, which the cold read's download needs.
 private func readOnThread(_ cache: ChunkCache, _ item: ItemIdentifier, at offset: Int64, count: Int) async throws
     -> [UInt8]
 {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread.detachNewThread {
-            var buffer = [UInt8](repeating: 0, count: count)
-            continuation.resume(
-                with: Result {
-                    let read = try buffer.withUnsafeMutableBytes {
-                        try cache.read(item, version: nil, at: offset, into: $0)
-                    }
-                    return Array(buffer[..<read.bytesRead])
-                })
-        }
-    }
+    try await onThreadOfItsOwn {
+        var buffer = [UInt8](repeating: 0, count: count)
+        let read = try buffer.withUnsafeMutableBytes { try cache.read(item, version: nil, at: offset, into: $0) }
+        return Array(buffer[..<read.bytesRead])
+    }.get()
 }

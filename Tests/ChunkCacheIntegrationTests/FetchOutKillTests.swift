@@ -92,15 +92,6 @@ struct FetchOutKillTests {
         return Held(staging: fields.count == 2 ? fields[1] : "", listing: try entries(folder))
     }
 
-    /// Runs `body` on a new thread and waits for it without holding a cooperative thread.
-    private static func onThreadOfItsOwn<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async -> Result<
-        R, any Error
-    > {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: Result { try body() }) }
-        }
-    }
-
     static func entries(_ directory: String) throws -> [String] {
         var names: [String] = []
         try FileSystem.forEachEntry(in: directory) { names.append($0.name) }

@@ -280,11 +280,10 @@ extension ChunkCache {
             let session = store.origins.existing(item.domain, matching: domain)
         {
             guard startsReadAhead else { return (session, nil) }
-            if let step = session.readAheadIfRemembered(
-                item.rawValue, fetching: range.location..<range.end, size: version.size)
+            if let ahead = advanceRememberedReadAhead(
+                in: session, item, fetching: range.location..<range.end, size: version.size)
             {
-                if let moved = step.moved { store.usage.noteReadPosition(of: item, moved, store: store) }
-                return (session, step.ahead)
+                return (session, ahead)
             }
         }
         return try await runBlocking(
@@ -311,6 +310,20 @@ extension ChunkCache {
         let step = session.readAhead(item.rawValue, fetching: range, size: size) {
             try? store.environment.read { txn in try txn.readPosition(of: item, store.dbs) }
         }
+        return noted(step, of: item)
+    }
+
+    /// ``advanceReadAhead(in:_:fetching:size:)`` when the session remembers `item`, which reads nothing from
+    /// the store: what to download ahead (nil inside: nothing), or nil when the session does not remember it.
+    private func advanceRememberedReadAhead(
+        in session: OriginSession, _ item: ItemIdentifier, fetching range: Range<Int64>, size: Int64
+    ) -> Range<Int64>?? {
+        session.readAheadIfRemembered(item.rawValue, fetching: range, size: size).map { noted($0, of: item) }
+    }
+
+    /// Notes a read-ahead step's new position for the next process (``ReadPositions``); returns what to
+    /// download ahead.
+    private func noted(_ step: (ahead: Range<Int64>?, moved: ReadAhead?), of item: ItemIdentifier) -> Range<Int64>? {
         if let moved = step.moved { store.usage.noteReadPosition(of: item, moved, store: store) }
         return step.ahead
     }
@@ -333,16 +346,15 @@ extension ChunkCache {
     func readAhead(after served: some ServedBytes & Sendable, _ item: ItemIdentifier) async {
         guard served.fromOriginDomain else { return }
         guard let session = store.origins.existing(item.domain),
-            let step = session.readAheadIfRemembered(
-                item.rawValue, fetching: served.servedRange, size: served.servedItem.documentSize)
+            let remembered = advanceRememberedReadAhead(
+                in: session, item, fetching: served.servedRange, size: served.servedItem.documentSize)
         else {
             try? await runBlocking(doing: "reading ahead in \(item)", store: store.path) {
                 self.startReadAhead(after: served, item)
             }
             return
         }
-        if let moved = step.moved { store.usage.noteReadPosition(of: item, moved, store: store) }
-        guard let ahead = step.ahead else { return }
+        guard let ahead = remembered else { return }
         try? await runBlocking(doing: "reading ahead in \(item)", store: store.path) {
             self.prefetch(ahead, of: served.servedItem, item, session: session)
         }
