@@ -5,8 +5,9 @@
 #   inside a store; zstd: the CLI the benchmarks compare against; jq: run.sh reads JSON with it;
 #   nginx-light: the HTTP origin the cold-path tests start themselves on 127.0.0.1 (no service is enabled:
 #   the tests run their own with a generated config); curl: the benchmarks' download floor; openssl: the TLS test's certificate.
+#   strace: a test kills the first open of a store at each of its writes (strace -e inject=…:signal=KILL).
 set -euo pipefail
-packages=(liblmdb-dev libzstd-dev libxxhash-dev pkg-config xfsprogs lmdb-utils zstd jq nginx-light curl openssl)
+packages=(liblmdb-dev libzstd-dev libxxhash-dev pkg-config xfsprogs lmdb-utils zstd jq nginx-light curl openssl strace)
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 missing=()

@@ -140,6 +140,54 @@ struct HostileInputCLITests {
         }
     }
 
+    @Test(
+        "§2 a first open killed (kill -9) at each write, sync and rename of the store's creation never leaves an empty or partial data.mdb: the next open makes the store",
+        .enabled(if: Capabilities.path(of: "strace") != nil, "needs strace (Debian: strace)")
+    )
+    func killedFirstOpens() throws {
+        try withTemporaryDirectory { dir in
+            let binary = try #require(ChunkCacheBinary.path)
+            // strace stops the process with SIGKILL as it enters the call: the Nth of that name, in any thread.
+            let calls = ["pwrite64", "pwritev", "fdatasync", "fsync", "msync", "rename", "renameat2"]
+            var killed = 0
+            for call in calls {
+                for nth in 1...3 {
+                    let store = dir + "/store-\(call)-\(nth)"
+                    let traced = Process()
+                    traced.executableURL = URL(fileURLWithPath: try #require(Capabilities.path(of: "strace")))
+                    traced.arguments = [
+                        "-f", "-qq", "-o", "/dev/null", "-e", "trace=\(call)", "-e",
+                        "inject=\(call):signal=KILL:when=\(nth)", binary, "--store", store, "--json", "stat",
+                    ]
+                    traced.environment = ["SWIFT_BACKTRACE": "enable=no"]
+                    traced.standardOutput = FileHandle.nullDevice
+                    traced.standardError = FileHandle.nullDevice
+                    try traced.run()
+                    traced.waitUntilExit()
+                    if traced.terminationStatus != 0 { killed += 1 }
+                    let after = try runCLI(["--store", store, "--json", "stat"])
+                    #expect(after.exitCode == 0 && !after.terminatedBySignal, "killed at \(call) #\(nth): \(after)")
+                    #expect(
+                        !FileManager.default.fileExists(atPath: store + "/tmp/new-store"),
+                        "killed at \(call) #\(nth): the next open removed the killed creation's scratch")
+                }
+            }
+            #expect(killed >= 3, "the kills fell inside the creation (\(killed) of \(calls.count * 3) runs killed)")
+        }
+    }
+
+    @Test("§2 a creation killed before its rename (a leftover tmp/new-store with an empty data.mdb) is begun again")
+    func leftoverCreation() throws {
+        try withTemporaryDirectory { dir in
+            let store = dir + "/store"
+            try FileManager.default.createDirectory(atPath: store + "/tmp/new-store", withIntermediateDirectories: true)
+            try TestData.write([], to: store + "/tmp/new-store/data.mdb")
+            #expect(try runJSON(store, ["init"]).int("maxSize") == 1 << 40)
+            #expect(!FileManager.default.fileExists(atPath: store + "/tmp/new-store"))
+            #expect(try TestData.read(store + "/data.mdb", count: 8192).count == 8192, "two whole meta pages")
+        }
+    }
+
     @Test("import of an empty path is a usage error and never imports the current directory (§6)")
     func importEmptyPath() throws {
         try withTemporaryDirectory { dir in

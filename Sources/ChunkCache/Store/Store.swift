@@ -135,10 +135,12 @@ final class Store: Sendable {
         let settings = StoreSettings(
             layout: layout ?? StoreSettings.standard.layout, maxSize: maxSize ?? StoreSettings.standard.maxSize,
             compressionLevel: level)
-        let (environment, isNew) = try withCreationLock(path) { () throws -> (Environment, Bool) in
+        let (environment, isNew) = try withCreationLock(path) { directory throws -> (Environment, Bool) in
             // A new store only where no data.mdb exists: LMDB takes an empty file for a new one too, and would
             // give it its default 1 MiB map.
+            try removeKilledCreation(in: path)
             let isNew = try checkDataFile(path + "/data.mdb", store: path)
+            if isNew { try createDataFile(in: path, directory: directory, settings: settings) }
             do {
                 return (
                     try Environment.open(
@@ -171,9 +173,8 @@ final class Store: Sendable {
                 let dbs = try Databases.open(in: &txn)
                 let storedShift = try txn.counter(dbs, MetaKey.chunkShift)
                 if storedShift == 0 {
-                    try txn.setCounter(dbs, MetaKey.format, formatVersion)
-                    try txn.setCounter(dbs, MetaKey.chunkShift, UInt64(settings.layout.shift))
-                    try txn.setCounter(dbs, MetaKey.nextManifestID, 1)
+                    // Only a data file an older chunkcache began and never finished has no chunk size.
+                    try initialize(&txn, dbs, settings: settings)
                 } else if let layout, storedShift != UInt64(layout.shift) {
                     throw CacheError(
                         .invalidArgument,
@@ -219,9 +220,58 @@ final class Store: Sendable {
         }
     }
 
-    /// Runs `body` holding an exclusive `flock(2)` on the store directory, so that no other process is
-    /// between creating `data.mdb` and writing its first page while `body` decides whether the store is new.
-    private static func withCreationLock<R>(_ path: String, _ body: () throws -> R) throws -> R {
+    /// Records a new store's format, chunk size and identity.
+    private static func initialize(_ txn: inout WriteTransaction, _ dbs: Databases, settings: StoreSettings) throws {
+        try txn.setCounter(dbs, MetaKey.format, formatVersion)
+        try txn.setCounter(dbs, MetaKey.chunkShift, UInt64(settings.layout.shift))
+        try txn.setCounter(dbs, MetaKey.nextManifestID, 1)
+    }
+
+    /// Makes a new store's `data.mdb` whole or not at all: LMDB creates the file empty and writes its first
+    /// pages later, so a process killed in between would leave an empty `data.mdb` that no open can tell
+    /// from a damaged one. The file is made and initialized in `tmp/`, synced, then renamed into place.
+    private static func createDataFile(in path: String, directory: FileDescriptor, settings: StoreSettings) throws {
+        let staging = creationPath(in: path)
+        do {
+            try FileSystem.makeDirectory(staging, mode: 0o700)
+        } catch {
+            throw CacheError.file(error, path: staging, doing: "creating the new store's data file")
+        }
+        do {
+            let environment = try Environment.open(
+                directory: staging, maxDatabases: Databases.names.count + 2,
+                mapSize: Int(SpaceBound.mapSize(forBound: settings.maxSize)))
+            // The commit syncs the file before it is renamed; the environment closes at the end of this scope.
+            try environment.write { txn in try initialize(&txn, try Databases.open(in: &txn), settings: settings) }
+        } catch {
+            throw CacheError.wrap(error, store: path, doing: "creating")
+        }
+        do {
+            try FileSystem.rename(staging + "/data.mdb", to: path + "/data.mdb", options: .noReplace)
+            try directory.sync()
+            try FileSystem.removeTree(staging)
+        } catch {
+            throw CacheError.file(error, path: path + "/data.mdb", doing: "creating the store's data file")
+        }
+    }
+
+    /// Where ``createDataFile(in:directory:settings:)`` makes a new store's data file.
+    private static func creationPath(in path: String) -> String { path + "/tmp/new-store" }
+
+    /// Removes what a creation killed before it finished left in `tmp/`: never a store, only its scratch.
+    private static func removeKilledCreation(in path: String) throws {
+        do {
+            try FileSystem.removeTree(creationPath(in: path))
+        } catch  where error == .noSuchFile {
+        } catch {
+            throw CacheError.file(
+                error, path: creationPath(in: path), doing: "removing a store creation that was killed")
+        }
+    }
+
+    /// Runs `body` holding an exclusive `flock(2)` on the store directory (whose descriptor it is given), so
+    /// that no other process creates `data.mdb` while `body` decides whether the store is new.
+    private static func withCreationLock<R>(_ path: String, _ body: (FileDescriptor) throws -> R) throws -> R {
         let directory: FileDescriptor
         do {
             directory = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY)
@@ -232,7 +282,7 @@ final class Store: Sendable {
             // Where the filesystem has no flock (ENOLCK, EOPNOTSUPP), go on unlocked: the lock only narrows
             // the window of two first opens at once, and LMDB's own lock still orders their writes.
             try? directory.lock(.exclusive)
-            return try body()
+            return try body(directory)
         }
     }
 
