@@ -25,11 +25,15 @@ let package = Package(
         .systemLibrary(
             name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"]), .brew(["xxhash"])]),
         .target(name: "CLinuxShims", cSettings: [.define("_GNU_SOURCE")]),
+        .systemLibrary(name: "CFuse3", pkgConfig: "fuse3", providers: [.apt(["libfuse3-dev"])]),
 
         // One job each.
         .target(name: "LMDBKit", dependencies: ["CLMDB", "FileIO"]),
         .target(name: "ZstdKit", dependencies: ["CZstd"]),
         .target(name: "FileIO", dependencies: ["CLinuxShims"]),
+        // FUSE's low-level API (libfuse 3), typed; and a domain served through it (`chunkcache mount`).
+        .target(name: "FuseKit", dependencies: ["CFuse3"]),
+        .target(name: "ChunkCacheMount", dependencies: ["ChunkCache", "FuseKit", "FileIO"]),
         // AWS Signature Version 4, for S3 origins (no S3 SDK: a small signer on swift-crypto's HMAC).
         .target(name: "SigV4", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // Remote origins (HTTP(S), S3): ranged reads, probes and listings as async byte streams.
@@ -54,7 +58,7 @@ let package = Package(
         .target(
             name: "ChunkCacheCommands",
             dependencies: [
-                "ChunkCache", "ChunkCacheBench", "FileIO", "LMDBKit",
+                "ChunkCache", "ChunkCacheBench", "ChunkCacheMount", "FileIO", "LMDBKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -124,17 +124,13 @@ extension ChunkCache {
     /// - Returns: How many bytes were read and the item at the version they came from.
     /// - Throws: `invalidArgument` (a negative offset), `noSuchItem`, `versionNoLongerAvailable` (strict),
     ///   `noPermission`, `corruptData`.
-    @available(*, noasync, message: "use the async fetchPartialContents in a task")
+    @available(*, noasync, message: "use the async read in a task")
     public func read(
         _ item: ItemIdentifier, version: ItemVersion?, at offset: Int64, into buffer: UnsafeMutableRawBufferPointer,
         options: FetchOptions = [], request: FetchRequest = FetchRequest()
     ) throws -> ReadResult {
-        guard offset >= 0 else {
-            throw CacheError(.invalidArgument, "offset \(offset) in item \(item) is negative; read from 0 or later")
-        }
-        try Records.validate(domain: item.domain, item: item.rawValue)
+        let job = try BufferReadJob(item: item, offset: offset, buffer: buffer, options: options, request: request)
         let store = self.store
-        let job = BufferReadJob(item: item, offset: offset, buffer: buffer, options: options, request: request)
         let version = version?.contentVersion
         // The warm attempt on the calling thread, as the blocking fetch's.
         switch try job.attempt(version, store: store) {
@@ -148,6 +144,70 @@ extension ChunkCache {
             ) { version in
                 try job.attempt(version, store: store)
             }.served.result
+        }
+    }
+
+    /// Reads the item's bytes from `offset` into `buffer` from the store alone, on the calling thread: the
+    /// warm half of ``read(_:version:at:into:options:request:)``, for a caller that must not wait for the
+    /// origin on its thread. A FUSE session thread answers what this serves at once and hands a `nil` to a
+    /// task running the async ``read(_:version:at:into:options:request:)-(_,_,_,_,_,_)``.
+    ///
+    /// - Returns: What was read, as the blocking read returns it; `nil` when the store alone cannot serve
+    ///   the range (bytes or the item not cached yet, a damaged chunk): the async read then fetches them from
+    ///   the origin, or throws the error the blocking read would.
+    /// - Throws: The errors of the blocking read that need no origin: `invalidArgument`, `noSuchItem` (a
+    ///   domain that does not exist), `versionNoLongerAvailable` (strict), `noPermission`.
+    @available(*, noasync, message: "use the async read in a task")
+    public func readCached(
+        _ item: ItemIdentifier, version: ItemVersion?, at offset: Int64, into buffer: UnsafeMutableRawBufferPointer,
+        options: FetchOptions = [], request: FetchRequest = FetchRequest()
+    ) throws -> ReadResult? {
+        let job = try BufferReadJob(item: item, offset: offset, buffer: buffer, options: options, request: request)
+        guard case .served(let served) = try job.attempt(version?.contentVersion, store: store) else { return nil }
+        startReadAhead(after: served, item)
+        return served.result
+    }
+
+    /// Reads the item's bytes from `offset` into `buffer`, with no temp file: the async form of the blocking
+    /// ``read(_:version:at:into:options:request:)``, with the same versions, errors and end of file.
+    ///
+    /// Bytes in the store are read on the blocking pool (or inline, for a buffer of at most
+    /// ``FetchThresholds/inlineBytes``); bytes that come from the origin are copied into `buffer` as they
+    /// arrive, while they are stored behind the read. `buffer` must stay valid until the read returns, and
+    /// nothing else may use it meanwhile.
+    ///
+    /// - Throws: The errors of the blocking read, and `userCancelled` when the task is cancelled.
+    public func read(
+        _ item: ItemIdentifier, version: ItemVersion?, at offset: Int64, into buffer: UnsafeMutableRawBufferPointer,
+        options: FetchOptions = [], request: FetchRequest = FetchRequest()
+    ) async throws -> ReadResult {
+        let job = try BufferReadJob(item: item, offset: offset, buffer: buffer, options: options, request: request)
+        let absence: Absence
+        switch try await readFromStore(job, version: version?.contentVersion) {
+        case .served(let served):
+            await readAhead(after: served, item)
+            return served.result
+        case .missing(let missing):
+            absence = missing
+        }
+        let cold = try await throughOrigin(
+            ColdTarget(item: item, minimal: job.minimalRange, alignment: 1), version: version?.contentVersion,
+            options: options, request: request,
+            servesFromDownload: { @Sendable bytes, downloaded in try job.copy(bytes, downloaded) }, first: absence
+        ) { version in
+            try await self.readFromStore(job, version: version)
+        }
+        return cold.served.result
+    }
+
+    /// One attempt at a buffer read from the store alone: inline when the buffer is small (as
+    /// ``fetchFromStore(_:version:afterFill:)`` does for hand-offs), else on the blocking pool.
+    private func readFromStore(_ job: BufferReadJob, version: [UInt8]?) async throws -> FetchOutcome<ServedRead> {
+        if Task.isCancelled { throw CacheError(.userCancelled, "the read of \(job.item) was cancelled") }
+        let store = self.store
+        if job.buffer.count <= FetchThresholds.inlineBytes { return try job.attempt(version, store: store) }
+        return try await runBlocking(doing: "reading \(job.item)", store: store.path) { _ in
+            try job.attempt(version, store: store)
         }
     }
 

@@ -130,7 +130,41 @@ struct BufferReadJob: @unchecked Sendable {
     let options: FetchOptions
     let request: FetchRequest
 
+    /// A read of `buffer.count` bytes from `offset`, checked.
+    /// - Throws: `invalidArgument` for a negative offset; the item's and domain's name checks.
+    init(
+        item: ItemIdentifier, offset: Int64, buffer: UnsafeMutableRawBufferPointer, options: FetchOptions,
+        request: FetchRequest
+    ) throws {
+        guard offset >= 0 else {
+            throw CacheError(.invalidArgument, "offset \(offset) in item \(item) is negative; read from 0 or later")
+        }
+        try Records.validate(domain: item.domain, item: item.rawValue)
+        (self.item, self.offset, self.buffer, self.options, self.request) = (item, offset, buffer, options, request)
+    }
+
     var minimalRange: ByteRange { ByteRange(location: offset, length: Int64(buffer.count)) }
+
+    /// Serves the read from bytes downloaded for it (`bytes` are `downloaded.range` of the version, which
+    /// covers the read's range up to the end of the file).
+    func copy(_ bytes: [UInt8], _ downloaded: ChunkCache.DownloadedRange) throws -> ServedRead {
+        let end = min(offset + Int64(buffer.count), downloaded.version.size)
+        let count = Int(max(0, end - offset))
+        if count > 0 {
+            let start = Int(offset - downloaded.range.location)
+            precondition(start >= 0 && start + count <= bytes.count, "a download covers the range it was made for")
+            bytes.withUnsafeBytes {
+                UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count]).copyMemory(
+                    from: UnsafeRawBufferPointer(rebasing: $0[start..<(start + count)]))
+            }
+        }
+        return ServedRead(
+            offset: offset, fromOriginDomain: true,
+            result: ReadResult(
+                bytesRead: count,
+                item: Records.publicItem(downloaded.item, domain: downloaded.domain, version: downloaded.version),
+                domainVersion: downloaded.domainVersion))
+    }
 
     func attempt(_ version: [UInt8]?, store: Store) throws -> FetchOutcome<ServedRead> {
         try ChunkCache.inFreshSnapshots(of: store, fetching: item) { txn -> FetchOutcome<ServedRead> in

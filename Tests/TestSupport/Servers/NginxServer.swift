@@ -23,12 +23,13 @@ public final class NginxServer: TestServer, @unchecked Sendable {
     }
 
     /// Starts nginx serving `root`; with `tls`, over HTTPS with a self-signed certificate made for the run
-    /// (which no client trusts: the TLS failure tests).
-    public static func start(root: URL, tls: Bool = false) async throws -> NginxServer {
+    /// (which no client trusts: the TLS failure tests). `port` picks the port (an origin restarted where it
+    /// was); by default a free one.
+    public static func start(root: URL, tls: Bool = false, port: Int? = nil) async throws -> NginxServer {
         guard let nginx = Capabilities.path(of: "nginx") else { throw ServerError(unavailableReason ?? "no nginx") }
         let directory = NSTemporaryDirectory() + "nginx-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let port = try ServerProcess.freePort()
+        let port = try port ?? ServerProcess.freePort()
         var listen = "listen 127.0.0.1:\(port);"
         if tls {
             try runTool(

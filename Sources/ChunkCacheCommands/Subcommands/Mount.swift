@@ -1,0 +1,119 @@
+import ArgumentParser
+import ChunkCache
+import ChunkCacheMount
+import FileIO
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `chunkcache mount`: a domain as a read-only file system (CONTRACT §13).
+struct Mount: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Mount a domain read-only with FUSE: programs read its files lazily through the store.",
+        discussion: """
+            Folders and files come from the catalogue; a read fetches just its bytes (from the origin when \
+            not cached). The mount follows every change to the domain, whoever makes it. Extended attributes: \
+            user.chunkcache.state, .version, .cachedBytes; `setfattr -n user.chunkcache.pin -v 1 FILE` pins \
+            (0 unpins). Unmount with `fusermount3 -u MOUNTPOINT`, or SIGINT/SIGTERM to the mount's process. \
+            Without --foreground the mount runs in the background once it is in place.
+            """)
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(help: "The domain to mount.")
+    var domain: String
+
+    @Argument(help: "An existing empty folder to mount on.")
+    var mountPoint: String
+
+    @Flag(help: "Stay in the foreground until unmounted (default: return once mounted).")
+    var foreground = false
+
+    @Option(help: ArgumentHelp("Run `domain sync` this often (origin domains), e.g. 5m.", valueName: "duration"))
+    var syncEvery: Duration?
+
+    @Flag(help: "Let other users read the mount (root, or user_allow_other in /etc/fuse.conf).")
+    var allowOther = false
+
+    @Option(name: .short, help: ArgumentHelp("Mount options: ro, allow_other.", valueName: "options"))
+    var options: String?
+
+    /// Set in the environment of the background process the command starts.
+    static let backgroundVariable = "CHUNKCACHE_MOUNT_BACKGROUND"
+
+    func validate() throws {
+        if let syncEvery, syncEvery.seconds < 1 { throw ValidationError("--sync-every must be at least 1s") }
+        for option in parsedOptions where !["ro", "rw", "allow_other"].contains(option) {
+            throw ValidationError("-o \(option) is not an option of chunkcache mount; it takes ro, rw, allow_other")
+        }
+    }
+
+    private var parsedOptions: [String] {
+        (options ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    func run() async throws {
+        if !foreground { return try startInBackground() }
+        if ProcessInfo.processInfo.environment[Self.backgroundVariable] != nil {
+            // The background process leaves the terminal's session, so its Ctrl-C does not reach the mount.
+            _ = setsid()
+        }
+        var mountOptions = MountOptions()
+        mountOptions.allowOther = allowOther || parsedOptions.contains("allow_other")
+        mountOptions.readOnly = parsedOptions.contains("ro")
+        mountOptions.syncEvery = syncEvery.map { .milliseconds(Int64($0.seconds * 1000)) }
+        let cache = try await global.openCache()
+        let json = global.json
+        let (domain, mountPoint) = (self.domain, self.mountPoint)
+        try await DomainMount.serve(cache, domain: domain, at: mountPoint, options: mountOptions) {
+            let line =
+                json
+                ? JSON.object([("mounted", .string(mountPoint)), ("domain", .string(domain))]).rendered
+                : "mounted domain \(domain) at \(mountPoint)"
+            // Written at once, not buffered: a script waits for this line before it reads the mount.
+            FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        }
+    }
+
+    /// Runs this command again with `--foreground` as a background process, and returns once the mount is in
+    /// place (or fails with the error the background process printed).
+    private func startInBackground() throws {
+        let executable = try FileSystem.symlinkTarget("/proc/self/exe")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = Array(CommandLine.arguments.dropFirst()) + ["--foreground"]
+        var environment = ProcessInfo.processInfo.environment
+        environment[Self.backgroundVariable] = "1"
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let canonical = (try? FileSystem.canonicalPath(mountPoint)) ?? mountPoint
+        // Mounted once /proc/self/mountinfo lists the mount point as a chunkcache file system.
+        while process.isRunning {
+            if Self.isMounted(canonical) {
+                return global.emit(
+                    .object([
+                        ("mounted", .string(mountPoint)), ("domain", .string(domain)),
+                        ("pid", .int(Int64(process.processIdentifier))),
+                    ]), summary: "mounted domain \(domain) at \(mountPoint) (process \(process.processIdentifier))")
+            }
+            usleep(10_000)
+        }
+        throw ExitCode(process.terminationStatus == 0 ? 1 : process.terminationStatus)
+    }
+
+    /// Whether `path` is a chunkcache mount now.
+    static func isMounted(_ path: String) -> Bool {
+        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
+        return table.split(separator: "\n").contains { line in
+            let fields = line.split(separator: " ")
+            guard fields.count > 4, let separator = fields.firstIndex(of: "-"), separator + 1 < fields.count else {
+                return false
+            }
+            return fields[4] == path && fields[separator + 1] == "fuse.chunkcache"
+        }
+    }
+}

@@ -1,0 +1,92 @@
+import ChunkCache
+import FileIO
+import Foundation
+import FuseKit
+
+/// How a domain is mounted.
+public struct MountOptions: Sendable {
+    /// Let other users than the one who mounted read the mount (FUSE's `allow_other`; needs root or
+    /// `user_allow_other` in `/etc/fuse.conf`).
+    public var allowOther = false
+    /// Mount read-only in the kernel too (`-o ro`): then `setfattr … user.chunkcache.pin` is refused as well.
+    public var readOnly = false
+    /// Run `domain sync` this often (origin domains).
+    public var syncEvery: Duration?
+    /// The FUSE session's threads: the mount's blocking home, where reads of cached bytes decode.
+    public var threads = 4
+
+    public init() {}
+}
+
+/// Mounts a domain and serves it until it is unmounted (CONTRACT §13).
+public enum DomainMount {
+    /// Mounts `domain` of `cache` at `mountPoint` and serves it until it is unmounted (`fusermount3 -u`), or
+    /// SIGINT, SIGTERM or SIGHUP arrives (which unmount it lazily: files open on it keep reading until
+    /// closed). Returns once the mount has ended.
+    ///
+    /// - Parameter mounted: Called once the mount is in place, before any request is served.
+    /// - Throws: `noSuchItem` for an unknown domain; `invalidArgument` when the mount cannot be made (the
+    ///   message says why and what to do).
+    public static func serve(
+        _ cache: ChunkCache, domain: String, at mountPoint: String, options: MountOptions,
+        mounted: @Sendable () -> Void = {}
+    ) async throws {
+        guard try await cache.domains().contains(where: { $0.name == domain }) else {
+            throw CacheError(
+                .noSuchItem,
+                "there is no domain \"\(domain)\" in the store at \(cache.path); `chunkcache domain ls` lists them")
+        }
+        let filesystem = MountedDomain(cache, domain: domain)
+        let session: FuseSession
+        do {
+            session = try FuseSession(serving: filesystem, at: mountPoint, options: fuseOptions(domain, cache, options))
+        } catch let error as FuseError {
+            throw CacheError(.invalidArgument, error.description)
+        }
+        let follower = ChangeFollower(filesystem, session: session)
+        let following = Task { try await follower.run() }
+        let syncing = options.syncEvery.map { every in Task { await syncDomain(domain, of: cache, every: every) } }
+        let signals = InterruptSignals { _ in session.detach() }
+        defer {
+            signals.release()
+            following.cancel()
+            syncing?.cancel()
+        }
+        mounted()
+        try await onThreadOfItsOwn(named: "chunkcache-mount") { try session.run(threads: options.threads) }
+        try? await cache.flushUsage()
+    }
+
+    /// libfuse's mount options: read-only unless `setfattr` may pin, named after the store and domain.
+    private static func fuseOptions(_ domain: String, _ cache: ChunkCache, _ options: MountOptions) -> [String] {
+        var fuse = ["fsname=chunkcache:\(domain)", "subtype=chunkcache", "default_permissions"]
+        if options.readOnly { fuse.append("ro") }
+        if options.allowOther { fuse.append("allow_other") }
+        return fuse.map { $0.replacingOccurrences(of: ",", with: "\\,") }
+    }
+
+    /// Runs `domain sync` every `interval` until cancelled; a failed sync is reported and tried again next time.
+    private static func syncDomain(_ domain: String, of cache: ChunkCache, every interval: Duration) async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: interval)
+            guard !Task.isCancelled else { return }
+            do {
+                _ = try await cache.syncDomain(domain)
+            } catch {
+                FileHandle.standardError.write(
+                    Data("chunkcache mount: domain sync of \"\(domain)\" failed: \(error)\n".utf8))
+            }
+        }
+    }
+
+    /// Runs `body` on a new thread and awaits it without holding a Swift concurrency thread.
+    private static func onThreadOfItsOwn(named name: String, _ body: @escaping @Sendable () throws -> Void)
+        async throws
+    {
+        try await withCheckedThrowingContinuation { (done: CheckedContinuation<Void, any Error>) in
+            let thread = Thread { done.resume(with: Result { try body() }) }
+            thread.name = name
+            thread.start()
+        }
+    }
+}

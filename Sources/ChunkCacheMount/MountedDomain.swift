@@ -1,0 +1,276 @@
+import ChunkCache
+import FileIO
+import FuseKit
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One domain of a store as a read-only file system (CONTRACT §13): the FUSE operations, answered from the
+/// catalogue and the chunks.
+///
+/// Where the work runs: each request is answered on the FUSE session thread that received it, as a caller
+/// of the engine's blocking API that owns its thread (LMDB reads, zstd decoding: the session's threads are
+/// the mount's blocking home). A read whose bytes must come from the origin, and a pin, are handed to a
+/// task that answers the request when done: no session thread waits for the network.
+public final class MountedDomain: FuseFilesystem {
+    let cache: ChunkCache
+    let domain: String
+    let nodes = NodeTable()
+    let files = Handles<OpenFile>()
+    let folders = Handles<OpenFolder>()
+    let buffers: ReadBuffers
+    let owner = (uid: getuid(), gid: getgid())
+    /// How long the kernel may trust names and attributes: long, because the mount tells it of every
+    /// change (``ChangeFollower``).
+    static let timeout: Double = 24 * 3600
+    /// Entries per listing page read from the catalogue.
+    static let pageSize = 500
+    /// The largest read the kernel sends (FUSE's 256 pages).
+    static let maxRead = 1 << 20
+
+    /// Serves `domain` of `cache`.
+    public init(_ cache: ChunkCache, domain: String) {
+        self.cache = cache
+        self.domain = domain
+        self.buffers = ReadBuffers(size: Self.maxRead, kept: 16)
+    }
+
+    public func configure(_ connection: inout FuseConnection) {
+        // Sequential readers get the kernel's read-ahead in 1 MiB requests, several in flight.
+        connection.maxReadahead = UInt32(Self.maxRead * 4)
+        connection.maxBackground = 64
+        connection.wanted |=
+            FuseCapabilities.asyncRead | FuseCapabilities.readdirPlus | FuseCapabilities.parallelDirectoryOperations
+            | FuseCapabilities.cacheSymlinks | FuseCapabilities.explicitInvalidateData
+        // Pages are dropped when the change log says the file changed, not on every new modification time.
+        connection.wanted &= ~(FuseCapabilities.readdirPlusAuto | FuseCapabilities.autoInvalidateData)
+    }
+
+    // MARK: - Names and attributes
+
+    public func lookup(_ request: FuseRequest, parent: UInt64, name: String) {
+        guard let container = nodes[parent]?.identifier else { return request.fail(ENOENT) }
+        do {
+            guard let found = try cache.child(named: name, in: container, domain: domain) else {
+                return request.replyNoEntry(timeout: Self.timeout)
+            }
+            let node = nodes.lookedUp(found.item, in: parent, as: name)
+            request.reply(
+                entry: FuseEntry(node: node, attributes: attributes(found, node: node), timeout: Self.timeout))
+        } catch {
+            request.fail(error.mountErrno)
+        }
+    }
+
+    public func forget(_ node: UInt64, lookups: UInt64) { nodes.forget(node, lookups: lookups) }
+
+    public func attributes(_ request: FuseRequest, node: UInt64) {
+        do {
+            let status = try self.status(of: node)
+            request.reply(attributes: attributes(status, node: node), timeout: Self.timeout)
+        } catch {
+            request.fail(error.mountErrno)
+        }
+    }
+
+    public func readLink(_ request: FuseRequest, node: UInt64) {
+        do {
+            guard let target = try status(of: node).item.symlinkTarget else { return request.fail(EINVAL) }
+            request.reply(link: target)
+        } catch {
+            request.fail(error.mountErrno)
+        }
+    }
+
+    public func filesystemStatus(_ request: FuseRequest, node: UInt64) {
+        do {
+            var status = try FileSystem.filesystemStatus(cache.path)
+            status.f_namemax = 255
+            request.reply(filesystem: status)
+        } catch {
+            request.fail(error.rawValue)
+        }
+    }
+
+    /// The item a node stands for, read now, at the node's version: a node of a file whose content changed
+    /// since keeps the size of its version. The root folder is not an item: it is made up.
+    func status(of number: UInt64) throws -> ItemStatus {
+        guard let node = nodes[number] else { throw CacheError(.noSuchItem, "node \(number) is forgotten") }
+        guard var status = try cache.status(of: ItemIdentifier(domain: domain, node.identifier)) else {
+            throw CacheError(.noSuchItem, "item \(node.identifier) of domain \(domain) is gone")
+        }
+        if status.item.kind == .file && status.item.itemVersion.contentVersion != node.contentVersion {
+            status.item.itemVersion.contentVersion = node.contentVersion
+            status.item.documentSize = node.size
+        }
+        return status
+    }
+
+    /// The attributes the kernel is given for an item: its size and dates, `st_blocks` counting what the
+    /// store holds (so `du` shows what is local), owned by the user who mounted. The catalogue keeps no
+    /// mode: files are 0444, folders 0555, links 0777.
+    func attributes(_ status: ItemStatus, node: UInt64) -> stat {
+        var attributes = stat()
+        let item = status.item
+        attributes.st_ino = ino_t(node)
+        attributes.st_uid = owner.uid
+        attributes.st_gid = owner.gid
+        attributes.st_blksize = 1 << 16
+        switch item.kind {
+        case .folder:
+            attributes.st_mode = S_IFDIR | 0o555
+            attributes.st_nlink = 2
+        case .symlink:
+            attributes.st_mode = S_IFLNK | 0o777
+            attributes.st_nlink = 1
+            attributes.st_size = off_t(item.symlinkTarget?.utf8.count ?? 0)
+        default:
+            attributes.st_mode = S_IFREG | 0o444
+            attributes.st_nlink = 1
+            attributes.st_size = off_t(item.documentSize)
+            attributes.st_blocks = blkcnt_t((status.cachedBytes + 511) / 512)
+        }
+        let modified = Self.timespec(item.contentModificationDate.timeIntervalSince1970)
+        attributes.st_mtim = modified
+        attributes.st_ctim = modified
+        attributes.st_atim = item.lastUsedDate.map { Self.timespec($0.timeIntervalSince1970) } ?? modified
+        return attributes
+    }
+
+    private static func timespec(_ seconds: Double) -> Glibc.timespec {
+        let whole = seconds.rounded(.down)
+        return Glibc.timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
+    }
+
+    // MARK: - Files
+
+    public func open(_ request: FuseRequest, node: UInt64, flags: Int32) {
+        guard flags & O_ACCMODE == O_RDONLY else { return request.fail(EROFS) }
+        do {
+            let status = try self.status(of: node)
+            guard status.item.kind == .file else { return request.fail(EISDIR) }
+            let handle = files.add(
+                OpenFile(
+                    item: ItemIdentifier(domain: domain, status.item.identifier), version: status.item.itemVersion,
+                    size: status.item.documentSize))
+            // The pages the kernel cached stay valid: a changed file is invalidated when the change is seen.
+            request.replyOpen(handle: handle, keepCache: true)
+        } catch {
+            request.fail(error.mountErrno)
+        }
+    }
+
+    public func read(_ request: FuseRequest, node: UInt64, handle: UInt64, offset: Int64, size: Int) {
+        guard let file = files[handle] else { return request.fail(EBADF) }
+        let count = Int(max(0, min(Int64(size), file.size - offset)))
+        guard count > 0 else { return request.reply(bytes: UnsafeRawBufferPointer(start: nil, count: 0)) }
+        let buffer = buffers.take(count)
+        let target = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
+        do {
+            if let served = try cache.readCached(
+                file.item, version: file.version, at: offset, into: target, options: .strictVersioning)
+            {
+                request.reply(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<served.bytesRead]))
+                buffers.give(buffer)
+                return
+            }
+        } catch {
+            buffers.give(buffer)
+            return request.fail(error.mountErrno)
+        }
+        // Not all in the store: the origin's bytes are awaited in a task, which answers.
+        Task { [cache, buffers] in
+            do {
+                let served = try await cache.read(
+                    file.item, version: file.version, at: offset, into: target, options: .strictVersioning)
+                request.reply(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<served.bytesRead]))
+            } catch {
+                request.fail(error.mountErrno)
+            }
+            buffers.give(buffer)
+        }
+    }
+
+    public func release(_ request: FuseRequest, node: UInt64, handle: UInt64) {
+        files.remove(handle)
+        request.succeed()
+    }
+
+    // MARK: - Folders
+
+    public func openDirectory(_ request: FuseRequest, node: UInt64) {
+        do {
+            let status = try self.status(of: node)
+            guard status.item.kind == .folder else { return request.fail(ENOTDIR) }
+            request.replyOpen(handle: folders.add(OpenFolder(container: status.item.identifier)), keepCache: false)
+        } catch {
+            request.fail(error.mountErrno)
+        }
+    }
+
+    /// Entries are numbered from 0: `.` and `..`, then the folder's items in name order; the offset the
+    /// kernel gives is the number of the next entry to list.
+    public func readDirectory(_ request: FuseRequest, node: UInt64, handle: UInt64, offset: Int64, size: Int) {
+        guard var folder = folders[handle] else { return request.fail(EBADF) }
+        var answer = FuseDirectoryBuffer(for: request, size: size)
+        var entry = Int(offset)
+        do {
+            if entry < 2 {
+                let own = FuseEntry(node: node, attributes: attributes(try status(of: node), node: node), timeout: 0)
+                if entry == 0 {
+                    guard answer.add(".", own, next: 1) else { return answer.send() }
+                    entry = 1
+                }
+                let parent = nodes[node]?.parent ?? NodeTable.root
+                let up = FuseEntry(node: parent, attributes: own.attributes, timeout: 0)
+                guard answer.add("..", up, next: 2) else { return answer.send() }
+                entry = 2
+            }
+            while let status = try item(entry - 2, of: &folder) {
+                let name = status.item.filename
+                // READDIRPLUS counts a lookup of each entry sent: one that does not fit is taken back.
+                let child = nodes.lookedUp(status.item, in: node, as: name)
+                let listed = FuseEntry(node: child, attributes: attributes(status, node: child), timeout: Self.timeout)
+                guard answer.add(name, listed, next: Int64(entry + 1)) else {
+                    nodes.forget(child, lookups: 1)
+                    break
+                }
+                entry += 1
+            }
+            folders[handle] = folder
+            answer.send()
+        } catch {
+            request.fail(error.mountErrno)
+        }
+    }
+
+    /// The folder's `index`th item in name order, reading its page when it is not the one read last;
+    /// `nil` past the end.
+    private func item(_ index: Int, of folder: inout OpenFolder) throws -> ItemStatus? {
+        let number = index / Self.pageSize
+        if folder.lastPage?.number != number {
+            // Pages are read in order the first time: the token of page `number` comes from page `number - 1`.
+            while folder.pageStarts.count <= number {
+                let previous = folder.pageStarts.count - 1
+                let page = try cache.listing(
+                    of: folder.container, in: domain, startingAt: folder.pageStarts[previous], pageSize: Self.pageSize)
+                guard let next = page.nextPage else { return nil }
+                folder.pageStarts.append(next)
+            }
+            let page = try cache.listing(
+                of: folder.container, in: domain, startingAt: folder.pageStarts[number], pageSize: Self.pageSize)
+            folder.lastPage = (number, page.items, page.nextPage)
+            if let next = page.nextPage, folder.pageStarts.count == number + 1 { folder.pageStarts.append(next) }
+        }
+        let items = folder.lastPage!.items
+        let within = index % Self.pageSize
+        return within < items.count ? items[within] : nil
+    }
+
+    public func releaseDirectory(_ request: FuseRequest, node: UInt64, handle: UInt64) {
+        folders.remove(handle)
+        request.succeed()
+    }
+}

@@ -1,0 +1,138 @@
+import CFuse3
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One request from the kernel, to be answered exactly once: at once on the session thread that received it,
+/// or later from any thread (libfuse's replies are thread-safe), which is how a read that must wait for the
+/// origin is answered from a task without holding a thread.
+///
+/// `@unchecked Sendable`: a `fuse_req_t` may be answered from any thread, once.
+public struct FuseRequest: @unchecked Sendable {
+    let raw: fuse_req_t
+
+    init(_ raw: fuse_req_t) { self.raw = raw }
+
+    /// Who asks: the calling process's user, group and process id.
+    public var caller: (uid: uid_t, gid: gid_t, pid: pid_t) {
+        let context = fuse_req_ctx(raw)!.pointee
+        return (context.uid, context.gid, context.pid)
+    }
+
+    /// Whether the kernel has given up on the request (the caller was interrupted): its answer is dropped.
+    public var isInterrupted: Bool { fuse_req_interrupted(raw) != 0 }
+
+    /// Fails the request with `errno`, a positive `E…` value.
+    public func fail(_ errno: Int32) { _ = fuse_reply_err(raw, errno) }
+
+    /// Answers a `LOOKUP`: the kernel now holds one more lookup of `entry.node`.
+    public func reply(entry: FuseEntry) {
+        var param = fuse_entry_param()
+        param.ino = fuse_ino_t(entry.node)
+        param.generation = 1
+        param.attr = entry.attributes
+        param.attr_timeout = entry.timeout
+        param.entry_timeout = entry.timeout
+        _ = fuse_reply_entry(raw, &param)
+    }
+
+    /// Answers a `LOOKUP` of a name that does not exist, letting the kernel remember the absence for
+    /// `timeout` seconds (a negative entry; an invalidation clears it).
+    public func replyNoEntry(timeout: Double) {
+        var param = fuse_entry_param()
+        param.ino = 0
+        param.entry_timeout = timeout
+        _ = fuse_reply_entry(raw, &param)
+    }
+
+    /// Answers a `GETATTR`.
+    public func reply(attributes: stat, timeout: Double) {
+        var attributes = attributes
+        _ = fuse_reply_attr(raw, &attributes, timeout)
+    }
+
+    /// Answers an `OPEN` or `OPENDIR` with the handle later requests carry.
+    /// - Parameter keepCache: Whether the kernel may keep the pages it cached of the file from earlier opens.
+    public func replyOpen(handle: UInt64, keepCache: Bool, cacheDirectory: Bool = false) {
+        var info = fuse_file_info()
+        info.fh = handle
+        info.keep_cache = keepCache ? 1 : 0
+        info.cache_readdir = cacheDirectory ? 1 : 0
+        _ = fuse_reply_open(raw, &info)
+    }
+
+    /// Answers a `READ` (or `READDIRPLUS`, `GETXATTR` with a value) with `bytes`.
+    public func reply(bytes: UnsafeRawBufferPointer) {
+        _ = fuse_reply_buf(raw, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
+    }
+
+    /// Answers a `READLINK`.
+    public func reply(link target: String) { _ = fuse_reply_readlink(raw, target) }
+
+    /// Answers a `STATFS`.
+    public func reply(filesystem: statvfs) {
+        var filesystem = filesystem
+        _ = fuse_reply_statfs(raw, &filesystem)
+    }
+
+    /// Answers a `GETXATTR` or `LISTXATTR` asked with size 0: how many bytes the value takes.
+    public func reply(attributeSize: Int) { _ = fuse_reply_xattr(raw, attributeSize) }
+
+    /// Answers a request that succeeded with nothing to say (`SETXATTR`, `RELEASE`).
+    public func succeed() { _ = fuse_reply_err(raw, 0) }
+
+    /// Ends a `FORGET`, which has no answer.
+    func replyNone() { fuse_reply_none(raw) }
+}
+
+/// A directory entry for a `LOOKUP` or `READDIRPLUS`: the node, its attributes, and how long the kernel may
+/// trust both.
+public struct FuseEntry: Sendable {
+    public var node: UInt64
+    public var attributes: stat
+    public var timeout: Double
+
+    public init(node: UInt64, attributes: stat, timeout: Double) {
+        self.node = node
+        self.attributes = attributes
+        self.timeout = timeout
+    }
+}
+
+/// Fills a `READDIRPLUS` answer of at most the size the kernel asked for.
+public struct FuseDirectoryBuffer: ~Copyable {
+    private let request: FuseRequest
+    private let buffer: UnsafeMutableRawBufferPointer
+    private var used = 0
+
+    /// A buffer for an answer of at most `size` bytes.
+    public init(for request: FuseRequest, size: Int) {
+        self.request = request
+        self.buffer = .allocate(byteCount: max(size, 0), alignment: 8)
+    }
+
+    deinit { buffer.deallocate() }
+
+    /// Adds `entry` under `name`; `next` is the offset the kernel asks from to continue after it.
+    /// - Returns: false when the entry does not fit: the answer is full, send it.
+    public mutating func add(_ name: String, _ entry: FuseEntry, next: Int64) -> Bool {
+        var param = fuse_entry_param()
+        param.ino = fuse_ino_t(entry.node)
+        param.generation = 1
+        param.attr = entry.attributes
+        param.attr_timeout = entry.timeout
+        param.entry_timeout = entry.timeout
+        let room = buffer.count - used
+        let start = buffer.baseAddress.map { ($0 + used).assumingMemoryBound(to: CChar.self) }
+        let needed = fuse_add_direntry_plus(request.raw, start, room, name, &param, off_t(next))
+        guard needed <= room else { return false }
+        used += needed
+        return true
+    }
+
+    /// Sends the entries added.
+    public consuming func send() {
+        request.reply(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<used]))
+    }
+}

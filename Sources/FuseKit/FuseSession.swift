@@ -1,0 +1,140 @@
+import CFuse3
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A FUSE mount served by a ``FuseFilesystem``: libfuse 3's low-level session, its mount, and its
+/// multi-threaded request loop.
+///
+/// ```swift
+/// let session = try FuseSession(serving: filesystem, at: "/mnt/docs", options: ["ro", "fsname=chunkcache"])
+/// try session.run(threads: 4)   // returns once unmounted or ended
+/// ```
+///
+/// Why libfuse and not `/dev/fuse` spoken directly: libfuse mounts through `fusermount3` when not root,
+/// parses and answers every request correctly (including the ones a read-only file system refuses), and its
+/// replies may come from any thread. The kernel features it lacks in 3.14 (passthrough, io_uring) do not
+/// serve a store whose chunks are compressed. What the binding costs was measured (the mount's benchmark).
+public final class FuseSession: @unchecked Sendable {
+    private let session: OpaquePointer
+    private let target: Unmanaged<Target>
+    /// The mount point, as given.
+    public let mountPoint: String
+    private var mounted = false
+
+    /// The file system the C callbacks reach through `fuse_req_userdata`.
+    final class Target {
+        let filesystem: any FuseFilesystem
+        init(_ filesystem: any FuseFilesystem) { self.filesystem = filesystem }
+    }
+
+    /// Creates the session and mounts it at `mountPoint`.
+    ///
+    /// - Parameters:
+    ///   - options: Mount options, as `-o` takes them (`ro`, `allow_other`, `fsname=…`, `subtype=…`).
+    /// - Throws: ``FuseError`` when libfuse refuses the options or the mount fails (no `/dev/fuse`, a mount
+    ///   point that is not an empty folder the user may mount on, `allow_other` without `user_allow_other`).
+    public init(serving filesystem: any FuseFilesystem, at mountPoint: String, options: [String]) throws {
+        self.mountPoint = mountPoint
+        let target = Unmanaged.passRetained(Target(filesystem))
+        self.target = target
+        var arguments = ["chunkcache"]
+        if !options.isEmpty { arguments += ["-o", options.joined(separator: ",")] }
+        var operations = Self.operations()
+        let made = Self.withArguments(arguments) { args in
+            fuse_session_new(args, &operations, MemoryLayout<fuse_lowlevel_ops>.size, target.toOpaque())
+        }
+        guard let made else {
+            target.release()
+            throw FuseError("libfuse refused the mount options \(options.joined(separator: ","))")
+        }
+        session = made
+        guard fuse_session_mount(session, mountPoint) == 0 else {
+            fuse_session_destroy(session)
+            target.release()
+            throw FuseError(
+                "cannot mount at \(mountPoint): it must be an existing folder you may mount on (and /dev/fuse must exist; allow_other needs user_allow_other in /etc/fuse.conf)"
+            )
+        }
+        mounted = true
+    }
+
+    deinit {
+        if mounted { fuse_session_unmount(session) }
+        fuse_session_destroy(session)
+        target.release()
+    }
+
+    /// Serves requests on `threads` threads until the file system is unmounted (`fusermount3 -u`, `umount`,
+    /// ``detach()``) and the last file open on it is closed, or ``stop()`` is called; then unmounts.
+    ///
+    /// Returns on the calling thread, which it uses as one of the session's threads. Signals are the
+    /// caller's to handle (``detach()`` is what SIGTERM should do).
+    public func run(threads: Int) throws {
+        let config = fuse_loop_cfg_create()!
+        defer { fuse_loop_cfg_destroy(config) }
+        fuse_loop_cfg_set_max_threads(config, UInt32(max(threads, 1)))
+        fuse_loop_cfg_set_idle_threads(config, UInt32(max(threads, 1)))
+        // Each thread gets its own /dev/fuse descriptor: no thread wakes for another's request.
+        fuse_loop_cfg_set_clone_fd(config, 1)
+        let status = fuse_session_loop_mt(session, config)
+        fuse_session_unmount(session)
+        mounted = false
+        // The kernel ends the connection with ENODEV once unmounted: the normal end.
+        guard status == 0 || status == -ENODEV else {
+            throw FuseError("the FUSE session ended with error \(-status): \(String(cString: strerror(-status)))")
+        }
+    }
+
+    /// Ends ``run(threads:)``: the loop stops after the requests it is answering.
+    public func stop() { fuse_session_exit(session) }
+
+    /// Unmounts lazily (`MNT_DETACH`, or `fusermount3 -u -z` when not root): the mount point is free at once,
+    /// files open on the mount keep reading, and ``run(threads:)`` returns once the last is closed.
+    public func detach() {
+        if geteuid() == 0 {
+            _ = umount2(mountPoint, Int32(MNT_DETACH))
+            return
+        }
+        var pid = pid_t()
+        let words: [String] = ["fusermount3", "-u", "-z", "-q", mountPoint]
+        let arguments: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        defer { for argument in arguments { free(argument) } }
+        if posix_spawnp(&pid, "fusermount3", nil, nil, arguments, environ) == 0 {
+            var status: Int32 = 0
+            _ = waitpid(pid, &status, 0)
+        }
+    }
+
+    /// Tells the kernel to drop what it cached of `node`: its attributes, and its pages when `data` is true.
+    /// - Returns: false when the kernel does not know the node (nothing to drop).
+    @discardableResult
+    public func invalidate(node: UInt64, data: Bool) -> Bool {
+        fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(node), data ? 0 : -1, 0) == 0
+    }
+
+    /// Tells the kernel to forget the name `name` in the folder `parent` (a negative entry too), so the next
+    /// access looks it up again.
+    @discardableResult
+    public func invalidateEntry(parent: UInt64, name: String) -> Bool {
+        fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(parent), name, name.utf8.count) == 0
+    }
+
+    /// Calls `body` with a `fuse_args` of `arguments`, valid only during the call.
+    private static func withArguments<R>(_ arguments: [String], _ body: (UnsafeMutablePointer<fuse_args>) -> R) -> R {
+        var pointers = arguments.map { strdup($0) }
+        defer { for pointer in pointers { free(pointer) } }
+        return pointers.withUnsafeMutableBufferPointer { argv in
+            var args = fuse_args(argc: Int32(argv.count), argv: argv.baseAddress, allocated: 0)
+            defer { fuse_opt_free_args(&args) }
+            return body(&args)
+        }
+    }
+}
+
+/// A FUSE session that could not start.
+public struct FuseError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

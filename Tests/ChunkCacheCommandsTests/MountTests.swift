@@ -1,0 +1,188 @@
+import Foundation
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// CONTRACT §13: `chunkcache mount`, read by real programs through the real kernel. Each check compares what
+/// a program prints through the mount with what the same program prints on the source files.
+@Suite(
+    "§13 the mount (issue 20)", .serialized,
+    .enabled(if: MountProcess.unavailableReason == nil, "\(MountProcess.unavailableReason ?? "")"))
+struct MountTests {
+    /// A source tree: a 5 MiB random file, text, an empty file, a link, a nested folder, a tarball of part of
+    /// it and a SQLite database.
+    static func makeTree(at root: String) throws {
+        try FileManager.default.createDirectory(atPath: root + "/docs/deep", withIntermediateDirectories: true)
+        try TestData.write(TestData.random(count: 5 << 20, seed: 1), to: root + "/big.bin")
+        try TestData.write(TestData.text(count: 300_000, seed: 2), to: root + "/docs/notes.txt")
+        try TestData.write(TestData.text(count: 70_001, seed: 3), to: root + "/docs/deep/odd.txt")
+        try TestData.write([], to: root + "/docs/empty")
+        try FileManager.default.createSymbolicLink(atPath: root + "/docs/link", withDestinationPath: "deep/odd.txt")
+        try runTool("tar", "-cf", root + "/docs.tar", "-C", root, "docs")
+        let made = try shell(
+            """
+            python3 -c 'import sqlite3, random
+            db = sqlite3.connect("\(root)/data.sqlite")
+            db.execute("create table t (id integer primary key, k text, v integer)")
+            random.seed(7)
+            db.executemany("insert into t (k, v) values (?, ?)", [("k%d" % random.randrange(10**6), random.randrange(1000)) for _ in range(20000)])
+            db.execute("create index tk on t (k)")
+            db.commit()'
+            """)
+        #expect(made.status == 0, "\(made)")
+    }
+
+    /// Imports `tree` as the local domain `d` of a new store and mounts it; `body` gets the store and mount.
+    static func withMountedTree(_ body: (_ dir: String, _ store: String, _ mount: MountProcess) throws -> Void) throws {
+        try withTemporaryDirectory { dir in
+            try makeTree(at: dir + "/src")
+            try runJSON(dir + "/store", ["import", dir + "/src", "--domain", "d", "--copy"])
+            let mount = try MountProcess(store: dir + "/store", domain: "d", at: dir + "/mnt")
+            do {
+                try body(dir, dir + "/store", mount)
+            } catch {
+                _ = try? mount.unmount()
+                throw error
+            }
+            let ended = try mount.unmount()
+            #expect(ended.exitCode == 0 && !ended.terminatedBySignal, "the mount ends cleanly: \(ended)")
+        }
+    }
+
+    /// Runs `script` in `src` and in `mnt` and expects the same output, exit 0.
+    static func expectSame(_ script: String, in dir: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let original = try shell(script, in: dir + "/src")
+        let mounted = try shell(script, in: dir + "/mnt")
+        #expect(original.status == 0, "on the source: \(script): \(original)", sourceLocation: sourceLocation)
+        #expect(mounted.status == 0, "through the mount: \(script): \(mounted)", sourceLocation: sourceLocation)
+        #expect(mounted.output == original.output, "\(script)", sourceLocation: sourceLocation)
+    }
+
+    @Test(
+        "§13 issue 20: cat, cp, sha256sum, dd with odd block sizes, find, ls -lR, tar -x, python3 mmap and pread, and sqlite3 read a local domain byte-exact"
+    )
+    func realPrograms() throws {
+        try Self.withMountedTree { dir, _, _ in
+            try Self.expectSame(
+                "sha256sum big.bin docs/notes.txt docs/deep/odd.txt docs/empty data.sqlite docs.tar", in: dir)
+            try Self.expectSame("cat docs/link docs/notes.txt | sha256sum", in: dir)
+            try Self.expectSame("dd if=big.bin bs=4097 skip=3 count=301 status=none | sha256sum", in: dir)
+            try Self.expectSame("dd if=big.bin bs=1000003 skip=2 status=none | sha256sum", in: dir)
+            try Self.expectSame("dd if=docs/deep/odd.txt bs=7 skip=9999 status=none | od -c | tail -3", in: dir)
+            try Self.expectSame("find . | sort", in: dir)
+            try Self.expectSame("find . -type l -printf '%p -> %l\\n' | sort", in: dir)
+            // Names, kinds and file sizes (modes, owners, folder sizes and totals differ by design: files are
+            // 0444 in the mount, folders have no size, and blocks count what is cached).
+            try Self.expectSame(
+                "ls -lR --time-style=+ . | awk '/^total/ {next} {k = substr($1, 1, 1); print k, (k == \"d\" ? \"\" : $5), $NF}'",
+                in: dir)
+            try Self.expectSame("readlink docs/link", in: dir)
+            let copied = try shell("cp -r \(dir)/mnt \(dir)/copy && diff -r --no-dereference \(dir)/src \(dir)/copy")
+            #expect(copied.status == 0, "cp -r of the mount equals the source: \(copied)")
+            let untarred = try shell(
+                "mkdir \(dir)/x && tar -xf \(dir)/mnt/docs.tar -C \(dir)/x && diff -r --no-dereference \(dir)/src/docs \(dir)/x/docs"
+            )
+            #expect(untarred.status == 0, "tar -x from the mounted tarball: \(untarred)")
+            try Self.expectSame(
+                """
+                python3 -c 'import mmap, hashlib, os, random
+                f = open("big.bin", "rb"); m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                print(hashlib.sha256(m[:]).hexdigest(), len(m))
+                random.seed(3); fd = f.fileno()
+                print(hashlib.sha256(b"".join(os.pread(fd, random.randrange(1, 200000), random.randrange(0, 5 << 20)) for _ in range(300))).hexdigest())'
+                """, in: dir)
+            try Self.expectSame(
+                "sqlite3 -readonly data.sqlite 'select count(*), sum(v) from t; select v from t where k between \"k5\" and \"k51\" order by id limit 5; pragma integrity_check;'",
+                in: dir)
+        }
+    }
+
+    @Test("§13 issue 20: du counts what the store holds; st_blocks of a local file covers its size")
+    func diskUsage() throws {
+        try Self.withMountedTree { dir, _, _ in
+            let used = try shell("du -B1 big.bin | cut -f1", in: dir + "/mnt")
+            #expect(used.output == "\(5 << 20)\n", "du of a local file: all of it is in the store: \(used)")
+            let blocks = try TestData.status(dir + "/mnt/big.bin").st_blocks
+            #expect(blocks == (5 << 20) / 512, "a local file is all cached: \(blocks) blocks")
+        }
+    }
+
+    @Test("§13 issue 20: writes, creates, renames and removals are EROFS; a missing name is ENOENT")
+    func readOnly() throws {
+        try Self.withMountedTree { dir, _, _ in
+            let mnt = dir + "/mnt"
+            for script in [
+                "touch \(mnt)/new", "mkdir \(mnt)/folder", "rm \(mnt)/big.bin", "mv \(mnt)/big.bin \(mnt)/moved",
+                "echo x >> \(mnt)/docs/notes.txt", "ln -s a \(mnt)/l", "truncate -s 0 \(mnt)/big.bin",
+            ] {
+                let result = try shell(script)
+                #expect(
+                    result.status != 0 && result.output.contains("Read-only file system"), "\(script): \(result)")
+            }
+            let missing = try shell("cat \(mnt)/nothing-here")
+            #expect(missing.status != 0 && missing.output.contains("No such file or directory"), "\(missing)")
+            try Self.expectSame("sha256sum big.bin", in: dir)
+        }
+    }
+
+    @Test(
+        "§13 issue 20: the mount follows other processes' put, mv and rm at once; a file open before a put keeps its version's bytes"
+    )
+    func followsChanges() throws {
+        try Self.withMountedTree { dir, store, _ in
+            let mnt = dir + "/mnt"
+            let old = TestData.text(count: 300_000, seed: 2)
+            let new = TestData.random(count: 200_000, seed: 9)
+            try TestData.write(new, to: dir + "/new.bin")
+            // Open, read half, put a new version from another process, read the rest from the same open file.
+            let script = """
+                python3 -c 'import os, sys, time, subprocess, hashlib
+                fd = os.open("\(mnt)/docs/notes.txt", os.O_RDONLY)
+                first = os.pread(fd, 150000, 0)
+                subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+                time.sleep(0.5)
+                rest = os.pread(fd, 150000, 150000)
+                print(hashlib.sha256(first + rest).hexdigest())
+                for _ in range(100):
+                    if os.stat("\(mnt)/docs/notes.txt").st_size == 200000: break
+                    time.sleep(0.05)
+                print(hashlib.sha256(open("\(mnt)/docs/notes.txt", "rb").read()).hexdigest())' \
+                \(ChunkCacheBinary.path!) --store \(store) put --domain d docs/notes.txt \(dir)/new.bin
+                """
+            let result = try shell(script)
+            let lines = result.output.split(separator: "\n").map(String.init)
+            #expect(result.status == 0 && lines.count == 2, "\(result)")
+            #expect(lines.first == Self.sha256(old), "the open file kept the version it was opened at")
+            #expect(lines.last == Self.sha256(new), "a new open sees the new version")
+            try runJSON(store, ["mv", "--domain", "d", "big.bin", "--to", "root", "--name", "renamed.bin"])
+            #expect(
+                try Self.eventually { try shell("test -e \(mnt)/renamed.bin && ! test -e \(mnt)/big.bin").status == 0 })
+            try runJSON(store, ["rm", "--domain", "d", "docs/empty"])
+            #expect(try Self.eventually { try shell("! test -e \(mnt)/docs/empty").status == 0 })
+            #expect(
+                try shell("ls \(mnt)/docs").output.split(separator: "\n").sorted() == ["deep", "link", "notes.txt"])
+        }
+    }
+
+    /// Whether `condition` holds within 5 seconds (the mount learns of a change as soon as it is committed;
+    /// the margin is for a loaded machine).
+    static func eventually(_ condition: () throws -> Bool) throws -> Bool {
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline {
+            if try condition() { return true }
+            usleep(20_000)
+        }
+        return try condition()
+    }
+
+    static func sha256(_ bytes: [UInt8]) -> String {
+        let path = NSTemporaryDirectory() + "/sha-\(UUID().uuidString)"
+        defer { unlink(path) }
+        try? TestData.write(bytes, to: path)
+        return (try? shell("sha256sum \(path) | cut -d' ' -f1").output.trimmingCharacters(in: .whitespacesAndNewlines))
+            ?? ""
+    }
+}
