@@ -65,18 +65,71 @@ struct ShellResult: CustomStringConvertible {
 /// Runs `script` with `/bin/sh -c` in `directory` and waits for it.
 @discardableResult
 func shell(_ script: String, in directory: String? = nil) throws -> ShellResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", script]
-    process.environment = ["PATH": Capabilities.searchPath, "LC_ALL": "C"]
-    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    return ShellResult(status: process.terminationStatus, output: text)
+    try ShellProcess(script, in: directory).wait()
+}
+
+/// `/bin/sh -c script`, started, its stdout and stderr together in a pipe.
+///
+/// Spawned with no signal blocked and every signal at its default: the test process's threads block some
+/// (Dispatch's do), and a shell that inherits a blocked SIGCHLD waits forever in `wait`.
+final class ShellProcess {
+    private let pid: pid_t
+    private let output: Int32
+
+    init(_ script: String, in directory: String? = nil) throws {
+        var pipe: [Int32] = [0, 0]
+        guard Glibc.pipe(&pipe) == 0 else { throw MountFailed(description: "pipe: \(errno)") }
+        // Only the child's stdout and stderr are the pipe: no other process started meanwhile holds its ends.
+        _ = fcntl(pipe[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(pipe[1], F_SETFD, FD_CLOEXEC)
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, pipe[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, pipe[1], 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let words = ["/bin/sh", "-c", (directory.map { "cd '\($0)' && " } ?? "") + script]
+        let environment = ["PATH=\(Capabilities.searchPath)", "LC_ALL=C"]
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
+        defer { for pointer in argv + envp { free(pointer) } }
+        var pid = pid_t()
+        let spawned = posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, envp)
+        close(pipe[1])
+        guard spawned == 0 else {
+            close(pipe[0])
+            throw MountFailed(description: "posix_spawn /bin/sh: \(spawned)")
+        }
+        self.pid = pid
+        self.output = pipe[0]
+    }
+
+    /// Reads what the shell prints until it ends, and waits for it.
+    func wait() -> ShellResult {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(output, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes += chunk[0..<count]
+        }
+        close(output)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let exited = status & 0x7f == 0
+        return ShellResult(
+            status: exited ? (status >> 8) & 0xff : 128 + status & 0x7f, output: String(decoding: bytes, as: UTF8.self))
+    }
 }
 
 /// A mount that did not come up.

@@ -167,6 +167,211 @@ struct MountTests {
         }
     }
 
+    /// An nginx on 127.0.0.1 serving `movie.bin` (8 MiB) and `small/a.txt`, the origin domain `web` of a new
+    /// store synced from it, and its mount; `body` gets the folder, the store, the server, the mount and the
+    /// movie's bytes.
+    static func withMountedOrigin(
+        _ body: (_ dir: String, _ store: String, _ server: NginxServer, _ mount: MountProcess, _ movie: [UInt8])
+            async throws -> Void
+    ) async throws {
+        let movie = TestData.random(count: 8 << 20, seed: 20)
+        try await withTemporaryDirectory { dir in
+            try FileManager.default.createDirectory(atPath: dir + "/origin/small", withIntermediateDirectories: true)
+            try TestData.write(movie, to: dir + "/origin/movie.bin")
+            try TestData.write(Array("hello\n".utf8), to: dir + "/origin/small/a.txt")
+            let server = try await NginxServer.start(root: URL(fileURLWithPath: dir + "/origin"))
+            let store = dir + "/store"
+            do {
+                try runJSON(store, ["domain", "add", "web", "--origin", server.baseURL])
+                try runJSON(store, ["domain", "sync", "web"])
+                let mount = try MountProcess(store: store, domain: "web", at: dir + "/mnt")
+                do {
+                    try await body(dir, store, server, mount, movie)
+                } catch {
+                    _ = try? mount.unmount()
+                    throw error
+                }
+                let ended = try mount.unmount()
+                #expect(ended.exitCode == 0 && !ended.terminatedBySignal, "the mount ends cleanly: \(ended)")
+            } catch {
+                await server.stop()
+                throw error
+            }
+            await server.stop()
+        }
+    }
+
+    @Test(
+        "§13 §10 issue 20: an origin domain reads cold through the mount byte-exact, 16 readers at once; a second read asks the origin nothing",
+        .requires(NginxServer.self))
+    func originReads() async throws {
+        try await Self.withMountedOrigin { dir, _, server, mount, movie in
+            try TestData.write(movie, to: dir + "/expected.bin")
+            // 16 processes, each reading its own half-megabyte at an odd offset, all at once.
+            let readers = (0..<16).map { index in
+                "dd if=\(mount.mountPoint)/movie.bin bs=4099 skip=\(index * 127) count=128 status=none | sha256sum > \(dir)/got.\(index) &"
+            }
+            let expected = (0..<16).map { index in
+                "dd if=\(dir)/expected.bin bs=4099 skip=\(index * 127) count=128 status=none | sha256sum > \(dir)/want.\(index)"
+            }
+            let ran = try shell((readers + ["wait"] + expected).joined(separator: "\n"))
+            #expect(ran.status == 0, "\(ran)")
+            for index in 0..<16 {
+                let got = try String(contentsOfFile: dir + "/got.\(index)", encoding: .utf8)
+                let want = try String(contentsOfFile: dir + "/want.\(index)", encoding: .utf8)
+                #expect(got == want, "reader \(index)")
+            }
+            let whole = try shell("sha256sum < \(mount.mountPoint)/movie.bin; sha256sum < \(dir)/expected.bin")
+            let sums = whole.output.split(separator: "\n")
+            #expect(sums.count == 2 && sums[0] == sums[1], "\(whole)")
+            #expect(try shell("cat \(mount.mountPoint)/small/a.txt").output == "hello\n")
+            try await server.clearAccessLog()
+            let again = try shell(
+                "echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; sha256sum < \(mount.mountPoint)/movie.bin")
+            #expect(again.output.split(separator: "\n").first == sums[0])
+            #expect(try await server.accessLog().isEmpty, "every byte is in the store now")
+        }
+    }
+
+    @Test(
+        "§13 §12 issue 20: user.chunkcache.state goes dataless → partial → pinned → cached; cachedBytes and du follow; setfattr pins and unpins",
+        .requires(NginxServer.self))
+    func extendedAttributes() async throws {
+        try await Self.withMountedOrigin { _, store, _, mount, movie in
+            let file = mount.mountPoint + "/movie.bin"
+            func attribute(_ name: String) throws -> String {
+                try shell("getfattr --absolute-names --only-values -n user.chunkcache.\(name) \(file)").output
+            }
+            let state = try attribute("state")
+            #expect(state == "dataless", "\(state)")
+            #expect(try attribute("cachedBytes") == "0")
+            let version = try runJSON(store, ["versions", "--domain", "web", "movie.bin"])
+            #expect(
+                try attribute("version") == (try version.array("versions").first as? [String: Any])?["contentVersion"]
+                    as? String)
+            _ = try shell("dd if=\(file) bs=65536 count=1 status=none > /dev/null")
+            #expect(try Self.eventually { try attribute("state") == "partial" })
+            let listed = try shell("getfattr -d -m - \(file)").output
+            #expect(
+                listed.contains("user.chunkcache.state=") && listed.contains("user.chunkcache.cachedBytes="),
+                "\(listed)")
+            let pinned = try shell("setfattr -n user.chunkcache.pin -v 1 \(file)")
+            #expect(pinned.status == 0, "\(pinned)")
+            #expect(try Self.eventually { try attribute("state") == "pinned" })
+            #expect(try attribute("cachedBytes") == String(movie.count))
+            #expect(try Self.eventually { try shell("du -B1 \(file) | cut -f1").output == "\(movie.count)\n" })
+            let unpinned = try shell("setfattr -n user.chunkcache.pin -v 0 \(file)")
+            #expect(unpinned.status == 0, "\(unpinned)")
+            #expect(try Self.eventually { try attribute("state") == "cached" })
+            let wrong = try shell("setfattr -n user.chunkcache.pin -v maybe \(file)")
+            #expect(wrong.status != 0 && wrong.output.contains("Invalid argument"), "\(wrong)")
+            let unknown = try shell("getfattr --absolute-names -n user.chunkcache.nothing \(file)")
+            #expect(unknown.status != 0 && unknown.output.contains("No such attribute"), "\(unknown)")
+        }
+    }
+
+    @Test(
+        "§13 §12 issue 20: eviction under an open file never breaks it: the open file reads on, byte-exact, from the origin",
+        .requires(NginxServer.self))
+    func evictionUnderOpenFile() async throws {
+        try await Self.withMountedOrigin { dir, store, _, mount, movie in
+            let script = """
+                python3 -c 'import os, sys, subprocess, hashlib
+                fd = os.open("\(mount.mountPoint)/movie.bin", os.O_RDONLY)
+                first = os.pread(fd, 4 << 20, 0)
+                subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+                rest = os.pread(fd, 4 << 20, 4 << 20)
+                print(hashlib.sha256(first + rest).hexdigest())' \
+                \(ChunkCacheBinary.path!) --store \(store) evict --domain web
+                """
+            let result = try shell(script)
+            #expect(result.status == 0, "\(result)")
+            #expect(result.output.trimmingCharacters(in: .newlines) == Self.sha256(movie))
+            _ = dir
+        }
+    }
+
+    @Test(
+        "§13 issue 20: an unreachable origin is ETIMEDOUT for bytes not cached, cached bytes still read; once the origin is back reads work again",
+        .requires(NginxServer.self))
+    func unreachableOrigin() async throws {
+        try await Self.withMountedOrigin { dir, _, server, mount, movie in
+            let file = mount.mountPoint + "/movie.bin"
+            _ = try shell("dd if=\(file) bs=1048576 count=1 status=none > /dev/null")
+            await server.stop()
+            let cold = try shell(
+                "python3 -c 'import os; fd = os.open(\"\(file)\", os.O_RDONLY); os.pread(fd, 65536, 6 << 20)'")
+            #expect(cold.status != 0 && cold.output.contains("Connection timed out"), "ETIMEDOUT: \(cold)")
+            let warm = try shell("dd if=\(file) bs=65536 count=1 status=none | wc -c")
+            #expect(warm.output.trimmingCharacters(in: .whitespacesAndNewlines) == "65536", "cached bytes: \(warm)")
+            let back = try await NginxServer.start(root: URL(fileURLWithPath: dir + "/origin"), port: server.port)
+            let again = try? shell(
+                "python3 -c 'import os, sys; fd = os.open(\"\(file)\", os.O_RDONLY); sys.stdout.buffer.write(os.pread(fd, 65536, 6 << 20))' | sha256sum | cut -d' ' -f1"
+            )
+            await back.stop()
+            #expect(
+                again?.output.trimmingCharacters(in: .newlines)
+                    == Self.sha256(Array(movie[(6 << 20)..<((6 << 20) + 65536)])))
+        }
+    }
+
+    @Test(
+        "§13 issue 20: SIGTERM with a reader inside frees the mount point at once; the reader finishes byte-exact, then the mount exits 0"
+    )
+    func terminatedWithReaderInside() throws {
+        try withTemporaryDirectory { dir in
+            try Self.makeTree(at: dir + "/src")
+            try runJSON(dir + "/store", ["import", dir + "/src", "--domain", "d", "--copy"])
+            let mount = try MountProcess(store: dir + "/store", domain: "d", at: dir + "/mnt")
+            // The reader opens the file, reads half, then waits for the go file before reading the rest.
+            let reader = try ShellProcess(
+                """
+                python3 -c 'import os, time, hashlib
+                fd = os.open("\(dir)/mnt/big.bin", os.O_RDONLY)
+                first = os.pread(fd, 3 << 20, 0)
+                open("\(dir)/opened", "w").close()
+                while not os.path.exists("\(dir)/go"): time.sleep(0.01)
+                print(hashlib.sha256(first + os.pread(fd, 3 << 20, 3 << 20)).hexdigest())'
+                """)
+            #expect(try Self.eventually { FileManager.default.fileExists(atPath: dir + "/opened") })
+            mount.process.send(SIGTERM)
+            #expect(try Self.eventually { !MountProcess.isMounted(dir + "/mnt") }, "the mount point is free at once")
+            try TestData.write([], to: dir + "/go")
+            let read = reader.wait()
+            #expect(
+                read.output.trimmingCharacters(in: .newlines) == Self.sha256(TestData.random(count: 5 << 20, seed: 1)))
+            let ended = mount.process.wait(timeout: 30)
+            #expect(ended.exitCode == 0 && !ended.terminatedBySignal, "\(ended)")
+        }
+    }
+
+    @Test(
+        "§13 issue 20: after kill -9 of the mount, fusermount3 -u clears the mount point, the store verifies clean and mounts again"
+    )
+    func killedMount() throws {
+        try withTemporaryDirectory { dir in
+            try Self.makeTree(at: dir + "/src")
+            let store = dir + "/store"
+            try runJSON(store, ["import", dir + "/src", "--domain", "d", "--copy"])
+            let mount = try MountProcess(store: store, domain: "d", at: dir + "/mnt")
+            try Self.expectSame("sha256sum big.bin", in: dir)
+            mount.process.kill9()
+            _ = mount.process.wait()
+            let stale = try shell("ls \(dir)/mnt")
+            #expect(stale.status != 0 && stale.output.contains("Transport endpoint is not connected"), "\(stale)")
+            try runTool("fusermount3", "-u", dir + "/mnt")
+            #expect(!MountProcess.isMounted(dir + "/mnt"))
+            let verified = try runJSON(store, ["verify"])
+            for key in ["corrupt", "damagedVersions", "damagedRecords", "inconsistencies"] {
+                #expect(try verified.array(key).isEmpty, "\(key): \(verified)")
+            }
+            let again = try MountProcess(store: store, domain: "d", at: dir + "/mnt")
+            try Self.expectSame("sha256sum big.bin docs/notes.txt", in: dir)
+            let ended = try again.unmount()
+            #expect(ended.exitCode == 0, "\(ended)")
+        }
+    }
+
     /// Whether `condition` holds within 5 seconds (the mount learns of a change as soon as it is committed;
     /// the margin is for a loaded machine).
     static func eventually(_ condition: () throws -> Bool) throws -> Bool {

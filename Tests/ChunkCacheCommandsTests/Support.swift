@@ -67,6 +67,9 @@ final class CLIProcess: @unchecked Sendable {
     /// Sends SIGKILL: the process dies wherever it is, as in a crash.
     func kill9() { kill(process.processIdentifier, SIGKILL) }
 
+    /// Sends `signal` (SIGTERM, SIGINT…).
+    func send(_ signal: Int32) { kill(process.processIdentifier, signal) }
+
     /// Waits for the process to end (killing it after `timeout` seconds) and collects its output.
     func wait(timeout: Double = 60) -> CLIResult {
         if exited.wait(timeout: .now() + timeout) == .timedOut {

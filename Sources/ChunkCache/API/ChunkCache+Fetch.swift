@@ -148,9 +148,9 @@ extension ChunkCache {
     }
 
     /// Reads the item's bytes from `offset` into `buffer` from the store alone, on the calling thread: the
-    /// warm half of ``read(_:version:at:into:options:request:)``, for a caller that must not wait for the
+    /// warm half of ``read(_:version:at:into:options:request:)-yqvn``, for a caller that must not wait for the
     /// origin on its thread. A FUSE session thread answers what this serves at once and hands a `nil` to a
-    /// task running the async ``read(_:version:at:into:options:request:)-(_,_,_,_,_,_)``.
+    /// task running the async ``read(_:version:at:into:options:request:)-12jps``.
     ///
     /// - Returns: What was read, as the blocking read returns it; `nil` when the store alone cannot serve
     ///   the range (bytes or the item not cached yet, a damaged chunk): the async read then fetches them from
@@ -169,10 +169,10 @@ extension ChunkCache {
     }
 
     /// Reads the item's bytes from `offset` into `buffer`, with no temp file: the async form of the blocking
-    /// ``read(_:version:at:into:options:request:)``, with the same versions, errors and end of file.
+    /// ``read(_:version:at:into:options:request:)-yqvn``, with the same versions, errors and end of file.
     ///
     /// Bytes in the store are read on the blocking pool (or inline, for a buffer of at most
-    /// ``FetchThresholds/inlineBytes``); bytes that come from the origin are copied into `buffer` as they
+    /// `FetchThresholds.inlineBytes`); bytes that come from the origin are copied into `buffer` as they
     /// arrive, while they are stored behind the read. `buffer` must stay valid until the read returns, and
     /// nothing else may use it meanwhile.
     ///
@@ -181,19 +181,25 @@ extension ChunkCache {
         _ item: ItemIdentifier, version: ItemVersion?, at offset: Int64, into buffer: UnsafeMutableRawBufferPointer,
         options: FetchOptions = [], request: FetchRequest = FetchRequest()
     ) async throws -> ReadResult {
-        let job = try BufferReadJob(item: item, offset: offset, buffer: buffer, options: options, request: request)
-        let absence: Absence
-        switch try await readFromStore(job, version: version?.contentVersion) {
+        try await readAsync(
+            BufferReadJob(item: item, offset: offset, buffer: buffer, options: options, request: request),
+            version: version?.contentVersion)
+    }
+
+    /// The async buffer read of `job`: from the store, else through the origin.
+    private func readAsync(_ job: BufferReadJob, version: [UInt8]?) async throws -> ReadResult {
+        let first: Absence
+        switch try await readFromStore(job, version: version) {
         case .served(let served):
-            await readAhead(after: served, item)
+            await readAhead(after: served, job.item)
             return served.result
         case .missing(let missing):
-            absence = missing
+            first = missing
         }
         let cold = try await throughOrigin(
-            ColdTarget(item: item, minimal: job.minimalRange, alignment: 1), version: version?.contentVersion,
-            options: options, request: request,
-            servesFromDownload: { @Sendable bytes, downloaded in try job.copy(bytes, downloaded) }, first: absence
+            ColdTarget(item: job.item, minimal: job.minimalRange, alignment: 1), version: version,
+            options: job.options, request: job.request,
+            servesFromDownload: { @Sendable bytes, downloaded in try job.copy(bytes, downloaded) }, first: first
         ) { version in
             try await self.readFromStore(job, version: version)
         }
@@ -266,7 +272,7 @@ extension ChunkCache {
 
     /// One attempt at `job` from the store alone.
     ///
-    /// Hand-offs of up to ``FetchThresholds/inlineBytes`` are planned and written in one snapshot on the
+    /// Hand-offs of up to `FetchThresholds.inlineBytes` are planned and written in one snapshot on the
     /// calling thread: bounded, page-cache-hot work that costs less than the two thread wake-ups of a hop.
     /// Clones and larger ranges go to the blocking pool (``runBlocking(doing:store:_:)``), which plans again in
     /// its own snapshot.

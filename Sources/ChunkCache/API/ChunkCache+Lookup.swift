@@ -62,6 +62,8 @@ extension ChunkCache {
     /// calling thread as ``status(of:)``: what a FUSE `READDIRPLUS` lists.
     ///
     /// - Parameters:
+    ///   - container: The folder's identifier (``Item/rootContainer`` for the root).
+    ///   - domain: The domain.
     ///   - page: Where to start: ``EnumerationPage/initialPageSortedByName`` or a page this returned.
     ///   - pageSize: At most this many items.
     /// - Throws: `pageExpired` for a stale page, `noSuchItem` for a domain that does not exist.

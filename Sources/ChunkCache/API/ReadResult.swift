@@ -1,4 +1,4 @@
-/// What ``ChunkCache/read(_:version:at:into:options:request:)`` put in the caller's buffer.
+/// What ``ChunkCache/read(_:version:at:into:options:request:)-yqvn`` or its async form put in the caller's buffer.
 public struct ReadResult: Sendable, Hashable {
     /// Bytes written at the start of the buffer: the buffer's length, or fewer when the item ends first
     /// (0 at or past EOF).

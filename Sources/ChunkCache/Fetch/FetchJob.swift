@@ -120,7 +120,7 @@ struct FetchJob: Sendable {
     }
 }
 
-/// One read into a caller's buffer (``ChunkCache/read(_:version:at:into:options:request:)``): plans it and
+/// One read into a caller's buffer (``ChunkCache/read(_:version:at:into:options:request:)-yqvn``): plans it and
 /// reads the planned bytes in one snapshot, on whichever thread runs it.
 struct BufferReadJob: @unchecked Sendable {
     let item: ItemIdentifier
@@ -132,6 +132,7 @@ struct BufferReadJob: @unchecked Sendable {
 
     /// A read of `buffer.count` bytes from `offset`, checked.
     /// - Throws: `invalidArgument` for a negative offset; the item's and domain's name checks.
+    @inline(never)  // Swift 6.3.1's release build crashes splitting the async read's coroutine with it inlined.
     init(
         item: ItemIdentifier, offset: Int64, buffer: UnsafeMutableRawBufferPointer, options: FetchOptions,
         request: FetchRequest
