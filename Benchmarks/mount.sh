@@ -284,7 +284,7 @@ warm() {
     local run kind store
     step "warm: filling a store and rclone's cache with the whole file"
     cc_store "$work/warm-store" loopback
-    path="$("$CC" --store "$work/warm-store" fetch --domain web seq.bin)"; rm -f "$path"
+    path="$("$CC" --store "$work/warm-store" fetch --domain web seq.bin | head -1)"; rm -f "$path"
     rm -rf "$work/warm-rclone"; mounted rclone loopback "$work/warm-rclone"
     cat "$MP/seq.bin" >/dev/null; unmount "$MP" "$MOUNT_PID"
     # The one-thread decode floor: the file as one zstd -3 frame (random bytes: stored blocks), decoded by
@@ -443,7 +443,7 @@ cli() {
     step "CLI start: medians of $cli_runs"
     head -c $((1 << 20)) /dev/urandom >"$work/item"
     "$CC" --store "$work/cli-store" put --domain local item "$work/item" >/dev/null
-    path="$("$CC" --store "$work/cli-store" fetch --domain local item --range 0:65536)"; rm -f "$path"
+    path="$("$CC" --store "$work/cli-store" fetch --domain local item --range 0:65536 | head -1)"; rm -f "$path"
     # A build without --version: `--help` stands in (it prints more, so it is an upper bound).
     start_args=(--version); "$CC" --version >/dev/null 2>&1 || start_args=(--help)
     for ((i = 0; i < cli_runs; i++)); do
@@ -451,7 +451,7 @@ cli() {
         timed "$CC" "${start_args[@]}" >/dev/null; record cli-version "$(calc "$ELAPSED * 1000")"
         timed "$CC" --store "$work/cli-store" fetch --domain local item --range 0:65536 >"$work/path"
         record cli-fetch "$(calc "$ELAPSED * 1000")"
-        rm -f "$(cat "$work/path")"
+        rm -f "$(head -1 "$work/path")"
         timed curl -s -f -r 0-65535 -o /dev/null "${ORIGIN_URL}seq.bin"; record cli-curl "$(calc "$ELAPSED * 1000")"
     done
     rm -rf "$work/cli-store" "$work/item"
@@ -486,7 +486,7 @@ cc_or_na() { ((has_mount)) && echo "$1" || echo "$NA"; }
 row() { echo "| $1 | $2 | $3 | $4 | $5 | $6 | $7 |"; }
 mib() { echo "$(($1 >> 20)) MiB"; }
 table() {
-    local net a b r1 r2
+    local net a b r1 r2 r3
     echo "| row | chunkcache | peer(s) | floor | ratio | goal | met/missed |"
     echo "|---|---|---|---|---|---|---|"
     if wants seq; then
@@ -506,11 +506,12 @@ table() {
     if wants random; then
         for net in loopback 20ms; do
             r1="$(ratio "rand-cc-$net-p50" "rand-curl-$net-get")"; r2="$(ratio "rand-cc-$net-p50" "rand-rclone-$net-p50")"
+            r3="$(ratio "rand-cc-$net-p50" "rand-curl-$net-curlcmd")"
             row "cold random 4 KiB pread of the $(mib "$seq_size") file, p50 (p99), $net" \
                 "$(cc_or_na "$(f "rand-cc-$net-p50") µs ($(f "rand-cc-$net-p99") µs)")" \
                 "rclone mount $(f "rand-rclone-$net-p50") µs ($(f "rand-rclone-$net-p99") µs); a \`curl -r\` command $(f "rand-curl-$net-curlcmd") µs" \
                 "one 64 KiB Range GET (curl, kept-alive connection) $(f "rand-curl-$net-get") µs" \
-                "$(cc_or_na "×GET $r1, ×rclone $r2")" "≤ 1.3× the GET, ≤ 0.5× rclone" \
+                "$(cc_or_na "×GET $r1, ×rclone $r2 (×curl command $r3)")" "≤ 1.3× the GET, ≤ 0.5× rclone" \
                 "$( ((has_mount)) && verdict 'r1 <= 1.3 && r2 <= 0.5' -v r1="$r1" -v r2="$r2" || echo "$NA")"
         done
     fi
@@ -586,6 +587,14 @@ out="$results_dir/mount-$( ((quick)) && echo quick || echo full)-$stamp.md"
     echo "rclone: \`rclone mount :http: MP --http-url URL --vfs-cache-mode full --cache-dir DIR --read-only\`;" \
         "chunkcache: \`domain add web --origin URL/json/\`, \`domain sync web\`, \`mount --domain web MP --foreground\`."
     ((has_mount)) || echo "This chunkcache has no \`mount\` command: its mount rows are n/a."
+    echo
+    echo "Cold: a fresh store (or rclone cache) and a fresh mount, then \`echo 3 > /proc/sys/vm/drop_caches\`, then the" \
+        "origin's file read back into memory (nginx stands for a remote server; the client is cold). Warm: store or cache" \
+        "filled by a whole read, a fresh mount, caches dropped. Random preads: $reads per run, each 4 KiB-aligned in its own" \
+        "1/$reads of the file, slots in random order (Benchmarks/mount/pread-latency.py), bytes checked. The GET floor:" \
+        "curl's time_total of 64 KiB Range GETs on one kept-alive connection (\`curl --next\`); a \`curl -r\` command" \
+        "(process start and connect included) beside it. SQLite: Benchmarks/mount/sqlite-mix.py (300 lookups by id, 100 by" \
+        "an indexed column, 20 range scans, a count over the index; opened immutable), answers checked."
     echo
     table
     if [[ -f $work/cli-start.out ]]; then echo; echo "Benchmarks/cli-start.sh:"; echo; cat "$work/cli-start.out"; fi
