@@ -581,7 +581,7 @@ out="$results_dir/mount-$( ((quick)) && echo quick || echo full)-$stamp.md"
     echo "### Issue 20: the mount beside its peers ($(date -u '+%F %R UTC'))"
     echo
     echo "\`Benchmarks/mount.sh$( ((quick)) && echo " --quick")\`$([[ $rows_wanted != seq,random,warm,ls,sqlite,ttfb,rss,cli ]] && echo " --rows $rows_wanted"):" \
-        "$runs runs interleaved, medians; chunkcache $("$CC" --version 2>/dev/null | head -1 || true) ($CC; tree at $(git -C "$ROOT" rev-parse --short HEAD))," \
+        "$runs runs interleaved, medians; chunkcache $("$CC" --version 2>/dev/null | head -1 | grep . || echo "(no --version)") ($CC; tree at $(git -C "$ROOT" rev-parse --short HEAD))," \
         "$(rclone version 2>/dev/null | head -1), curl $(curl --version | head -1 | cut -d' ' -f2), nginx on 127.0.0.1, 20 ms via scripts/delay-proxy.py;" \
         "$(nproc) cores, load before $load_before, after $(cut -d' ' -f1-3 /proc/loadavg); took $(((SECONDS - started) / 60)) min $(((SECONDS - started) % 60)) s."
     echo "rclone: \`rclone mount :http: MP --http-url URL --vfs-cache-mode full --cache-dir DIR --read-only\`;" \
