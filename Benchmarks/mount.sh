@@ -70,21 +70,29 @@ for tool in nginx curl rclone fusermount3 python3 zstd sqlite3 jq numfmt; do
 done
 
 base="${CHUNKCACHE_BENCH_DIR:-/tmp/chunkcache-bench}"
-data="$base/mount-data$( ((quick)) && echo -quick)"     # kept across runs: made once per size
+data="$base/mount-data"; ((quick)) && data+="-quick"    # kept across runs: made once per size
 results_dir="$base/mount-results"
 mkdir -p "$data/origin" "$results_dir"
 work="$(mktemp -d "${TMPDIR:-/tmp}/mount-bench.XXXXXX")"
 pids=()        # every process this script started in the background (servers, mounts)
 step() { echo "[$(date +%T)] $*" >&2; }
 
-# Unmount whatever is still mounted below $work, kill what we started, remove the scratch: even on failure.
+# kill_tree PID: kills PID and every process below it, children first (a group's readers and mounts).
+kill_tree() {
+    local child
+    for child in $(ps -o pid= --ppid "$1" 2>/dev/null); do kill_tree "$child"; done
+    kill -9 "$1" 2>/dev/null || true
+}
+# Kill what we started (servers, a running group with its readers and mounts), unmount whatever is still
+# mounted below $work (a killed mount leaves its mount point to fusermount3 -u), remove the scratch: even on
+# failure or interruption.
 cleanup() {
     local mp pid
-    for mp in "$work"/mnt-*; do
-        [[ -d $mp ]] && mountpoint -q "$mp" && { fusermount3 -u "$mp" 2>/dev/null || fusermount3 -uz "$mp" 2>/dev/null || true; }
-    done
-    for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do kill_tree "$pid"; done
     wait 2>/dev/null || true
+    for mp in "$work"/mnt-*; do
+        [[ -d $mp ]] && { fusermount3 -u "$mp" 2>/dev/null || fusermount3 -uz "$mp" 2>/dev/null || true; }
+    done
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -444,8 +452,6 @@ cli() {
     head -c $((1 << 20)) /dev/urandom >"$work/item"
     "$CC" --store "$work/cli-store" put --domain local item "$work/item" >/dev/null
     path="$("$CC" --store "$work/cli-store" fetch --domain local item --range 0:65536 | head -1)"; rm -f "$path"
-    # A build without --version: `--help` stands in (it prints more, so it is an upper bound).
-    start_args=(--version); "$CC" --version >/dev/null 2>&1 || start_args=(--help)
     for ((i = 0; i < cli_runs; i++)); do
         timed /bin/true; record cli-true "$(calc "$ELAPSED * 1000")"
         timed "$CC" "${start_args[@]}" >/dev/null; record cli-version "$(calc "$ELAPSED * 1000")"
@@ -461,14 +467,25 @@ cli() {
 
 started=$SECONDS
 load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
-wants seq && cold_sequential
-wants random && cold_random
-wants warm && warm
-wants ls && tree_listing
-wants sqlite && sqlite_rows
-wants ttfb && ttfb
-wants rss && rss
-wants cli && cli
+# Each group runs in a subshell of its own: a failure (a mount that does not come up, bytes that differ) leaves
+# that group's rows empty, is named in the output, and the other groups still run.
+run_group() {
+    local pid
+    ("$1") &
+    pid=$!; pids+=("$pid")
+    wait "$pid" || { step "$1 failed (exit $?): its rows stay empty"; failed+=("$1"); }
+}
+failed=()
+# A build without --version: `--help` stands in (it prints more, so it is an upper bound).
+start_args=(--version); "$CC" --version >/dev/null 2>&1 || start_args=(--help)
+wants seq && run_group cold_sequential
+wants random && run_group cold_random
+wants warm && run_group warm
+wants ls && run_group tree_listing
+wants sqlite && run_group sqlite_rows
+wants ttfb && run_group ttfb
+wants rss && run_group rss
+wants cli && run_group cli
 
 # ---- the table ----------------------------------------------------------------------------------------------
 
@@ -598,6 +615,8 @@ out="$results_dir/mount-$( ((quick)) && echo quick || echo full)-$stamp.md"
     echo
     table
     if [[ -f $work/cli-start.out ]]; then echo; echo "Benchmarks/cli-start.sh:"; echo; cat "$work/cli-start.out"; fi
+    if ((${#failed[@]})); then echo; echo "FAILED (rows left empty; see the messages above the table): ${failed[*]}"; fi
     if [[ -n $(fig ls-import) ]]; then echo; echo "Importing the $tree_items-item tree: $(f ls-import 1) s."; fi
 } | tee "$out"
 echo "== saved: $out" >&2
+((${#failed[@]} == 0))
