@@ -88,6 +88,7 @@ kill_tree() {
 # failure or interruption.
 cleanup() {
     local mp pid
+    exec 2>/dev/null    # not bash's "Killed" notices of the servers
     for pid in "${pids[@]}"; do kill_tree "$pid"; done
     wait 2>/dev/null || true
     for mp in "$work"/mnt-*; do
