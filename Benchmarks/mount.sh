@@ -138,11 +138,12 @@ if wants ttfb || wants rss; then
         mv "$big_file.tmp" "$big_file"
     fi
 fi
-if wants sqlite && [[ ! -f $db_file || ! -f $db_file.$sqlite_mb ]]; then
+# The database's size is noted beside the origin folder (inside it, the note would be an item of its own).
+if wants sqlite && [[ ! -f $db_file || ! -f $data/db-$sqlite_mb-MB.made ]]; then
     step "making the $sqlite_mb MB SQLite database"
-    rm -f "$db_file" "$db_file".*
+    rm -f "$db_file" "$db_file".* "$data"/db-*-MB.made
     python3 "$HERE/mount/sqlite-mix.py" make "$db_file" --megabytes "$sqlite_mb"
-    touch "$db_file.$sqlite_mb"
+    touch "$data/db-$sqlite_mb-MB.made"
 fi
 start_origin "$data/origin" "$work/origin-run" "$ROOT"
 pids+=($ORIGIN_PIDS)
