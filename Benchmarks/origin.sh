@@ -1,6 +1,8 @@
 # Sourced by Benchmarks/run.sh and Benchmarks/peers/cold.sh: serves a directory with nginx on 127.0.0.1 and
 # puts scripts/delay-proxy.py in front of it (10 ms each way: 20 ms of round-trip time; this kernel has no
 # netem). Sets ORIGIN_URL, ORIGIN_URL_20MS and ORIGIN_PIDS; the caller kills ORIGIN_PIDS when done.
+# The same files are also served below /json/ with nginx's JSON autoindex, which `chunkcache domain sync`
+# lists (rclone's http remote lists the HTML one at the root): "${ORIGIN_URL}json/" is an origin to sync.
 #
 #   start_origin DIR RUNDIR REPO_ROOT
 start_origin() {
@@ -26,8 +28,12 @@ http {
     access_log off;
     sendfile on;
     keepalive_requests 1000000;
-    # HTML autoindex: rclone's http remote lists folders from it.
-    server { listen 127.0.0.1:$port; root $dir; etag on; autoindex on; }
+    # HTML autoindex: rclone's http remote lists folders from it; /json/: the same files, listed as
+    # chunkcache's domain sync reads them.
+    server {
+        listen 127.0.0.1:$port; root $dir; etag on; autoindex on;
+        location /json/ { alias $dir/; autoindex_format json; }
+    }
 }
 CONF
     "$nginx" -c "$run/nginx.conf" -p "$run" &
