@@ -43,6 +43,7 @@ public enum DomainMount {
         } catch let error as FuseError {
             throw CacheError(.invalidArgument, error.description)
         }
+        raiseReadAhead(of: mountPoint)
         let follower = ChangeFollower(filesystem, session: session)
         let following = Task { try await follower.run() }
         let syncing = options.syncEvery.map { every in Task { await syncDomain(domain, of: cache, every: every) } }
@@ -55,6 +56,21 @@ public enum DomainMount {
         mounted()
         try await onThreadOfItsOwn(named: "chunkcache-mount") { try session.run(threads: options.threads) }
         try? await cache.flushUsage()
+    }
+
+    /// The kernel reads ahead of a sequential reader at most `read_ahead_kb` of the mount's backing device
+    /// (128 KiB by default); 4 MiB keeps several 1 MiB reads in flight. Only root may raise it: others keep
+    /// the default.
+    private static func raiseReadAhead(of mountPoint: String) {
+        // The device's numbers from the mount table: a stat of the mount point would be a request to this
+        // very session, which serves nothing yet.
+        guard let canonical = try? FileSystem.canonicalPath(mountPoint),
+            let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8),
+            let line = table.split(separator: "\n").last(where: { $0.split(separator: " ").dropFirst(4).first == Substring(canonical) })
+        else { return }
+        let device = line.split(separator: " ")[2]
+        guard let file = try? FileDescriptor.open("/sys/class/bdi/\(device)/read_ahead_kb", O_WRONLY) else { return }
+        _ = try? file.closeAfter { try Array("4096\n".utf8).withUnsafeBytes { try file.writeAll($0) } }
     }
 
     /// libfuse's mount options: read-only unless `setfattr` may pin, named after the store and domain.

@@ -69,7 +69,7 @@ public final class MountedDomain: FuseFilesystem {
     public func attributes(_ request: FuseRequest, node: UInt64) {
         do {
             let status = try self.status(of: node)
-            request.reply(attributes: attributes(status, node: node), timeout: Self.timeout)
+            request.reply(attributes: attributes(status, node: node), timeout: Self.attributeTimeout(status))
         } catch {
             request.fail(error.mountErrno)
         }
@@ -106,6 +106,20 @@ public final class MountedDomain: FuseFilesystem {
             status.item.documentSize = node.size
         }
         return status
+    }
+
+    /// How long the kernel may trust an item's attributes: a day, except while a file is partly cached,
+    /// whose `st_blocks` grows with every read that downloads (so `du` follows within a second). Changes
+    /// to the catalogue are told to the kernel whatever the timeout.
+    static func attributeTimeout(_ status: ItemStatus) -> Double {
+        status.item.kind == .file && status.cachedBytes < status.item.documentSize ? 1 : timeout
+    }
+
+    /// The entry the kernel is given for an item.
+    func entry(_ status: ItemStatus, node: UInt64) -> FuseEntry {
+        FuseEntry(
+            node: node, attributes: attributes(status, node: node), timeout: Self.timeout,
+            attributeTimeout: Self.attributeTimeout(status))
     }
 
     /// The attributes the kernel is given for an item: its size and dates, `st_blocks` counting what the
@@ -232,8 +246,7 @@ public final class MountedDomain: FuseFilesystem {
                 let name = status.item.filename
                 // READDIRPLUS counts a lookup of each entry sent: one that does not fit is taken back.
                 let child = nodes.lookedUp(status.item, in: node, as: name)
-                let listed = FuseEntry(node: child, attributes: attributes(status, node: child), timeout: Self.timeout)
-                guard answer.add(name, listed, next: Int64(entry + 1)) else {
+                guard answer.add(name, self.entry(status, node: child), next: Int64(entry + 1)) else {
                     nodes.forget(child, lookups: 1)
                     break
                 }

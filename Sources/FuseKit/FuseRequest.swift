@@ -32,7 +32,7 @@ public struct FuseRequest: @unchecked Sendable {
         param.ino = fuse_ino_t(entry.node)
         param.generation = 1
         param.attr = entry.attributes
-        param.attr_timeout = entry.timeout
+        param.attr_timeout = entry.attributeTimeout
         param.entry_timeout = entry.timeout
         _ = fuse_reply_entry(raw, &param)
     }
@@ -87,16 +87,20 @@ public struct FuseRequest: @unchecked Sendable {
 }
 
 /// A directory entry for a `LOOKUP` or `READDIRPLUS`: the node, its attributes, and how long the kernel may
-/// trust both.
+/// trust each.
 public struct FuseEntry: Sendable {
     public var node: UInt64
     public var attributes: stat
+    /// Seconds the kernel may trust the name.
     public var timeout: Double
+    /// Seconds the kernel may trust the attributes.
+    public var attributeTimeout: Double
 
-    public init(node: UInt64, attributes: stat, timeout: Double) {
+    public init(node: UInt64, attributes: stat, timeout: Double, attributeTimeout: Double? = nil) {
         self.node = node
         self.attributes = attributes
         self.timeout = timeout
+        self.attributeTimeout = attributeTimeout ?? timeout
     }
 }
 
@@ -121,7 +125,7 @@ public struct FuseDirectoryBuffer: ~Copyable {
         param.ino = fuse_ino_t(entry.node)
         param.generation = 1
         param.attr = entry.attributes
-        param.attr_timeout = entry.timeout
+        param.attr_timeout = entry.attributeTimeout
         param.entry_timeout = entry.timeout
         let room = buffer.count - used
         let start = buffer.baseAddress.map { ($0 + used).assumingMemoryBound(to: CChar.self) }

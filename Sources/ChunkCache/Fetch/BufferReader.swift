@@ -1,3 +1,4 @@
+import FileIO
 import LMDBKit
 
 /// Reads part of a planned version straight into a caller's buffer: no temp file, no write.
@@ -21,9 +22,11 @@ enum BufferReader {
         let end = offset + Int64(count)
         let layout = plan.version.layout
         let dbs = store.dbs
+        let indices = (offset >> layout.shift)..<((end - 1) >> layout.shift + 1)
+        try RangeAssembler.prefetch(indices, of: plan, dbs: dbs, in: txn)
         return try store.codecs.withDecoder { context -> BufferRead in
             var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
-            for index in (offset >> layout.shift)...((end - 1) >> layout.shift) {
+            for index in indices {
                 let chunk = layout.range(ofChunk: index, length: size)
                 let lower = max(chunk.location, offset)
                 let upper = min(chunk.end, end)
@@ -33,6 +36,8 @@ enum BufferReader {
                     target.initializeMemory(as: UInt8.self, repeating: 0)
                 case .stored(let digest):
                     let stored = try RangeAssembler.storedChunk(digest, of: plan, dbs: dbs, in: txn)
+                    // One chunk: its pages read in one request, not a fault each (several: prefetched above).
+                    if indices.count == 1 { MappedPages.willNeed(stored) }
                     let whole = lower == chunk.location && upper == chunk.end
                     guard
                         let bytes = try plan.decode(
