@@ -8,6 +8,7 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "chunkcache",
         abstract: "A content-addressed chunk cache for lazy, partial file downloads.",
+        version: version,
         subcommands: [
             Init.self, Put.self, Import.self, Fetch.self, Versions.self, Stat.self, Domain.self, Ls.self, Changes.self,
             Anchor.self,
@@ -16,6 +17,9 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
             VerifyWalk.self,
         ])
 
+    /// What `chunkcache --version` prints.
+    public static let version = "0.20.0"
+
     public init() {}
 
     /// Runs the command line `arguments` (without the program name) and returns the exit code:
@@ -23,6 +27,11 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
     /// `--json`, the error object on stdout.
     public static func main(arguments: [String]) async -> Int32 {
         let json = arguments.contains("--json")
+        // Answered before the command tree is parsed: nothing is set up, no store is opened.
+        if removingGlobalOptions(arguments) == ["--version"] {
+            print(json ? JSON.object([("version", .string(version))]).rendered : version)
+            return 0
+        }
         do {
             guard var reordered = hoistingGlobalOptions(arguments) else {
                 report(
