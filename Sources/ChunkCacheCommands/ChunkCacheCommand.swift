@@ -27,9 +27,8 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
     /// `--json`, the error object on stdout.
     public static func main(arguments: [String]) async -> Int32 {
         let json = arguments.contains("--json")
-        // Answered before the command tree is parsed: nothing is set up, no store is opened.
-        if removingGlobalOptions(arguments) == ["--version"] {
-            print(json ? JSON.object([("version", .string(version))]).rendered : version)
+        if let reply = versionReply(to: arguments) {
+            print(reply)
             return 0
         }
         do {
@@ -74,6 +73,13 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
             report(code: .invalidArgument, message: message + " (see `chunkcache --help`)", json: json)
             return exitCode == .validationFailure ? 64 : exitCode.rawValue
         }
+    }
+
+    /// What `chunkcache [GLOBAL OPTIONS] --version` prints (`{"version"}` with `--json`), or `nil` for any other
+    /// command line. Answered before the command tree is parsed: nothing is set up, no store is opened.
+    public static func versionReply(to arguments: [String]) -> String? {
+        guard removingGlobalOptions(arguments) == ["--version"] else { return nil }
+        return arguments.contains("--json") ? JSON.object([("version", .string(version))]).rendered : version
     }
 
     /// Moves global options written before the command name (`chunkcache --store DIR --json stat`) after
