@@ -62,7 +62,15 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .executableTarget(name: "chunkcache", dependencies: ["ChunkCacheCommands"]),
+        .executableTarget(
+            name: "chunkcache", dependencies: ["ChunkCacheCommands"],
+            // Every command pays the process start: with the Swift runtime and Foundation linked in, the dynamic
+            // loader has no 20 libraries to map and relocate (issue 20). main.swift compiled with the flag names
+            // the static Foundation's own libraries for the link. A root package's flags (the library product
+            // stays free of them); release only, so debug builds and the tests' binary link fast.
+            swiftSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))],
+            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))]
+        ),
         // Fuzzing (Fuzz/README.md): the decoders of outside bytes as targets, and libFuzzer's driver for them.
         .target(name: "FuzzTargets", dependencies: ["ChunkCache", "ChunkCacheCommands", "OriginKit"]),
         .executableTarget(name: "chunkcache-fuzz", dependencies: ["FuzzTargets", "FileIO"]),

@@ -8,6 +8,7 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "chunkcache",
         abstract: "A content-addressed chunk cache for lazy, partial file downloads.",
+        version: version,
         subcommands: [
             Init.self, Put.self, Import.self, Fetch.self, Versions.self, Stat.self, Domain.self, Ls.self, Changes.self,
             Anchor.self,
@@ -16,6 +17,9 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
             VerifyWalk.self,
         ])
 
+    /// What `chunkcache --version` prints.
+    public static let version = "0.20.0"
+
     public init() {}
 
     /// Runs the command line `arguments` (without the program name) and returns the exit code:
@@ -23,6 +27,10 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
     /// `--json`, the error object on stdout.
     public static func main(arguments: [String]) async -> Int32 {
         let json = arguments.contains("--json")
+        if let reply = versionReply(to: arguments) {
+            print(reply)
+            return 0
+        }
         do {
             guard var reordered = hoistingGlobalOptions(arguments) else {
                 report(
@@ -67,6 +75,13 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
         }
     }
 
+    /// What `chunkcache [GLOBAL OPTIONS] --version` prints (`{"version"}` with `--json`), or `nil` for any other
+    /// command line. Answered before the command tree is parsed: nothing is set up, no store is opened.
+    public static func versionReply(to arguments: [String]) -> String? {
+        guard removingGlobalOptions(arguments) == ["--version"] else { return nil }
+        return arguments.contains("--json") ? JSON.object([("version", .string(version))]).rendered : version
+    }
+
     /// Moves global options written before the command name (`chunkcache --store DIR --json stat`) after
     /// it, where ArgumentParser reads each subcommand's `GlobalOptions`. The command is the first argument
     /// that is neither a global option nor its value, known or not, so a bad command is the one blamed.
@@ -104,16 +119,11 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
         return 0
     }
 
-    static let commandNames = Set(
-        configuration.subcommands.map {
-            $0.configuration.commandName ?? String(describing: $0).lowercased()
-        })
+    static let commandNames = Set(configuration.subcommands.map { $0._commandName })
 
     /// The commands help lists (not `verify-walk`, which `verify` runs in its child process).
     static let shownCommandNames = Set(
-        configuration.subcommands.filter { $0.configuration.shouldDisplay }.map {
-            $0.configuration.commandName ?? String(describing: $0).lowercased()
-        })
+        configuration.subcommands.filter { $0.configuration.shouldDisplay }.map { $0._commandName })
 
     /// Makes a fault end the command with exit status 1 and a `corruptData` error instead of a crash. LMDB
     /// trusts the pages of its memory-mapped file, so a damaged store can fault inside it (SIGSEGV, SIGBUS, or
@@ -173,3 +183,38 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
         }
     }
 }
+
+/// A command that runs by its type's name in lower case (`Fetch` is `fetch`) unless its configuration names it.
+/// ArgumentParser's own default takes the name from `String(describing:)` of the type, whose casts to the printing
+/// protocols each search every protocol conformance in the binary; it names every command of the tree before
+/// parsing, so with 22 commands that was 2-3 ms of each command's start (issue 20). Each name is one word.
+protocol NamedAfterItsType: ParsableCommand {}
+
+extension NamedAfterItsType {
+    static var _commandName: String {
+        configuration.commandName ?? _typeName(Self.self, qualified: false).lowercased()
+    }
+}
+
+extension Init: NamedAfterItsType {}
+extension Put: NamedAfterItsType {}
+extension Import: NamedAfterItsType {}
+extension Fetch: NamedAfterItsType {}
+extension Versions: NamedAfterItsType {}
+extension Stat: NamedAfterItsType {}
+extension Domain: NamedAfterItsType {}
+extension Ls: NamedAfterItsType {}
+extension Changes: NamedAfterItsType {}
+extension Anchor: NamedAfterItsType {}
+extension Mark: NamedAfterItsType {}
+extension Rm: NamedAfterItsType {}
+extension Mv: NamedAfterItsType {}
+extension Reimport: NamedAfterItsType {}
+extension Pin: NamedAfterItsType {}
+extension Unpin: NamedAfterItsType {}
+extension Evict: NamedAfterItsType {}
+extension Gc: NamedAfterItsType {}
+extension Verify: NamedAfterItsType {}
+extension Recover: NamedAfterItsType {}
+extension Sweep: NamedAfterItsType {}
+extension Bench: NamedAfterItsType {}
