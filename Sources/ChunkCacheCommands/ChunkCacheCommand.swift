@@ -217,4 +217,5 @@ extension Gc: NamedAfterItsType {}
 extension Verify: NamedAfterItsType {}
 extension Recover: NamedAfterItsType {}
 extension Sweep: NamedAfterItsType {}
+extension Mount: NamedAfterItsType {}
 extension Bench: NamedAfterItsType {}

@@ -66,7 +66,9 @@ public enum DomainMount {
         // very session, which serves nothing yet.
         guard let canonical = try? FileSystem.canonicalPath(mountPoint),
             let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8),
-            let line = table.split(separator: "\n").last(where: { $0.split(separator: " ").dropFirst(4).first == Substring(canonical) })
+            let line = table.split(separator: "\n").last(where: {
+                $0.split(separator: " ").dropFirst(4).first == Substring(canonical)
+            })
         else { return }
         let device = line.split(separator: " ")[2]
         guard let file = try? FileDescriptor.open("/sys/class/bdi/\(device)/read_ahead_kb", O_WRONLY) else { return }
