@@ -58,6 +58,16 @@ public enum DomainMount {
         try? await cache.flushUsage()
     }
 
+    /// Checks that `domain` exists in `cache`, as ``serve(_:domain:at:options:mounted:)`` does first.
+    /// - Throws: `noSuchItem` naming the domain.
+    public static func checkDomain(_ domain: String, of cache: ChunkCache) async throws {
+        guard try await cache.domains().contains(where: { $0.name == domain }) else {
+            throw CacheError(
+                .noSuchItem,
+                "there is no domain \"\(domain)\" in the store at \(cache.path); `chunkcache domain ls` lists them")
+        }
+    }
+
     /// The kernel reads ahead of a sequential reader at most `read_ahead_kb` of the mount's backing device
     /// (128 KiB by default); 4 MiB keeps several 1 MiB reads in flight. Only root may raise it: others keep
     /// the default.

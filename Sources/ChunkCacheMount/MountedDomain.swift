@@ -218,7 +218,11 @@ public final class MountedDomain: FuseFilesystem {
         do {
             let status = try self.status(of: node)
             guard status.item.kind == .folder else { return request.fail(ENOTDIR) }
-            request.replyOpen(handle: folders.add(OpenFolder(container: status.item.identifier)), keepCache: false)
+            // The kernel keeps the listing (`ls -lR` again reads no page of it); a change to the folder drops it
+            // (ChangeFollower).
+            request.replyOpen(
+                handle: folders.add(OpenFolder(container: status.item.identifier)), keepCache: true,
+                cacheDirectory: true)
         } catch {
             request.fail(error.mountErrno)
         }

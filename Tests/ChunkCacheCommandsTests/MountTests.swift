@@ -372,6 +372,97 @@ struct MountTests {
         }
     }
 
+    @Test(
+        "§13 §11 issue 20: a file replaced at the origin while open never mixes versions (its own bytes, or EIO once the origin has no more of them); --sync-every syncs; a new open sees the new version; a kept listing shows a new file",
+        .requires(NginxServer.self))
+    func originReplaced() async throws {
+        let old = TestData.random(count: 3 << 20, seed: 30)
+        let new = TestData.random(count: 2 << 20, seed: 31)
+        try await withTemporaryDirectory { dir in
+            try FileManager.default.createDirectory(atPath: dir + "/origin", withIntermediateDirectories: true)
+            try TestData.write(old, to: dir + "/origin/doc.bin")
+            let server = try await NginxServer.start(root: URL(fileURLWithPath: dir + "/origin"))
+            let store = dir + "/store"
+            do {
+                try runJSON(store, ["domain", "add", "web", "--origin", server.baseURL])
+                try runJSON(store, ["domain", "sync", "web"])
+                let mount = try MountProcess(
+                    store: store, domain: "web", at: dir + "/mnt", arguments: ["--sync-every", "1s"])
+                let mnt = mount.mountPoint
+                #expect(try shell("ls \(mnt)").output == "doc.bin\n", "the listing, now kept by the kernel")
+                // The reader prints what it read of the whole file after the replacement (a short read and then
+                // an error when the origin no longer has the rest of its version), and how the reading ended.
+                let script = """
+                    python3 -c 'import os, time, hashlib
+                    fd = os.open("\(mnt)/doc.bin", os.O_RDONLY)
+                    got = os.pread(fd, 1 << 20, 0)
+                    open("\(dir)/opened", "w").close()
+                    while not os.path.exists("\(dir)/go"): time.sleep(0.01)
+                    ending = "eof"
+                    try:
+                        while True:
+                            more = os.pread(fd, 1 << 20, len(got))
+                            if not more: break
+                            got += more
+                    except OSError as error:
+                        ending = os.strerror(error.errno)
+                    print(len(got), hashlib.sha256(got).hexdigest(), ending)'
+                    """
+                let reader = try ShellProcess(script)
+                #expect(try Self.eventually { FileManager.default.fileExists(atPath: dir + "/opened") })
+                // Replaced at the origin (a new file, renamed over: a new ETag), and a file added beside it.
+                try TestData.write(new, to: dir + "/origin/doc.new")
+                try FileManager.default.removeItem(atPath: dir + "/origin/doc.bin")
+                try FileManager.default.moveItem(atPath: dir + "/origin/doc.new", toPath: dir + "/origin/doc.bin")
+                try TestData.write(Array("added\n".utf8), to: dir + "/origin/added.txt")
+                #expect(
+                    try Self.eventually { try shell("cat \(mnt)/added.txt 2>/dev/null").output == "added\n" },
+                    "--sync-every found the new file; the kept listing was dropped")
+                #expect(try shell("ls \(mnt)").output == "added.txt\ndoc.bin\n")
+                #expect(
+                    try shell("sha256sum < \(mnt)/doc.bin | cut -d' ' -f1").output.trimmingCharacters(in: .newlines)
+                        == Self.sha256(new), "a new open reads the new version")
+                try TestData.write([], to: dir + "/go")
+                let read = reader.wait()
+                // What the open file read is the old version, all of it (its chunks were cached) or a prefix of it
+                // up to an I/O error (its origin no longer serves it): never a byte of the new one.
+                let words = read.output.split(separator: " ").map(String.init)
+                let count = Int(words.first ?? "") ?? -1
+                #expect(read.status == 0 && words.count >= 3 && count >= 1 << 20, "\(read)")
+                if count >= 1 << 20 && count <= old.count {
+                    #expect(words[1] == Self.sha256(Array(old[0..<count])), "\(read)")
+                    let ending = words[2...].joined(separator: " ").trimmingCharacters(in: .newlines)
+                    #expect(count == old.count ? ending == "eof" : ending == "Input/output error", "\(read)")
+                }
+                let ended = try mount.unmount()
+                #expect(ended.exitCode == 0, "\(ended)")
+            } catch {
+                await server.stop()
+                throw error
+            }
+            await server.stop()
+        }
+    }
+
+    @Test(
+        "§13 issue 20: without --foreground, mount returns once the mount is in place; fusermount3 -u ends its process")
+    func background() throws {
+        try withTemporaryDirectory { dir in
+            try Self.makeTree(at: dir + "/src")
+            let store = dir + "/store"
+            try runJSON(store, ["import", dir + "/src", "--domain", "d", "--copy"])
+            try FileManager.default.createDirectory(atPath: dir + "/mnt", withIntermediateDirectories: true)
+            let started = try runJSON(store, ["mount", "--domain", "d", dir + "/mnt"])
+            let pid = try started.int("pid")
+            #expect(MountProcess.isMounted(dir + "/mnt"), "mounted when the command returns")
+            try Self.expectSame("sha256sum big.bin", in: dir)
+            try runTool("fusermount3", "-u", dir + "/mnt")
+            #expect(try Self.eventually { kill(pid_t(pid), 0) != 0 }, "the background process ended")
+            let refused = try runCLI(["--store", store, "--json", "mount", "--domain", "nothing", dir + "/mnt"])
+            expectError(refused, exit: 1, code: "noSuchItem", mentions: ["nothing"])
+        }
+    }
+
     /// Whether `condition` holds within 5 seconds (the mount learns of a change as soon as it is committed;
     /// the margin is for a loaded machine).
     static func eventually(_ condition: () throws -> Bool) throws -> Bool {

@@ -55,8 +55,13 @@ struct Mount: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if !foreground { return try startInBackground() }
-        if ProcessInfo.processInfo.environment[Self.backgroundVariable] != nil {
+        if !foreground {
+            // What can be refused is refused here, where the user sees it; the background process mounts.
+            try await DomainMount.checkDomain(domain, of: try await global.openCache())
+            return try startInBackground()
+        }
+        let inBackground = ProcessInfo.processInfo.environment[Self.backgroundVariable] != nil
+        if inBackground {
             // The background process leaves the terminal's session, so its Ctrl-C does not reach the mount.
             _ = setsid()
         }
@@ -68,6 +73,8 @@ struct Mount: AsyncParsableCommand {
         let json = global.json
         let (domain, mountPoint) = (self.domain, self.mountPoint)
         try await DomainMount.serve(cache, domain: domain, at: mountPoint, options: mountOptions) {
+            // In the background the command that started this process says it.
+            guard !inBackground else { return }
             let line =
                 json
                 ? JSON.object([("mounted", .string(mountPoint)), ("domain", .string(domain))]).rendered
@@ -78,7 +85,8 @@ struct Mount: AsyncParsableCommand {
     }
 
     /// Runs this command again with `--foreground` as a background process, and returns once the mount is in
-    /// place (or fails with the error the background process printed).
+    /// place, or fails with the background process's status (it printed its error on the same stdout and
+    /// stderr).
     private func startInBackground() throws {
         let executable = try FileSystem.symlinkTarget("/proc/self/exe")
         let process = Process()
@@ -88,7 +96,6 @@ struct Mount: AsyncParsableCommand {
         environment[Self.backgroundVariable] = "1"
         process.environment = environment
         process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
         try process.run()
         let canonical = (try? FileSystem.canonicalPath(mountPoint)) ?? mountPoint
         // Mounted once /proc/self/mountinfo lists the mount point as a chunkcache file system.
