@@ -463,6 +463,37 @@ struct MountTests {
         }
     }
 
+    @Test(
+        "§13 §6 issue 20: a damaged chunk is EIO for the reads that need it; the rest of the file and the store keep serving"
+    )
+    func damagedChunk() throws {
+        try withTemporaryDirectory { dir in
+            let store = dir + "/store"
+            let bytes = TestData.random(count: 1 << 20, seed: 40)
+            try TestData.write(bytes, to: dir + "/doc")
+            try TestData.write(Array("fine\n".utf8), to: dir + "/other")
+            try runJSON(store, ["put", "--domain", "d", "doc", dir + "/doc"])
+            try runJSON(store, ["put", "--domain", "d", "other", dir + "/other"])
+            // Flip a byte inside the raw chunk at 192 KiB (random bytes are stored as they are).
+            var data = try Data(contentsOf: URL(fileURLWithPath: store + "/data.mdb"))
+            let needle = Data(bytes[(3 << 16)..<((3 << 16) + 256)])
+            let hit = try #require(data.range(of: needle), "the raw chunk is in data.mdb")
+            data[hit.lowerBound + 1000] ^= 0x5A
+            try TestData.write(Array(data), to: store + "/data.mdb")
+            let mount = try MountProcess(store: store, domain: "d", at: dir + "/mnt")
+            let mnt = mount.mountPoint
+            let bad = try shell("dd if=\(mnt)/doc bs=4096 skip=48 count=1 status=none | wc -c")
+            #expect(bad.output.contains("Input/output error"), "the damaged chunk: \(bad)")
+            let good = try shell("dd if=\(mnt)/doc bs=65536 count=3 status=none | sha256sum | cut -d' ' -f1")
+            #expect(good.output.trimmingCharacters(in: .newlines) == Self.sha256(Array(bytes[0..<(3 << 16)])))
+            let after = try shell("dd if=\(mnt)/doc bs=65536 skip=4 status=none | sha256sum | cut -d' ' -f1")
+            #expect(after.output.trimmingCharacters(in: .newlines) == Self.sha256(Array(bytes[(4 << 16)...])))
+            #expect(try shell("cat \(mnt)/other").output == "fine\n")
+            let ended = try mount.unmount()
+            #expect(ended.exitCode == 0, "\(ended)")
+        }
+    }
+
     /// Whether `condition` holds within 5 seconds (the mount learns of a change as soon as it is committed;
     /// the margin is for a loaded machine).
     static func eventually(_ condition: () throws -> Bool) throws -> Bool {
