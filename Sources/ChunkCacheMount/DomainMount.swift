@@ -14,6 +14,9 @@ public struct MountOptions: Sendable {
     public var syncEvery: Duration?
     /// The FUSE session's threads: the mount's blocking home, where reads of cached bytes decode.
     public var threads = 4
+    /// Files opened while not all cached and at most this large are downloaded whole in the background
+    /// (``BackgroundFill``); 0 downloads only what is read.
+    public var fillBelow: Int64 = 256 << 20
 
     public init() {}
 }
@@ -36,7 +39,7 @@ public enum DomainMount {
                 .noSuchItem,
                 "there is no domain \"\(domain)\" in the store at \(cache.path); `chunkcache domain ls` lists them")
         }
-        let filesystem = MountedDomain(cache, domain: domain)
+        let filesystem = MountedDomain(cache, domain: domain, fillBelow: options.fillBelow)
         let session: FuseSession
         do {
             session = try FuseSession(serving: filesystem, at: mountPoint, options: fuseOptions(domain, cache, options))

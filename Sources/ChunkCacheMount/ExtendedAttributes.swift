@@ -37,11 +37,13 @@ enum ExtendedAttribute: String, CaseIterable {
 
 extension MountedDomain {
     public func extendedAttribute(_ request: FuseRequest, node: UInt64, name: String, size: Int) {
+        // `ls -l` asks every file for its ACL and security label: answered without a read of the store.
+        guard let attribute = ExtendedAttribute(rawValue: name), attribute != .pin else { return request.fail(ENODATA) }
         do {
             let status = try self.status(of: node)
-            guard status.item.kind == .file, let attribute = ExtendedAttribute(rawValue: name),
-                let value = attribute.value(of: status)
-            else { return request.fail(ENODATA) }
+            guard status.item.kind == .file, let value = attribute.value(of: status) else {
+                return request.fail(ENODATA)
+            }
             Self.reply(request, with: Array(value.utf8), size: size)
         } catch {
             request.fail(error.mountErrno)

@@ -21,6 +21,7 @@ public final class MountedDomain: FuseFilesystem {
     let files = Handles<OpenFile>()
     let folders = Handles<OpenFolder>()
     let buffers: ReadBuffers
+    let fill: BackgroundFill
     let owner = (uid: getuid(), gid: getgid())
     /// How long the kernel may trust names and attributes: long, because the mount tells it of every
     /// change (``ChangeFollower``).
@@ -30,11 +31,13 @@ public final class MountedDomain: FuseFilesystem {
     /// The largest read the kernel sends (FUSE's 256 pages).
     static let maxRead = 1 << 20
 
-    /// Serves `domain` of `cache`.
-    public init(_ cache: ChunkCache, domain: String) {
+    /// Serves `domain` of `cache`; files opened cold that are at most `fillBelow` bytes are downloaded whole
+    /// in the background (``BackgroundFill``).
+    public init(_ cache: ChunkCache, domain: String, fillBelow: Int64) {
         self.cache = cache
         self.domain = domain
         self.buffers = ReadBuffers(size: Self.maxRead, kept: 16)
+        self.fill = BackgroundFill(cache, limit: fillBelow)
     }
 
     public func configure(_ connection: inout FuseConnection) {
@@ -165,10 +168,11 @@ public final class MountedDomain: FuseFilesystem {
         do {
             let status = try self.status(of: node)
             guard status.item.kind == .file else { return request.fail(EISDIR) }
-            let handle = files.add(
-                OpenFile(
-                    item: ItemIdentifier(domain: domain, status.item.identifier), version: status.item.itemVersion,
-                    size: status.item.documentSize))
+            let file = OpenFile(
+                item: ItemIdentifier(domain: domain, status.item.identifier), version: status.item.itemVersion,
+                size: status.item.documentSize)
+            let handle = files.add(file)
+            fill.start(file, cachedBytes: status.cachedBytes)
             // The pages the kernel cached stay valid: a changed file is invalidated when the change is seen.
             request.replyOpen(handle: handle, keepCache: true)
         } catch {

@@ -34,6 +34,12 @@ struct Mount: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Run `domain sync` this often (origin domains), e.g. 5m.", valueName: "duration"))
     var syncEvery: Duration?
 
+    @Option(
+        help: ArgumentHelp(
+            "Download a file opened while not all cached whole, in the background, when it is at most this large (0: only what is read).",
+            valueName: "size"))
+    var fillBelow: ByteSize = ByteSize(argument: "256MiB")!
+
     @Flag(help: "Let other users read the mount (root, or user_allow_other in /etc/fuse.conf).")
     var allowOther = false
 
@@ -68,6 +74,7 @@ struct Mount: AsyncParsableCommand {
         var mountOptions = MountOptions()
         mountOptions.allowOther = allowOther || parsedOptions.contains("allow_other")
         mountOptions.readOnly = parsedOptions.contains("ro")
+        mountOptions.fillBelow = fillBelow.bytes
         mountOptions.syncEvery = syncEvery.map { .milliseconds(Int64($0.seconds * 1000)) }
         let cache = try await global.openCache()
         let json = global.json
