@@ -72,7 +72,7 @@ final class ChunkSink: @unchecked Sendable {
         counters.received(bytes.count)
         let shift = version.layout.shift
         var position = offset
-        var forDirect: [(index: Int64, raw: [UInt8], expected: ChunkDigest?)] = []
+        var urgent = false
         try bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws in
             var consumed = 0
             while consumed < raw.count {
@@ -92,7 +92,7 @@ final class ChunkSink: @unchecked Sendable {
                     if position + Int64(take) == chunkEnd, let done = current,
                         let chunk = claimed.removeValue(forKey: index)
                     {
-                        if let direct, direct.wants(index) { forDirect.append((index, done.bytes, chunk.expected)) }
+                        if let direct, direct.isUrgent, direct.wants(index) { urgent = true }
                         batch.append((chunk, done.bytes))
                         batchSize += done.bytes.count
                         current = nil
@@ -102,10 +102,7 @@ final class ChunkSink: @unchecked Sendable {
                 position += Int64(take)
             }
         }
-        if let direct {
-            for chunk in forDirect { await direct.take(chunk.index, chunk.raw, expected: chunk.expected) }
-        }
-        if batchSize >= Self.batchBytes || batch.contains(where: { $0.chunk.flight.isAwaited }) {
+        if urgent || batchSize >= Self.batchBytes || batch.contains(where: { $0.chunk.flight.isAwaited }) {
             try await commitBatch()
         }
     }
@@ -138,9 +135,10 @@ final class ChunkSink: @unchecked Sendable {
         }
     }
 
-    /// Hashes, checks and compresses the batch on the blocking pool, stores it in one write transaction, then
-    /// ends its chunks' flights. A chunk that fails its hash check is not stored; it goes back to be
-    /// downloaded again, and ``ChunkMismatch`` says which.
+    /// Hashes and checks the batch on the blocking pool, hands its chunks to a fetch served from the download
+    /// (``DirectBytes``), compresses them in the same hop, stores them in one write transaction, then ends
+    /// their flights. A chunk that fails its hash check is not stored; it goes back to be downloaded again,
+    /// and ``ChunkMismatch`` says which.
     private func commitBatch() async throws {
         guard !batch.isEmpty else { return }
         let pending = batch
@@ -166,8 +164,9 @@ final class ChunkSink: @unchecked Sendable {
         async throws
     {
         let store = self.store
+        let direct = self.direct
         let (chunks, mismatch) = try await runBlocking(doing: "storing downloaded chunks", store: store.path) {
-            try Self.encode(pending.map { ($0.chunk, $0.raw) }, store: store)
+            try Self.encode(pending.map { ($0.chunk, $0.raw) }, store: store, direct: direct)
         }
         if !chunks.isEmpty {
             let admission = PolicyAdmission(
@@ -197,21 +196,35 @@ final class ChunkSink: @unchecked Sendable {
         if let mismatch { throw mismatch }
     }
 
-    /// The chunks of a batch hashed and encoded, up to the first that fails its check.
-    private static func encode(_ pending: [(ClaimedChunk, [UInt8])], store: Store) throws -> (
+    /// The chunks of a batch hashed and encoded, up to the first that fails its check. Every chunk is hashed
+    /// and checked first, and the checked ones handed to `direct`, so a fetch served from the download does
+    /// not wait for their compression.
+    private static func encode(_ pending: [(ClaimedChunk, [UInt8])], store: Store, direct: DirectBytes?) throws -> (
         [DownloadedChunk], ChunkMismatch?
     ) {
-        var out: [DownloadedChunk] = []
-        out.reserveCapacity(pending.count)
-        var encoder = ChunkEncoder(store: store, largest: pending.map(\.1.count).max() ?? 0)
+        var digests: [ChunkDigest?] = []
+        digests.reserveCapacity(pending.count)
+        var mismatch: ChunkMismatch?
         for (chunk, raw) in pending {
-            let encoded = try raw.withUnsafeBytes { try encoder.encode($0, index: chunk.index) }
-            if let expected = chunk.expected, encoded.digest != expected {
-                return (out, ChunkMismatch(index: chunk.index, expected: expected, actual: encoded.digest))
+            let digest = raw.withUnsafeBytes { ChunkEncoder.digest(of: $0) }
+            if let expected = chunk.expected, digest != expected {
+                mismatch = ChunkMismatch(index: chunk.index, expected: expected, actual: digest)
+                break
             }
-            out.append(encoded)
+            digests.append(digest)
         }
-        return (out, nil)
+        if let direct {
+            for ((chunk, raw), digest) in zip(pending, digests) {
+                try raw.withUnsafeBytes { try direct.take(chunk.index, $0, isZero: digest == nil) }
+            }
+        }
+        var out: [DownloadedChunk] = []
+        out.reserveCapacity(digests.count)
+        var encoder = ChunkEncoder(store: store, largest: pending.map(\.1.count).max() ?? 0)
+        for ((chunk, raw), digest) in zip(pending, digests) {
+            out.append(try raw.withUnsafeBytes { try encoder.encode($0, index: chunk.index, digest: digest) })
+        }
+        return (out, mismatch)
     }
 }
 
@@ -227,9 +240,18 @@ struct ChunkEncoder {
         scratch = [UInt8](repeating: 0, count: ChunkCodec.encodedBound(rawCount: largest))
     }
 
+    /// The digest a chunk is stored under: nil for all zeros, which is never stored.
+    static func digest(of raw: UnsafeRawBufferPointer) -> ChunkDigest? {
+        isAllZero(raw) ? nil : ChunkDigest(hashing: raw)
+    }
+
     /// Chunk `index`: its digest (nil for all zeros, which is never stored) and stored form.
     mutating func encode(_ raw: UnsafeRawBufferPointer, index: Int64) throws -> DownloadedChunk {
-        let digest: ChunkDigest? = isAllZero(raw) ? nil : ChunkDigest(hashing: raw)
+        try encode(raw, index: index, digest: Self.digest(of: raw))
+    }
+
+    /// Chunk `index` whose digest (``digest(of:)``) is known: its stored form.
+    mutating func encode(_ raw: UnsafeRawBufferPointer, index: Int64, digest: ChunkDigest?) throws -> DownloadedChunk {
         var encoded: [UInt8] = []
         if digest != nil {
             if scratch.count < ChunkCodec.encodedBound(rawCount: raw.count) {

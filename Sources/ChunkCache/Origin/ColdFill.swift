@@ -35,11 +35,13 @@ struct ColdFill: Sendable {
     ///   - pinned: The version the origin must hold; nil for whatever it holds now.
     ///   - refresh: Ask even when the store knows the item (its version is stale).
     ///   - direct: The fetch may take its range's bytes before they are stored (a small hand-off).
+    ///   - streamed: The fetch's own file, which the bytes of its range are written into as they arrive.
     /// - Returns: What the origin holds, or nil when a concurrent fetch discovered the item meanwhile (plan
     ///   again).
-    func discover(pinned: [UInt8]?, minimal: ByteRange?, alignment: Int, refresh: Bool = false, direct: Bool = false)
-        async throws -> Discovered?
-    {
+    func discover(
+        pinned: [UInt8]?, minimal: ByteRange?, alignment: Int, refresh: Bool = false, direct: Bool = false,
+        streamed: StreamedFile? = nil
+    ) async throws -> Discovered? {
         let (flight, claimed) = session.discoveries.claim(item)
         guard claimed else {
             try await flight.wait()
@@ -93,14 +95,23 @@ struct ColdFill: Sendable {
                                     && indices.allSatisfy(claimedIndices.contains)
                                 {
                                     directBytes = DirectBytes(
-                                        range: retrieved, chunkShift: version.layout.shift, store: store.path)
+                                        range: retrieved, manifestID: version.manifestID,
+                                        chunkShift: version.layout.shift)
                                 }
                             }
+                            // The discovery's bytes go into the fetch's file too, so the fill that follows can
+                            // complete it from its own download.
+                            let fileTarget = streamed?.target(
+                                for: version,
+                                range: minimal.map {
+                                    version.layout.retrievedRange(
+                                        for: $0, aligningTo: Int64(alignment), length: object.size)
+                                } ?? ByteRange(location: 0, length: object.size))
                             state.set(
                                 recorded,
                                 sink: ChunkSink(
                                     store: store, version: version, item: item, session: session, claimed: chunks,
-                                    counters: counters, direct: directBytes), direct: directBytes)
+                                    counters: counters, direct: directBytes ?? fileTarget), direct: directBytes)
                             session.discoveries.finish(item, flight, with: .success(()))
                         },
                         deliver: { offset, bytes in try await state.sink?.deliver(offset, bytes) })
@@ -165,10 +176,15 @@ struct ColdFill: Sendable {
     /// - Parameter direct: The caller can take the range's bytes before they are stored: when this fill
     ///   downloads every chunk of a range of at most ``FetchThresholds/inlineBytes``, it returns them as soon
     ///   as they arrive (checked against known hashes) and the chunks are stored behind it.
-    /// - Returns: The range's bytes when the fetch is served from its download; nil when they are in the store.
-    func fill(_ version: VersionRecord, range: ByteRange, ahead: Range<Int64>?, direct: Bool = false) async throws
-        -> [UInt8]?
-    {
+    /// - Parameter streamed: The fetch's own file (a large range): when this fill downloads every chunk of
+    ///   the range not written into it yet, they are written into it as they arrive and the fill returns
+    ///   once they all are, while the chunks are stored behind it.
+    /// - Returns: The range's bytes when the fetch is served from its download (empty when they went into
+    ///   `streamed`); nil when they are in the store.
+    func fill(
+        _ version: VersionRecord, range: ByteRange, ahead: Range<Int64>?, direct: Bool = false,
+        streamed: StreamedFile? = nil
+    ) async throws -> [UInt8]? {
         let needed = try claimAbsent(of: version, in: range)
         var extra: [ClaimedChunk] = []
         if let ahead {
@@ -181,7 +197,8 @@ struct ColdFill: Sendable {
         let directBytes =
             direct && range.length > 0 && range.length <= FetchThresholds.inlineBytes
                 && needed.mine.count == chunksInRange && needed.awaited.count == needed.mine.count
-            ? DirectBytes(range: range, chunkShift: version.layout.shift, store: store.path) : nil
+            ? DirectBytes(range: range, manifestID: version.manifestID, chunkShift: version.layout.shift)
+            : streamed.flatMap { Self.fileTarget($0, version: version, range: range, mine: needed.mine) }
         let urgent = Set(needed.mine.map(\.index))
         var ownDownloads: [Task<Void, Never>] = []
         for run in Self.runs(of: needed.mine + extra, chunkShift: version.layout.shift) {
@@ -196,6 +213,20 @@ struct ColdFill: Sendable {
             for task in ownDownloads { task.cancel() }
             throw error
         }
+    }
+
+    /// The fetch's file as this fill's target, when the fill downloads every chunk of the range the file
+    /// lacks; otherwise the file is given up (the fetch is written from the store).
+    private static func fileTarget(
+        _ streamed: StreamedFile, version: VersionRecord, range: ByteRange, mine: [ClaimedChunk]
+    ) -> DirectBytes? {
+        guard let target = streamed.target(for: version, range: range),
+            target.missing.isSubset(of: Set(mine.map(\.index)))
+        else {
+            streamed.giveUp()
+            return nil
+        }
+        return target
     }
 
     /// Downloads chunk `index` of `version` again and overwrites the stored copy of `digest`, which failed its
