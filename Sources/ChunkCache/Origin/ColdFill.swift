@@ -111,7 +111,12 @@ struct ColdFill: Sendable {
                                 recorded,
                                 sink: ChunkSink(
                                     store: store, version: version, item: item, session: session, claimed: chunks,
-                                    counters: counters, direct: directBytes ?? fileTarget), direct: directBytes)
+                                    counters: counters, direct: directBytes ?? fileTarget),
+                                direct: directBytes
+                                    ?? fileTarget.flatMap {
+                                        // The fetch is served when the discovery brings all its range.
+                                        $0.missing.isSubset(of: Set(chunks.map(\.index))) ? $0 : nil
+                                    })
                             session.discoveries.finish(item, flight, with: .success(()))
                         },
                         deliver: { offset, bytes in try await state.sink?.deliver(offset, bytes) })
