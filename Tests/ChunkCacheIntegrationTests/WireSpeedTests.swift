@@ -132,4 +132,37 @@ import Testing
             #expect(report.damagedRecords.isEmpty && report.damagedVersions.isEmpty && report.corrupt.isEmpty)
         }
     }
+
+    @Test(
+        "§10 §13 (issue 20): concurrent cold reads of overlapping ranges share one download and are answered as their bytes arrive, before the store commits them",
+        .requires(NginxServer.self))
+    func overlappingReadsShareTheDownload() async throws {
+        let bytes = TestData.random(count: 4 << 20, seed: 2004)
+        try await ColdPathTests.withOrigin(["seq.bin": bytes], readAhead: 0) { cache, server, _ in
+            let item = ItemIdentifier(domain: "web", "seq.bin")
+            _ = try await cache.versions(of: item)
+            let writer = try await HeldWriter(cache)
+            let reads: [(offset: Int, count: Int)] = [(0, 1 << 20), (1 << 19, 1 << 20), (1 << 20, 1 << 20)]
+            let answered = try await Self.within(20) {
+                try await withThrowingTaskGroup(of: Bool.self) { group in
+                    for (offset, count) in reads {
+                        group.addTask {
+                            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 16)
+                            defer { buffer.deallocate() }
+                            let read = try await cache.read(item, version: nil, at: Int64(offset), into: buffer)
+                            return read.bytesRead == count && Array(buffer) == Array(bytes[offset..<(offset + count)])
+                        }
+                    }
+                    return try await group.reduce(true) { $0 && $1 }
+                }
+            }
+            try await writer.release()
+            #expect(answered == true, "every read answered from the download, byte-exact, while the writer was held")
+            await cache.waitForDownloads()
+            let log = try await server.accessLog(atLeast: 2).filter { $0.method == "GET" }
+            #expect(log.reduce(0) { $0 + $1.bytesSent } < (2 << 20) + 65_536, "each chunk downloaded once: \(log)")
+            let report = try await cache.verify()
+            #expect(report.damagedRecords.isEmpty && report.damagedVersions.isEmpty && report.corrupt.isEmpty)
+        }
+    }
 }

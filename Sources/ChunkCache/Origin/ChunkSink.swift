@@ -34,6 +34,9 @@ final class ChunkSink: @unchecked Sendable {
     private var current: (index: Int64, bytes: [UInt8])?
     private var batch: [(chunk: ClaimedChunk, raw: [UInt8])] = []
     private var batchSize = 0
+    /// Chunks hashed, checked, handed over and compressed, not yet committed.
+    private var encoded: [(chunk: ClaimedChunk, stored: DownloadedChunk)] = []
+    private var encodedSize = 0
 
     /// Raw bytes a batch gathers before it is committed.
     static let batchBytes = 4 << 20
@@ -102,7 +105,12 @@ final class ChunkSink: @unchecked Sendable {
                 position += Int64(take)
             }
         }
-        if urgent || batchSize >= Self.batchBytes || batch.contains(where: { $0.chunk.flight.isAwaited }) {
+        // A reader waiting for bytes gets them at once; the commit waits for a full batch, or for a reader of
+        // the store.
+        if urgent || batch.contains(where: { $0.chunk.flight.wantsBytes }) { try await encodeBatch() }
+        if batchSize + encodedSize >= Self.batchBytes || batch.contains(where: { $0.chunk.flight.isAwaited })
+            || encoded.contains(where: { $0.chunk.flight.isAwaited })
+        {
             try await commitBatch()
         }
     }
@@ -125,9 +133,11 @@ final class ChunkSink: @unchecked Sendable {
     /// Fails the flights of every chunk not stored: nothing partial is kept.
     func abandon(_ error: any Error) {
         direct?.fail(error)
-        let chunks = Array(claimed.values) + batch.map(\.chunk)
+        let chunks = Array(claimed.values) + batch.map(\.chunk) + encoded.map(\.chunk)
         claimed.removeAll()
         batch.removeAll()
+        encoded.removeAll()
+        encodedSize = 0
         current = nil
         for chunk in chunks {
             session.chunks.finish(
@@ -135,65 +145,82 @@ final class ChunkSink: @unchecked Sendable {
         }
     }
 
-    /// Hashes and checks the batch on the blocking pool, hands its chunks to a fetch served from the download
-    /// (``DirectBytes``), compresses them in the same hop, stores them in one write transaction, then ends
-    /// their flights. A chunk that fails its hash check is not stored; it goes back to be downloaded again,
-    /// and ``ChunkMismatch`` says which.
-    private func commitBatch() async throws {
+    /// Hashes and checks the batch on the blocking pool, hands its chunks to the readers served from the
+    /// download (``DirectBytes``, ``Flight/arrived(_:)``) and compresses them, in one hop. A chunk that fails
+    /// its hash check goes back to be downloaded again, and ``ChunkMismatch`` says which.
+    private func encodeBatch() async throws {
         guard !batch.isEmpty else { return }
         let pending = batch
         batch.removeAll()
         batchSize = 0
-        let manifestID = version.manifestID
-        let replacing = self.replacing
+        let store = self.store
+        let direct = self.direct
+        let result: ([DownloadedChunk], ChunkMismatch?)
         do {
-            try await commit(pending, manifestID: manifestID, replacing: replacing)
-        } catch  where !(error is ChunkMismatch) {
-            // The batch left `claimed` and `batch`: its flights end here, or their waiters would wait forever.
-            for (chunk, _) in pending {
-                session.chunks.finish(
-                    ChunkKey(manifestID: manifestID, index: chunk.index), chunk.flight, with: .failure(error))
+            result = try await runBlocking(doing: "storing downloaded chunks", store: store.path) {
+                try Self.encode(pending.map { ($0.chunk, $0.raw) }, store: store, direct: direct)
             }
+        } catch {
+            failFlights(of: pending.map(\.chunk), error)
             throw error
+        }
+        let (chunks, mismatch) = result
+        for ((chunk, _), stored) in zip(pending, chunks) {
+            encoded.append((chunk, stored))
+            encodedSize += stored.rawLength
+        }
+        for (chunk, _) in pending.dropFirst(chunks.count) { claimed[chunk.index] = chunk }  // downloaded again
+        if let mismatch { throw mismatch }
+    }
+
+    /// Encodes what is left of the batch, stores every encoded chunk in one write transaction, then ends
+    /// their flights.
+    private func commitBatch() async throws {
+        try await encodeBatch()
+        guard !encoded.isEmpty else { return }
+        let pending = encoded
+        encoded.removeAll()
+        encodedSize = 0
+        do {
+            try await commit(pending.map(\.stored))
+        } catch {
+            // The chunks left `claimed` and `encoded`: their flights end here, or their waiters would wait forever.
+            failFlights(of: pending.map(\.chunk), error)
+            throw error
+        }
+        for (chunk, _) in pending {
+            session.chunks.finish(
+                ChunkKey(manifestID: version.manifestID, index: chunk.index), chunk.flight, with: .success(()))
         }
     }
 
-    /// Encodes and stores one batch, then ends the flights of the chunks stored; a chunk that failed its
-    /// check goes back to `claimed` and ``ChunkMismatch`` is thrown.
-    private func commit(_ pending: [(chunk: ClaimedChunk, raw: [UInt8])], manifestID: UInt64, replacing: Bool)
-        async throws
-    {
+    private func failFlights(of chunks: [ClaimedChunk], _ error: any Error) {
+        for chunk in chunks {
+            session.chunks.finish(
+                ChunkKey(manifestID: version.manifestID, index: chunk.index), chunk.flight, with: .failure(error))
+        }
+    }
+
+    /// Stores encoded chunks in one write transaction.
+    private func commit(_ chunks: [DownloadedChunk]) async throws {
         let store = self.store
-        let direct = self.direct
-        let (chunks, mismatch) = try await runBlocking(doing: "storing downloaded chunks", store: store.path) {
-            try Self.encode(pending.map { ($0.chunk, $0.raw) }, store: store, direct: direct)
+        let manifestID = version.manifestID
+        let replacing = self.replacing
+        let admission = PolicyAdmission(
+            itemKey: itemKey,
+            chunks: chunks.filter { $0.digest != nil }.map {
+                ($0.index, UInt32(max(0, $0.encoded.count - ChunkCodec.headerSize)))
+            })
+        let bytes = chunks.reduce(Int64(0)) { $0 + Int64($1.encoded.count) }
+        // Downloads can be made again: a crash may lose the last batch, never damage the store. The writer
+        // makes room for them first (CONTRACT §12), and the policy takes them into its window.
+        _ = try await store.writer.write(
+            durability: .deferMeta, reserving: bytes, doing: "storing downloaded chunks"
+        ) { txn in
+            try txn.storeDownloaded(chunks, manifestID: manifestID, replacing: replacing, store.dbs)
+            try txn.policyAdmit(admission, manifestID: manifestID, store.dbs)
+            try txn.addToCounter(store.dbs, PolicyMeta.misses, Int64(admission.chunks.count))
         }
-        if !chunks.isEmpty {
-            let admission = PolicyAdmission(
-                itemKey: itemKey,
-                chunks: chunks.filter { $0.digest != nil }.map {
-                    ($0.index, UInt32(max(0, $0.encoded.count - ChunkCodec.headerSize)))
-                })
-            let bytes = chunks.reduce(Int64(0)) { $0 + Int64($1.encoded.count) }
-            // Downloads can be made again: a crash may lose the last batch, never damage the store. The writer
-            // makes room for them first (CONTRACT §12), and the policy takes them into its window.
-            _ = try await store.writer.write(
-                durability: .deferMeta, reserving: bytes, doing: "storing downloaded chunks"
-            ) { txn in
-                try txn.storeDownloaded(chunks, manifestID: manifestID, replacing: replacing, store.dbs)
-                try txn.policyAdmit(admission, manifestID: manifestID, store.dbs)
-                try txn.addToCounter(store.dbs, PolicyMeta.misses, Int64(admission.chunks.count))
-            }
-        }
-        for (chunk, _) in pending {
-            if let mismatch, chunk.index >= mismatch.index {
-                claimed[chunk.index] = chunk  // downloaded again
-            } else {
-                session.chunks.finish(
-                    ChunkKey(manifestID: manifestID, index: chunk.index), chunk.flight, with: .success(()))
-            }
-        }
-        if let mismatch { throw mismatch }
     }
 
     /// The chunks of a batch hashed and encoded, up to the first that fails its check. Every chunk is hashed
@@ -212,6 +239,7 @@ final class ChunkSink: @unchecked Sendable {
                 break
             }
             digests.append(digest)
+            chunk.flight.arrived(raw)
         }
         if let direct {
             for ((chunk, raw), digest) in zip(pending, digests) {

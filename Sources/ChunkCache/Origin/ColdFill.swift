@@ -199,9 +199,11 @@ struct ColdFill: Sendable {
         let chunksInRange =
             range.length > 0
             ? ((range.end - 1) >> version.layout.shift) - (range.location >> version.layout.shift) + 1 : 0
+        // A small range every chunk of which is on its way (this fill's downloads, or another's: concurrent
+        // reads of nearby ranges share one download) is served from the bytes as they arrive.
         let directBytes =
             direct && range.length > 0 && range.length <= FetchThresholds.inlineBytes
-                && needed.mine.count == chunksInRange && needed.awaited.count == needed.mine.count
+                && needed.awaited.count == chunksInRange
             ? DirectBytes(range: range, manifestID: version.manifestID, chunkShift: version.layout.shift)
             : streamed.flatMap { Self.fileTarget($0, version: version, range: range, mine: needed.mine) }
         let urgent = Set(needed.mine.map(\.index))
@@ -210,6 +212,9 @@ struct ColdFill: Sendable {
             let task = startDownload(run, of: version, direct: directBytes)
             if run.contains(where: { urgent.contains($0.index) }) { ownDownloads.append(task) }
         }
+        if let directBytes, directBytes.isUrgent {
+            Self.takeArriving(needed.awaited, notIn: needed.mine, of: version, range: range, into: directBytes)
+        }
         do {
             if let directBytes, let bytes = try? await directBytes.wait() { return bytes }
             for flight in needed.awaited { try await flight.wait() }
@@ -217,6 +222,29 @@ struct ColdFill: Sendable {
         } catch let error as CancellationError where Task.isCancelled {
             for task in ownDownloads { task.cancel() }
             throw error
+        }
+    }
+
+    /// Hands `direct` the bytes of the chunks other downloads bring as they arrive; a chunk stored before
+    /// its bytes could be handed over makes the fetch wait for the store instead.
+    private static func takeArriving(
+        _ awaited: [Flight], notIn mine: [ClaimedChunk], of version: VersionRecord, range: ByteRange,
+        into direct: DirectBytes
+    ) {
+        let own = Set(mine.map { ObjectIdentifier($0.flight) })
+        let first = range.location >> version.layout.shift
+        for (offset, flight) in awaited.enumerated() where !own.contains(ObjectIdentifier(flight)) {
+            let index = first + Int64(offset)
+            Task {
+                do {
+                    guard let bytes = try await flight.waitForBytes() else {
+                        return direct.fail(CancellationError())
+                    }
+                    try bytes.withUnsafeBytes { try direct.take(index, $0, isZero: false) }
+                } catch {
+                    direct.fail(error)
+                }
+            }
         }
     }
 
