@@ -66,4 +66,43 @@ import Testing
             #expect(try far.int("downloadedBytes") == 65_536)
         }
     }
+
+    @Test(
+        "§10 (issue 20): fetch --out of a whole cold 64 MiB file of a domain-synced item is byte-exact, asks no HEAD, makes 8 GETs of 8 MiB at --pipeline-depth 4, keeps peak RSS under 150 MiB; verify is clean",
+        .requires(NginxServer.self))
+    func wholeFetchOutStreams() async throws {
+        let bytes = TestData.random(count: 64 << 20, seed: 2005)
+        try await Self.withMovie(bytes) { store, server in
+            try runJSON(store, ["domain", "add", "web", "--origin", server.baseURL, "--pipeline-depth", "4"])
+            try runJSON(store, ["domain", "sync", "web"])
+            let dir = URL(fileURLWithPath: store).deletingLastPathComponent().path
+            let out = dir + "/movie.out"
+            let rss = dir + "/rss"
+            // GNU time reports the child's peak RSS (getrusage of its own child, not of this test process).
+            let timed = Process()
+            timed.executableURL = URL(fileURLWithPath: "/usr/bin/time")
+            timed.arguments =
+                ["-f", "%M", "-o", rss, try #require(ChunkCacheBinary.path)]
+                + ["--store", store, "--json", "fetch", "--domain", "web", "movie.bin", "--out", out]
+            let stdout = Pipe()
+            timed.standardOutput = stdout
+            try timed.run()
+            let printed = stdout.fileHandleForReading.readDataToEndOfFile()
+            timed.waitUntilExit()
+            try #require(timed.terminationStatus == 0)
+            let result = try parseJSONObject(String(decoding: printed, as: UTF8.self))
+            #expect(try result.int("downloadedBytes") == 64 << 20 && result.int("requests") == 8)
+            #expect(try TestData.read(out, count: 64 << 20) == bytes)
+            let peakKiB = try #require(
+                Int(try String(contentsOfFile: rss, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+            #expect(peakKiB < 150 << 10, "peak RSS \(peakKiB) KiB")
+            let log = try await server.accessLog(atLeast: 9).filter { $0.uri.hasSuffix("movie.bin") }
+            #expect(log.count == 8 && log.allSatisfy { $0.method == "GET" && $0.range != nil }, "\(log)")
+            // In parallel: nginx logs each as it ends, in any order.
+            let expected = (0..<8).map { "bytes=\($0 << 23)-\((($0 + 1) << 23) - 1)" }
+            #expect(Set(log.compactMap(\.range)) == Set(expected))
+            let verify = try runJSON(store, ["verify"])
+            #expect((verify["corrupt"] as? [Any])?.isEmpty == true)
+        }
+    }
 }

@@ -255,13 +255,19 @@ extension ChunkCache {
             absence = missing
         }
         var fromDownload: (@Sendable ([UInt8], DownloadedRange) throws -> FetchResult)?
-        if job.servesFromDownload {
+        // A large range goes into the fetch's own file as it arrives, never read back from the store.
+        let streamed = try StreamedFile.make(for: job, store: store)
+        defer { streamed?.close() }
+        if let streamed {
+            let store = self.store
+            fromDownload = { @Sendable _, downloaded in try streamed.finish(downloaded, store: store) }
+        } else if job.servesFromDownload {
             fromDownload = { @Sendable bytes, downloaded in try self.handOffDownloaded(bytes, downloaded) }
         }
         let cold = try await throughOrigin(
             ColdTarget(item: item, minimal: minimalRange, alignment: alignment), version: version, options: options,
             request: request,
-            servesFromDownload: fromDownload, first: absence
+            servesFromDownload: fromDownload, streamed: streamed, first: absence
         ) { version in
             try await self.fetchFromStore(job, version: version, afterFill: true)
         }

@@ -34,6 +34,9 @@ final class ChunkSink: @unchecked Sendable {
     private var current: (index: Int64, bytes: [UInt8])?
     private var batch: [(chunk: ClaimedChunk, raw: [UInt8])] = []
     private var batchSize = 0
+    /// Chunks hashed, checked, handed over and compressed, not yet committed.
+    private var encoded: [(chunk: ClaimedChunk, stored: DownloadedChunk)] = []
+    private var encodedSize = 0
 
     /// Raw bytes a batch gathers before it is committed.
     static let batchBytes = 4 << 20
@@ -72,7 +75,7 @@ final class ChunkSink: @unchecked Sendable {
         counters.received(bytes.count)
         let shift = version.layout.shift
         var position = offset
-        var forDirect: [(index: Int64, raw: [UInt8], expected: ChunkDigest?)] = []
+        var urgent = false
         try bytes.withUnsafeBytes { (raw: UnsafeRawBufferPointer) throws in
             var consumed = 0
             while consumed < raw.count {
@@ -92,7 +95,7 @@ final class ChunkSink: @unchecked Sendable {
                     if position + Int64(take) == chunkEnd, let done = current,
                         let chunk = claimed.removeValue(forKey: index)
                     {
-                        if let direct, direct.wants(index) { forDirect.append((index, done.bytes, chunk.expected)) }
+                        if let direct, direct.isUrgent, direct.wants(index) { urgent = true }
                         batch.append((chunk, done.bytes))
                         batchSize += done.bytes.count
                         current = nil
@@ -102,10 +105,12 @@ final class ChunkSink: @unchecked Sendable {
                 position += Int64(take)
             }
         }
-        if let direct {
-            for chunk in forDirect { await direct.take(chunk.index, chunk.raw, expected: chunk.expected) }
-        }
-        if batchSize >= Self.batchBytes || batch.contains(where: { $0.chunk.flight.isAwaited }) {
+        // A reader waiting for bytes gets them at once; the commit waits for a full batch, or for a reader of
+        // the store.
+        if urgent || batch.contains(where: { $0.chunk.flight.wantsBytes }) { try await encodeBatch() }
+        if batchSize + encodedSize >= Self.batchBytes || batch.contains(where: { $0.chunk.flight.isAwaited })
+            || encoded.contains(where: { $0.chunk.flight.isAwaited })
+        {
             try await commitBatch()
         }
     }
@@ -128,9 +133,11 @@ final class ChunkSink: @unchecked Sendable {
     /// Fails the flights of every chunk not stored: nothing partial is kept.
     func abandon(_ error: any Error) {
         direct?.fail(error)
-        let chunks = Array(claimed.values) + batch.map(\.chunk)
+        let chunks = Array(claimed.values) + batch.map(\.chunk) + encoded.map(\.chunk)
         claimed.removeAll()
         batch.removeAll()
+        encoded.removeAll()
+        encodedSize = 0
         current = nil
         for chunk in chunks {
             session.chunks.finish(
@@ -138,80 +145,114 @@ final class ChunkSink: @unchecked Sendable {
         }
     }
 
-    /// Hashes, checks and compresses the batch on the blocking pool, stores it in one write transaction, then
-    /// ends its chunks' flights. A chunk that fails its hash check is not stored; it goes back to be
-    /// downloaded again, and ``ChunkMismatch`` says which.
-    private func commitBatch() async throws {
+    /// Hashes and checks the batch on the blocking pool, hands its chunks to the readers served from the
+    /// download (``DirectBytes``, ``Flight/arrived(_:)``) and compresses them, in one hop. A chunk that fails
+    /// its hash check goes back to be downloaded again, and ``ChunkMismatch`` says which.
+    private func encodeBatch() async throws {
         guard !batch.isEmpty else { return }
         let pending = batch
         batch.removeAll()
         batchSize = 0
-        let manifestID = version.manifestID
-        let replacing = self.replacing
+        let store = self.store
+        let direct = self.direct
+        let result: ([DownloadedChunk], ChunkMismatch?)
         do {
-            try await commit(pending, manifestID: manifestID, replacing: replacing)
-        } catch  where !(error is ChunkMismatch) {
-            // The batch left `claimed` and `batch`: its flights end here, or their waiters would wait forever.
-            for (chunk, _) in pending {
-                session.chunks.finish(
-                    ChunkKey(manifestID: manifestID, index: chunk.index), chunk.flight, with: .failure(error))
+            result = try await runBlocking(doing: "storing downloaded chunks", store: store.path) {
+                try Self.encode(pending.map { ($0.chunk, $0.raw) }, store: store, direct: direct)
             }
+        } catch {
+            failFlights(of: pending.map(\.chunk), error)
             throw error
         }
-    }
-
-    /// Encodes and stores one batch, then ends the flights of the chunks stored; a chunk that failed its
-    /// check goes back to `claimed` and ``ChunkMismatch`` is thrown.
-    private func commit(_ pending: [(chunk: ClaimedChunk, raw: [UInt8])], manifestID: UInt64, replacing: Bool)
-        async throws
-    {
-        let store = self.store
-        let (chunks, mismatch) = try await runBlocking(doing: "storing downloaded chunks", store: store.path) {
-            try Self.encode(pending.map { ($0.chunk, $0.raw) }, store: store)
+        let (chunks, mismatch) = result
+        for ((chunk, _), stored) in zip(pending, chunks) {
+            encoded.append((chunk, stored))
+            encodedSize += stored.rawLength
         }
-        if !chunks.isEmpty {
-            let admission = PolicyAdmission(
-                itemKey: itemKey,
-                chunks: chunks.filter { $0.digest != nil }.map {
-                    ($0.index, UInt32(max(0, $0.encoded.count - ChunkCodec.headerSize)))
-                })
-            let bytes = chunks.reduce(Int64(0)) { $0 + Int64($1.encoded.count) }
-            // Downloads can be made again: a crash may lose the last batch, never damage the store. The writer
-            // makes room for them first (CONTRACT §12), and the policy takes them into its window.
-            _ = try await store.writer.write(
-                durability: .deferMeta, reserving: bytes, doing: "storing downloaded chunks"
-            ) { txn in
-                try txn.storeDownloaded(chunks, manifestID: manifestID, replacing: replacing, store.dbs)
-                try txn.policyAdmit(admission, manifestID: manifestID, store.dbs)
-                try txn.addToCounter(store.dbs, PolicyMeta.misses, Int64(admission.chunks.count))
-            }
-        }
-        for (chunk, _) in pending {
-            if let mismatch, chunk.index >= mismatch.index {
-                claimed[chunk.index] = chunk  // downloaded again
-            } else {
-                session.chunks.finish(
-                    ChunkKey(manifestID: manifestID, index: chunk.index), chunk.flight, with: .success(()))
-            }
-        }
+        for (chunk, _) in pending.dropFirst(chunks.count) { claimed[chunk.index] = chunk }  // downloaded again
         if let mismatch { throw mismatch }
     }
 
-    /// The chunks of a batch hashed and encoded, up to the first that fails its check.
-    private static func encode(_ pending: [(ClaimedChunk, [UInt8])], store: Store) throws -> (
+    /// Encodes what is left of the batch, stores every encoded chunk in one write transaction, then ends
+    /// their flights.
+    private func commitBatch() async throws {
+        try await encodeBatch()
+        guard !encoded.isEmpty else { return }
+        let pending = encoded
+        encoded.removeAll()
+        encodedSize = 0
+        do {
+            try await commit(pending.map(\.stored))
+        } catch {
+            // The chunks left `claimed` and `encoded`: their flights end here, or their waiters would wait forever.
+            failFlights(of: pending.map(\.chunk), error)
+            throw error
+        }
+        for (chunk, _) in pending {
+            session.chunks.finish(
+                ChunkKey(manifestID: version.manifestID, index: chunk.index), chunk.flight, with: .success(()))
+        }
+    }
+
+    private func failFlights(of chunks: [ClaimedChunk], _ error: any Error) {
+        for chunk in chunks {
+            session.chunks.finish(
+                ChunkKey(manifestID: version.manifestID, index: chunk.index), chunk.flight, with: .failure(error))
+        }
+    }
+
+    /// Stores encoded chunks in one write transaction.
+    private func commit(_ chunks: [DownloadedChunk]) async throws {
+        let store = self.store
+        let manifestID = version.manifestID
+        let replacing = self.replacing
+        let admission = PolicyAdmission(
+            itemKey: itemKey,
+            chunks: chunks.filter { $0.digest != nil }.map {
+                ($0.index, UInt32(max(0, $0.encoded.count - ChunkCodec.headerSize)))
+            })
+        let bytes = chunks.reduce(Int64(0)) { $0 + Int64($1.encoded.count) }
+        // Downloads can be made again: a crash may lose the last batch, never damage the store. The writer
+        // makes room for them first (CONTRACT §12), and the policy takes them into its window.
+        _ = try await store.writer.write(
+            durability: .deferMeta, reserving: bytes, doing: "storing downloaded chunks"
+        ) { txn in
+            try txn.storeDownloaded(chunks, manifestID: manifestID, replacing: replacing, store.dbs)
+            try txn.policyAdmit(admission, manifestID: manifestID, store.dbs)
+            try txn.addToCounter(store.dbs, PolicyMeta.misses, Int64(admission.chunks.count))
+        }
+    }
+
+    /// The chunks of a batch hashed and encoded, up to the first that fails its check. Every chunk is hashed
+    /// and checked first, and the checked ones handed to `direct`, so a fetch served from the download does
+    /// not wait for their compression.
+    private static func encode(_ pending: [(ClaimedChunk, [UInt8])], store: Store, direct: DirectBytes?) throws -> (
         [DownloadedChunk], ChunkMismatch?
     ) {
-        var out: [DownloadedChunk] = []
-        out.reserveCapacity(pending.count)
-        var encoder = ChunkEncoder(store: store, largest: pending.map(\.1.count).max() ?? 0)
+        var digests: [ChunkDigest?] = []
+        digests.reserveCapacity(pending.count)
+        var mismatch: ChunkMismatch?
         for (chunk, raw) in pending {
-            let encoded = try raw.withUnsafeBytes { try encoder.encode($0, index: chunk.index) }
-            if let expected = chunk.expected, encoded.digest != expected {
-                return (out, ChunkMismatch(index: chunk.index, expected: expected, actual: encoded.digest))
+            let digest = raw.withUnsafeBytes { ChunkEncoder.digest(of: $0) }
+            if let expected = chunk.expected, digest != expected {
+                mismatch = ChunkMismatch(index: chunk.index, expected: expected, actual: digest)
+                break
             }
-            out.append(encoded)
+            digests.append(digest)
+            chunk.flight.arrived(raw)
         }
-        return (out, nil)
+        if let direct {
+            for ((chunk, raw), digest) in zip(pending, digests) {
+                try raw.withUnsafeBytes { try direct.take(chunk.index, $0, isZero: digest == nil) }
+            }
+        }
+        var out: [DownloadedChunk] = []
+        out.reserveCapacity(digests.count)
+        var encoder = ChunkEncoder(store: store, largest: pending.map(\.1.count).max() ?? 0)
+        for ((chunk, raw), digest) in zip(pending, digests) {
+            out.append(try raw.withUnsafeBytes { try encoder.encode($0, index: chunk.index, digest: digest) })
+        }
+        return (out, mismatch)
     }
 }
 
@@ -227,9 +268,18 @@ struct ChunkEncoder {
         scratch = [UInt8](repeating: 0, count: ChunkCodec.encodedBound(rawCount: largest))
     }
 
+    /// The digest a chunk is stored under: nil for all zeros, which is never stored.
+    static func digest(of raw: UnsafeRawBufferPointer) -> ChunkDigest? {
+        isAllZero(raw) ? nil : ChunkDigest(hashing: raw)
+    }
+
     /// Chunk `index`: its digest (nil for all zeros, which is never stored) and stored form.
     mutating func encode(_ raw: UnsafeRawBufferPointer, index: Int64) throws -> DownloadedChunk {
-        let digest: ChunkDigest? = isAllZero(raw) ? nil : ChunkDigest(hashing: raw)
+        try encode(raw, index: index, digest: Self.digest(of: raw))
+    }
+
+    /// Chunk `index` whose digest (``digest(of:)``) is known: its stored form.
+    mutating func encode(_ raw: UnsafeRawBufferPointer, index: Int64, digest: ChunkDigest?) throws -> DownloadedChunk {
         var encoded: [UInt8] = []
         if digest != nil {
             if scratch.count < ChunkCodec.encodedBound(rawCount: raw.count) {

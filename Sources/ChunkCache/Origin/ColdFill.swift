@@ -35,11 +35,13 @@ struct ColdFill: Sendable {
     ///   - pinned: The version the origin must hold; nil for whatever it holds now.
     ///   - refresh: Ask even when the store knows the item (its version is stale).
     ///   - direct: The fetch may take its range's bytes before they are stored (a small hand-off).
+    ///   - streamed: The fetch's own file, which the bytes of its range are written into as they arrive.
     /// - Returns: What the origin holds, or nil when a concurrent fetch discovered the item meanwhile (plan
     ///   again).
-    func discover(pinned: [UInt8]?, minimal: ByteRange?, alignment: Int, refresh: Bool = false, direct: Bool = false)
-        async throws -> Discovered?
-    {
+    func discover(
+        pinned: [UInt8]?, minimal: ByteRange?, alignment: Int, refresh: Bool = false, direct: Bool = false,
+        streamed: StreamedFile? = nil
+    ) async throws -> Discovered? {
         let (flight, claimed) = session.discoveries.claim(item)
         guard claimed else {
             try await flight.wait()
@@ -93,14 +95,28 @@ struct ColdFill: Sendable {
                                     && indices.allSatisfy(claimedIndices.contains)
                                 {
                                     directBytes = DirectBytes(
-                                        range: retrieved, chunkShift: version.layout.shift, store: store.path)
+                                        range: retrieved, manifestID: version.manifestID,
+                                        chunkShift: version.layout.shift)
                                 }
                             }
+                            // The discovery's bytes go into the fetch's file too, so the fill that follows can
+                            // complete it from its own download.
+                            let fileTarget = streamed?.target(
+                                for: version,
+                                range: minimal.map {
+                                    version.layout.retrievedRange(
+                                        for: $0, aligningTo: Int64(alignment), length: object.size)
+                                } ?? ByteRange(location: 0, length: object.size))
                             state.set(
                                 recorded,
                                 sink: ChunkSink(
                                     store: store, version: version, item: item, session: session, claimed: chunks,
-                                    counters: counters, direct: directBytes), direct: directBytes)
+                                    counters: counters, direct: directBytes ?? fileTarget),
+                                direct: directBytes
+                                    ?? fileTarget.flatMap {
+                                        // The fetch is served when the discovery brings all its range.
+                                        $0.missing.isSubset(of: Set(chunks.map(\.index))) ? $0 : nil
+                                    })
                             session.discoveries.finish(item, flight, with: .success(()))
                         },
                         deliver: { offset, bytes in try await state.sink?.deliver(offset, bytes) })
@@ -165,10 +181,15 @@ struct ColdFill: Sendable {
     /// - Parameter direct: The caller can take the range's bytes before they are stored: when this fill
     ///   downloads every chunk of a range of at most ``FetchThresholds/inlineBytes``, it returns them as soon
     ///   as they arrive (checked against known hashes) and the chunks are stored behind it.
-    /// - Returns: The range's bytes when the fetch is served from its download; nil when they are in the store.
-    func fill(_ version: VersionRecord, range: ByteRange, ahead: Range<Int64>?, direct: Bool = false) async throws
-        -> [UInt8]?
-    {
+    /// - Parameter streamed: The fetch's own file (a large range): when this fill downloads every chunk of
+    ///   the range not written into it yet, they are written into it as they arrive and the fill returns
+    ///   once they all are, while the chunks are stored behind it.
+    /// - Returns: The range's bytes when the fetch is served from its download (empty when they went into
+    ///   `streamed`); nil when they are in the store.
+    func fill(
+        _ version: VersionRecord, range: ByteRange, ahead: Range<Int64>?, direct: Bool = false,
+        streamed: StreamedFile? = nil
+    ) async throws -> [UInt8]? {
         let needed = try claimAbsent(of: version, in: range)
         var extra: [ClaimedChunk] = []
         if let ahead {
@@ -178,15 +199,21 @@ struct ColdFill: Sendable {
         let chunksInRange =
             range.length > 0
             ? ((range.end - 1) >> version.layout.shift) - (range.location >> version.layout.shift) + 1 : 0
+        // A small range every chunk of which is on its way (this fill's downloads, or another's: concurrent
+        // reads of nearby ranges share one download) is served from the bytes as they arrive.
         let directBytes =
             direct && range.length > 0 && range.length <= FetchThresholds.inlineBytes
-                && needed.mine.count == chunksInRange && needed.awaited.count == needed.mine.count
-            ? DirectBytes(range: range, chunkShift: version.layout.shift, store: store.path) : nil
+                && needed.awaited.count == chunksInRange
+            ? DirectBytes(range: range, manifestID: version.manifestID, chunkShift: version.layout.shift)
+            : streamed.flatMap { Self.fileTarget($0, version: version, range: range, mine: needed.mine) }
         let urgent = Set(needed.mine.map(\.index))
         var ownDownloads: [Task<Void, Never>] = []
         for run in Self.runs(of: needed.mine + extra, chunkShift: version.layout.shift) {
             let task = startDownload(run, of: version, direct: directBytes)
             if run.contains(where: { urgent.contains($0.index) }) { ownDownloads.append(task) }
+        }
+        if let directBytes, directBytes.isUrgent {
+            Self.takeArriving(needed.awaited, notIn: needed.mine, of: version, range: range, into: directBytes)
         }
         do {
             if let directBytes, let bytes = try? await directBytes.wait() { return bytes }
@@ -196,6 +223,43 @@ struct ColdFill: Sendable {
             for task in ownDownloads { task.cancel() }
             throw error
         }
+    }
+
+    /// Hands `direct` the bytes of the chunks other downloads bring as they arrive; a chunk stored before
+    /// its bytes could be handed over makes the fetch wait for the store instead.
+    private static func takeArriving(
+        _ awaited: [Flight], notIn mine: [ClaimedChunk], of version: VersionRecord, range: ByteRange,
+        into direct: DirectBytes
+    ) {
+        let own = Set(mine.map { ObjectIdentifier($0.flight) })
+        let first = range.location >> version.layout.shift
+        for (offset, flight) in awaited.enumerated() where !own.contains(ObjectIdentifier(flight)) {
+            let index = first + Int64(offset)
+            Task {
+                do {
+                    guard let bytes = try await flight.waitForBytes() else {
+                        return direct.fail(CancellationError())
+                    }
+                    try bytes.withUnsafeBytes { try direct.take(index, $0, isZero: false) }
+                } catch {
+                    direct.fail(error)
+                }
+            }
+        }
+    }
+
+    /// The fetch's file as this fill's target, when the fill downloads every chunk of the range the file
+    /// lacks; otherwise the file is given up (the fetch is written from the store).
+    private static func fileTarget(
+        _ streamed: StreamedFile, version: VersionRecord, range: ByteRange, mine: [ClaimedChunk]
+    ) -> DirectBytes? {
+        guard let target = streamed.target(for: version, range: range),
+            target.missing.isSubset(of: Set(mine.map(\.index)))
+        else {
+            streamed.giveUp()
+            return nil
+        }
+        return target
     }
 
     /// Downloads chunk `index` of `version` again and overwrites the stored copy of `digest`, which failed its

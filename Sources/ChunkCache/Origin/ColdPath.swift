@@ -15,19 +15,22 @@ struct ColdRequest: Sendable {
     let counters: DownloadProgress
     /// The fetch may be served from the bytes it downloads, before they are stored (``DirectBytes``).
     let servesFromDownload: Bool
+    /// The fetch's own file, written from its download as the bytes arrive (a large range).
+    let streamed: StreamedFile?
     /// The fetch's claim on what it downloads, which eviction spares until the fetch ends.
     let claim: UnreadDownloads.Claim
 
     fileprivate init(
         _ target: ColdTarget, options: FetchOptions, request: FetchRequest, servesFromDownload: Bool,
-        downloads: UnreadDownloads
+        streamed: StreamedFile?, downloads: UnreadDownloads
     ) {
         item = target.item
         strict = options.contains(.strictVersioning)
         minimal = target.minimal
         alignment = target.alignment
         counters = request.progress ?? DownloadProgress()
-        self.servesFromDownload = servesFromDownload
+        self.servesFromDownload = servesFromDownload && streamed == nil
+        self.streamed = streamed
         claim = downloads.claim()
     }
 }
@@ -68,17 +71,19 @@ extension ChunkCache {
     /// the store) again, with the version the origin named when it discovered one, until it serves. A
     /// fetch that may be served from its download (a hand-off of a small range whose every chunk it
     /// downloads) is written from the downloaded bytes at once, the chunks stored behind it
-    /// (``DirectBytes``, `servesFromDownload`). Read-ahead starts once, after the fetch is served.
+    /// (``DirectBytes``, `servesFromDownload`); a large one into its own file (`streamed`), whose bytes
+    /// `servesFromDownload` then is given empty. Read-ahead starts once, after the fetch is served.
     ///
     /// - Returns: What served the fetch, and what it downloaded.
     func throughOrigin<Served: ServedBytes & Sendable>(
         _ target: ColdTarget, version: [UInt8]?, options: FetchOptions, request: FetchRequest,
-        servesFromDownload: (@Sendable ([UInt8], DownloadedRange) throws -> Served)? = nil, first: Absence,
+        servesFromDownload: (@Sendable ([UInt8], DownloadedRange) throws -> Served)? = nil,
+        streamed: StreamedFile? = nil, first: Absence,
         attempt: @Sendable ([UInt8]?) async throws -> FetchOutcome<Served>
     ) async throws -> (served: Served, downloaded: DownloadProgress) {
         let cold = ColdRequest(
             target, options: options, request: request, servesFromDownload: servesFromDownload != nil,
-            downloads: store.space.unreadDownloads)
+            streamed: streamed, downloads: store.space.unreadDownloads)
         var version = version
         var readAheadDone = false
         var absence: Absence? = first
@@ -226,7 +231,7 @@ extension ChunkCache {
                 guard
                     let found = try await fill.discover(
                         pinned: pinned, minimal: minimal, alignment: request.alignment, refresh: refresh,
-                        direct: request.servesFromDownload)
+                        direct: request.servesFromDownload, streamed: request.streamed)
                 else { return .planAgain }
                 guard let (range, bytes) = found.downloaded else { return .planVersion(found.version.contentVersion) }
                 return .servedFromDownload(
@@ -239,7 +244,8 @@ extension ChunkCache {
                 if startsReadAhead { readAheadDone = true }
                 guard
                     let bytes = try await fill.fill(
-                        version, range: range, ahead: ahead, direct: request.servesFromDownload)
+                        version, range: range, ahead: ahead, direct: request.servesFromDownload,
+                        streamed: request.streamed)
                 else { return .planAgain }
                 return .servedFromDownload(
                     bytes,

@@ -1,33 +1,69 @@
+import FileIO
 import Foundation
 
-/// The bytes of a cold fetch's whole range, served from the download as they arrive, before they are stored (CONTRACT §10,
-/// "store behind"): the fetch writes its file from them while the chunks are hashed, compressed and committed
-/// behind it. Used only when one fetch downloads every chunk of its range and the range is small (a hand-off
-/// of at most ``FetchThresholds/inlineBytes``).
+/// The bytes of a cold fetch's whole range, served from the download as they arrive, before they are stored
+/// (CONTRACT §10, "store behind"): the fetch is answered from them while the chunks are compressed and
+/// committed behind it. Used only when the fetch's own downloads bring every chunk of its range it does
+/// not have yet.
 ///
-/// A chunk whose hash the manifest knows is checked before it counts, so no wrong byte reaches the caller;
-/// the SHA-256 runs on the blocking pool (``runBlocking(doing:store:_:)``), not the cooperative one.
+/// Two places take the bytes: memory, for a small range (a hand-off or a buffer read of at most
+/// ``FetchThresholds/inlineBytes``), handed over whole when the last chunk is in; or the fetch's own file
+/// (``StreamedFile``), written chunk by chunk at the chunks' offsets, for a large one (a whole-file fetch,
+/// `fetch --out`): nothing the fetch downloaded is read back from the store.
+///
+/// The sink (``ChunkSink``) hands over each chunk after checking it against the hash its manifest knows, on
+/// the blocking pool, in the same hop that stores it: no wrong byte reaches the caller, and no chunk is
+/// hashed twice.
 final class DirectBytes: Sendable {
     private struct Gathered: Sendable {
         var bytes: [UInt8]
         var missing: Set<Int64>
         var failure: (any Error)?
+        /// A zero chunk was left a hole (file, whole range).
+        var sparse = false
+        /// `pwrite`s into the file running now.
+        var writing = 0
+        /// The file's owner let it go: no write starts any more; `closing` runs once the last one ends.
+        var retired = false
+        var closing: (@Sendable () -> Void)?
     }
 
     /// The range, chunk-aligned at its start.
     let range: ByteRange
+    /// The manifest the range's chunks belong to.
+    let manifestID: UInt64
     private let shift: Int
     private let queue: WaitQueue<Gathered>
-    /// The store's path, for the message of an error while hashing.
-    private let storePath: String
+    /// The file the chunks are written into, or nil: memory.
+    private let file: FileDescriptor?
+    /// Zero chunks stay holes in the file (the range is the whole file, CONTRACT §3).
+    private let holesForZeros: Bool
 
-    init(range: ByteRange, chunkShift: Int, store storePath: String) {
+    /// Bytes gathered in memory.
+    init(range: ByteRange, manifestID: UInt64, chunkShift: Int) {
         self.range = range
+        self.manifestID = manifestID
         shift = chunkShift
-        self.storePath = storePath
-        let first = range.location >> chunkShift
-        let last = (range.end - 1) >> chunkShift
-        queue = WaitQueue(Gathered(bytes: [UInt8](repeating: 0, count: Int(range.length)), missing: Set(first...last)))
+        file = nil
+        holesForZeros = false
+        queue = WaitQueue(
+            Gathered(
+                bytes: [UInt8](repeating: 0, count: Int(range.length)),
+                missing: Set(Self.indices(of: range, shift: chunkShift))))
+    }
+
+    /// Bytes written into `file` at their offsets in the item; zero chunks stay holes when `holesForZeros`.
+    init(range: ByteRange, manifestID: UInt64, chunkShift: Int, file: FileDescriptor, holesForZeros: Bool) {
+        self.range = range
+        self.manifestID = manifestID
+        shift = chunkShift
+        self.file = file
+        self.holesForZeros = holesForZeros
+        queue = WaitQueue(Gathered(bytes: [], missing: Set(Self.indices(of: range, shift: chunkShift))))
+    }
+
+    private static func indices(of range: ByteRange, shift: Int) -> ClosedRange<Int64> {
+        (range.location >> shift)...((range.end - 1) >> shift)
     }
 
     /// Whether chunk `index` is one of the range's.
@@ -36,24 +72,65 @@ final class DirectBytes: Sendable {
         return offset >= range.location && offset < range.end
     }
 
-    /// Takes a chunk's raw bytes, checked against `expected` when it is known.
-    func take(_ index: Int64, _ raw: [UInt8], expected: ChunkDigest?) async {
-        if let expected {
-            let actual = try? await runBlocking(doing: "hashing chunk \(index)", store: storePath) {
-                raw.withUnsafeBytes { isAllZero($0) ? nil : ChunkDigest(hashing: $0) }
+    /// Whether the caller waits for each chunk as it arrives (a small range in memory): the sink then hands
+    /// a chunk over at once instead of with its batch.
+    var isUrgent: Bool { file == nil }
+
+    /// The chunks not taken yet.
+    var missing: Set<Int64> { queue.withLock { gathered, _ in gathered.missing } }
+
+    /// Whether a zero chunk was left a hole in the file.
+    var leftHoles: Bool { queue.withLock { gathered, _ in gathered.sparse } }
+
+    /// Takes a chunk's raw bytes, already checked against the hash its manifest knows. Blocking work (a
+    /// `pwrite` into the file): on the blocking pool, in the sink's hop.
+    func take(_ index: Int64, _ raw: UnsafeRawBufferPointer, isZero: Bool) throws {
+        guard wants(index) else { return }
+        if let file {
+            let writes = queue.withLock { gathered, _ in
+                guard !gathered.retired, gathered.failure == nil, gathered.missing.contains(index) else { return false }
+                gathered.writing += 1
+                return true
             }
-            // A mismatch: the sink finds it too and downloads it again; the fetch then waits for the store.
-            guard actual == expected else { return }
+            guard writes else { return }
+            defer {
+                let closing = queue.withLock { gathered, _ in
+                    gathered.writing -= 1
+                    return gathered.retired && gathered.writing == 0 ? gathered.closing.take() : nil
+                }
+                closing?()
+            }
+            if isZero && holesForZeros {
+                queue.withLock { gathered, _ in gathered.sparse = true }
+            } else {
+                try file.writeAll(toAbsoluteOffset: index << shift, raw)
+            }
         }
         let waiters = queue.withLock { gathered, waiters -> [WaitQueue<Gathered>.Waiter] in
             guard gathered.missing.remove(index) != nil else { return [] }
-            let start = Int((index << shift) - range.location)
-            gathered.bytes.replaceSubrange(start..<(start + raw.count), with: raw)
+            if file == nil {
+                let start = Int((index << shift) - range.location)
+                gathered.bytes.withUnsafeMutableBytes {
+                    UnsafeMutableRawBufferPointer(rebasing: $0[start..<(start + raw.count)]).copyMemory(from: raw)
+                }
+            }
             guard gathered.missing.isEmpty else { return [] }
             defer { waiters.removeAll() }
             return waiters
         }
         for waiter in waiters { waiter.resume() }
+    }
+
+    /// Lets the file go: no write into it starts after this, and `closing` (which closes it) runs once the
+    /// writes running now end, at once when none does. Downloads go on storing behind the fetch.
+    func retire(then closing: @escaping @Sendable () -> Void) {
+        let now = queue.withLock { gathered, _ in
+            gathered.retired = true
+            guard gathered.writing > 0 else { return true }
+            gathered.closing = closing
+            return false
+        }
+        if now { closing() }
     }
 
     /// Gives up: the fetch stops waiting here and waits for the store instead.
@@ -67,7 +144,7 @@ final class DirectBytes: Sendable {
         for waiter in waiters { waiter.resume(throwing: error) }
     }
 
-    /// The range's bytes once every chunk is in.
+    /// The range's bytes once every chunk is in (empty for a file: they are in it).
     func wait() async throws -> [UInt8] {
         try await queue.wait { gathered, _ in
             if let failure = gathered.failure { return .failure(failure) }
