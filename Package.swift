@@ -58,7 +58,7 @@ let package = Package(
         .target(
             name: "ChunkCacheCommands",
             dependencies: [
-                "ChunkCache", "ChunkCacheBench", "ChunkCacheMount", "FileIO", "LMDBKit",
+                "ChunkCache", "ChunkCacheBench", "ChunkCacheMount", "FileIO", "FuseKit", "LMDBKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -86,7 +86,7 @@ let package = Package(
             name: "ChunkCacheIntegrationTests", dependencies: ["ChunkCache", "FileIO", "LMDBKit", "TestSupport"]),
         .testTarget(
             name: "ChunkCacheCommandsTests",
-            dependencies: ["ChunkCacheCommands", "ChunkCache", "ChunkCacheBench", "TestSupport"]),
+            dependencies: ["ChunkCacheCommands", "ChunkCache", "ChunkCacheBench", "FuseKit", "TestSupport"]),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "TestSupport"]),
 
         .executableTarget(

@@ -75,15 +75,9 @@ public enum DomainMount {
     /// (128 KiB by default); 4 MiB keeps several 1 MiB reads in flight. Only root may raise it: others keep
     /// the default.
     private static func raiseReadAhead(of mountPoint: String) {
-        // The device's numbers from the mount table: a stat of the mount point would be a request to this
-        // very session, which serves nothing yet.
-        guard let canonical = try? FileSystem.canonicalPath(mountPoint),
-            let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8),
-            let line = table.split(separator: "\n").last(where: {
-                $0.split(separator: " ").dropFirst(4).first == Substring(canonical)
-            })
+        guard let canonical = try? FileSystem.canonicalPath(mountPoint), let mounted = MountTable.entry(at: canonical)
         else { return }
-        let device = line.split(separator: " ")[2]
+        let device = mounted.device
         guard let file = try? FileDescriptor.open("/sys/class/bdi/\(device)/read_ahead_kb", O_WRONLY) else { return }
         _ = try? file.closeAfter { try Array("4096\n".utf8).withUnsafeBytes { try file.writeAll($0) } }
     }

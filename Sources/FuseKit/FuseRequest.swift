@@ -28,12 +28,7 @@ public struct FuseRequest: @unchecked Sendable {
 
     /// Answers a `LOOKUP`: the kernel now holds one more lookup of `entry.node`.
     public func reply(entry: FuseEntry) {
-        var param = fuse_entry_param()
-        param.ino = fuse_ino_t(entry.node)
-        param.generation = 1
-        param.attr = entry.attributes
-        param.attr_timeout = entry.attributeTimeout
-        param.entry_timeout = entry.timeout
+        var param = entry.parameters
         _ = fuse_reply_entry(raw, &param)
     }
 
@@ -102,6 +97,17 @@ public struct FuseEntry: Sendable {
         self.timeout = timeout
         self.attributeTimeout = attributeTimeout ?? timeout
     }
+
+    /// libfuse's form of the entry. Nodes are never reused while the mount lives, so the generation is 1.
+    var parameters: fuse_entry_param {
+        var param = fuse_entry_param()
+        param.ino = fuse_ino_t(node)
+        param.generation = 1
+        param.attr = attributes
+        param.attr_timeout = attributeTimeout
+        param.entry_timeout = timeout
+        return param
+    }
 }
 
 /// Fills a `READDIRPLUS` answer of at most the size the kernel asked for.
@@ -121,12 +127,7 @@ public struct FuseDirectoryBuffer: ~Copyable {
     /// Adds `entry` under `name`; `next` is the offset the kernel asks from to continue after it.
     /// - Returns: false when the entry does not fit: the answer is full, send it.
     public mutating func add(_ name: String, _ entry: FuseEntry, next: Int64) -> Bool {
-        var param = fuse_entry_param()
-        param.ino = fuse_ino_t(entry.node)
-        param.generation = 1
-        param.attr = entry.attributes
-        param.attr_timeout = entry.attributeTimeout
-        param.entry_timeout = entry.timeout
+        var param = entry.parameters
         let room = buffer.count - used
         let start = buffer.baseAddress.map { ($0 + used).assumingMemoryBound(to: CChar.self) }
         let needed = fuse_add_direntry_plus(request.raw, start, room, name, &param, off_t(next))

@@ -1,4 +1,5 @@
 import Foundation
+import FuseKit
 import TestSupport
 import Testing
 
@@ -41,18 +42,8 @@ final class MountProcess: @unchecked Sendable {
         return process.wait(timeout: 30)
     }
 
-    /// Whether `path` (canonical, as the tests' temporary folders are) is a chunkcache FUSE mount now
-    /// (`/proc/self/mountinfo`).
-    static func isMounted(_ path: String) -> Bool {
-        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
-        return table.split(separator: "\n").contains { line in
-            let fields = line.split(separator: " ")
-            guard fields.count > 4, let separator = fields.firstIndex(of: "-"), separator + 1 < fields.count else {
-                return false
-            }
-            return fields[4] == path && fields[separator + 1] == "fuse.chunkcache"
-        }
-    }
+    /// Whether `path` (canonical, as the tests' temporary folders are) is a chunkcache FUSE mount now.
+    static func isMounted(_ path: String) -> Bool { MountTable.isMounted(path, type: "fuse.chunkcache") }
 }
 
 /// What a shell command printed (stdout and stderr together) and its exit status.

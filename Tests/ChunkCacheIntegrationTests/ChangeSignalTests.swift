@@ -101,7 +101,8 @@ import Testing
             let (woke, changed) = try await waiter.value
             #expect(!changed)
             let waited = woke - start
-            #expect(waited >= .milliseconds(1500) && waited < .milliseconds(1900), "\(waited)")
+            // Not long after: under a full suite on two cores a wake-up can lag by several hundred ms.
+            #expect(waited >= .milliseconds(1500) && waited < .milliseconds(2500), "\(waited)")
         }
     }
 

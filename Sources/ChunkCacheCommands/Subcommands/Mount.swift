@@ -3,6 +3,7 @@ import ChunkCache
 import ChunkCacheMount
 import FileIO
 import Foundation
+import FuseKit
 
 #if canImport(Glibc)
 import Glibc
@@ -107,27 +108,15 @@ struct Mount: AsyncParsableCommand {
         let canonical = (try? FileSystem.canonicalPath(mountPoint)) ?? mountPoint
         // Mounted once /proc/self/mountinfo lists the mount point as a chunkcache file system.
         while process.isRunning {
-            if Self.isMounted(canonical) {
+            if MountTable.isMounted(canonical, type: "fuse.chunkcache") {
                 return global.emit(
                     .object([
                         ("mounted", .string(mountPoint)), ("domain", .string(domain)),
                         ("pid", .int(Int64(process.processIdentifier))),
                     ]), summary: "mounted domain \(domain) at \(mountPoint) (process \(process.processIdentifier))")
             }
-            usleep(10_000)
+            ThisProcess.sleepBlocking(for: Swift.Duration.milliseconds(10))
         }
         throw ExitCode(process.terminationStatus == 0 ? 1 : process.terminationStatus)
-    }
-
-    /// Whether `path` is a chunkcache mount now.
-    static func isMounted(_ path: String) -> Bool {
-        guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return false }
-        return table.split(separator: "\n").contains { line in
-            let fields = line.split(separator: " ")
-            guard fields.count > 4, let separator = fields.firstIndex(of: "-"), separator + 1 < fields.count else {
-                return false
-            }
-            return fields[4] == path && fields[separator + 1] == "fuse.chunkcache"
-        }
     }
 }
