@@ -117,7 +117,8 @@ enum RangeAssembler {
     /// Starts the reads of the stored chunks `indices` of `plan` from disk at once (``MappedPages/willNeed(_:)``),
     /// before they are read one by one: a store whose pages left the page cache is read in one request per
     /// chunk, all in flight together, instead of a 4 KiB fault at a time. Costs an LMDB lookup and an
-    /// `madvise` per chunk, so only ranges of several chunks ask.
+    /// `madvise` per chunk, so only reads into a buffer of several chunks ask (the mount's); a hand-off
+    /// asks for each chunk's pages as it reaches it, with no second lookup.
     static func prefetch<T: TransactionReading & ~Copyable>(
         _ indices: Range<Int64>, of plan: FetchPlan, dbs: Databases, in txn: borrowing T
     ) throws {
@@ -148,7 +149,6 @@ enum RangeAssembler {
         let size = plan.version.size
         let dbs = store.dbs
         var written: Int64 = 0
-        try prefetch(indices, of: plan, dbs: dbs, in: txn)
         var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
         for index in indices {
             try checkpoint.check(index)
@@ -161,6 +161,8 @@ enum RangeAssembler {
                 if !plan.wholeFile { try run.append(ZeroBytes.prefix(length), at: range.location) }
             case .stored(let digest):
                 let stored = try storedChunk(digest, of: plan, dbs: dbs, in: txn)
+                // Its pages read in one request, not a fault each (a store out of the page cache).
+                MappedPages.willNeed(stored)
                 guard
                     let bytes = try plan.decode(
                         stored, rawCount: length, decompressor: context.decompressor,
