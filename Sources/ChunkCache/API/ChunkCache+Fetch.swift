@@ -199,7 +199,8 @@ extension ChunkCache {
         let cold = try await throughOrigin(
             ColdTarget(item: job.item, minimal: job.minimalRange, alignment: 1), version: version,
             options: job.options, request: job.request,
-            servesFromDownload: { @Sendable bytes, downloaded in try job.copy(bytes, downloaded) }, first: first
+            servesFromDownload: { @Sendable bytes, downloaded in try job.copy(bytes, downloaded, store: self.store) },
+            first: first
         ) { version in
             try await self.readFromStore(job, version: version)
         }

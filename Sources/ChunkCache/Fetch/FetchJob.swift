@@ -148,7 +148,7 @@ struct BufferReadJob: @unchecked Sendable {
 
     /// Serves the read from bytes downloaded for it (`bytes` are `downloaded.range` of the version, which
     /// covers the read's range up to the end of the file).
-    func copy(_ bytes: [UInt8], _ downloaded: ChunkCache.DownloadedRange) throws -> ServedRead {
+    func copy(_ bytes: [UInt8], _ downloaded: ChunkCache.DownloadedRange, store: Store) throws -> ServedRead {
         let end = min(offset + Int64(buffer.count), downloaded.version.size)
         let count = Int(max(0, end - offset))
         if count > 0 {
@@ -159,12 +159,12 @@ struct BufferReadJob: @unchecked Sendable {
                     from: UnsafeRawBufferPointer(rebasing: $0[start..<(start + count)]))
             }
         }
+        // Its use recorded as a read served from the store records it.
+        downloaded.noteUse(in: store)
         return ServedRead(
             offset: offset, fromOriginDomain: true,
             result: ReadResult(
-                bytesRead: count,
-                item: Records.publicItem(downloaded.item, domain: downloaded.domain, version: downloaded.version),
-                domainVersion: downloaded.domainVersion))
+                bytesRead: count, item: downloaded.publicItem, domainVersion: downloaded.domainVersion))
     }
 
     func attempt(_ version: [UInt8]?, store: Store) throws -> FetchOutcome<ServedRead> {

@@ -161,8 +161,9 @@ enum RangeAssembler {
                 if !plan.wholeFile { try run.append(ZeroBytes.prefix(length), at: range.location) }
             case .stored(let digest):
                 let stored = try storedChunk(digest, of: plan, dbs: dbs, in: txn)
-                // Its pages read in one request, not a fault each (a store out of the page cache).
-                MappedPages.willNeed(stored)
+                // Its pages read in one request, not a fault each (a store out of the page cache). Not for a
+                // one-chunk range: the warm fetch of one chunk (a read()'s path) pays no system call for it.
+                if indices.count > 1 { MappedPages.willNeed(stored) }
                 guard
                     let bytes = try plan.decode(
                         stored, rawCount: length, decompressor: context.decompressor,

@@ -86,12 +86,7 @@ final class StreamedFile: Sendable {
     /// byte of `downloaded.range`, all written from the download.
     func finish(_ downloaded: ChunkCache.DownloadedRange, store: Store) throws -> FetchResult {
         let target = state.withLock { $0.target }
-        let holes = target?.leftHoles ?? false
-        var result = FetchResult(
-            url: URL(fileURLWithPath: "/"),
-            item: Records.publicItem(downloaded.item, domain: downloaded.domain, version: downloaded.version),
-            retrievedRange: downloaded.range, flags: holes ? .knownSparseRanges : [], owner: .caller,
-            domainVersion: downloaded.domainVersion, cloneStrategy: nil, fromOriginDomain: true)
+        let flags: MaterializationFlags = target?.leftHoles ?? false ? .knownSparseRanges : []
         do {
             try descriptor.resize(to: downloaded.version.size)
         } catch {
@@ -99,8 +94,9 @@ final class StreamedFile: Sendable {
         }
         switch place {
         case .handOff(let path):
-            result.url = URL(fileURLWithPath: path, isDirectory: false)
             state.withLock { $0.done = true }
+            return downloaded.served(
+                at: URL(fileURLWithPath: path, isDirectory: false), flags: flags, owner: .caller, store: store)
         case .destination(let destination):
             // Only this call touches the pending file now: every download finished writing into it.
             guard var pending = state.withLock({ $0.pending }) else { preconditionFailure("a destination has a file") }
@@ -114,13 +110,10 @@ final class StreamedFile: Sendable {
                 $0.pending = pending
                 $0.done = true
             }
-            result.url = URL(fileURLWithPath: destination.path, isDirectory: false)
-            result.owner = .destination
+            return downloaded.served(
+                at: URL(fileURLWithPath: destination.path, isDirectory: false), flags: flags, owner: .destination,
+                store: store)
         }
-        store.usage.noteUse(
-            of: ItemIdentifier(domain: downloaded.domain, downloaded.item.identifier),
-            recorded: downloaded.item.lastUsedDate, store: store)
-        return result
     }
 
     /// Closes the file, once no download writes into it any more; one not finished is removed.

@@ -160,14 +160,8 @@ extension ChunkCache {
                 return .complete
             }
             guard case .file(let path) = made else { preconditionFailure("downloaded bytes are never damaged") }
-            store.usage.noteUse(
-                of: ItemIdentifier(domain: downloaded.domain, downloaded.item.identifier),
-                recorded: downloaded.item.lastUsedDate, store: store)
-            return FetchResult(
-                url: URL(fileURLWithPath: path, isDirectory: false),
-                item: Records.publicItem(downloaded.item, domain: downloaded.domain, version: downloaded.version),
-                retrievedRange: downloaded.range, flags: flags, owner: .caller, domainVersion: downloaded.domainVersion,
-                cloneStrategy: nil, fromOriginDomain: true)
+            return downloaded.served(
+                at: URL(fileURLWithPath: path, isDirectory: false), flags: flags, owner: .caller, store: store)
         } catch {
             throw CacheError.wrap(
                 error, store: store.path, doing: "writing the downloaded range of \(downloaded.item.identifier)")
@@ -204,6 +198,24 @@ extension ChunkCache {
         let version: VersionRecord
         let range: ByteRange
         let domainVersion: DomainVersion
+
+        /// The item at the version the range is of, as a result names it.
+        var publicItem: Item { Records.publicItem(item, domain: domain, version: version) }
+
+        /// A fetch served from the download: records the item's use, as a fetch served from the store does,
+        /// and returns the result of a file at `url`.
+        func served(at url: URL, flags: MaterializationFlags, owner: FileOwner, store: Store) -> FetchResult {
+            noteUse(in: store)
+            return FetchResult(
+                url: url, item: publicItem, retrievedRange: range, flags: flags, owner: owner,
+                domainVersion: domainVersion, cloneStrategy: nil, fromOriginDomain: true)
+        }
+
+        /// Records the item's use (``UsageRecorder``).
+        func noteUse(in store: Store) {
+            store.usage.noteUse(
+                of: ItemIdentifier(domain: domain, item.identifier), recorded: item.lastUsedDate, store: store)
+        }
     }
 
     /// What a fetch does after a fill.
