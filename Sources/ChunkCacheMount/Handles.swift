@@ -44,8 +44,6 @@ final class Handles<Value: Sendable>: Sendable {
 
     func remove(_ handle: UInt64) { state.withLock { $0.open[handle] = nil } }
 
-    /// How many handles are open.
-    var count: Int { state.withLock { $0.open.count } }
 }
 
 /// Read buffers kept for reuse: a fresh megabyte costs its page faults on every read (MEASURED: 214 µs for

@@ -101,6 +101,4 @@ final class NodeTable: Sendable {
         }
     }
 
-    /// How many nodes the kernel holds now, the root included.
-    var count: Int { state.withLock { $0.nodes.count } }
 }

@@ -33,10 +33,6 @@ public protocol FuseFilesystem: AnyObject, Sendable {
 
 /// What the kernel and libfuse agreed on, and what the file system asks of them (`struct fuse_conn_info`).
 public struct FuseConnection: Sendable {
-    /// The protocol's minor version the kernel speaks (7.x).
-    public var protocolMinor: UInt32
-    /// The largest `READ` the kernel sends, in bytes.
-    public var maxRead: UInt32
     /// How far the kernel reads ahead of a sequential reader, in bytes.
     public var maxReadahead: UInt32
     /// How many requests the kernel keeps in flight in the background (read-ahead among them).

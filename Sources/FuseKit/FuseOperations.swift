@@ -12,7 +12,6 @@ extension FuseSession {
         ops.`init` = { userdata, conn in
             guard let userdata, let conn else { return }
             var connection = FuseConnection(
-                protocolMinor: conn.pointee.proto_minor, maxRead: conn.pointee.max_read,
                 maxReadahead: conn.pointee.max_readahead, maxBackground: conn.pointee.max_background,
                 wanted: conn.pointee.want, capable: conn.pointee.capable)
             Unmanaged<FuseSession.Target>.fromOpaque(userdata).takeUnretainedValue().filesystem.configure(&connection)

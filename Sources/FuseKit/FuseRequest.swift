@@ -14,15 +14,6 @@ public struct FuseRequest: @unchecked Sendable {
 
     init(_ raw: fuse_req_t) { self.raw = raw }
 
-    /// Who asks: the calling process's user, group and process id.
-    public var caller: (uid: uid_t, gid: gid_t, pid: pid_t) {
-        let context = fuse_req_ctx(raw)!.pointee
-        return (context.uid, context.gid, context.pid)
-    }
-
-    /// Whether the kernel has given up on the request (the caller was interrupted): its answer is dropped.
-    public var isInterrupted: Bool { fuse_req_interrupted(raw) != 0 }
-
     /// Fails the request with `errno`, a positive `E…` value.
     public func fail(_ errno: Int32) { _ = fuse_reply_err(raw, errno) }
 
@@ -77,8 +68,6 @@ public struct FuseRequest: @unchecked Sendable {
     /// Answers a request that succeeded with nothing to say (`SETXATTR`, `RELEASE`).
     public func succeed() { _ = fuse_reply_err(raw, 0) }
 
-    /// Ends a `FORGET`, which has no answer.
-    func replyNone() { fuse_reply_none(raw) }
 }
 
 /// A directory entry for a `LOOKUP` or `READDIRPLUS`: the node, its attributes, and how long the kernel may

@@ -67,7 +67,7 @@ public final class FuseSession: @unchecked Sendable {
     }
 
     /// Serves requests on `threads` threads until the file system is unmounted (`fusermount3 -u`, `umount`,
-    /// ``detach()``) and the last file open on it is closed, or ``stop()`` is called; then unmounts.
+    /// ``detach()``) and the last file open on it is closed; then unmounts.
     ///
     /// Returns on the calling thread, which it uses as one of the session's threads. Signals are the
     /// caller's to handle (``detach()`` is what SIGTERM should do).
@@ -86,9 +86,6 @@ public final class FuseSession: @unchecked Sendable {
             throw FuseError("the FUSE session ended with error \(-status): \(String(cString: strerror(-status)))")
         }
     }
-
-    /// Ends ``run(threads:)``: the loop stops after the requests it is answering.
-    public func stop() { fuse_session_exit(session) }
 
     /// Unmounts lazily (`MNT_DETACH`, or `fusermount3 -u -z` when not root): the mount point is free at once,
     /// files open on the mount keep reading, and ``run(threads:)`` returns once the last is closed.

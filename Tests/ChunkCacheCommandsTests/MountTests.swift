@@ -170,7 +170,11 @@ struct MountTests {
     /// An nginx on 127.0.0.1 serving `movie.bin` (8 MiB) and `small/a.txt`, the origin domain `web` of a new
     /// store synced from it, and its mount; `body` gets the folder, the store, the server, the mount and the
     /// movie's bytes.
+    ///
+    /// The mount downloads nothing but what is read (`--fill-below 0`) unless `fillBelow` says otherwise: the
+    /// tests that watch what is cached would race a background fill.
     static func withMountedOrigin(
+        fillBelow: String = "0",
         _ body: (_ dir: String, _ store: String, _ server: NginxServer, _ mount: MountProcess, _ movie: [UInt8])
             async throws -> Void
     ) async throws {
@@ -184,7 +188,8 @@ struct MountTests {
             do {
                 try runJSON(store, ["domain", "add", "web", "--origin", server.baseURL])
                 try runJSON(store, ["domain", "sync", "web"])
-                let mount = try MountProcess(store: store, domain: "web", at: dir + "/mnt")
+                let mount = try MountProcess(
+                    store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", fillBelow])
                 do {
                     try await body(dir, store, server, mount, movie)
                 } catch {
@@ -267,6 +272,27 @@ struct MountTests {
             #expect(wrong.status != 0 && wrong.output.contains("Invalid argument"), "\(wrong)")
             let unknown = try shell("getfattr --absolute-names -n user.chunkcache.nothing \(file)")
             #expect(unknown.status != 0 && unknown.output.contains("No such attribute"), "\(unknown)")
+        }
+    }
+
+    @Test(
+        "§13 issue 20: a file opened while not all cached and at most --fill-below is downloaded whole in the background, byte-exact",
+        .requires(NginxServer.self))
+    func backgroundFill() async throws {
+        try await Self.withMountedOrigin(fillBelow: "16MiB") { _, store, server, mount, movie in
+            let file = mount.mountPoint + "/movie.bin"
+            _ = try shell("head -c 1 \(file) > /dev/null")
+            #expect(
+                try Self.eventually {
+                    try shell("getfattr --absolute-names --only-values -n user.chunkcache.state \(file)").output
+                        == "cached"
+                }, "one byte read, the whole file downloaded")
+            try await server.clearAccessLog()
+            let whole = try runJSON(store, ["fetch", "--domain", "web", "movie.bin"])
+            #expect(try TestData.read(try whole.string("path"), count: movie.count + 1) == movie)
+            let requests = try await server.accessLog()
+            #expect(try whole.int("downloadedBytes") == 0 && requests.isEmpty, "\(requests)")
+            unlink(try whole.string("path"))
         }
     }
 
