@@ -17,6 +17,9 @@ enum ExtendedAttribute: String, CaseIterable {
     /// Set to `1` to pin the file (its bytes are downloaded and kept), `0` to unpin it; never read.
     case pin = "user.chunkcache.pin"
 
+    /// The only namespace the mount has: no ACLs (`system.`), security labels (`security.`) or `trusted.`.
+    static let namespace = "user."
+
     /// The names `listxattr` gives: those that can be read.
     static let listed = [state, version, cachedBytes]
 
@@ -37,7 +40,11 @@ enum ExtendedAttribute: String, CaseIterable {
 
 extension MountedDomain {
     public func extendedAttribute(_ request: FuseRequest, node: UInt64, name: String, size: Int) {
-        // `ls -l` asks every file for its ACL and security label: answered without a read of the store.
+        // `ls -l` asks every file for its ACL (`system.posix_acl_access`) and security label
+        // (`security.selinux`). The mount has neither kind: EOPNOTSUPP, unlike ENODATA, tells `ls` so, and
+        // it stops asking for the rest of the file system (coreutils caches an unsupported device), where
+        // ENODATA cost a round trip per file and name. Other `user.` names simply do not exist.
+        guard name.hasPrefix(ExtendedAttribute.namespace) else { return request.fail(EOPNOTSUPP) }
         guard let attribute = ExtendedAttribute(rawValue: name), attribute != .pin else { return request.fail(ENODATA) }
         do {
             let status = try self.status(of: node)

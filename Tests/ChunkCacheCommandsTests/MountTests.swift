@@ -110,6 +110,29 @@ struct MountTests {
         }
     }
 
+    @Test(
+        "§13 issue 20: the mount has no ACLs or security labels and says so (EOPNOTSUPP), so ls -lR asks once per mount, not once per file"
+    )
+    func listingAsksNoAttributesPerFile() throws {
+        try Self.withMountedTree { dir, _, _ in
+            let mnt = dir + "/mnt"
+            for name in ["system.posix_acl_access", "security.selinux", "trusted.x"] {
+                let asked = try shell("getfattr --absolute-names -n \(name) \(mnt)/big.bin")
+                #expect(asked.status != 0 && asked.output.contains("Operation not supported"), "\(name): \(asked)")
+            }
+            let other = try shell("getfattr --absolute-names -n user.other \(mnt)/big.bin")
+            #expect(other.status != 0 && other.output.contains("No such attribute"), "\(other)")
+            // `ls -l` stops asking a device for both after its first EOPNOTSUPP; ENODATA made it ask for each file.
+            let traced = try shell("strace -f -c -e trace=getxattr,lgetxattr -o \(dir)/calls ls -lR \(mnt) > /dev/null")
+            #expect(traced.status == 0, "\(traced)")
+            let calls = try String(contentsOfFile: dir + "/calls", encoding: .utf8)
+            let total = calls.split(separator: "\n").filter { $0.contains("getxattr") }
+                .compactMap { Int($0.split(separator: " ", omittingEmptySubsequences: true)[3]) }.reduce(0, +)
+            let files = try shell("find \(mnt) | wc -l").output.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(total > 0 && total <= 4, "ls -lR of \(files) entries asked \(total) extended attributes:\n\(calls)")
+        }
+    }
+
     @Test("§13 issue 20: writes, creates, renames and removals are EROFS; a missing name is ENOENT")
     func readOnly() throws {
         try Self.withMountedTree { dir, _, _ in
