@@ -34,11 +34,8 @@ public enum DomainMount {
         _ cache: ChunkCache, domain: String, at mountPoint: String, options: MountOptions,
         mounted: @Sendable () -> Void = {}
     ) async throws {
-        guard try await cache.domains().contains(where: { $0.name == domain }) else {
-            throw CacheError(
-                .noSuchItem,
-                "there is no domain \"\(domain)\" in the store at \(cache.path); `chunkcache domain ls` lists them")
-        }
+        try await checkDomain(domain, of: cache)
+        await cache.prepareOrigin(of: domain)
         let filesystem = MountedDomain(cache, domain: domain, fillBelow: options.fillBelow)
         let session: FuseSession
         do {

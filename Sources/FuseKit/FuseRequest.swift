@@ -1,4 +1,5 @@
 import CFuse3
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -11,16 +12,21 @@ import Glibc
 /// `@unchecked Sendable`: a `fuse_req_t` may be answered from any thread, once.
 public struct FuseRequest: @unchecked Sendable {
     let raw: fuse_req_t
+    /// The session's gate, taken while the session surely lives (in the callback that made the request).
+    private let gate: ReplyGate
 
-    init(_ raw: fuse_req_t) { self.raw = raw }
+    init(_ raw: fuse_req_t) {
+        self.raw = raw
+        gate = Unmanaged<FuseSession.Target>.fromOpaque(fuse_req_userdata(raw)!).takeUnretainedValue().replies
+    }
 
     /// Fails the request with `errno`, a positive `E…` value.
-    public func fail(_ errno: Int32) { _ = fuse_reply_err(raw, errno) }
+    public func fail(_ errno: Int32) { gate.pass { _ = fuse_reply_err(raw, errno) } }
 
     /// Answers a `LOOKUP`: the kernel now holds one more lookup of `entry.node`.
     public func reply(entry: FuseEntry) {
         var param = entry.parameters
-        _ = fuse_reply_entry(raw, &param)
+        gate.pass { _ = fuse_reply_entry(raw, &param) }
     }
 
     /// Answers a `LOOKUP` of a name that does not exist, letting the kernel remember the absence for
@@ -29,13 +35,13 @@ public struct FuseRequest: @unchecked Sendable {
         var param = fuse_entry_param()
         param.ino = 0
         param.entry_timeout = timeout
-        _ = fuse_reply_entry(raw, &param)
+        gate.pass { _ = fuse_reply_entry(raw, &param) }
     }
 
     /// Answers a `GETATTR`.
     public func reply(attributes: stat, timeout: Double) {
         var attributes = attributes
-        _ = fuse_reply_attr(raw, &attributes, timeout)
+        gate.pass { _ = fuse_reply_attr(raw, &attributes, timeout) }
     }
 
     /// Answers an `OPEN` or `OPENDIR` with the handle later requests carry.
@@ -45,28 +51,28 @@ public struct FuseRequest: @unchecked Sendable {
         info.fh = handle
         info.keep_cache = keepCache ? 1 : 0
         info.cache_readdir = cacheDirectory ? 1 : 0
-        _ = fuse_reply_open(raw, &info)
+        gate.pass { _ = fuse_reply_open(raw, &info) }
     }
 
     /// Answers a `READ` (or `READDIRPLUS`, `GETXATTR` with a value) with `bytes`.
     public func reply(bytes: UnsafeRawBufferPointer) {
-        _ = fuse_reply_buf(raw, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
+        gate.pass { _ = fuse_reply_buf(raw, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count) }
     }
 
     /// Answers a `READLINK`.
-    public func reply(link target: String) { _ = fuse_reply_readlink(raw, target) }
+    public func reply(link target: String) { gate.pass { _ = fuse_reply_readlink(raw, target) } }
 
     /// Answers a `STATFS`.
     public func reply(filesystem: statvfs) {
         var filesystem = filesystem
-        _ = fuse_reply_statfs(raw, &filesystem)
+        gate.pass { _ = fuse_reply_statfs(raw, &filesystem) }
     }
 
     /// Answers a `GETXATTR` or `LISTXATTR` asked with size 0: how many bytes the value takes.
-    public func reply(attributeSize: Int) { _ = fuse_reply_xattr(raw, attributeSize) }
+    public func reply(attributeSize: Int) { gate.pass { _ = fuse_reply_xattr(raw, attributeSize) } }
 
     /// Answers a request that succeeded with nothing to say (`SETXATTR`, `RELEASE`).
-    public func succeed() { _ = fuse_reply_err(raw, 0) }
+    public func succeed() { gate.pass { _ = fuse_reply_err(raw, 0) } }
 
 }
 
@@ -128,5 +134,29 @@ public struct FuseDirectoryBuffer: ~Copyable {
     /// Sends the entries added.
     public consuming func send() {
         request.reply(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<used]))
+    }
+}
+
+/// Lets replies and notifications through while the session serves, and none once it has ended. A read
+/// answered from a task, or a change the mount tells the kernel of, may come after the session ended (an
+/// unmount with a download under way): by then the session's device is closed (libfuse printed "writing
+/// device: Bad file descriptor") and its memory is freed, so nothing late may reach libfuse.
+final class ReplyGate: Sendable {
+    private let passing = Atomic<Int>(0)
+    private let closed = Atomic<Bool>(false)
+
+    /// Runs `reply` unless the gate is closed.
+    func pass(_ reply: () -> Void) {
+        passing.add(1, ordering: .sequentiallyConsistent)
+        defer { passing.subtract(1, ordering: .sequentiallyConsistent) }
+        guard !closed.load(ordering: .sequentiallyConsistent) else { return }
+        reply()
+    }
+
+    /// Closes the gate and waits for the replies passing it, each one `writev` long. Called on the session's
+    /// own thread, never on a task's.
+    func close() {
+        closed.store(true, ordering: .sequentiallyConsistent)
+        while passing.load(ordering: .sequentiallyConsistent) > 0 { usleep(50) }
     }
 }

@@ -26,6 +26,7 @@ public final class FuseSession: @unchecked Sendable {
     /// The file system the C callbacks reach through `fuse_req_userdata`.
     final class Target {
         let filesystem: any FuseFilesystem
+        let replies = ReplyGate()
         init(_ filesystem: any FuseFilesystem) { self.filesystem = filesystem }
     }
 
@@ -79,6 +80,7 @@ public final class FuseSession: @unchecked Sendable {
         // Each thread gets its own /dev/fuse descriptor: no thread wakes for another's request.
         fuse_loop_cfg_set_clone_fd(config, 1)
         let status = fuse_session_loop_mt(session, config)
+        target.takeUnretainedValue().replies.close()
         fuse_session_unmount(session)
         mounted = false
         // The kernel ends the connection with ENODEV once unmounted: the normal end.
@@ -108,14 +110,22 @@ public final class FuseSession: @unchecked Sendable {
     /// - Returns: false when the kernel does not know the node (nothing to drop).
     @discardableResult
     public func invalidate(node: UInt64, data: Bool) -> Bool {
-        fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(node), data ? 0 : -1, 0) == 0
+        var done = false
+        target.takeUnretainedValue().replies.pass {
+            done = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(node), data ? 0 : -1, 0) == 0
+        }
+        return done
     }
 
     /// Tells the kernel to forget the name `name` in the folder `parent` (a negative entry too), so the next
     /// access looks it up again.
     @discardableResult
     public func invalidateEntry(parent: UInt64, name: String) -> Bool {
-        fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(parent), name, name.utf8.count) == 0
+        var done = false
+        target.takeUnretainedValue().replies.pass {
+            done = fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(parent), name, name.utf8.count) == 0
+        }
+        return done
     }
 
     /// Calls `body` with a `fuse_args` of `arguments`, valid only during the call.

@@ -395,6 +395,30 @@ struct MountTests {
     }
 
     @Test(
+        "§13 issue 20: unmounted while the kernel's read-ahead still waits on the origin, the mount exits 0 at once and prints nothing of libfuse's",
+        .requires(FaultOrigin.self))
+    func unmountedUnderPendingReads() async throws {
+        try await withTemporaryDirectory { dir in
+            try FileManager.default.createDirectory(atPath: dir + "/origin", withIntermediateDirectories: true)
+            try TestData.write(TestData.random(count: 16 << 20, seed: 21), to: dir + "/origin/movie.bin")
+            let origin = try await FaultOrigin.start(root: URL(fileURLWithPath: dir + "/origin"))
+            defer { Task { await origin.stop() } }
+            let store = dir + "/store"
+            // Every GET waits 100 ms: the reads the kernel sends ahead of `head` are still waiting when it exits.
+            try runJSON(store, ["domain", "add", "web", "--origin", origin.baseURL(behaviour: "slow")])
+            try runJSON(store, ["fetch", "--domain", "web", "movie.bin", "--range", "0:1"])
+            let mount = try MountProcess(
+                store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", "0"])
+            let head = try shell("head -c 1 \(dir)/mnt/movie.bin | wc -c; fusermount3 -u \(dir)/mnt")
+            #expect(head.status == 0 && head.output.hasPrefix("1\n"), "\(head)")
+            let ended = mount.process.wait(timeout: 30)
+            #expect(ended.exitCode == 0 && !ended.terminatedBySignal, "\(ended)")
+            #expect(!ended.stderr.contains("fuse:"), "\(ended)")
+            await origin.stop()
+        }
+    }
+
+    @Test(
         "§13 issue 20: after kill -9 of the mount, fusermount3 -u clears the mount point, the store verifies clean and mounts again"
     )
     func killedMount() throws {
