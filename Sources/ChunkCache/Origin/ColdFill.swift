@@ -178,9 +178,10 @@ struct ColdFill: Sendable {
     /// Downloads the absent chunks of `range` of `version`, and the read-ahead `ahead`, and waits for those
     /// of `range`, including ones other fetches are downloading.
     ///
-    /// - Parameter direct: The caller can take the range's bytes before they are stored: when this fill
-    ///   downloads every chunk of a range of at most ``FetchThresholds/inlineBytes``, it returns them as soon
-    ///   as they arrive (checked against known hashes) and the chunks are stored behind it.
+    /// - Parameter direct: The caller can take the range's bytes before they are stored: for a range of at
+    ///   most ``FetchThresholds/inlineBytes`` it returns them as soon as the absent chunks arrive (checked
+    ///   against known hashes), with the chunks the store holds read from it, and the downloaded chunks are
+    ///   stored behind it.
     /// - Parameter streamed: The fetch's own file (a large range): when this fill downloads every chunk of
     ///   the range not written into it yet, they are written into it as they arrive and the fill returns
     ///   once they all are, while the chunks are stored behind it.
@@ -196,14 +197,12 @@ struct ColdFill: Sendable {
             extra = try claimAbsent(of: version, in: ByteRange(location: ahead.lowerBound, length: Int64(ahead.count)))
                 .mine
         }
-        let chunksInRange =
-            range.length > 0
-            ? ((range.end - 1) >> version.layout.shift) - (range.location >> version.layout.shift) + 1 : 0
-        // A small range every chunk of which is on its way (this fill's downloads, or another's: concurrent
-        // reads of nearby ranges share one download) is served from the bytes as they arrive.
+        // A small range is served from the bytes as they arrive, never from a commit: the chunks on their way
+        // are taken from the downloads bringing them (this fill's, or another's: concurrent reads of nearby
+        // ranges share one download), and those the store holds already (a read-ahead's earlier batches) are
+        // read from it here.
         let directBytes =
             direct && range.length > 0 && range.length <= FetchThresholds.inlineBytes
-                && needed.awaited.count == chunksInRange
             ? DirectBytes(range: range, manifestID: version.manifestID, chunkShift: version.layout.shift)
             : streamed.flatMap { Self.fileTarget($0, version: version, range: range, mine: needed.mine) }
         let urgent = Set(needed.mine.map(\.index))
@@ -213,11 +212,16 @@ struct ColdFill: Sendable {
             if run.contains(where: { urgent.contains($0.index) }) { ownDownloads.append(task) }
         }
         if let directBytes, directBytes.isUrgent {
-            Self.takeArriving(needed.awaited, notIn: needed.mine, of: version, range: range, into: directBytes)
+            Self.takeArriving(needed.awaited, notIn: needed.mine, into: directBytes)
+            do {
+                try takeStored(of: version, in: range, except: Set(needed.awaited.map(\.index)), into: directBytes)
+            } catch {
+                directBytes.fail(error)  // evicted or damaged since: the fetch waits for the store instead
+            }
         }
         do {
             if let directBytes, let bytes = try? await directBytes.wait() { return bytes }
-            for flight in needed.awaited { try await flight.wait() }
+            for (_, flight) in needed.awaited { try await flight.wait() }
             return nil
         } catch let error as CancellationError where Task.isCancelled {
             for task in ownDownloads { task.cancel() }
@@ -228,13 +232,10 @@ struct ColdFill: Sendable {
     /// Hands `direct` the bytes of the chunks other downloads bring as they arrive; a chunk stored before
     /// its bytes could be handed over makes the fetch wait for the store instead.
     private static func takeArriving(
-        _ awaited: [Flight], notIn mine: [ClaimedChunk], of version: VersionRecord, range: ByteRange,
-        into direct: DirectBytes
+        _ awaited: [(index: Int64, flight: Flight)], notIn mine: [ClaimedChunk], into direct: DirectBytes
     ) {
         let own = Set(mine.map { ObjectIdentifier($0.flight) })
-        let first = range.location >> version.layout.shift
-        for (offset, flight) in awaited.enumerated() where !own.contains(ObjectIdentifier(flight)) {
-            let index = first + Int64(offset)
+        for (index, flight) in awaited where !own.contains(ObjectIdentifier(flight)) {
             Task {
                 do {
                     guard let bytes = try await flight.waitForBytes() else {
@@ -243,6 +244,42 @@ struct ColdFill: Sendable {
                     try bytes.withUnsafeBytes { try direct.take(index, $0, isZero: false) }
                 } catch {
                     direct.fail(error)
+                }
+            }
+        }
+    }
+
+    /// Hands `direct` the chunks of `range` the store holds (all but `absent`), decoded and checked. Bounded
+    /// work (at most ``FetchThresholds/inlineBytes``) on the calling thread, as a small warm read's is.
+    /// - Throws: ``ChunkVanished`` for a chunk evicted since the claim, `corruptData` for a damaged one.
+    private func takeStored(
+        of version: VersionRecord, in range: ByteRange, except absent: Set<Int64>, into direct: DirectBytes
+    ) throws {
+        let layout = version.layout
+        let first = range.location >> layout.shift
+        let last = (min(range.end, version.size) - 1) >> layout.shift
+        guard last >= first, absent.count < last - first + 1 else { return }
+        let dbs = store.dbs
+        try store.environment.read { txn in
+            try store.codecs.withDecoder { context in
+                var cursor = ManifestCursor(manifestID: version.manifestID, dbs: dbs)
+                for index in first...last where !absent.contains(index) {
+                    let length = Int(layout.range(ofChunk: index, length: version.size).length)
+                    switch try cursor.entry(index, in: txn) {
+                    case .zero:
+                        try [UInt8](repeating: 0, count: length).withUnsafeBytes {
+                            try direct.take(index, $0, isZero: true)
+                        }
+                    case .stored(let digest):
+                        guard let stored = try digest.withUnsafeBytes({ try txn.unsafeValue(dbs.chunks, key: $0) })
+                        else { throw ChunkVanished(index: index) }
+                        let raw = try ChunkCodec.decode(
+                            stored, rawCount: length, decompressor: context.decompressor, buffer: context.buffer,
+                            digest: digest)
+                        try direct.take(index, raw, isZero: false)
+                    case .absent:
+                        throw ChunkVanished(index: index)
+                    }
                 }
             }
         }
@@ -348,7 +385,7 @@ struct ColdFill: Sendable {
     /// A bounded read of the manifest's pages, page-cache hot, on the calling thread, as warm hand-offs are
     /// (``BlockingPool``).
     private func claimAbsent(of version: VersionRecord, in range: ByteRange) throws -> (
-        mine: [ClaimedChunk], awaited: [Flight]
+        mine: [ClaimedChunk], awaited: [(index: Int64, flight: Flight)]
     ) {
         guard range.length > 0 else { return ([], []) }
         let layout = version.layout
@@ -364,11 +401,11 @@ struct ColdFill: Sendable {
             return absent
         }
         var mine: [ClaimedChunk] = []
-        var awaited: [Flight] = []
+        var awaited: [(index: Int64, flight: Flight)] = []
         for (index, digest) in absent {
             let (flight, claimed) = session.chunks.claim(ChunkKey(manifestID: version.manifestID, index: index))
             if claimed { mine.append(ClaimedChunk(index: index, flight: flight, expected: digest)) }
-            awaited.append(flight)
+            awaited.append((index, flight))
         }
         return (try releaseStored(mine, of: version), awaited)
     }

@@ -3,11 +3,12 @@ import Foundation
 
 /// The bytes of a cold fetch's whole range, served from the download as they arrive, before they are stored
 /// (CONTRACT §10, "store behind"): the fetch is answered from them while the chunks are compressed and
-/// committed behind it. Used only when the fetch's own downloads bring every chunk of its range it does
-/// not have yet.
+/// committed behind it.
 ///
 /// Two places take the bytes: memory, for a small range (a hand-off or a buffer read of at most
-/// ``FetchThresholds/inlineBytes``), handed over whole when the last chunk is in; or the fetch's own file
+/// ``FetchThresholds/inlineBytes``), handed over whole when the last chunk is in, whichever download brings
+/// each chunk, with the chunks the store already holds read from it; or, when the fetch's own downloads
+/// bring every chunk of its range it does not have yet, the fetch's own file
 /// (``StreamedFile``), written chunk by chunk at the chunks' offsets, for a large one (a whole-file fetch,
 /// `fetch --out`): nothing the fetch downloaded is read back from the store.
 ///
@@ -46,9 +47,11 @@ final class DirectBytes: Sendable {
         shift = chunkShift
         file = nil
         holesForZeros = false
+        // Not zeroed first: every chunk of the range is copied in (zero chunks too) before the bytes are handed over.
+        let count = Int(range.length)
         queue = WaitQueue(
             Gathered(
-                bytes: [UInt8](repeating: 0, count: Int(range.length)),
+                bytes: [UInt8](unsafeUninitializedCapacity: count) { _, initialized in initialized = count },
                 missing: Set(Self.indices(of: range, shift: chunkShift))))
     }
 

@@ -27,7 +27,8 @@ enum ChunkCodec {
     ) throws -> Int {
         let worthwhile = raw.count - raw.count / 32
         let body = UnsafeMutableRawBufferPointer(rebasing: output[headerSize..<(headerSize + worthwhile)])
-        output.initializeMemory(as: UInt8.self, repeating: 0)
+        // The header's unused bytes are zero; the body is written whole below (a memset of it cost a pass).
+        UnsafeMutableRawBufferPointer(rebasing: output[..<headerSize]).initializeMemory(as: UInt8.self, repeating: 0)
         if worthwhile > 0, let frameLength = try compressor.compress(raw, into: body) {
             output[0] = Encoding.zstd.rawValue
             return headerSize + frameLength
