@@ -238,6 +238,13 @@ cold_sequential() {
                 record "seq-$tool-$net" "$(mbps "$seq_size" "$ELAPSED")"
             done
         done
+        # The store's own floor: the same bytes hashed, compressed and committed by `put` from the page cache,
+        # no network. A cold read that stores what it reads cannot outrun it.
+        step "ingest floor (put), run $run"
+        rm -rf "$work/put-store"; cat "$seq_file" >/dev/null
+        timed "$CC" --store "$work/put-store" put --domain floor seq.bin "$seq_file" >/dev/null
+        record "seq-put" "$(mbps "$seq_size" "$ELAPSED")"
+        rm -rf "$work/put-store"
     done
     rm -rf "$work/store" "$work/rclone-cache"
 }
@@ -447,7 +454,8 @@ cli() {
     local i path
     if [[ -x $ROOT/Benchmarks/cli-start.sh ]]; then
         step "CLI start: Benchmarks/cli-start.sh"
-        CHUNKCACHE_BIN="$CC" "$ROOT/Benchmarks/cli-start.sh" >"$work/cli-start.out" 2>&1 || echo "(cli-start.sh failed)" >>"$work/cli-start.out"
+        "$ROOT/Benchmarks/cli-start.sh" --bin "$CC" >"$work/cli-start.out" 2>"$work/cli-start.err" \
+            || echo "(cli-start.sh failed: $(tail -1 "$work/cli-start.err"))" >>"$work/cli-start.out"
         return
     fi
     step "CLI start: medians of $cli_runs"
@@ -521,6 +529,10 @@ table() {
             row "cold \`fetch --out\` of the $(mib "$seq_size") file, $net" "$(f "seq-fetch-$net") MB/s" "—" \
                 "curl -o $(f "seq-curl-$net") MB/s" "$r1" "≥ 0.8× curl -o" "$(verdict 'r1 >= 0.8' -v r1="$r1")"
         done
+        r1="$(ratio "seq-fetch-loopback" "seq-put")"; r2="$(ratio "seq-cc-cat-loopback" "seq-put")"
+        row "the store's ingest floor: \`put\` of the same $(mib "$seq_size") from the page cache (hash, compress, commit; no network)" \
+            "$(f "seq-put") MB/s" "—" "—" "cold \`fetch --out\` ×$r1, mount \`cat\` ×$(cc_or_na "$r2") (loopback)" \
+            "what a cold read that stores what it reads can reach" "—"
     fi
     if wants random; then
         for net in loopback 20ms; do
