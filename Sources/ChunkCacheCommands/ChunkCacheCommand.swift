@@ -132,8 +132,10 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
     /// tree cost about 3 ms of a 10 ms `fetch`. What that refuses (a usage error, `--help`) is parsed again
     /// through the whole tree, so messages and help name `chunkcache` as always.
     static func parsed(_ arguments: [String]) throws -> any ParsableCommand {
+        // Only the command itself counts: `--help` parses into ArgumentParser's help command, which would
+        // name the leaf as the program.
         if let name = arguments.first, let leaf = leafCommands[name],
-            let command = try? leaf.parseAsRoot(Array(arguments.dropFirst()))
+            let command = try? leaf.parseAsRoot(Array(arguments.dropFirst())), type(of: command) == leaf
         {
             return command
         }
