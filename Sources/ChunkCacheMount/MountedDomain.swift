@@ -211,6 +211,25 @@ public final class MountedDomain: FuseFilesystem {
         }
     }
 
+    /// `SEEK_DATA` and `SEEK_HOLE` in the version the file was opened at: holes are its zero chunks.
+    public func seek(_ request: FuseRequest, node: UInt64, handle: UInt64, offset: Int64, whence: Int32) {
+        guard let file = files[handle] else { return request.fail(EBADF) }
+        let target: SeekTarget
+        switch whence {
+        case FuseSeek.data: target = .data
+        case FuseSeek.hole: target = .hole
+        default: return request.fail(EINVAL)
+        }
+        do {
+            guard let found = try cache.seek(target, in: file.item, version: file.version, from: offset) else {
+                return request.fail(ENXIO)
+            }
+            request.reply(offset: found)
+        } catch {
+            request.fail(error.mountErrno)
+        }
+    }
+
     public func release(_ request: FuseRequest, node: UInt64, handle: UInt64) {
         files.remove(handle)
         request.succeed()

@@ -19,6 +19,8 @@ public protocol FuseFilesystem: AnyObject, Sendable {
     func open(_ request: FuseRequest, node: UInt64, flags: Int32)
     func read(_ request: FuseRequest, node: UInt64, handle: UInt64, offset: Int64, size: Int)
     func release(_ request: FuseRequest, node: UInt64, handle: UInt64)
+    /// `lseek` with `SEEK_DATA` or `SEEK_HOLE` (`whence`) from `offset`; the kernel answers the other kinds.
+    func seek(_ request: FuseRequest, node: UInt64, handle: UInt64, offset: Int64, whence: Int32)
     func openDirectory(_ request: FuseRequest, node: UInt64)
     /// Lists the folder from `offset` (0, or an offset an earlier answer gave) into at most `size` bytes.
     func readDirectory(_ request: FuseRequest, node: UInt64, handle: UInt64, offset: Int64, size: Int)
@@ -29,6 +31,13 @@ public protocol FuseFilesystem: AnyObject, Sendable {
     /// The names of the extended attributes, each ending in a NUL; with `size` 0, their length.
     func extendedAttributeNames(_ request: FuseRequest, node: UInt64, size: Int)
     func setExtendedAttribute(_ request: FuseRequest, node: UInt64, name: String, value: UnsafeRawBufferPointer)
+}
+
+/// The `whence` values of ``FuseFilesystem/seek(_:node:handle:offset:whence:)`` (Linux's `SEEK_DATA` and
+/// `SEEK_HOLE`, which glibc's headers hide from Swift behind `_GNU_SOURCE`).
+public enum FuseSeek {
+    public static let data: Int32 = 3
+    public static let hole: Int32 = 4
 }
 
 /// What the kernel and libfuse agreed on, and what the file system asks of them (`struct fuse_conn_info`).

@@ -68,7 +68,11 @@ extension FuseSession {
                 FuseRequest(req!), node: UInt64(node), name: String(cString: name!),
                 value: UnsafeRawBufferPointer(start: value, count: size))
         }
-        // No lseek: the kernel's own answers SEEK_DATA and SEEK_HOLE as for a file without holes.
+        ops.lseek = { req, node, offset, whence, info in
+            filesystem(req).seek(
+                FuseRequest(req!), node: UInt64(node), handle: info!.pointee.fh, offset: Int64(offset),
+                whence: whence)
+        }
         // A read-only file system: whatever would change it is refused as on a read-only mount.
         ops.setattr = { req, _, _, _, _ in fuse_reply_err(req, EROFS) }
         ops.mknod = { req, _, _, _, _ in fuse_reply_err(req, EROFS) }

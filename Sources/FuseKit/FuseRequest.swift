@@ -59,6 +59,9 @@ public struct FuseRequest: @unchecked Sendable {
         gate.pass { _ = fuse_reply_buf(raw, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count) }
     }
 
+    /// Answers an `LSEEK`: the offset found.
+    public func reply(offset: Int64) { gate.pass { _ = fuse_reply_lseek(raw, off_t(offset)) } }
+
     /// Answers a `READLINK`.
     public func reply(link target: String) { gate.pass { _ = fuse_reply_readlink(raw, target) } }
 

@@ -133,6 +133,46 @@ struct MountTests {
         }
     }
 
+    @Test(
+        "§13 issue 20: SEEK_DATA and SEEK_HOLE find the file's real holes (its zero chunks) and its end; past the end is ENXIO; cp --sparse keeps them"
+    )
+    func holes() throws {
+        try withTemporaryDirectory { dir in
+            // 1 MiB of data, 4 MiB of zeros, 1 MiB of data: whole chunks at every layout up to 1 MiB.
+            let mib = 1 << 20
+            let data = TestData.random(count: 2 * mib, seed: 22)
+            try FileManager.default.createDirectory(atPath: dir + "/src", withIntermediateDirectories: true)
+            try TestData.write(
+                Array(data[..<mib]) + [UInt8](repeating: 0, count: 4 * mib) + Array(data[mib...]),
+                to: dir + "/src/disk.img")
+            try runJSON(dir + "/store", ["import", dir + "/src", "--domain", "d", "--copy"])
+            let mount = try MountProcess(store: dir + "/store", domain: "d", at: dir + "/mnt")
+            let file = dir + "/mnt/disk.img"
+            let seeks = try shell(
+                """
+                python3 -c 'import os
+                fd = os.open("\(file)", os.O_RDONLY)
+                def at(offset, whence):
+                    try: return os.lseek(fd, offset, whence)
+                    except OSError as e: return e.strerror
+                print([at(0, os.SEEK_HOLE), at(0, os.SEEK_DATA), at(12345, os.SEEK_DATA), at(mib := \(mib), os.SEEK_DATA),
+                       at(2 * mib + 7, os.SEEK_HOLE), at(5 * mib, os.SEEK_HOLE), at(6 * mib - 1, os.SEEK_DATA), at(6 * mib, os.SEEK_DATA),
+                       at(6 * mib, os.SEEK_HOLE)])'
+                """)
+            #expect(
+                seeks.output.trimmingCharacters(in: .newlines)
+                    == "[\(mib), 0, 12345, \(5 * mib), \(2 * mib + 7), \(6 * mib), \(6 * mib - 1), 'No such device or address', 'No such device or address']",
+                "\(seeks)")
+            let copied = try shell(
+                "cp --sparse=always \(file) \(dir)/copy.img && cmp \(file) \(dir)/copy.img && du -B1 \(dir)/copy.img | cut -f1"
+            )
+            let used = Int(copied.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+            #expect(copied.status == 0 && used > 0 && used <= 2 * mib + 64 * 1024, "the copy keeps the hole: \(copied)")
+            let ended = try mount.unmount()
+            #expect(ended.exitCode == 0, "\(ended)")
+        }
+    }
+
     @Test("§13 issue 20: writes, creates, renames and removals are EROFS; a missing name is ENOENT")
     func readOnly() throws {
         try Self.withMountedTree { dir, _, _ in

@@ -10,7 +10,67 @@ public struct ItemStatus: Sendable, Hashable {
     public var cachedBytes: Int64
 }
 
+/// What `lseek(2)`'s `SEEK_DATA` and `SEEK_HOLE` look for in a file (``ChunkCache/seek(_:in:version:from:)``).
+public enum SeekTarget: Sendable, Hashable {
+    /// Bytes that may not be zeros: stored chunks, and chunks not downloaded yet, whose bytes are unknown.
+    case data
+    /// A run of zero chunks, or the end of the file.
+    case hole
+}
+
 extension ChunkCache {
+    /// The first offset at or after `offset` where `target` begins in version `version` of `identifier`, read
+    /// on the calling thread as ``status(of:)``: the answer to `lseek(2)` with `SEEK_DATA` or `SEEK_HOLE`.
+    ///
+    /// Holes are the version's zero chunks (the store never stores them) and the end of the file; whatever
+    /// the store has not seen yet counts as data, so a file of an origin domain shows its holes as its
+    /// chunks are downloaded. Costs one manifest entry per chunk skipped.
+    ///
+    /// - Returns: The offset, or nil when there is none: no data at or after `offset`, or `offset` at or
+    ///   past the end (`ENXIO`).
+    /// - Throws: `versionNoLongerAvailable` when the store no longer has the version.
+    @available(*, noasync, message: "a blocking read of the store")
+    public func seek(_ target: SeekTarget, in identifier: ItemIdentifier, version: ItemVersion, from offset: Int64)
+        throws -> Int64?
+    {
+        try Records.validate(domain: identifier.domain, item: identifier.rawValue)
+        let dbs = store.dbs
+        return try store.environment.read { txn in
+            let itemKey = Keys.item(domain: identifier.domain, id: identifier.rawValue)
+            let record = try txn.withValue(
+                dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: version.contentVersion)
+            ) {
+                try VersionRecord(
+                    decoding: $0,
+                    name: RecordNames.version(
+                        version.contentVersion, of: RecordNames.item(identifier.rawValue, domain: identifier.domain)))
+            }
+            guard let record else {
+                throw CacheError(
+                    .versionNoLongerAvailable,
+                    "item \"\(identifier.rawValue)\" of domain \"\(identifier.domain)\" no longer has the version being read; open it again"
+                )
+            }
+            return try Self.seek(target, in: record, from: offset, txn, dbs)
+        }
+    }
+
+    private static func seek<T: TransactionReading & ~Copyable>(
+        _ target: SeekTarget, in version: VersionRecord, from offset: Int64, _ txn: borrowing T, _ dbs: Databases
+    ) throws -> Int64? {
+        guard offset >= 0, offset < version.size else { return nil }
+        let layout = version.layout
+        var cursor = ManifestCursor(manifestID: version.manifestID, dbs: dbs)
+        let count = layout.chunkCount(forLength: version.size)
+        var index = offset >> layout.shift
+        while index < count {
+            let isHole = try cursor.entry(index, in: txn) == .zero
+            if isHole == (target == .hole) { return max(offset, index << layout.shift) }
+            index += 1
+        }
+        return target == .hole ? version.size : nil
+    }
+
     /// The item `identifier` of `domain` and how much of it is cached, read from the store on the calling
     /// thread: for callers that own their thread and cannot await (a FUSE session thread). One read
     /// transaction; nothing is asked of the origin.
