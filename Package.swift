@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "ZstdKit", dependencies: ["CZstd"]),
         .target(name: "FileIO", dependencies: ["CLinuxShims"]),
         // FUSE's low-level API (libfuse 3), typed; and a domain served through it (`chunkcache mount`).
-        .target(name: "FuseKit", dependencies: ["CFuse3"]),
+        .target(name: "FuseKit", dependencies: ["CFuse3", "FileIO"]),
         .target(name: "ChunkCacheMount", dependencies: ["ChunkCache", "FuseKit", "FileIO"]),
         // AWS Signature Version 4, for S3 origins (no S3 SDK: a small signer on swift-crypto's HMAC).
         .target(name: "SigV4", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),

@@ -1,4 +1,5 @@
 import CFuse3
+import FileIO
 import Synchronization
 
 #if canImport(Glibc)
@@ -160,6 +161,6 @@ final class ReplyGate: Sendable {
     /// own thread, never on a task's.
     func close() {
         closed.store(true, ordering: .sequentiallyConsistent)
-        while passing.load(ordering: .sequentiallyConsistent) > 0 { usleep(50) }
+        while passing.load(ordering: .sequentiallyConsistent) > 0 { ThisProcess.sleepBlocking(for: .microseconds(50)) }
     }
 }

@@ -20,9 +20,11 @@ final class Writer: Sendable {
     init(environment: Environment) { self.environment = environment }
 
     /// Pauses between attempts of a download's commit that found the map full: readers' snapshots end in
-    /// milliseconds, and with them the hold on the pages eviction freed.
+    /// milliseconds, and with them the hold on the pages eviction freed. On a machine loaded several times
+    /// over (the soak test beside a build), a snapshot can last a quarter of a second: the last pauses let
+    /// those end too, rather than fail a download that would fit.
     static let mapFullRetries: [Duration] = [
-        .milliseconds(2), .milliseconds(10), .milliseconds(50), .milliseconds(200),
+        .milliseconds(2), .milliseconds(10), .milliseconds(50), .milliseconds(200), .milliseconds(500), .seconds(1),
     ]
 
     /// Keeps the store within `bound` from now on: eviction after commits that pass its high-water mark.
