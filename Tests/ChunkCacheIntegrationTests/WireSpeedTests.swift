@@ -165,4 +165,33 @@ import Testing
             #expect(report.damagedRecords.isEmpty && report.damagedVersions.isEmpty && report.corrupt.isEmpty)
         }
     }
+
+    @Test(
+        "§10 §13 (issue 20): a cold read whose range the store holds part of is answered from the store and the download together, before the store commits the rest",
+        .requires(NginxServer.self))
+    func partlyStoredReadServedFromDownload() async throws {
+        let bytes = TestData.random(count: 4 << 20, seed: 2005)
+        try await ColdPathTests.withOrigin(["mixed.bin": bytes], readAhead: 0) { cache, _, _ in
+            let item = ItemIdentifier(domain: "web", "mixed.bin")
+            let first = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
+            defer { first.deallocate() }
+            _ = try await cache.read(item, version: nil, at: 0, into: first)
+            await cache.waitForDownloads()
+            // The first 256 KiB are stored; the rest of the read must come from its download, with the
+            // writer held so that nothing more can be committed.
+            let writer = try await HeldWriter(cache)
+            let (offset, count) = (128 << 10, (1 << 20) + 4_321)
+            let answered = try await Self.within(20) {
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 16)
+                defer { buffer.deallocate() }
+                let read = try await cache.read(item, version: nil, at: Int64(offset), into: buffer)
+                return read.bytesRead == count && Array(buffer) == Array(bytes[offset..<(offset + count)])
+            }
+            try await writer.release()
+            #expect(answered == true, "answered byte-exact while the writer was held")
+            await cache.waitForDownloads()
+            let report = try await cache.verify()
+            #expect(report.damagedRecords.isEmpty && report.damagedVersions.isEmpty && report.corrupt.isEmpty)
+        }
+    }
 }
