@@ -4,9 +4,10 @@ extension BaseIndex {
     /// Where in the earlier version the base of a new chunk should start, or nil when none of its blocks is there.
     ///
     /// A new version keeps most of its bytes where the earlier one had them (a database edited in place), or
-    /// shifted by what was inserted or removed before them (a tar whose members grew). So the same offset is tried
-    /// first: when the earlier blocks inside the chunk's range hold at least half of its bytes, the base starts
-    /// there. Otherwise the weak checksum is rolled across the chunk one byte at a time, rsync-style: each window
+    /// shifted by what was inserted or removed before them (a tar whose members grew), the same shift for long
+    /// runs. So the same offset is tried first, then `likelyShift` (the shift of the previous chunk's base): when
+    /// the earlier blocks inside the chunk's range at that shift hold at least half of its bytes, the base starts
+    /// there, at the cost of one strong hash per block. Otherwise the weak checksum is rolled across the chunk one byte at a time, rsync-style: each window
     /// whose checksum an earlier block has is confirmed with the strong hash, a confirmed block moves the window on
     /// by a whole block, and the shift (earlier offset − new offset) that most matched bytes agree on wins, ties
     /// going to the smaller shift. The base then covers the chunk's bytes at that shift, and those at other matched
@@ -20,23 +21,32 @@ extension BaseIndex {
     ///   - chunk: The new chunk's bytes; shorter than a block, it never matches.
     ///   - offset: The chunk's offset in the new version.
     ///   - maxLength: The longest base wanted: two chunks in the store's design.
+    ///   - likelyShift: Where the chunk's bytes most likely moved: the previous chunk's ``BaseMatch/shift``.
     /// - Returns: The base, inside the `length` bytes appended, or nil when no whole block of the chunk was found
     ///   (fresh bytes, a chunk shorter than a block, an earlier version shorter than a block).
-    public func findBase(for chunk: UnsafeRawBufferPointer, at offset: Int64, maxLength: Int) -> BaseMatch? {
+    public func findBase(
+        for chunk: UnsafeRawBufferPointer, at offset: Int64, maxLength: Int, likelyShift: Int64 = 0
+    ) -> BaseMatch? {
         guard blockCount > 0, chunk.count >= blockSize, offset >= 0, maxLength > 0 else { return nil }
-        if let matched = sameOffsetMatches(chunk, at: offset), matched * 2 >= chunk.count {
+        if let matched = alignedMatches(chunk, at: offset), matched * 2 >= chunk.count {
             return place(chunk, at: offset, votes: [0: matched], maxLength: maxLength)
+        }
+        let (hinted, overflow) = offset.addingReportingOverflow(likelyShift)
+        if likelyShift != 0, !overflow, let matched = alignedMatches(chunk, at: hinted), matched * 2 >= chunk.count {
+            return place(chunk, at: offset, votes: [likelyShift: matched], maxLength: maxLength)
         }
         let votes = rollingMatches(chunk, at: offset)
         guard !votes.isEmpty else { return nil }
         return place(chunk, at: offset, votes: votes, maxLength: maxLength)
     }
 
-    /// The bytes of the earlier blocks wholly inside `[offset, offset + chunk.count)` that the chunk holds at the
-    /// same place, or nil when none.
-    private func sameOffsetMatches(_ chunk: UnsafeRawBufferPointer, at offset: Int64) -> Int? {
+    /// The bytes of the earlier blocks wholly inside `[earlierOffset, earlierOffset + chunk.count)` that the chunk
+    /// holds at the same place relative to `earlierOffset`, or nil when none.
+    private func alignedMatches(_ chunk: UnsafeRawBufferPointer, at earlierOffset: Int64) -> Int? {
+        let offset = earlierOffset
+        guard offset < length, offset > -Int64(chunk.count) else { return nil }
         let size = Int64(blockSize)
-        var block = (offset + size - 1) / size
+        var block = offset <= 0 ? 0 : (offset + size - 1) / size
         var matched = 0
         while block < Int64(blockCount), (block + 1) * size <= offset + Int64(chunk.count) {
             let start = Int(block * size - offset)
@@ -58,7 +68,7 @@ extension BaseIndex {
         while position + blockSize <= chunk.count {
             let window = UnsafeRawBufferPointer(rebasing: chunk[position..<(position + blockSize)])
             let value = checksum.value
-            if firstCandidate(for: value) != nil {
+            if hasWeakHit(value) {
                 let found = confirmedShift(
                     of: window, checksum: value, at: offset + Int64(position), preferring: lastShift,
                     refuted: &refuted)
@@ -80,6 +90,20 @@ extension BaseIndex {
             position += 1
         }
         return votes
+    }
+
+    /// Whether an earlier block (among the first 64 of its slot) has the weak checksum `value`: checked inline
+    /// before anything costlier, as most positions of a roll have none.
+    @inline(__always)
+    private func hasWeakHit(_ value: UInt32) -> Bool {
+        var candidate = firstCandidate(for: value)
+        var steps = 0
+        while let block = candidate, steps < 64 {
+            if weak[block] == value { return true }
+            candidate = nextCandidate(after: block)
+            steps += 1
+        }
+        return false
     }
 
     /// The shift of an earlier block holding `window` (at `newOffset` in the new version): `preferred`'s block when

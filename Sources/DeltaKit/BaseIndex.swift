@@ -9,8 +9,9 @@ import CXXHash
 /// chunks; a trailing piece shorter than a block is counted in ``length`` but not indexed.
 ///
 /// Memory is bounded by the version's size over the block size: about 24 bytes per block (weak checksum 4, strong
-/// hash 8, chain link 4, and 4 to 8 of hash-table slot), for example 1.5 MiB for a 64 MiB version at 1 KiB
-/// blocks; up to twice that while an array grows, unless the expected length is given. Blocks beyond the
+/// hash 8, chain link 4, and 4 to 8 of hash-table slot), 4.7 % of the version at the default 512-byte blocks (3 MiB
+/// for a 64 MiB version); up to twice that while an array grows, unless the expected length is given. A caller
+/// bounding memory for very large versions picks a larger block size for them. Blocks beyond the
 /// 2³²−2nd are not indexed (a version of 4 TiB at 1 KiB blocks).
 ///
 /// A value type: build it on one thread, then share it (it is `Sendable`) with the workers that find bases.
@@ -35,7 +36,10 @@ public struct BaseIndex: Sendable {
     /// blocks fall whole inside a chunk.
     public static let blockSizes = 64...(64 << 10)
     /// The block size ``init(blockSize:expectedLength:)`` uses by default (chosen by `chunkcache bench deltas`).
-    public static let defaultBlockSize = 1 << 10
+    ///
+    /// On a series of source tarballs, 512-byte blocks found bases faster than 1 KiB ones (a match after each
+    /// changed tar header comes sooner) and stored slightly fewer bytes; 4 KiB blocks stored 16 % more.
+    public static let defaultBlockSize = 512
     /// The most blocks indexed: chain links are 32-bit, with 0 for none.
     static let maxBlocks = Int(UInt32.max - 1)
 

@@ -101,8 +101,36 @@ struct BaseIndexTests {
             + second + TestData.random(count: 100_000, seed: 32)
         let chunk = first + second + TestData.random(count: 32 << 10, seed: 33)
         let match = try #require(
-            chunk.withUnsafeBytes { index(of: old).findBase(for: $0, at: 102_400, maxLength: 128 << 10) })
+            chunk.withUnsafeBytes {
+                index(of: old, blockSize: 1 << 10).findBase(for: $0, at: 102_400, maxLength: 128 << 10)
+            })
         #expect(match == BaseMatch(offset: 102_300, length: 128 << 10, shift: -100, matchedBytes: 15 << 10))
+    }
+
+    @Test(
+        "§14 issue 21: the likely shift (the previous chunk's) is tried before a roll, and wins when its blocks match")
+    func likelyShiftWins() throws {
+        let copy = TestData.random(count: 128 << 10, seed: 60)
+        // The copy is at 100,000 and at 281,072 in the earlier version; the chunk, at 200,000, holds its start.
+        let old =
+            TestData.random(count: 100_000, seed: 61) + copy + TestData.random(count: 50_000, seed: 62) + copy
+            + TestData.random(count: 10_000, seed: 63)
+        let chunk = Array(copy[..<(64 << 10)])
+        let index = index(of: old)
+        let rolled = try #require(chunk.withUnsafeBytes { index.findBase(for: $0, at: 200_000, maxLength: 128 << 10) })
+        #expect(rolled.shift == 81_072, "\(rolled)")
+        let hinted = try #require(
+            chunk.withUnsafeBytes { index.findBase(for: $0, at: 200_000, maxLength: 128 << 10, likelyShift: -100_000) })
+        #expect(
+            hinted == BaseMatch(offset: 100_000, length: 128 << 10, shift: -100_000, matchedBytes: hinted.matchedBytes))
+        #expect(hinted.matchedBytes >= (64 << 10) - 2 * BaseIndex.defaultBlockSize)
+        // A likely shift whose blocks do not match, or that overflows, falls back to the roll.
+        #expect(
+            chunk.withUnsafeBytes { index.findBase(for: $0, at: 200_000, maxLength: 128 << 10, likelyShift: 7) }
+                == rolled)
+        #expect(
+            chunk.withUnsafeBytes { index.findBase(for: $0, at: 200_000, maxLength: 128 << 10, likelyShift: .max) }
+                == rolled)
     }
 
     @Test("§14 issue 21: an empty or tiny earlier version, and an empty or tiny chunk, have no base")
@@ -125,7 +153,8 @@ struct BaseIndexTests {
         // A version of exactly one block: the chunk holding it finds it.
         let oneBlock = index(of: Array(chunk[..<BaseIndex.defaultBlockSize]))
         let found = try #require(chunk.withUnsafeBytes { oneBlock.findBase(for: $0, at: 0, maxLength: 128 << 10) })
-        #expect(found == BaseMatch(offset: 0, length: BaseIndex.defaultBlockSize, shift: 0, matchedBytes: 1024))
+        let block = BaseIndex.defaultBlockSize
+        #expect(found == BaseMatch(offset: 0, length: block, shift: 0, matchedBytes: block))
     }
 
     @Test(
