@@ -46,7 +46,7 @@ struct BenchDeltas: AsyncParsableCommand {
 
     @Option(
         name: .customLong("block-size"),
-        help: "Block size of the rolling match, from 64 bytes to 64KiB and at most the chunk size (default 1KiB).")
+        help: "Block size of the rolling match, from 64 bytes to 64KiB and at most the chunk size (default 512).")
     var blockSize: ByteSize?
 
     @Option(
@@ -278,6 +278,8 @@ private struct DeltaModel {
             var index: BaseIndex? = withDeltas ? BaseIndex(blockSize: blockSize, expectedLength: sizes[number]) : nil
             var version = Version()
             var offset: Int64 = 0
+            // Versions shift in runs: the previous chunk's shift is where the next one's bytes most likely are.
+            var likelyShift: Int64 = 0
             while true {
                 let count = try file.readAll(fromAbsoluteOffset: offset, into: buffers.chunk)
                 if count == 0 { break }
@@ -290,7 +292,8 @@ private struct DeltaModel {
                     var stored = plainSize
                     if let previous {
                         if let deltaSize = try delta(
-                            chunk, at: offset, plainSize: plainSize, against: previous, buffers: buffers,
+                            chunk, at: offset, likelyShift: &likelyShift, plainSize: plainSize, against: previous,
+                            buffers: buffers,
                             compressor: deltaCompressor, decompressor: decompressor, statistics: &pass.statistics)
                         {
                             stored = deltaSize
@@ -328,18 +331,20 @@ private struct DeltaModel {
     /// does not save `minSaving` of `plainSize`. The delta is decoded and checked, and its decode timed beside
     /// the plain frame's.
     private func delta(
-        _ chunk: UnsafeRawBufferPointer, at offset: Int64, plainSize: Int,
+        _ chunk: UnsafeRawBufferPointer, at offset: Int64, likelyShift: inout Int64, plainSize: Int,
         against previous: (index: BaseIndex, file: FileDescriptor), buffers: Buffers, compressor: Compressor,
         decompressor: Decompressor, statistics: inout Statistics
     ) throws -> Int? {
         let findStart = MonotonicClock.nanoseconds()
-        let match = previous.index.findBase(for: chunk, at: offset, maxLength: 2 * chunkSize)
+        let match = previous.index.findBase(
+            for: chunk, at: offset, maxLength: 2 * chunkSize, likelyShift: likelyShift)
         statistics.findNanoseconds += MonotonicClock.nanoseconds() - findStart
         statistics.searchedBytes += Int64(chunk.count)
         guard let match else {
             statistics.noBase += 1
             return nil
         }
+        likelyShift = match.shift
         let baseBuffer = UnsafeMutableRawBufferPointer(rebasing: buffers.base[..<match.length])
         let read = try previous.file.readAll(fromAbsoluteOffset: match.offset, into: baseBuffer)
         let base = UnsafeRawBufferPointer(rebasing: buffers.base[..<read])
