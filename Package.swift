@@ -75,7 +75,8 @@ let package = Package(
             linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))]
         ),
         // Fuzzing (Fuzz/README.md): the decoders of outside bytes as targets, and libFuzzer's driver for them.
-        .target(name: "FuzzTargets", dependencies: ["ChunkCache", "ChunkCacheCommands", "OriginKit"]),
+        .target(
+            name: "FuzzTargets", dependencies: ["ChunkCache", "ChunkCacheCommands", "DeltaKit", "OriginKit", "ZstdKit"]),
         .executableTarget(name: "chunkcache-fuzz", dependencies: ["FuzzTargets", "FileIO"]),
 
         .target(name: "TestSupport", dependencies: ["LMDBKit"], path: "Tests/TestSupport"),
