@@ -22,8 +22,9 @@ struct BenchDeltas: AsyncParsableCommand {
             its raw bytes when the frame does not save 1/32 of them, as the store encodes chunks. With deltas: the \
             same, except that a new chunk of version k > 1 whose base `DeltaKit` finds in version k−1 (the same \
             offset, else where a rolling match of blocks of --block-size places its bytes; at most two chunks of \
-            bytes) is also compressed against that base at --delta-level, and counts as that delta frame when it \
-            is at most (1 − --min-saving) × its plain size. Every delta is decoded against its base and checked. \
+            bytes) is first compressed against that base at --delta-level, and counts as that delta frame when it \
+            is at most 1/32 of the chunk (no plain frame is made then), or at most (1 − --min-saving) × its plain \
+            size. Every delta is decoded against its base and checked. \
             Sizes are payloads: no per-chunk header and no LMDB overhead, the same on both sides. Times are the \
             process's CPU time per MiB of the versions (reads, SHA-256, the index of each version, base finding, \
             compression); the decode times are per delta chunk, of its delta frame and of its plain frame.
@@ -288,19 +289,12 @@ private struct DeltaModel {
                 version.logicalBytes += Int64(count)
                 if !Self.isAllZero(chunk), seen.insert(ChunkDigest(hashing: chunk)).inserted {
                     version.newChunks += 1
-                    let plainSize = try plainFrame(chunk, compressor: compressor, into: buffers.plain)
-                    var stored = plainSize
-                    if let previous {
-                        if let deltaSize = try delta(
-                            chunk, at: offset, likelyShift: &likelyShift, plainSize: plainSize, against: previous,
-                            buffers: buffers,
-                            compressor: deltaCompressor, decompressor: decompressor, statistics: &pass.statistics)
-                        {
-                            stored = deltaSize
-                            version.deltaChunks += 1
-                        }
-                    }
-                    version.storedBytes += Int64(stored)
+                    let coders = Coders(plain: compressor, delta: deltaCompressor, decompressor: decompressor)
+                    let stored = try encode(
+                        chunk, at: offset, likelyShift: &likelyShift, against: previous, buffers: buffers,
+                        coders: coders, statistics: &pass.statistics)
+                    version.storedBytes += Int64(stored.size)
+                    if stored.isDelta { version.deltaChunks += 1 }
                 }
                 offset += Int64(count)
                 progress(path, offset)
@@ -327,14 +321,51 @@ private struct DeltaModel {
         return try compressor.compress(chunk, into: frame) ?? chunk.count
     }
 
-    /// The size of `chunk`'s delta against its base in the previous version, or nil when it has none or the delta
-    /// does not save `minSaving` of `plainSize`. The delta is decoded and checked, and its decode timed beside
-    /// the plain frame's.
+    /// The contexts of a pass.
+    struct Coders {
+        let plain: Compressor
+        let delta: Compressor
+        let decompressor: Decompressor
+    }
+
+    /// The bytes the store keeps of a new chunk, and whether as a delta against its base in the previous version.
+    ///
+    /// The delta is tried first: one of at most 1/32 of the chunk is kept without a plain frame to compare it with
+    /// (a plain frame that small is rare, and beating it by the margin would gain little), so most delta chunks
+    /// cost one encode; otherwise it must save `minSaving` of the plain frame. Every delta kept is decoded and
+    /// checked, and its decode timed beside its plain frame's, out of the pass's time.
+    private func encode(
+        _ chunk: UnsafeRawBufferPointer, at offset: Int64, likelyShift: inout Int64,
+        against previous: (index: BaseIndex, file: FileDescriptor)?, buffers: Buffers, coders: Coders,
+        statistics: inout Statistics
+    ) throws -> (size: Int, isDelta: Bool) {
+        func plain() throws -> Int { try plainFrame(chunk, compressor: coders.plain, into: buffers.plain) }
+        guard let previous,
+            let (size, base, shift) = try delta(
+                chunk, at: offset, likelyShift: &likelyShift, against: previous, buffers: buffers,
+                compressor: coders.delta, statistics: &statistics)
+        else { return (try plain(), false) }
+        let plainSize = size <= chunk.count / 32 ? nil : try plain()
+        if let plainSize, size > plainSize - Int((Double(plainSize) * minSaving).rounded(.up)) {
+            statistics.rejected += 1
+            return (plainSize, false)
+        }
+        let checkStart = Self.cpuSeconds()
+        try checkDecode(
+            chunk, delta: size, plain: plainSize ?? plainFrame(chunk, compressor: coders.plain, into: buffers.plain),
+            base: base, buffers: buffers, decompressor: coders.decompressor, statistics: &statistics)
+        statistics.checkSeconds += Self.cpuSeconds() - checkStart
+        if shift == 0 { statistics.sameOffset += 1 } else { statistics.shifted += 1 }
+        return (size, true)
+    }
+
+    /// `chunk`'s delta frame (in `buffers.delta`) against its base in the previous version, and the base; nil when
+    /// it has none, or the frame does not save 1/32 of the chunk.
     private func delta(
-        _ chunk: UnsafeRawBufferPointer, at offset: Int64, likelyShift: inout Int64, plainSize: Int,
+        _ chunk: UnsafeRawBufferPointer, at offset: Int64, likelyShift: inout Int64,
         against previous: (index: BaseIndex, file: FileDescriptor), buffers: Buffers, compressor: Compressor,
-        decompressor: Decompressor, statistics: inout Statistics
-    ) throws -> Int? {
+        statistics: inout Statistics
+    ) throws -> (size: Int, base: UnsafeRawBufferPointer, shift: Int64)? {
         let findStart = MonotonicClock.nanoseconds()
         let match = previous.index.findBase(
             for: chunk, at: offset, maxLength: 2 * chunkSize, likelyShift: likelyShift)
@@ -348,7 +379,7 @@ private struct DeltaModel {
         let baseBuffer = UnsafeMutableRawBufferPointer(rebasing: buffers.base[..<match.length])
         let read = try previous.file.readAll(fromAbsoluteOffset: match.offset, into: baseBuffer)
         let base = UnsafeRawBufferPointer(rebasing: buffers.base[..<read])
-        let capacity = plainSize - Int((Double(plainSize) * minSaving).rounded(.up))
+        let capacity = chunk.count - chunk.count / 32
         guard capacity > 0,
             let size = try compressor.compress(
                 chunk, against: base, into: UnsafeMutableRawBufferPointer(rebasing: buffers.delta[..<capacity]))
@@ -356,13 +387,7 @@ private struct DeltaModel {
             statistics.rejected += 1
             return nil
         }
-        if match.shift == 0 { statistics.sameOffset += 1 } else { statistics.shifted += 1 }
-        let checkStart = Self.cpuSeconds()
-        try checkDecode(
-            chunk, delta: size, plain: plainSize, base: base, buffers: buffers, decompressor: decompressor,
-            statistics: &statistics)
-        statistics.checkSeconds += Self.cpuSeconds() - checkStart
-        return size
+        return (size, base, match.shift)
     }
 
     /// Decodes the delta frame against its base and compares it with the chunk; times it, and the plain frame's
