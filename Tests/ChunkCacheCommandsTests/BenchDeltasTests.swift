@@ -24,7 +24,9 @@ struct BenchDeltasTests {
             #expect(result.stderr.isEmpty, "\(result.stderr)")
             let json = try result.json()
             #expect(
-                Set(json.keys) == ["chunkSize", "level", "deltaLevel", "blockSize", "minSaving", "versions", "totals"])
+                Set(json.keys) == [
+                    "chunkSize", "level", "deltaLevel", "blockSize", "minSaving", "alignedBases", "versions", "totals",
+                ])
             let versions = try #require(try json.array("versions") as? [[String: Any]])
             try #require(versions.count == 2)
             #expect(try versions[1].int("newChunks") == 16)

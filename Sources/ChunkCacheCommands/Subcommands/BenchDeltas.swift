@@ -55,6 +55,11 @@ struct BenchDeltas: AsyncParsableCommand {
         help: "The fraction of a chunk's plain size a delta must save to be kept (0 ≤ f < 1).")
     var minSaving = BenchDeltas.defaultMinSaving
 
+    @Flag(
+        name: .customLong("aligned-bases"),
+        help: "Start each base on a chunk boundary of the previous version: two whole chunks, not parts of three.")
+    var alignedBases = false
+
     /// Delta frames are written once and read often: a level above the store's costs ingest time only.
     static let defaultDeltaLevel: Int32 = 3
     /// A delta costs its base's decode on every read, and its base must be kept: it must save a real margin.
@@ -83,7 +88,8 @@ struct BenchDeltas: AsyncParsableCommand {
         let progress = ProgressLine()
         defer { progress.clear() }
         let model = DeltaModel(
-            chunkSize: chunkBytes, level: level, deltaLevel: deltaLevel, blockSize: blockBytes, minSaving: minSaving)
+            chunkSize: chunkBytes, level: level, deltaLevel: deltaLevel, blockSize: blockBytes, minSaving: minSaving,
+            alignedBases: alignedBases)
         var today = DeltaModel.Pass()
         var deltas = DeltaModel.Pass()
         do {
@@ -118,7 +124,7 @@ struct BenchDeltas: AsyncParsableCommand {
             .object([
                 ("chunkSize", .int(Int64(chunkBytes))), ("level", .int(Int64(level))),
                 ("deltaLevel", .int(Int64(deltaLevel))), ("blockSize", .int(Int64(blockBytes))),
-                ("minSaving", .double(minSaving)), ("versions", .array(rows)),
+                ("minSaving", .double(minSaving)), ("alignedBases", .bool(alignedBases)), ("versions", .array(rows)),
                 (
                     "totals",
                     .object([
@@ -193,6 +199,7 @@ private struct DeltaModel {
     let deltaLevel: Int32
     let blockSize: Int
     let minSaving: Double
+    let alignedBases: Bool
 
     /// One version's figures.
     struct Version {
@@ -376,8 +383,14 @@ private struct DeltaModel {
             return nil
         }
         likelyShift = match.shift
-        let baseBuffer = UnsafeMutableRawBufferPointer(rebasing: buffers.base[..<match.length])
-        let read = try previous.file.readAll(fromAbsoluteOffset: match.offset, into: baseBuffer)
+        var (baseOffset, baseLength) = (match.offset, match.length)
+        if alignedBases {
+            // The chunk boundary at or before the chunk's bytes at the best shift: the base holds them whole.
+            baseOffset = max(0, offset + match.shift) / Int64(chunkSize) * Int64(chunkSize)
+            baseLength = Int(min(Int64(2 * chunkSize), previous.index.length - baseOffset))
+        }
+        let baseBuffer = UnsafeMutableRawBufferPointer(rebasing: buffers.base[..<baseLength])
+        let read = try previous.file.readAll(fromAbsoluteOffset: baseOffset, into: baseBuffer)
         let base = UnsafeRawBufferPointer(rebasing: buffers.base[..<read])
         let capacity = chunk.count - chunk.count / 32
         guard capacity > 0,
