@@ -45,6 +45,20 @@ struct BenchDeltasTests {
         }
     }
 
+    @Test(
+        "§14 issue 21: bench deltas --aligned-bases: bases of two whole chunks still hold every shifted chunk's bytes")
+    func alignedBases() throws {
+        try withTemporaryDirectory { dir in
+            let (v1, v2) = try series(in: dir)
+            let json = try runCLI(["--json", "bench", "deltas", v1, v2, "--aligned-bases"]).json()
+            #expect(json["alignedBases"] as? Bool == true)
+            let totals = try json.object("totals")
+            #expect(try totals.int("deltaChunks") == 15)
+            let deltaBytes = try totals.int("deltaBytes")
+            #expect(deltaBytes > (1 << 20) + 300 && deltaBytes < (1 << 20) + 300 + 15 * 2048, "\(deltaBytes)")
+        }
+    }
+
     @Test("§14 issue 21: bench deltas prints a table, and takes no block size outside 64 bytes to the chunk size")
     func textAndBadInput() throws {
         try withTemporaryDirectory { dir in
