@@ -30,6 +30,8 @@ let package = Package(
         // One job each.
         .target(name: "LMDBKit", dependencies: ["CLMDB", "FileIO"]),
         .target(name: "ZstdKit", dependencies: ["CZstd"]),
+        // The rolling match that places a new chunk's base in an earlier version (deltas, CONTRACT §14).
+        .target(name: "DeltaKit", dependencies: ["CXXHash"]),
         .target(name: "FileIO", dependencies: ["CLinuxShims"]),
         // FUSE's low-level API (libfuse 3), typed; and a domain served through it (`chunkcache mount`).
         .target(name: "FuseKit", dependencies: ["CFuse3", "FileIO"]),
@@ -58,7 +60,8 @@ let package = Package(
         .target(
             name: "ChunkCacheCommands",
             dependencies: [
-                "ChunkCache", "ChunkCacheBench", "ChunkCacheMount", "FileIO", "FuseKit", "LMDBKit",
+                "ChunkCache", "ChunkCacheBench", "ChunkCacheMount", "DeltaKit", "FileIO", "FuseKit", "LMDBKit",
+                "ZstdKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -72,12 +75,14 @@ let package = Package(
             linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))]
         ),
         // Fuzzing (Fuzz/README.md): the decoders of outside bytes as targets, and libFuzzer's driver for them.
-        .target(name: "FuzzTargets", dependencies: ["ChunkCache", "ChunkCacheCommands", "OriginKit"]),
+        .target(
+            name: "FuzzTargets", dependencies: ["ChunkCache", "ChunkCacheCommands", "DeltaKit", "OriginKit", "ZstdKit"]),
         .executableTarget(name: "chunkcache-fuzz", dependencies: ["FuzzTargets", "FileIO"]),
 
         .target(name: "TestSupport", dependencies: ["LMDBKit"], path: "Tests/TestSupport"),
         .testTarget(name: "LMDBKitTests", dependencies: ["LMDBKit", "TestSupport"]),
         .testTarget(name: "ZstdKitTests", dependencies: ["ZstdKit", "TestSupport"]),
+        .testTarget(name: "DeltaKitTests", dependencies: ["DeltaKit", "TestSupport"]),
         .testTarget(name: "FileIOTests", dependencies: ["FileIO", "TestSupport"]),
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4"]),
         .testTarget(name: "OriginKitTests", dependencies: ["OriginKit", "SigV4", "TestSupport"]),

@@ -121,10 +121,52 @@ def store_seeds(cli):
         shutil.rmtree(work)
 
 
+def delta_seeds():
+    """delta-frame and rolling-match: [length of the first part, 2 bytes little-endian] + base + frame (or earlier
+    version + new chunk). Delta frames come from `zstd --patch-from`, which compresses against raw base bytes as
+    ZstdKit's delta frames do, with the content checksum on."""
+    rng = random.Random(21)
+    work = tempfile.mkdtemp(prefix="chunkcache-delta-seeds.")
+    try:
+        def patch(base, chunk, level):
+            paths = [os.path.join(work, n) for n in ("base", "chunk")]
+            for path, data in zip(paths, [base, chunk]):
+                with open(path, "wb") as f:
+                    f.write(data)
+            return subprocess.run(["zstd", "-q", "-c", "-%d" % level, "--patch-from=" + paths[0], paths[1]],
+                                  check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout
+
+        def seed(target, name, first, second):
+            write(target, name, len(first).to_bytes(2, "little") + first + second)
+
+        text = b"".join(rng.choice([b"chunk ", b"cache ", b"delta ", b"base ", b"version\n"]) for _ in range(4000))
+        noise = bytes(rng.getrandbits(8) for _ in range(12000))
+        for i, (base, level) in enumerate([(text[:8000], 3), (noise[:6000], 3), (text[2000:10000], 19)]):
+            chunk = bytearray(base[300:4300])
+            chunk[1000] ^= 0x5A
+            frame = patch(base, bytes(chunk), level)
+            seed("delta-frame", "patch-%d" % i, base, frame)
+            seed("delta-frame", "patch-%d-truncated" % i, base, frame[:-5])
+            seed("delta-frame", "patch-%d-other-base" % i, base[::-1], frame)
+        plain = subprocess.run(["zstd", "-q", "-c", "-3"], input=text[:3000], check=True, stdout=subprocess.PIPE)
+        seed("delta-frame", "empty-base", b"", plain.stdout)
+        seed("delta-frame", "junk", noise[:100], noise[100:400])
+
+        seed("rolling-match", "insertion", noise[:4096], noise[1000:1200] + b"inserted" + noise[1200:3000])
+        seed("rolling-match", "same-offset", noise[:4096], noise[:2048])
+        seed("rolling-match", "text", text[:6000], text[500:4500])
+        seed("rolling-match", "fresh", noise[:4096], noise[6000:8000])
+        seed("rolling-match", "zeros", bytes(4096), bytes(1024))
+        seed("rolling-match", "tiny", noise[:50], noise[:40])
+    finally:
+        shutil.rmtree(work)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     text_seeds()
+    delta_seeds()
     store_seeds(sys.argv[1])
     for target in sorted(os.listdir(CORPUS)):
         print(target, len(os.listdir(os.path.join(CORPUS, target))))

@@ -31,6 +31,11 @@ public struct FuzzTarget: Sendable {
             name: "manifest-page", summary: "manifest pages and their rewrite", check: EngineFuzzing.manifestPage),
         FuzzTarget(name: "stored-chunk", summary: "a stored chunk (raw or zstd)", check: EngineFuzzing.storedChunk),
         FuzzTarget(name: "page-file", summary: "the LMDB pages `recover` reads", check: EngineFuzzing.pageFile),
+        FuzzTarget(
+            name: "delta-frame", summary: "a delta frame read against its base (§14)", check: DeltaFuzzing.deltaFrame),
+        FuzzTarget(
+            name: "rolling-match", summary: "the rolling matcher over an earlier version (§14)",
+            check: DeltaFuzzing.rollingMatch),
     ]
 
     public static func named(_ name: String) -> FuzzTarget? { all.first { $0.name == name } }
