@@ -33,6 +33,16 @@ import Testing
         }
     }
 
+    /// Everything downloaded was stored right: `verify` finds no damaged record, version or chunk.
+    static func expectVerifiesClean(_ cache: ChunkCache, sourceLocation: SourceLocation = #_sourceLocation)
+        async throws
+    {
+        let report = try await cache.verify()
+        #expect(
+            report.damagedRecords.isEmpty && report.damagedVersions.isEmpty && report.corrupt.isEmpty,
+            sourceLocation: sourceLocation)
+    }
+
     /// `body`'s value, or nil when it has not returned within `seconds`.
     static func within<R: Sendable>(_ seconds: Int, _ body: @escaping @Sendable () async throws -> R) async throws
         -> R?
@@ -77,8 +87,7 @@ import Testing
                 let warm = try await cache.fetchContents(for: item)
                 #expect(warm.originRequests == 0)
                 #expect(try TestData.read(warm.url.path, count: 3 << 20) == expected)
-                let report = try await cache.verify()
-                #expect(report.damagedRecords.isEmpty && report.damagedVersions.isEmpty && report.corrupt.isEmpty)
+                try await Self.expectVerifiesClean(cache)
                 #expect(try await server.accessLog(atLeast: 2).map(\.method) == ["HEAD", "GET"])
             }
         }
@@ -101,8 +110,7 @@ import Testing
             #expect(log.first?.range == "bytes=0-8388607")
             let listed = try await cache.versions(of: item)
             #expect(try #require(listed.versions.first).cachedBytes == 20 << 20)
-            let report = try await cache.verify()
-            #expect(report.damagedRecords.isEmpty && report.damagedVersions.isEmpty && report.corrupt.isEmpty)
+            try await Self.expectVerifiesClean(cache)
         }
     }
 
@@ -128,8 +136,7 @@ import Testing
                 #expect(Array(buffer[0..<read.bytesRead]) == expected, "read of \(count) at \(offset)")
             }
             await cache.waitForDownloads()
-            let report = try await cache.verify()
-            #expect(report.damagedRecords.isEmpty && report.damagedVersions.isEmpty && report.corrupt.isEmpty)
+            try await Self.expectVerifiesClean(cache)
         }
     }
 
@@ -161,8 +168,7 @@ import Testing
             await cache.waitForDownloads()
             let log = try await server.accessLog(atLeast: 2).filter { $0.method == "GET" }
             #expect(log.reduce(0) { $0 + $1.bytesSent } < (2 << 20) + 65_536, "each chunk downloaded once: \(log)")
-            let report = try await cache.verify()
-            #expect(report.damagedRecords.isEmpty && report.damagedVersions.isEmpty && report.corrupt.isEmpty)
+            try await Self.expectVerifiesClean(cache)
         }
     }
 
@@ -190,8 +196,7 @@ import Testing
             try await writer.release()
             #expect(answered == true, "answered byte-exact while the writer was held")
             await cache.waitForDownloads()
-            let report = try await cache.verify()
-            #expect(report.damagedRecords.isEmpty && report.damagedVersions.isEmpty && report.corrupt.isEmpty)
+            try await Self.expectVerifiesClean(cache)
         }
     }
 }
