@@ -59,9 +59,7 @@ public final class MountedDomain: FuseFilesystem {
             guard let found = try cache.child(named: name, in: container, domain: domain) else {
                 return request.replyNoEntry(timeout: Self.timeout)
             }
-            let node = nodes.lookedUp(found.item, in: parent, as: name)
-            request.reply(
-                entry: FuseEntry(node: node, attributes: attributes(found, node: node), timeout: Self.timeout))
+            request.reply(entry: entry(found, node: nodes.lookedUp(found.item, in: parent, as: name)))
         } catch {
             request.fail(error.mountErrno)
         }

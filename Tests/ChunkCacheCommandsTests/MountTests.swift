@@ -134,7 +134,7 @@ struct MountTests {
     }
 
     @Test(
-        "§13 issue 20: SEEK_DATA and SEEK_HOLE find the file's real holes (its zero chunks) and its end; past the end is ENXIO; cp --sparse keeps them"
+        "§13 issue 20: SEEK_DATA and SEEK_HOLE find the file's real holes (its zero chunks) and its end; past the end is ENXIO; a sparse copy reads the same bytes"
     )
     func holes() throws {
         try withTemporaryDirectory { dir in

@@ -36,16 +36,10 @@ extension ChunkCache {
         try Records.validate(domain: identifier.domain, item: identifier.rawValue)
         let dbs = store.dbs
         return try store.environment.read { txn in
-            let itemKey = Keys.item(domain: identifier.domain, id: identifier.rawValue)
-            let record = try txn.withValue(
-                dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: version.contentVersion)
-            ) {
-                try VersionRecord(
-                    decoding: $0,
-                    name: RecordNames.version(
-                        version.contentVersion, of: RecordNames.item(identifier.rawValue, domain: identifier.domain)))
-            }
-            guard let record else {
+            guard
+                let record = try Records.version(
+                    version.contentVersion, ofItem: identifier.rawValue, domain: identifier.domain, in: txn, dbs)
+            else {
                 throw CacheError(
                     .versionNoLongerAvailable,
                     "item \"\(identifier.rawValue)\" of domain \"\(identifier.domain)\" no longer has the version being read; open it again"
@@ -137,10 +131,11 @@ extension ChunkCache {
             let listed = try CatalogueReader.page(
                 domain: domain, container: .folder(container), from: page, pageSize: pageSize, in: txn, store.dbs)
             let statuses = try listed.items.map { item in
-                let key = Keys.item(domain: domain, id: item.identifier)
-                let version = item.kind == .file ? try Records.versions(ofItemKey: key, in: txn, store.dbs).first : nil
-                return ItemStatus(
-                    item: item, cachedBytes: try version.map { try cachedBytes(of: $0, in: txn, store.dbs) } ?? 0)
+                ItemStatus(
+                    item: item,
+                    cachedBytes: try newestVersion(
+                        of: item.kind, itemKey: Keys.item(domain: domain, id: item.identifier), in: txn
+                    ).map { try cachedBytes(of: $0, in: txn, store.dbs) } ?? 0)
             }
             return (statuses, listed.nextPage)
         }
@@ -149,9 +144,16 @@ extension ChunkCache {
     private func status<T: TransactionReading & ~Copyable>(
         of record: ItemRecord, domain: String, itemKey: [UInt8], in txn: borrowing T
     ) throws -> ItemStatus {
-        let version = record.kind == .file ? try Records.versions(ofItemKey: itemKey, in: txn, store.dbs).first : nil
+        let version = try newestVersion(of: record.kind, itemKey: itemKey, in: txn)
         return ItemStatus(
             item: Records.publicItem(record, domain: domain, version: version),
             cachedBytes: try version.map { try cachedBytes(of: $0, in: txn, store.dbs) } ?? 0)
+    }
+
+    /// A file's newest version; nil for a folder or link.
+    private func newestVersion<T: TransactionReading & ~Copyable>(
+        of kind: ItemKind, itemKey: [UInt8], in txn: borrowing T
+    ) throws -> VersionRecord? {
+        kind == .file ? try Records.versions(ofItemKey: itemKey, in: txn, store.dbs).first : nil
     }
 }

@@ -23,7 +23,7 @@ enum BufferReader {
         let layout = plan.version.layout
         let dbs = store.dbs
         let indices = (offset >> layout.shift)..<((end - 1) >> layout.shift + 1)
-        try RangeAssembler.prefetch(indices, of: plan, dbs: dbs, in: txn)
+        try prefetch(indices, of: plan, dbs: dbs, in: txn)
         return try store.codecs.withDecoder { context -> BufferRead in
             var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
             for index in indices {
@@ -54,6 +54,24 @@ enum BufferReader {
                 }
             }
             return .read(count)
+        }
+    }
+
+    /// Starts the reads of the stored chunks `indices` of `plan` from disk at once (``MappedPages/willNeed(_:)``),
+    /// before they are read one by one: a store whose pages left the page cache is read in one request per
+    /// chunk, all in flight together, instead of a 4 KiB fault at a time. Costs an LMDB lookup and an
+    /// `madvise` per chunk, so only reads of several chunks ask; a read of one chunk asks for its pages as it
+    /// reaches them, with no second lookup.
+    private static func prefetch<T: TransactionReading & ~Copyable>(
+        _ indices: Range<Int64>, of plan: FetchPlan, dbs: Databases, in txn: borrowing T
+    ) throws {
+        guard indices.count > 1 else { return }
+        var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
+        for index in indices {
+            guard case .stored(let digest) = try cursor.entry(index, in: txn),
+                let stored = try digest.withUnsafeBytes({ try txn.unsafeValue(dbs.chunks, key: $0) })
+            else { continue }
+            MappedPages.willNeed(stored)
         }
     }
 

@@ -114,24 +114,6 @@ enum RangeAssembler {
         return stored
     }
 
-    /// Starts the reads of the stored chunks `indices` of `plan` from disk at once (``MappedPages/willNeed(_:)``),
-    /// before they are read one by one: a store whose pages left the page cache is read in one request per
-    /// chunk, all in flight together, instead of a 4 KiB fault at a time. Costs an LMDB lookup and an
-    /// `madvise` per chunk, so only reads into a buffer of several chunks ask (the mount's); a hand-off
-    /// asks for each chunk's pages as it reaches it, with no second lookup.
-    static func prefetch<T: TransactionReading & ~Copyable>(
-        _ indices: Range<Int64>, of plan: FetchPlan, dbs: Databases, in txn: borrowing T
-    ) throws {
-        guard indices.count > 1 else { return }
-        var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
-        for index in indices {
-            guard case .stored(let digest) = try cursor.entry(index, in: txn),
-                let stored = try digest.withUnsafeBytes({ try txn.unsafeValue(dbs.chunks, key: $0) })
-            else { continue }
-            MappedPages.willNeed(stored)
-        }
-    }
-
     /// What ``writeChunks(_:of:store:run:checkpoint:context:in:)`` did.
     private enum Written {
         /// Every chunk queued: their stored bytes (zero chunks not counted).

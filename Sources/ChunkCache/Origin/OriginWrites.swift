@@ -35,12 +35,7 @@ extension WriteTransaction {
         modificationDate: Double? = nil, _ dbs: Databases
     ) throws -> RecordedVersion {
         let itemKey = Keys.item(domain: name, id: id)
-        let versionKey = Keys.version(itemKey: itemKey, contentVersion: contentVersion)
-        let recorded = try withValue(dbs.versions, key: versionKey) {
-            try VersionRecord(
-                decoding: $0, name: RecordNames.version(contentVersion, of: RecordNames.item(id, domain: name)))
-        }
-        if let version = recorded {
+        if let version = try Records.version(contentVersion, ofItem: id, domain: name, in: self, dbs) {
             let item = try Records.item(id, domain: name, key: itemKey, in: self, dbs)
             return RecordedVersion(
                 item: item, version: version,

@@ -7,7 +7,7 @@ import ZstdKit
 /// `[encoding: 1 byte][reserved: 7][xxh3-64 of the raw bytes: 8, raw encoding only]`.
 /// A zstd payload carries its own frame checksum; a raw payload is checked with XXH3, an order of magnitude
 /// cheaper than SHA-256, which stays for ingest and `verify`.
-enum ChunkCodec {
+package enum ChunkCodec {
     enum Encoding: UInt8 {
         case zstd = 0
         case raw = 1
@@ -20,12 +20,16 @@ enum ChunkCodec {
 
     /// Encodes `raw` into `output` (at least ``encodedBound(rawCount:)`` bytes), returning its length.
     ///
-    /// Compression must save at least 1/32 of the bytes to pay for its decode on every read; otherwise
-    /// the chunk is stored raw and served straight from LMDB's map.
+    /// The longest compressed form worth keeping of `rawCount` bytes: compression must save at least 1/32
+    /// of the bytes to pay for its decode on every read; otherwise the chunk is stored raw and served
+    /// straight from LMDB's map.
+    package static func worthwhileLength(rawCount: Int) -> Int { rawCount - rawCount / 32 }
+
+    /// Compression must save at least 1/32 of the bytes (``worthwhileLength(rawCount:)``).
     static func encode(
         _ raw: UnsafeRawBufferPointer, compressor: Compressor, into output: UnsafeMutableRawBufferPointer
     ) throws -> Int {
-        let worthwhile = raw.count - raw.count / 32
+        let worthwhile = worthwhileLength(rawCount: raw.count)
         let body = UnsafeMutableRawBufferPointer(rebasing: output[headerSize..<(headerSize + worthwhile)])
         // The header's unused bytes are zero; the body is written whole below (a memset of it cost a pass).
         UnsafeMutableRawBufferPointer(rebasing: output[..<headerSize]).initializeMemory(as: UInt8.self, repeating: 0)
@@ -94,7 +98,7 @@ enum ChunkCodec {
 }
 
 /// Whether every byte of `bytes` is zero, a word at a time.
-func isAllZero(_ bytes: UnsafeRawBufferPointer) -> Bool {
+package func isAllZero(_ bytes: UnsafeRawBufferPointer) -> Bool {
     var offset = 0
     let count = bytes.count
     while offset + 8 <= count {

@@ -40,6 +40,17 @@ enum Records {
         try versions(ofItemKey: Keys.item(domain: domain, id: id), in: txn, dbs)
     }
 
+    /// Version `contentVersion` of item `id` of `domain`, or nil when the store does not have it.
+    static func version<T: TransactionReading & ~Copyable>(
+        _ contentVersion: [UInt8], ofItem id: String, domain: String, in txn: borrowing T, _ dbs: Databases
+    ) throws -> VersionRecord? {
+        let key = Keys.version(itemKey: Keys.item(domain: domain, id: id), contentVersion: contentVersion)
+        return try txn.withValue(dbs.versions, key: key) {
+            try VersionRecord(
+                decoding: $0, name: RecordNames.version(contentVersion, of: RecordNames.item(id, domain: domain)))
+        }
+    }
+
     /// The versions of the item with key `itemKey` (``Keys/item(domain:id:)``), newest first.
     static func versions<T: TransactionReading & ~Copyable>(
         ofItemKey itemKey: [UInt8], in txn: borrowing T, _ dbs: Databases

@@ -294,7 +294,7 @@ private struct DeltaModel {
                 let chunk = UnsafeRawBufferPointer(rebasing: buffers.chunk[..<count])
                 index?.append(chunk)
                 version.logicalBytes += Int64(count)
-                if !Self.isAllZero(chunk), seen.insert(ChunkDigest(hashing: chunk)).inserted {
+                if !isAllZero(chunk), seen.insert(ChunkDigest(hashing: chunk)).inserted {
                     version.newChunks += 1
                     let coders = Coders(plain: compressor, delta: deltaCompressor, decompressor: decompressor)
                     let stored = try encode(
@@ -322,7 +322,7 @@ private struct DeltaModel {
     private func plainFrame(
         _ chunk: UnsafeRawBufferPointer, compressor: Compressor, into buffer: UnsafeMutableRawBufferPointer
     ) throws -> Int {
-        let worthwhile = chunk.count - chunk.count / 32
+        let worthwhile = ChunkCodec.worthwhileLength(rawCount: chunk.count)
         guard worthwhile > 0 else { return chunk.count }
         let frame = UnsafeMutableRawBufferPointer(rebasing: buffer[..<worthwhile])
         return try compressor.compress(chunk, into: frame) ?? chunk.count
@@ -392,7 +392,7 @@ private struct DeltaModel {
         let baseBuffer = UnsafeMutableRawBufferPointer(rebasing: buffers.base[..<baseLength])
         let read = try previous.file.readAll(fromAbsoluteOffset: baseOffset, into: baseBuffer)
         let base = UnsafeRawBufferPointer(rebasing: buffers.base[..<read])
-        let capacity = chunk.count - chunk.count / 32
+        let capacity = ChunkCodec.worthwhileLength(rawCount: chunk.count)
         guard capacity > 0,
             let size = try compressor.compress(
                 chunk, against: base, into: UnsafeMutableRawBufferPointer(rebasing: buffers.delta[..<capacity]))
@@ -432,15 +432,5 @@ private struct DeltaModel {
         var time = timespec()
         clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-    }
-
-    /// Whether every byte of `bytes` is zero (the store keeps no all-zero chunk).
-    private static func isAllZero(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        var offset = 0
-        while offset + 8 <= bytes.count {
-            if bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self) != 0 { return false }
-            offset += 8
-        }
-        return bytes[offset...].allSatisfy { $0 == 0 }
     }
 }
