@@ -242,25 +242,38 @@ struct MountTests {
             async throws -> Void
     ) async throws {
         let movie = TestData.random(count: 8 << 20, seed: 20)
+        try await withSyncedOrigin(["movie.bin": movie, "small/a.txt": Array("hello\n".utf8)]) { dir, store, server in
+            let mount = try MountProcess(
+                store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", fillBelow])
+            do {
+                try await body(dir, store, server, mount, movie)
+            } catch {
+                _ = try? mount.unmount()
+                throw error
+            }
+            let ended = try mount.unmount()
+            #expect(ended.exitCode == 0 && !ended.terminatedBySignal, "the mount ends cleanly: \(ended)")
+        }
+    }
+
+    /// Serves `files` (paths under the origin folder, `dir/origin`) with nginx, as the origin of domain `web` of
+    /// a new store (`dir/store`), synced; the server stops when `body` ends, however it ends.
+    static func withSyncedOrigin(
+        _ files: [String: [UInt8]], _ body: (_ dir: String, _ store: String, _ server: NginxServer) async throws -> Void
+    ) async throws {
         try await withTemporaryDirectory { dir in
-            try FileManager.default.createDirectory(atPath: dir + "/origin/small", withIntermediateDirectories: true)
-            try TestData.write(movie, to: dir + "/origin/movie.bin")
-            try TestData.write(Array("hello\n".utf8), to: dir + "/origin/small/a.txt")
+            for (path, bytes) in files {
+                let url = URL(fileURLWithPath: dir + "/origin/" + path)
+                try FileManager.default.createDirectory(
+                    at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try TestData.write(bytes, to: url.path)
+            }
             let server = try await NginxServer.start(root: URL(fileURLWithPath: dir + "/origin"))
             let store = dir + "/store"
             do {
                 try runJSON(store, ["domain", "add", "web", "--origin", server.baseURL])
                 try runJSON(store, ["domain", "sync", "web"])
-                let mount = try MountProcess(
-                    store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", fillBelow])
-                do {
-                    try await body(dir, store, server, mount, movie)
-                } catch {
-                    _ = try? mount.unmount()
-                    throw error
-                }
-                let ended = try mount.unmount()
-                #expect(ended.exitCode == 0 && !ended.terminatedBySignal, "the mount ends cleanly: \(ended)")
+                try await body(dir, store, server)
             } catch {
                 await server.stop()
                 throw error
@@ -491,69 +504,57 @@ struct MountTests {
     func originReplaced() async throws {
         let old = TestData.random(count: 3 << 20, seed: 30)
         let new = TestData.random(count: 2 << 20, seed: 31)
-        try await withTemporaryDirectory { dir in
-            try FileManager.default.createDirectory(atPath: dir + "/origin", withIntermediateDirectories: true)
-            try TestData.write(old, to: dir + "/origin/doc.bin")
-            let server = try await NginxServer.start(root: URL(fileURLWithPath: dir + "/origin"))
-            let store = dir + "/store"
-            do {
-                try runJSON(store, ["domain", "add", "web", "--origin", server.baseURL])
-                try runJSON(store, ["domain", "sync", "web"])
-                let mount = try MountProcess(
-                    store: store, domain: "web", at: dir + "/mnt", arguments: ["--sync-every", "1s"])
-                let mnt = mount.mountPoint
-                #expect(try shell("ls \(mnt)").output == "doc.bin\n", "the listing, now kept by the kernel")
-                // The reader prints what it read of the whole file after the replacement (a short read and then
-                // an error when the origin no longer has the rest of its version), and how the reading ended.
-                let script = """
-                    python3 -c 'import os, time, hashlib
-                    fd = os.open("\(mnt)/doc.bin", os.O_RDONLY)
-                    got = os.pread(fd, 1 << 20, 0)
-                    open("\(dir)/opened", "w").close()
-                    while not os.path.exists("\(dir)/go"): time.sleep(0.01)
-                    ending = "eof"
-                    try:
-                        while True:
-                            more = os.pread(fd, 1 << 20, len(got))
-                            if not more: break
-                            got += more
-                    except OSError as error:
-                        ending = os.strerror(error.errno)
-                    print(len(got), hashlib.sha256(got).hexdigest(), ending)'
-                    """
-                let reader = try ShellProcess(script)
-                #expect(try Self.eventually { FileManager.default.fileExists(atPath: dir + "/opened") })
-                // Replaced at the origin (a new file, renamed over: a new ETag), and a file added beside it.
-                try TestData.write(new, to: dir + "/origin/doc.new")
-                try FileManager.default.removeItem(atPath: dir + "/origin/doc.bin")
-                try FileManager.default.moveItem(atPath: dir + "/origin/doc.new", toPath: dir + "/origin/doc.bin")
-                try TestData.write(Array("added\n".utf8), to: dir + "/origin/added.txt")
-                #expect(
-                    try Self.eventually { try shell("cat \(mnt)/added.txt 2>/dev/null").output == "added\n" },
-                    "--sync-every found the new file; the kept listing was dropped")
-                #expect(try shell("ls \(mnt)").output == "added.txt\ndoc.bin\n")
-                #expect(
-                    try shell("sha256sum < \(mnt)/doc.bin | cut -d' ' -f1").output.trimmingCharacters(in: .newlines)
-                        == Self.sha256(new), "a new open reads the new version")
-                try TestData.write([], to: dir + "/go")
-                let read = reader.wait()
-                // What the open file read is the old version, all of it (its chunks were cached) or a prefix of it
-                // up to an I/O error (its origin no longer serves it): never a byte of the new one.
-                let words = read.output.split(separator: " ").map(String.init)
-                let count = Int(words.first ?? "") ?? -1
-                #expect(read.status == 0 && words.count >= 3 && count >= 1 << 20, "\(read)")
-                if count >= 1 << 20 && count <= old.count {
-                    #expect(words[1] == Self.sha256(Array(old[0..<count])), "\(read)")
-                    let ending = words[2...].joined(separator: " ").trimmingCharacters(in: .newlines)
-                    #expect(count == old.count ? ending == "eof" : ending == "Input/output error", "\(read)")
-                }
-                let ended = try mount.unmount()
-                #expect(ended.exitCode == 0, "\(ended)")
-            } catch {
-                await server.stop()
-                throw error
+        try await Self.withSyncedOrigin(["doc.bin": old]) { dir, store, _ in
+            let mount = try MountProcess(
+                store: store, domain: "web", at: dir + "/mnt", arguments: ["--sync-every", "1s"])
+            let mnt = mount.mountPoint
+            #expect(try shell("ls \(mnt)").output == "doc.bin\n", "the listing, now kept by the kernel")
+            // The reader prints what it read of the whole file after the replacement (a short read and then
+            // an error when the origin no longer has the rest of its version), and how the reading ended.
+            let script = """
+                python3 -c 'import os, time, hashlib
+                fd = os.open("\(mnt)/doc.bin", os.O_RDONLY)
+                got = os.pread(fd, 1 << 20, 0)
+                open("\(dir)/opened", "w").close()
+                while not os.path.exists("\(dir)/go"): time.sleep(0.01)
+                ending = "eof"
+                try:
+                    while True:
+                        more = os.pread(fd, 1 << 20, len(got))
+                        if not more: break
+                        got += more
+                except OSError as error:
+                    ending = os.strerror(error.errno)
+                print(len(got), hashlib.sha256(got).hexdigest(), ending)'
+                """
+            let reader = try ShellProcess(script)
+            #expect(try Self.eventually { FileManager.default.fileExists(atPath: dir + "/opened") })
+            // Replaced at the origin (a new file, renamed over: a new ETag), and a file added beside it.
+            try TestData.write(new, to: dir + "/origin/doc.new")
+            try FileManager.default.removeItem(atPath: dir + "/origin/doc.bin")
+            try FileManager.default.moveItem(atPath: dir + "/origin/doc.new", toPath: dir + "/origin/doc.bin")
+            try TestData.write(Array("added\n".utf8), to: dir + "/origin/added.txt")
+            #expect(
+                try Self.eventually { try shell("cat \(mnt)/added.txt 2>/dev/null").output == "added\n" },
+                "--sync-every found the new file; the kept listing was dropped")
+            #expect(try shell("ls \(mnt)").output == "added.txt\ndoc.bin\n")
+            #expect(
+                try shell("sha256sum < \(mnt)/doc.bin | cut -d' ' -f1").output.trimmingCharacters(in: .newlines)
+                    == Self.sha256(new), "a new open reads the new version")
+            try TestData.write([], to: dir + "/go")
+            let read = reader.wait()
+            // What the open file read is the old version, all of it (its chunks were cached) or a prefix of it
+            // up to an I/O error (its origin no longer serves it): never a byte of the new one.
+            let words = read.output.split(separator: " ").map(String.init)
+            let count = Int(words.first ?? "") ?? -1
+            #expect(read.status == 0 && words.count >= 3 && count >= 1 << 20, "\(read)")
+            if count >= 1 << 20 && count <= old.count {
+                #expect(words[1] == Self.sha256(Array(old[0..<count])), "\(read)")
+                let ending = words[2...].joined(separator: " ").trimmingCharacters(in: .newlines)
+                #expect(count == old.count ? ending == "eof" : ending == "Input/output error", "\(read)")
             }
-            await server.stop()
+            let ended = try mount.unmount()
+            #expect(ended.exitCode == 0, "\(ended)")
         }
     }
 
