@@ -118,7 +118,8 @@ package enum EngineFuzzing {
         defer { buffer.deallocate() }
         do {
             let decoded = try ChunkCodec.decode(
-                stored, rawCount: rawCount, decompressor: Decompressor(), buffer: buffer, digest: unknownDigest)
+                stored, rawCount: rawCount, decompressor: Decompressor(), buffer: buffer, digest: unknownDigest,
+                bases: NoBases())
             return decoded.count == rawCount
                 ? nil : "a chunk decoded to \(decoded.count) bytes, not the \(rawCount) its manifest claims"
         } catch {

@@ -57,6 +57,12 @@ struct BenchReadLatency: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Where to make the scratch store (default: the temp directory).", valueName: "dir"))
     var scratch: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "A previous version of FILE, stored first: FILE's new chunks are then deltas against it where that pays (CONTRACT §14).",
+            valueName: "file"))
+    var previous: String?
+
     var rangeBytes: Int64 { rangeSize?.bytes ?? 64 << 10 }
     var alignment: Int64 { align?.bytes ?? 4096 }
     var warmupCount: Int { warmup ?? max(20, iterations / 10) }
@@ -90,6 +96,10 @@ struct BenchReadLatency: AsyncParsableCommand {
         let (cache, progress, layout) = (session.cache, session.progress, session.cache.layout)
         progress.show("ingesting \(file) (\(formatSize(size)))…", force: true)
         let id = ItemIdentifier(domain: "bench", "file")
+        if let previous {
+            progress.show("ingesting the previous version \(previous)…", force: true)
+            _ = try await cache.put(fileAt: previous, as: id, contentVersion: "v0")
+        }
         let put = try await cache.put(fileAt: file, as: id, contentVersion: "v1")
         let statistics = try await cache.statistics()
 
@@ -178,6 +188,7 @@ struct BenchReadLatency: AsyncParsableCommand {
                 ("decodeFloor", Self.json(decodeFloor)),
                 ("ratios", .object([("engineToRaw", Self.json(toRaw)), ("engineToDecode", Self.json(toDecode))])),
                 ("compressionRatio", .double(statistics.compressionRatio)),
+                ("deltaChunks", .int(Int64(put.deltaChunks))),
             ]),
             summary: summary(
                 size: size, layout: layout, compression: statistics.compressionRatio,

@@ -22,6 +22,13 @@ struct Init: AsyncParsableCommand {
     )
     var minFree: ByteSize?
 
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Whether puts and imports store a new version's chunks as deltas against the previous version (default on)."
+    )
+    var deltas: Bool?
+
     func validate() throws {
         if let maxSize, maxSize.bytes < 1 << 20 {
             throw ValidationError("--max-size must be at least 1MiB")
@@ -33,13 +40,16 @@ struct Init: AsyncParsableCommand {
         let cache = try await ChunkCache.open(
             at: global.store, chunkSize: layout, maxSize: maxSize?.bytes, handOffGracePeriod: global.tmpGrace.seconds)
         if let minFree { try await cache.setMinimumFreeSpace(minFree.bytes) }
+        if let deltas { try await cache.setStoresDeltas(deltas) }
+        let storesDeltas = try await cache.storesDeltas
         global.emit(
             .object([
                 ("chunkSize", .int(Int64(cache.layout.chunkSize))), ("maxSize", .int(cache.maxSize)),
-                ("minFree", .int(cache.minimumFreeSpace)), ("path", .string(cache.path)),
+                ("minFree", .int(cache.minimumFreeSpace)), ("deltas", .bool(storesDeltas)),
+                ("path", .string(cache.path)),
             ]),
             summary:
-                "store \(cache.path): \(cache.layout) chunks, at most \(formatSize(cache.maxSize)), keeping \(formatSize(cache.minimumFreeSpace)) free"
+                "store \(cache.path): \(cache.layout) chunks, at most \(formatSize(cache.maxSize)), keeping \(formatSize(cache.minimumFreeSpace)) free, deltas \(storesDeltas ? "on" : "off")"
         )
     }
 }
