@@ -140,7 +140,9 @@ struct BenchTests {
             #expect(try versions[1].int("storedBytes") == Int64(chunk))
             // The changed chunk is random, unlike its old self: no delta pays, so both stores took the same.
             #expect(try versions.map { try $0.int("deltaChunks") } == [0, 0, 0, 0])
-            #expect(try versions.map { try $0.int("storedBytesWithoutDeltas") } == versions.map { try $0.int("storedBytes") })
+            #expect(
+                try versions.map { try $0.int("storedBytesWithoutDeltas") }
+                    == versions.map { try $0.int("storedBytes") })
             #expect(try versions[2].int("storedBytes") == 0 && versions[3].int("storedBytes") == 0)
             // Cumulative: versions' bytes so far / unique chunk bytes stored so far.
             let ratios = try versions.map { try $0.double("cumulativeDedupRatio") }
@@ -168,7 +170,8 @@ struct BenchTests {
             try TestData.write(bytes, to: dir + "/v1.txt")
             bytes.insert(contentsOf: Array("inserted".utf8), at: 1000)
             try TestData.write(bytes, to: dir + "/v2.txt")
-            let json = try runCLI(["--json", "bench", "dedup", dir + "/v1.txt", dir + "/v2.txt", "--scratch", dir]).json()
+            let json = try runCLI(["--json", "bench", "dedup", dir + "/v1.txt", dir + "/v2.txt", "--scratch", dir])
+                .json()
             let versions = try #require(try json.array("versions") as? [[String: Any]])
             try #require(versions.count == 2)
             #expect(try versions[0].int("deltaChunks") == 0)

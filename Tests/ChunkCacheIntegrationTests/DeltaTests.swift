@@ -119,6 +119,43 @@ import Testing
     }
 
     @Test(
+        "§14 (issue 21): when the oldest of three versions goes, the deltas of its chunks are rebased: one of each chunk's deltas is stored plain and the other becomes a delta against it, so the two versions left keep their saving"
+    )
+    func removedBaseRebasesDeltas() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            let id = ItemIdentifier(domain: "d", "doc")
+            // Every chunk edited in place in each version: each new chunk's base is the chunk at its offset.
+            func edited(_ bytes: [UInt8], by mask: UInt8) -> [UInt8] {
+                var next = bytes
+                for chunk in 0..<20 { next[chunk * Self.chunk + 1000] ^= mask }
+                return next
+            }
+            let v1 = Self.first(seed: 8)
+            let v2 = edited(v1, by: 0x11)
+            let v3 = edited(v2, by: 0x22)
+            let first = try await put(cache, v1, as: id, version: "v1", in: dir)
+            try await put(cache, v2, as: id, version: "v2", in: dir)
+            try await put(cache, v3, as: id, version: "v3", in: dir)
+            #expect(try await cache.statistics().deltaChunks == 40)
+            _ = try await cache.collectGarbage(keepVersions: 2)
+            let after = try await cache.statistics()
+            #expect(after.deltaChunks == 20, "one version's chunks are deltas against the other's")
+            #expect(
+                after.storedBytes < first.storedBytes + first.storedBytes / 5,
+                "two versions take about one: \(after.storedBytes) against \(first.storedBytes) for v1 alone")
+            #expect(try await Self.contents(of: id, version: "v2", in: cache) == v2)
+            #expect(try await Self.contents(of: id, version: "v3", in: cache) == v3)
+            try await Self.expectClean(cache, "after the gc")
+            // And when the middle version goes too, the last one's chunks stand alone again.
+            _ = try await cache.collectGarbage(keepVersions: 1)
+            #expect(try await cache.statistics().deltaChunks == 0)
+            #expect(try await Self.contents(of: id, version: "v3", in: cache) == v3)
+            try await Self.expectClean(cache, "after the second gc")
+        }
+    }
+
+    @Test(
         "§14 (issue 21): a base removed while another version still uses it as a plain chunk stays, and its deltas with it"
     )
     func sharedBaseStays() async throws {

@@ -29,6 +29,16 @@ final class DeltaEncoder {
     /// …or saves at least a quarter of the plain form: reading a delta costs its bases' decode too.
     static let requiredSavingDivisor = 4
 
+    /// The longest frame worth keeping for a chunk of `rawCount` bytes whose plain form takes `plainLength`
+    /// bytes of payload: the delta's payload (its base digests and frame) must be smaller than the plain form,
+    /// and at most 1/32 of the chunk or a quarter smaller than the plain form. 0 or less: no delta pays.
+    static func frameBudget(rawCount: Int, plainLength: Int, layout: DeltaLayout) -> Int {
+        let worthwhile = min(
+            max(rawCount / smallDeltaDivisor, plainLength - plainLength / requiredSavingDivisor), plainLength - 1)
+        return min(worthwhile, ChunkCodec.worthwhileLength(rawCount: rawCount)) - layout.headerLength
+            + ChunkCodec.headerSize
+    }
+
     init(source: DeltaSource, store: Store) {
         self.source = source
         self.store = store
@@ -56,13 +66,7 @@ final class DeltaEncoder {
         let bases = source.bases(for: raw, at: offset, likelyShift: &likelyShift)
         guard !bases.isEmpty, let prefixLength = try? fillPrefix(with: bases) else { return nil }
         let layout = DeltaLayout(bases: bases.map { ($0.digest, $0.rawLength) }, plainLength: plainLength)
-        // Never larger than the plain form, whatever the rule's first half allows.
-        let worthwhile = min(
-            max(raw.count / Self.smallDeltaDivisor, plainLength - plainLength / Self.requiredSavingDivisor),
-            plainLength - 1)
-        let budget =
-            min(worthwhile, ChunkCodec.worthwhileLength(rawCount: raw.count)) - layout.headerLength
-            + ChunkCodec.headerSize
+        let budget = Self.frameBudget(rawCount: raw.count, plainLength: plainLength, layout: layout)
         guard budget > 0,
             let length = try? compressor.compress(
                 raw, against: UnsafeRawBufferPointer(rebasing: prefix[..<prefixLength]),
