@@ -50,7 +50,7 @@ for dir in "${series[@]}"; do
     name="$(basename "$dir")"
     last="${files[-1]}"
     before="${files[-2]}"
-    logical=0; for f in "${files[@]}"; do logical=$((logical + $(stat -c %s "$f"))); done
+    logical=0; for f in "${files[@]}"; do logical=$((logical + $(stat -L -c %s "$f"))); done
     echo "== $name: ${#files[@]} versions, $(mb "$logical") MB"
 
     if has stored; then
@@ -59,10 +59,11 @@ for dir in "${series[@]}"; do
         read -r stored plain deltachunks <<< "$with"
         chain=0; prev=""
         for f in "${files[@]}"; do
+            # zstd's advice on long-distance matching goes to stderr on each file: not a figure.
             if [ -z "$prev" ]; then
-                zstd -q -19 --long=27 -f "$f" -o "$work/z"
+                zstd -q -19 --long=27 -f "$f" -o "$work/z" 2>/dev/null
             else
-                zstd -q -19 --long=27 --patch-from="$prev" -f "$f" -o "$work/z"
+                zstd -q -19 --long=27 --patch-from="$prev" -f "$f" -o "$work/z" 2>/dev/null
             fi
             chain=$((chain + $(stat -c %s "$work/z"))); prev="$f"
         done
@@ -71,9 +72,10 @@ for dir in "${series[@]}"; do
         casync_bytes=$(bytes "$work/ca")
         rm -rf "$work/borg"
         export BORG_BASE_DIR="$work/borg-home" BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK=yes BORG_RELOCATED_REPO_ACCESS_IS_OK=yes
-        borg init -q -e none "$work/borg"
+        borg init -e none "$work/borg" >/dev/null
         for i in "${!files[@]}"; do
-            (cd "$(dirname "${files[$i]}")" && borg create -q --compression zstd,3 "$work/borg::v$i" "$(basename "${files[$i]}")")
+            real="$(readlink -f "${files[$i]}")"  # borg archives a symlink as a link
+            (cd "$(dirname "$real")" && borg create --compression zstd,3 "$work/borg::v$i" "$(basename "$real")")
         done
         borg_bytes=$(bytes "$work/borg")
         echo "stored: deltas $(mb "$stored") MB ($deltachunks delta chunks), no deltas $(mb "$plain") MB, patch-from chain $(mb "$chain") MB, casync $(mb "$casync_bytes") MB, borg $(mb "$borg_bytes") MB"
@@ -82,7 +84,7 @@ for dir in "${series[@]}"; do
     fi
 
     if has ingest; then
-        size=$(stat -c %s "$last")
+        size=$(stat -L -c %s "$last")
         cat "$before" "$last" > /dev/null
         for mode in deltas no-deltas; do : > "$work/ingest-$mode"; done
         for run in 1 2 3; do

@@ -8,6 +8,7 @@ import ZstdKit
 final class MemoryBases: BaseValues {
     var values: [ChunkDigest: [UInt8]] = [:]
     let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 2 * 65536, alignment: 64)
+    var decoded: DecodedBases? { nil }
     deinit { scratch.deallocate() }
 
     func withStoredChunk<R>(_ digest: ChunkDigest, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {

@@ -380,6 +380,7 @@ private struct PageBases: BaseValues {
     let pages: PageFile
     let tree: PageFile.Tree?
     let scratch: UnsafeMutableRawBufferPointer
+    var decoded: DecodedBases? { nil }
 
     func withStoredChunk<R>(_ digest: ChunkDigest, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         guard let tree, let value = pages.get(tree, key: digest.bytes) else { return nil }

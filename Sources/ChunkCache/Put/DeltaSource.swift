@@ -25,6 +25,9 @@ final class DeltaSource: Sendable {
         let rawLength: Int
     }
 
+    /// A chunk whose bytes lie in one piece but for 1/64 of them takes that piece alone as its base.
+    static let oneBaseSlack = 64
+
     /// The largest previous version indexed: its index then takes at most 48 MiB (64 KiB blocks, a stream of
     /// up to twice the version when every chunk is a delta against two bases).
     static let maxPreviousLength: Int64 = 64 << 30
@@ -116,11 +119,17 @@ final class DeltaSource: Sendable {
                 for: chunk, at: offset, maxLength: DeltaLayout.maxBases * chunkSize, likelyShift: likelyShift)
         else { return [] }
         likelyShift = match.shift
-        let firstPiece = Int(max(0, offset + match.shift) / Int64(chunkSize))
-        var chosen: [PlainChunk] = []
-        for position in firstPiece..<min(firstPiece + DeltaLayout.maxBases, pieces.count) {
-            if let piece = pieces[position] { chosen.append(piece) }
+        let start = max(0, offset + match.shift)
+        var positions = Int(start / Int64(chunkSize))...Int(start / Int64(chunkSize)) + 1
+        // Where the chunk's bytes sit (nearly) whole in one piece, that piece alone: a read decodes one base, not
+        // two. An edit in place (shift 0) is the common case; a tail of up to 1/64 in the other piece costs
+        // a few hundred bytes of delta.
+        let within = Int(start % Int64(chunkSize))
+        if within <= chunkSize / Self.oneBaseSlack {
+            positions = positions.lowerBound...positions.lowerBound
+        } else if within >= chunkSize - chunkSize / Self.oneBaseSlack {
+            positions = positions.upperBound...positions.upperBound
         }
-        return chosen
+        return positions.compactMap { $0 < pieces.count ? pieces[$0] : nil }
     }
 }

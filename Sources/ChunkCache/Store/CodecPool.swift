@@ -16,8 +16,9 @@ final class CodecPool: Sendable {
         let vectors: UnsafeMutableBufferPointer<iovec>
         let runStarts: UnsafeMutableBufferPointer<RunWriter.RunStart>
         private let chunkSize: Int
-        /// Room for a delta's two bases, made at the first delta read.
+        /// Room for a delta's two bases, and the bases decoded before, made at the first delta read.
         private var baseScratch: UnsafeMutableRawBufferPointer?
+        private var decodedBases: DecodedBases?
 
         init(chunkSize: Int) {
             self.chunkSize = chunkSize
@@ -31,7 +32,15 @@ final class CodecPool: Sendable {
 
         /// The bases a delta read in `txn` decodes from, into this context's scratch.
         func bases<T: TransactionReading & ~Copyable>(in txn: borrowing T, _ dbs: Databases) -> SnapshotBases {
-            SnapshotBases(txn, dbs, scratch: { [unowned self] in self.scratchForBases() })
+            SnapshotBases(
+                txn, dbs, scratch: { [unowned self] in self.scratchForBases() },
+                decoded: { [unowned self] in self.keptBases() })
+        }
+
+        private func keptBases() -> DecodedBases {
+            let kept = decodedBases ?? DecodedBases(chunkSize: chunkSize)
+            decodedBases = kept
+            return kept
         }
 
         /// Made at the first delta read: a context that never reads one never holds it.

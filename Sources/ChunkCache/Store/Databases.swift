@@ -10,7 +10,7 @@ import LMDBKit
 /// - `manifests`: (manifest id, page) → up to ``ManifestPage/entriesPerPage`` entries, so no single value
 ///   holds a huge file's list.
 /// - `chunks`: digest → 16-byte header + payload (zstd frame, raw bytes, or a delta: ``DeltaLayout``). Written
-///   once; rewritten only to a new encoding of the same bytes (a delta made plain when its base goes).
+///   once; rewritten only to a new encoding of the same bytes (a delta re-encoded when its base goes).
 /// - `refs`: digest → ``ChunkRef`` (reference count and sizes), kept apart from `chunks` so counting a
 ///   reference does not copy the chunk's pages.
 /// - `pending`: manifest id → ``PendingRecord`` of a manifest written but not yet published (an ingest

@@ -72,6 +72,8 @@ struct DeltaLayout: Equatable {
 protocol BaseValues {
     /// At least two chunks of scratch space.
     var scratch: UnsafeMutableRawBufferPointer { get }
+    /// Bases decoded by earlier reads, kept by digest; nil where none are kept.
+    var decoded: DecodedBases? { get }
     /// Calls `body` with the stored value of chunk `digest`; nil when the store does not hold it.
     func withStoredChunk<R>(_ digest: ChunkDigest, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R?
 }
@@ -81,17 +83,23 @@ struct SnapshotBases: BaseValues {
     private let view: TransactionView
     private let chunks: Database
     private let makeScratch: () -> UnsafeMutableRawBufferPointer
+    private let makeDecoded: () -> DecodedBases?
 
-    /// - Parameter scratch: Gives the room to decode bases in, asked for only when a delta is read.
+    /// - Parameters:
+    ///   - scratch: Gives the room to decode bases in, asked for only when a delta is read.
+    ///   - decoded: Gives the bases earlier reads decoded, asked for only when a delta is read.
     init<T: TransactionReading & ~Copyable>(
-        _ txn: borrowing T, _ dbs: Databases, scratch: @escaping () -> UnsafeMutableRawBufferPointer
+        _ txn: borrowing T, _ dbs: Databases, scratch: @escaping () -> UnsafeMutableRawBufferPointer,
+        decoded: @escaping () -> DecodedBases? = { nil }
     ) {
         view = TransactionView(handle: txn.handle)
         chunks = dbs.chunks
         makeScratch = scratch
+        makeDecoded = decoded
     }
 
     var scratch: UnsafeMutableRawBufferPointer { makeScratch() }
+    var decoded: DecodedBases? { makeDecoded() }
 
     func withStoredChunk<R>(_ digest: ChunkDigest, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         guard let stored = try digest.withUnsafeBytes({ try view.unsafeValue(chunks, key: $0) }) else { return nil }
@@ -108,6 +116,7 @@ private struct TransactionView: TransactionReading {
 /// No bases at all: where a chunk is checked on its own (the fuzz target), a delta cannot be read.
 struct NoBases: BaseValues {
     let scratch = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+    var decoded: DecodedBases? { nil }
     func withStoredChunk<R>(_: ChunkDigest, _: (UnsafeRawBufferPointer) throws -> R) throws -> R? { nil }
 }
 
@@ -140,6 +149,10 @@ extension ChunkCodec {
                 throw corrupt(digest, "names a base of \(base.rawLength) bytes, more than two chunks hold")
             }
             let target = UnsafeMutableRawBufferPointer(rebasing: scratch[length..<(length + base.rawLength)])
+            if let decoded = bases.decoded, decoded.copy(base.digest, length: base.rawLength, into: target) {
+                length += base.rawLength
+                continue
+            }
             let found: Void?
             do {
                 found = try bases.withStoredChunk(base.digest) { stored in
@@ -157,8 +170,48 @@ extension ChunkCodec {
             guard found != nil else {
                 throw corrupt(digest, "cannot be read: its base chunk \(base.digest) is missing")
             }
+            bases.decoded?.keep(base.digest, UnsafeRawBufferPointer(target))
             length += base.rawLength
         }
         return UnsafeRawBufferPointer(rebasing: scratch[..<length])
+    }
+}
+
+/// Bases decoded by earlier delta reads, kept by digest so that the next delta, which mostly shares one of
+/// them (consecutive chunks of a version are placed on consecutive chunks of the previous one), decodes one
+/// base rather than two. A digest names its bytes for good, so a kept base never goes stale; only bytes that
+/// passed their check are kept. Used by one thread at a time, as its ``CodecPool/DecodeContext`` is.
+final class DecodedBases {
+    private let chunkSize: Int
+    private let slots: UnsafeMutableRawBufferPointer
+    private var names: [(digest: ChunkDigest, length: Int)?]
+    private var next = 0
+
+    /// Bases kept: the two of one delta and the two of the next.
+    static let count = 4
+
+    init(chunkSize: Int) {
+        self.chunkSize = chunkSize
+        slots = .allocate(byteCount: Self.count * chunkSize, alignment: 4096)
+        names = Array(repeating: nil, count: Self.count)
+    }
+
+    deinit { slots.deallocate() }
+
+    /// Copies the kept bytes of `digest` into `target`; false when they are not kept.
+    func copy(_ digest: ChunkDigest, length: Int, into target: UnsafeMutableRawBufferPointer) -> Bool {
+        guard let slot = names.firstIndex(where: { $0?.digest == digest && $0?.length == length }) else { return false }
+        target.copyMemory(
+            from: UnsafeRawBufferPointer(rebasing: slots[(slot * chunkSize)..<(slot * chunkSize + length)]))
+        return true
+    }
+
+    /// Keeps the checked bytes of base `digest`, in place of the oldest kept.
+    func keep(_ digest: ChunkDigest, _ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count <= chunkSize, !names.contains(where: { $0?.digest == digest }) else { return }
+        UnsafeMutableRawBufferPointer(rebasing: slots[(next * chunkSize)..<(next * chunkSize + bytes.count)])
+            .copyMemory(from: bytes)
+        names[next] = (digest, bytes.count)
+        next = (next + 1) % Self.count
     }
 }
