@@ -283,7 +283,11 @@ enum Salvage {
                     let value = trees["chunks"].flatMap({ pages.get($0, key: digest.bytes) }),
                     check(value, digest: digest, rawLength: rawLength, decompressor: decompressor, buffer: buffer)
                 {
-                    taken.append((digest, value, rawLength))
+                    // A hot chunk comes over cold: the new store has no read counts to keep it hot by.
+                    let cold = destination.codecs.withCompressor {
+                        ChunkCodec.cooled(value, rawCount: rawLength, compressor: $0)
+                    }
+                    taken.append((digest, cold, rawLength))
                     entries.append(entry)
                     continue
                 }

@@ -38,6 +38,12 @@ public struct StoreStatistics: Sendable, Hashable {
     public var misses: Int64 = 0
     /// Raw bytes of content eviction has made absent (by the bound and by `evict`).
     public var evictedBytes: Int64 = 0
+    /// The hot tier's size (`init --hot-size`, CONTRACT §14); 0 when it is off.
+    public var hotSize: Int64 = 0
+    /// Bytes of the chunks the hot tier keeps decoded (part of `storedBytes`).
+    public var hotBytes: Int64 = 0
+    /// Chunks the hot tier keeps decoded.
+    public var hotChunks: Int64 = 0
 
     /// `logicalBytes / uniqueBytes`: how many times each unique byte is used (zero chunks count as saved).
     public var dedupRatio: Double { uniqueBytes == 0 ? 1 : Double(logicalBytes) / Double(uniqueBytes) }
@@ -53,7 +59,7 @@ extension ChunkCache {
             let dbs = store.dbs
             var stats = try store.environment.read { txn in
                 let held = try txn.heldChunks(dbs)
-                return StoreStatistics(
+                var stats = StoreStatistics(
                     chunkSize: store.layout.chunkSize, domains: try txn.count(dbs.domains),
                     items: try txn.count(dbs.items),
                     versions: try txn.count(dbs.versions), chunks: try txn.count(dbs.refs),
@@ -65,6 +71,8 @@ extension ChunkCache {
                     hits: Int64(try txn.counter(dbs, PolicyMeta.hits)),
                     misses: Int64(try txn.counter(dbs, PolicyMeta.misses)),
                     evictedBytes: Int64(try txn.counter(dbs, PolicyMeta.evictedBytes)))
+                try stats.readHotTier(in: txn, dbs, maxSize: store.space.maxSize)
+                return stats
             }
             stats.fileBytes = StoreFiles.diskBytes(of: store.path)
             return stats

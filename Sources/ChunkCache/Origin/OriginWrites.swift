@@ -166,6 +166,7 @@ extension WriteTransaction {
                 try ChunkRef(decoding: $0, name: RecordNames.chunkReference(digest))
             }
             guard var ref = stored else { return }  // dropped meanwhile: nothing to mend
+            try hotForget(digest, dbs)  // the good copy is stored cold
             let storedLength = UInt32(encoded.count - ChunkCodec.headerSize)
             try addToCounter(dbs, MetaKey.storedBytes, Int64(storedLength) - Int64(ref.storedLength))
             ref.storedLength = storedLength

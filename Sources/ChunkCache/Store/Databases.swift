@@ -20,6 +20,7 @@ import LMDBKit
 /// - `policy`: (manifest id, chunk index) → ``PolicyRecord``: what the eviction policy knows of a chunk of an
 ///   origin version (``EvictionPolicy``).
 /// - `policyQueue`: (segment, clock) → (manifest id, chunk index): each policy segment in recency order.
+/// - `hot`: the hot tier's read counts per chunk digest and its queues (``HotTier``).
 struct Databases: Sendable {
     let meta: Database
     let domains: Database
@@ -33,6 +34,7 @@ struct Databases: Sendable {
     let listing: Database
     let policy: Database
     let policyQueue: Database
+    let hot: Database
     /// Manifest pages already checked in the snapshot being read (not a database: a memo beside them).
     let checkedManifestPages = CheckedPageMemo()
     /// Whether the write transaction under way logged a change (not a database either: the writer's note).
@@ -40,7 +42,7 @@ struct Databases: Sendable {
 
     static let names = [
         "meta", "domains", "items", "versions", "manifests", "chunks", "refs", "pending", "changes", "listing",
-        "policy", "policyQueue",
+        "policy", "policyQueue", "hot",
     ]
 
     @available(*, noasync)
@@ -50,6 +52,7 @@ struct Databases: Sendable {
         return Databases(
             meta: handles[0], domains: handles[1], items: handles[2], versions: handles[3],
             manifests: handles[4], chunks: handles[5], refs: handles[6], pending: handles[7],
-            changes: handles[8], listing: handles[9], policy: handles[10], policyQueue: handles[11])
+            changes: handles[8], listing: handles[9], policy: handles[10], policyQueue: handles[11],
+            hot: handles[12])
     }
 }

@@ -22,6 +22,13 @@ struct Init: AsyncParsableCommand {
     )
     var minFree: ByteSize?
 
+    @Option(
+        name: .customLong("hot-size"),
+        help:
+            "Bytes of often-read chunks kept decoded, counted toward --max-size (default the smaller of 10% of it and 1GiB; 0 for none)."
+    )
+    var hotSize: ByteSize?
+
     func validate() throws {
         if let maxSize, maxSize.bytes < 1 << 20 {
             throw ValidationError("--max-size must be at least 1MiB")
@@ -33,13 +40,15 @@ struct Init: AsyncParsableCommand {
         let cache = try await ChunkCache.open(
             at: global.store, chunkSize: layout, maxSize: maxSize?.bytes, handOffGracePeriod: global.tmpGrace.seconds)
         if let minFree { try await cache.setMinimumFreeSpace(minFree.bytes) }
+        if let hotSize { try await cache.setHotTierSize(hotSize.bytes) }
+        let hot = try await cache.hotTierSize()
         global.emit(
             .object([
                 ("chunkSize", .int(Int64(cache.layout.chunkSize))), ("maxSize", .int(cache.maxSize)),
-                ("minFree", .int(cache.minimumFreeSpace)), ("path", .string(cache.path)),
+                ("minFree", .int(cache.minimumFreeSpace)), ("hotSize", .int(hot)), ("path", .string(cache.path)),
             ]),
             summary:
-                "store \(cache.path): \(cache.layout) chunks, at most \(formatSize(cache.maxSize)), keeping \(formatSize(cache.minimumFreeSpace)) free"
+                "store \(cache.path): \(cache.layout) chunks, at most \(formatSize(cache.maxSize)), keeping \(formatSize(cache.minimumFreeSpace)) free, up to \(formatSize(hot)) hot"
         )
     }
 }
