@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The long form of the crash-at-any-point tests (issue 10): SIGKILL at 100 random moments of each of put,
-# import, a cold fetch from nginx, evict, gc and domain sync (600 kills), with a fresh random seed, each kill
-# followed by the checks of Tests/ChunkCacheCommandsTests/CrashAtAnyPointTests.swift. CI runs the same tests
-# with 5 kills per kind and a fixed seed.
+# import, a cold fetch from nginx, evict, gc, domain sync and the hot tier's re-encoding (700 kills), with a
+# fresh random seed, each kill followed by the checks of Tests/ChunkCacheCommandsTests/CrashAtAnyPointTests.swift.
+# CI runs the same tests with 5 kills per kind and a fixed seed.
 #
 #   scripts/crash-soak.sh                 # 100 kills per kind, a new seed (printed first and last)
 #   scripts/crash-soak.sh 300 12345       # 300 kills per kind, replaying seed 12345

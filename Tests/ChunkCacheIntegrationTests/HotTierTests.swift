@@ -167,6 +167,29 @@ struct HotTierTests {
         }
     }
 
+    @Test(
+        "§14 issue 21: a flush finding more hot bytes than the size (a shrink whose cooling was killed) cools back within it"
+    )
+    func overBudgetCoolsAtFlush() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            let id = ItemIdentifier(domain: "d", "shrunk")
+            let bytes = Self.textChunks(3)
+            try await put(cache, bytes, as: id, in: dir)
+            try await Self.readTwice(cache, id, chunks: 3)
+            #expect(try await cache.statistics().hotChunks == 3)
+            // The size recorded without the cooling that follows it, as a kill between the two leaves it.
+            let dbs = cache.store.dbs
+            try await cache.store.writer.write { txn in try txn.setCounter(dbs, HotMeta.size, UInt64(Self.chunk)) }
+            try await Self.readTwice(cache, id, chunks: 1)
+            let stats = try await cache.statistics()
+            #expect(stats.hotBytes <= Int64(Self.chunk) && stats.hotChunks <= 1)
+            #expect(try await Self.contents(cache, id) == bytes)
+            try await Self.expectStoredBytesExact(cache)
+            try await Self.expectClean(cache)
+        }
+    }
+
     @Test("§14 issue 21: making room for the bound cools hot chunks before it evicts anything")
     func boundCoolsFirst() async throws {
         try await withTemporaryDirectory { dir in

@@ -235,6 +235,8 @@ extension HotTier {
     static func applyReads(_ slots: Set<PolicySlot>, in txn: inout WriteTransaction, store: Store) throws -> Bool {
         let dbs = store.dbs
         let budget = try txn.hotBudget(dbs, maxSize: store.space.maxSize)
+        // Over a size that shrank while its cooling was cut short (a killed `init --hot-size`): back within it.
+        if try Int64(txn.counter(dbs, HotMeta.bytes)) > budget { try coolOverBudget(budget, in: &txn, store: store) }
         guard budget > 0 else { return false }
         let generation = UInt32(truncatingIfNeeded: try txn.counter(dbs, HotMeta.generation))
         let digests = try txn.storedDigests(at: slots, dbs)
@@ -305,6 +307,24 @@ extension HotTier {
                     }
                     room -= growth
                     promoted += raw
+                }
+            }
+        }
+    }
+
+    /// Cools the least recently read hot chunks until `hotBytes` is within `budget`, at most
+    /// ``cooledPerTransaction`` of them.
+    @available(*, noasync)
+    private static func coolOverBudget(_ budget: Int64, in txn: inout WriteTransaction, store: Store) throws {
+        let dbs = store.dbs
+        try store.codecs.withCompressor { compressor in
+            var tried = 0
+            while tried < cooledPerTransaction, try Int64(txn.counter(dbs, HotMeta.bytes)) > budget,
+                let (digest, record) = try txn.hotOldest(.hot, dbs)
+            {
+                tried += 1
+                if try txn.hotCool(digest, record, compressor: compressor, dbs) == nil {
+                    try txn.hotForget(digest, dbs)  // damaged: out of the tier's count; verify reports it
                 }
             }
         }
