@@ -55,6 +55,18 @@ struct HotTierTests {
         #expect(report.inconsistencies.isEmpty, "\(report.inconsistencies)")
     }
 
+    /// The store at `path` opened with a new bound, once this process's last holder has closed it.
+    static func reopen(_ path: String, maxSize: Int64) async throws -> ChunkCache {
+        for _ in 0..<100 {
+            do {
+                return try await ChunkCache.open(at: path, chunkSize: nil, maxSize: maxSize)
+            } catch let error as CacheError where error.code == .transient {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        return try await ChunkCache.open(at: path, chunkSize: nil, maxSize: maxSize)
+    }
+
     /// `storedBytes` against a recount of the stored payloads.
     static func expectStoredBytesExact(_ cache: ChunkCache) async throws {
         let recount = try storedChunks(cache).values.reduce(0) { $0 + $1.length }
@@ -186,6 +198,35 @@ struct HotTierTests {
             #expect(stats.hotBytes <= Int64(Self.chunk) && stats.hotChunks <= 1)
             #expect(try await Self.contents(cache, id) == bytes)
             try await Self.expectStoredBytesExact(cache)
+            try await Self.expectClean(cache)
+        }
+    }
+
+    @Test("§14 issue 21: chunks are promoted only while the store stays under its bound's low-water mark")
+    func promotionKeepsTheBound() async throws {
+        try await withTemporaryDirectory { dir in
+            let id = ItemIdentifier(domain: "d", "bounded")
+            let bytes = Self.textChunks(32)
+            let live: Int64
+            do {
+                let cache = try await makeCache(dir)
+                try await cache.setMinimumFreeSpace(0)
+                try await put(cache, bytes, as: id, in: dir)
+                live = Int64(try cache.store.environment.liveBytes())
+            }
+            // The smallest bound whose low-water mark is above what the store holds: room for one chunk's
+            // growth at most, not for 32.
+            var bound: Int64 = 1 << 20
+            while Int64(SpaceBound.lowWater * Double(SpaceBound.mapSize(forBound: bound))) <= live { bound += 16 << 10 }
+            #expect(bound > 1 << 20, "the store holds more than the smallest bound's low-water mark")
+            let cache = try await Self.reopen(dir + "/store", maxSize: bound)
+            try await cache.setHotTierSize(1 << 30)  // the size is no limit here: the bound is
+            try await Self.readTwice(cache, id, chunks: 32)
+            let stats = try await cache.statistics()
+            #expect(stats.hotChunks <= 1, "\(stats)")
+            let allowed = Double(cache.store.space.allowedBytes())
+            #expect(Double(try cache.store.environment.liveBytes()) <= SpaceBound.highWater * allowed)
+            #expect(try await Self.contents(cache, id) == bytes)
             try await Self.expectClean(cache)
         }
     }
