@@ -148,6 +148,34 @@ struct HotTierTests {
         }
     }
 
+    @Test("§14 issue 21: in a full tier, a chunk read more often than the least recently read hot one takes its place")
+    func displacement() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            try await cache.setHotTierSize(Int64(Self.chunk))
+            let (first, second) = (ItemIdentifier(domain: "d", "first"), ItemIdentifier(domain: "d", "second"))
+            let (firstBytes, secondBytes) = (Self.textChunks(1, seed: 1), Self.textChunks(1, seed: 2))
+            try await put(cache, firstBytes, as: first, in: dir)
+            try await put(cache, secondBytes, as: second, in: dir)
+            try await Self.readTwice(cache, first, chunks: 1)
+            try await Self.readTwice(cache, second, chunks: 1)
+            // Read as often as the hot one: it waits.
+            let waiting = try Self.storedChunks(cache).filter { $0.value.encoding == ChunkCodec.Encoding.hot.rawValue }
+            #expect(waiting.keys.first == firstBytes.withUnsafeBytes { ChunkDigest(hashing: $0) } && waiting.count == 1)
+            try await Self.readTwice(cache, second, chunks: 1)
+            // Read twice as often now: it takes the place.
+            let stored = try Self.storedChunks(cache)
+            let hot = stored.filter { $0.value.encoding == ChunkCodec.Encoding.hot.rawValue }
+            let hotChunks = try await cache.statistics().hotChunks
+            #expect(hot.count == 1 && hotChunks == 1)
+            #expect(hot.keys.first == secondBytes.withUnsafeBytes { ChunkDigest(hashing: $0) })
+            #expect(try await Self.contents(cache, first) == firstBytes)
+            #expect(try await Self.contents(cache, second) == secondBytes)
+            try await Self.expectStoredBytesExact(cache)
+            try await Self.expectClean(cache)
+        }
+    }
+
     @Test("§14 issue 21: cooling compresses hot chunks again; bytes, storedBytes and each stored length stay exact")
     func cooling() async throws {
         try await withTemporaryDirectory { dir in

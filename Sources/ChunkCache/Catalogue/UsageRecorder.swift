@@ -46,7 +46,8 @@ final class UsageRecorder: Sendable {
     private let state = Mutex(State())
     /// Off, fetches note nothing (a mount with `noatime`, or a benchmark's baseline).
     let enabled = Atomic<Bool>(true)
-    /// Off once a flush found the hot tier off (`--hot-size 0`): fetches then note no chunks for it.
+    /// Off once a flush found the hot tier off (`--hot-size 0`): fetches then note no chunks for it, until a
+    /// later flush (of last-use dates) finds it on again.
     let hotTracking = Atomic<Bool>(true)
 
     /// Notes a use of `item` now, unless the store already records one within ``granularity``, the chunks
@@ -127,6 +128,10 @@ extension UsageRecorder {
         try txn.recordUsage(notes, store.dbs)
         if !notes.hotReads.isEmpty {
             hotTracking.store(try HotTier.applyReads(notes.hotReads, in: &txn, store: store), ordering: .relaxed)
+        } else if !hotTracking.load(ordering: .relaxed) {
+            // Another process may have turned the tier back on (`init --hot-size`).
+            let budget = try txn.hotBudget(store.dbs, maxSize: store.space.maxSize)
+            hotTracking.store(budget > 0, ordering: .relaxed)
         }
     }
 }
