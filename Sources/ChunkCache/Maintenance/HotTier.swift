@@ -50,8 +50,6 @@ enum HotTier {
     static let agingChecksPerFlush = 32
     /// Chunks cooled per transaction when the bound or a smaller `--hot-size` needs room.
     static let cooledPerTransaction = 256
-    /// Hot chunks a newcomer may try to displace before it gives up (a damaged one cannot cool).
-    static let displacementAttempts = 8
 
     /// `init --hot-size` when never set: the smaller of 10 % of the bound and 1 GiB (CONTRACT §14).
     static func defaultSize(forBound maxSize: Int64) -> Int64 { min(maxSize / 10, 1 << 30) }
@@ -193,21 +191,22 @@ extension TransactionReading where Self: ~Copyable {
     }
 
     /// What is wrong with the hot tier's records (for `verify`): each hot chunk must be stored `.hot` with its
-    /// raw length, and `hotBytes` and `hotChunks` must add them up.
+    /// raw length, `hotBytes` and `hotChunks` must add them up, and each segment's queue must hold one entry
+    /// per record of it.
     func hotInconsistencies(_ dbs: Databases) throws -> [String] {
         var found: [String] = []
         var bytes: Int64 = 0
-        var chunks: Int64 = 0
+        var records: [HotSegment: Int64] = [.candidate: 0, .hot: 0]
         var recordsKnown = true
         try scan(dbs.hot, prefix: [0x01]) { key, value in
             guard key.count == 33, let record = HotRecord(ifIntact: value) else {
                 recordsKnown = false
                 return true
             }
+            records[record.segment, default: 0] += 1
             guard record.segment == .hot else { return true }
             let digest = ChunkDigest(raw: UnsafeRawBufferPointer(rebasing: key[1...]))
             bytes += Int64(record.rawLength)
-            chunks += 1
             let length = try digest.withUnsafeBytes { k in
                 try withValue(dbs.chunks, key: k) { ChunkCodec.encoding(of: $0) == .hot ? $0.count : -1 }
             }
@@ -217,7 +216,19 @@ extension TransactionReading where Self: ~Copyable {
             return true
         }
         guard recordsKnown else { return found + ["a record of the hot tier fails its check"] }
-        for (name, recounted) in [(HotMeta.bytes, bytes), (HotMeta.chunks, chunks)] {
+        var recounts = [(HotMeta.bytes, bytes)]
+        for segment in [HotSegment.candidate, .hot] {
+            var queued: Int64 = 0
+            try scan(dbs.hot, prefix: HotRecord.queuePrefix(segment)) { _, _ in
+                queued += 1
+                return true
+            }
+            if queued != records[segment] {
+                found.append("the hot tier's \(segment) queue holds \(queued) entries for \(records[segment]!) records")
+            }
+            recounts.append((segment.counterName, records[segment]!))
+        }
+        for (name, recounted) in recounts {
             let counted = Int64(bitPattern: try counter(dbs, name))
             if counted != recounted {
                 found.append("the counter \(name) is \(counted) but a recount gives \(recounted)")
@@ -252,7 +263,7 @@ extension HotTier {
             }
             record.frequency = min(maxFrequency, record.frequency(at: generation) + 1)
             record.generation = generation
-            try txn.hotLink(digest, record, dbs)
+            record = try txn.hotLink(digest, record, dbs)
             if record.segment == .candidate, record.frequency >= promotionFrequency,
                 try txn.storedEncoding(of: digest, dbs) == .zstd
             {
@@ -293,13 +304,11 @@ extension HotTier {
                 for (digest, record) in due.sorted(by: { $0.1.frequency > $1.1.frequency }) {
                     let raw = Int64(record.rawLength)
                     guard promoted == 0 || promoted + raw <= promotedBytesPerFlush else { break }
-                    var attempts = 0
-                    while try Int64(txn.counter(dbs, HotMeta.bytes)) + raw > budget, attempts < displacementAttempts {
-                        attempts += 1
-                        guard let (victim, old) = try txn.hotOldest(.hot, dbs),
-                            old.frequency(at: generation) < record.frequency
-                        else { break }
-                        room += try txn.hotCool(victim, old, compressor: compressor, dbs) ?? 0
+                    while try Int64(txn.counter(dbs, HotMeta.bytes)) + raw > budget,
+                        let (victim, old) = try txn.hotOldest(.hot, dbs),
+                        old.frequency(at: generation) < record.frequency
+                    {
+                        room += try txn.hotCoolOrForget(victim, old, compressor: compressor, dbs)
                     }
                     guard try Int64(txn.counter(dbs, HotMeta.bytes)) + raw <= budget else { continue }
                     guard let growth = try txn.hotPromote(digest, record, context: context, room: room, dbs) else {
@@ -313,20 +322,20 @@ extension HotTier {
     }
 
     /// Cools the least recently read hot chunks until `hotBytes` is within `budget`, at most
-    /// ``cooledPerTransaction`` of them.
+    /// ``cooledPerTransaction`` of them; returns how many left the tier.
     @available(*, noasync)
-    private static func coolOverBudget(_ budget: Int64, in txn: inout WriteTransaction, store: Store) throws {
+    @discardableResult
+    private static func coolOverBudget(_ budget: Int64, in txn: inout WriteTransaction, store: Store) throws -> Int {
         let dbs = store.dbs
-        try store.codecs.withCompressor { compressor in
-            var tried = 0
-            while tried < cooledPerTransaction, try Int64(txn.counter(dbs, HotMeta.bytes)) > budget,
+        return try store.codecs.withCompressor { compressor in
+            var cooled = 0
+            while cooled < cooledPerTransaction, try Int64(txn.counter(dbs, HotMeta.bytes)) > budget,
                 let (digest, record) = try txn.hotOldest(.hot, dbs)
             {
-                tried += 1
-                if try txn.hotCool(digest, record, compressor: compressor, dbs) == nil {
-                    try txn.hotForget(digest, dbs)  // damaged: out of the tier's count; verify reports it
-                }
+                cooled += 1
+                _ = try txn.hotCoolOrForget(digest, record, compressor: compressor, dbs)
             }
+            return cooled
         }
     }
 
@@ -350,13 +359,13 @@ extension HotTier {
         }
         guard !aged.isEmpty else { return }
         try store.codecs.withCompressor { compressor in
-            for (digest, record) in aged { _ = try txn.hotCool(digest, record, compressor: compressor, dbs) }
+            for (digest, record) in aged { _ = try txn.hotCoolOrForget(digest, record, compressor: compressor, dbs) }
         }
     }
 
     /// Cools hot chunks, least recently read first, until their stored bytes shrank by `bytes`, in one
-    /// transaction of at most ``cooledPerTransaction`` chunks; on the writer queue. Returns how many cooled (a
-    /// damaged one does not, and goes to the recent end).
+    /// transaction of at most ``cooledPerTransaction`` chunks; on the writer queue. Returns how many left the
+    /// tier.
     @available(*, noasync)
     static func coolColdest(
         saving bytes: Int64, environment: Environment, codecs: CodecPool, _ dbs: Databases
@@ -364,14 +373,10 @@ extension HotTier {
         try environment.write(durability: .deferMeta) { txn in
             try codecs.withCompressor { compressor in
                 var saved: Int64 = 0
-                var (tried, cooled) = (0, 0)
-                while saved < bytes, tried < cooledPerTransaction, let (digest, record) = try txn.hotOldest(.hot, dbs) {
-                    tried += 1
-                    guard let shrank = try txn.hotCool(digest, record, compressor: compressor, dbs) else {
-                        try txn.hotTouch(digest, record, dbs)  // damaged: verify reports it; try the others
-                        continue
-                    }
-                    saved += shrank
+                var cooled = 0
+                while saved < bytes, cooled < cooledPerTransaction, let (digest, record) = try txn.hotOldest(.hot, dbs)
+                {
+                    saved += try txn.hotCoolOrForget(digest, record, compressor: compressor, dbs)
                     cooled += 1
                 }
                 return cooled
@@ -384,28 +389,12 @@ extension HotTier {
     @available(*, noasync)
     static func coolToBudget(_ store: Store) throws {
         let dbs = store.dbs
-        while true {
-            let over = try store.environment.read { txn in
-                Int64(try txn.counter(dbs, HotMeta.bytes)) - (try txn.hotBudget(dbs, maxSize: store.space.maxSize))
+        var cooling = true
+        while cooling {
+            cooling = try store.environment.write { txn in
+                let budget = try txn.hotBudget(dbs, maxSize: store.space.maxSize)
+                return try coolOverBudget(budget, in: &txn, store: store) > 0
             }
-            guard over > 0 else { return }
-            let cooled = try store.environment.write { txn in
-                try store.codecs.withCompressor { compressor in
-                    var cooled = 0
-                    while cooled < cooledPerTransaction,
-                        try Int64(txn.counter(dbs, HotMeta.bytes))
-                            > (try txn.hotBudget(dbs, maxSize: store.space.maxSize)),
-                        let (digest, record) = try txn.hotOldest(.hot, dbs)
-                    {
-                        cooled += 1
-                        if try txn.hotCool(digest, record, compressor: compressor, dbs) == nil {
-                            try txn.hotForget(digest, dbs)  // damaged: out of the tier's count; verify reports it
-                        }
-                    }
-                    return cooled
-                }
-            }
-            guard cooled > 0 else { return }
         }
     }
 }
@@ -514,6 +503,17 @@ extension WriteTransaction {
         return before - Int64(ref.storedLength)
     }
 
+    /// ``hotCool(_:_:compressor:_:)``, or, for a chunk whose value fails its check, takes it out of the tier's
+    /// counts (left as it is: `verify` reports it, `--repair` drops it). Returns the stored bytes saved.
+    @available(*, noasync)
+    fileprivate mutating func hotCoolOrForget(
+        _ digest: ChunkDigest, _ record: HotRecord, compressor: Compressor, _ dbs: Databases
+    ) throws -> Int64 {
+        if let saved = try hotCool(digest, record, compressor: compressor, dbs) { return saved }
+        try hotForget(digest, dbs)
+        return 0
+    }
+
     /// Sets a chunk's stored length in its reference and `storedBytes` with it.
     @available(*, noasync)
     private mutating func setStoredLength(
@@ -547,9 +547,12 @@ extension WriteTransaction {
         }
     }
 
-    /// Writes `record` at the recent end of its segment, counting it (and its bytes when hot).
+    /// Writes `record` at the recent end of its segment, counting it (and its bytes when hot); returns it as
+    /// written, with its place.
     @available(*, noasync)
-    fileprivate mutating func hotLink(_ digest: ChunkDigest, _ record: HotRecord, _ dbs: Databases) throws {
+    @discardableResult
+    fileprivate mutating func hotLink(_ digest: ChunkDigest, _ record: HotRecord, _ dbs: Databases) throws -> HotRecord
+    {
         var record = record
         let clock = try counter(dbs, HotMeta.clock) + 1
         try setCounter(dbs, HotMeta.clock, clock)
@@ -558,6 +561,7 @@ extension WriteTransaction {
         try put(dbs.hot, key: HotRecord.queueKey(record.segment, clock), value: digest.bytes)
         try addToCounter(dbs, record.segment.counterName, 1)
         if record.segment == .hot { try addToCounter(dbs, HotMeta.bytes, Int64(record.rawLength)) }
+        return record
     }
 
     /// Takes `record` out of its segment's queue and counts (its record is rewritten or deleted by the caller).
@@ -566,13 +570,6 @@ extension WriteTransaction {
         guard try delete(dbs.hot, key: HotRecord.queueKey(record.segment, record.position)) else { return }
         try addToCounter(dbs, record.segment.counterName, -1)
         if record.segment == .hot { try addToCounter(dbs, HotMeta.bytes, -Int64(record.rawLength)) }
-    }
-
-    /// Moves a chunk to the recent end of its segment.
-    @available(*, noasync)
-    fileprivate mutating func hotTouch(_ digest: ChunkDigest, _ record: HotRecord, _ dbs: Databases) throws {
-        try hotUnlink(digest, record, dbs)
-        try hotLink(digest, record, dbs)
     }
 
     /// Forgets the least recently read candidates beyond `limit`.
