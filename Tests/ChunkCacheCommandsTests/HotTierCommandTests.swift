@@ -24,6 +24,8 @@ struct HotTierCommandTests {
             var stat = try runJSON(store, ["stat"])
             #expect(try stat.int("hotSize") == 128 << 10)
             #expect(try stat.int("hotBytes") == 128 << 10 && (try stat.int("hotChunks")) == 2)
+            let text = try runCLI(["--store", store, "stat"]).stdout
+            #expect(text.contains("hot 128 KiB in 2 chunks, of 128 KiB"), "\(text)")
             #expect(try TestData.read(dir + "/out2", offset: 0, count: bytes.count) == bytes)
             #expect(try runJSON(store, ["verify"]).array("inconsistencies").isEmpty)
             #expect(try runJSON(store, ["init", "--hot-size", "0"]).int("hotSize") == 0)
