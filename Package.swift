@@ -51,7 +51,7 @@ let package = Package(
         .target(
             name: "ChunkCache",
             dependencies: [
-                "LMDBKit", "ZstdKit", "FileIO", "CXXHash", "OriginKit",
+                "LMDBKit", "ZstdKit", "FileIO", "CXXHash", "OriginKit", "DeltaKit",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

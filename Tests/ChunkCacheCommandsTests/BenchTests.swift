@@ -50,7 +50,7 @@ struct BenchTests {
                 Set(json.keys) == [
                     "file", "size", "chunkSize", "rangeSize", "alignment", "iterations", "warmup", "level", "seed",
                     "engine",
-                    "rawFloor", "decodeFloor", "ratios", "compressionRatio",
+                    "rawFloor", "decodeFloor", "ratios", "compressionRatio", "deltaChunks",
                 ])
             #expect(try json.string("file") == file)
             #expect(try json.int("size") == 1 << 20)
@@ -150,8 +150,8 @@ struct BenchTests {
             for (index, version) in versions.enumerated() {
                 #expect(
                     Set(version.keys) == [
-                        "file", "version", "logicalBytes", "chunks", "newChunks", "storedBytes", "cumulativeDedupRatio",
-                        "zstdBytes",
+                        "file", "version", "logicalBytes", "chunks", "newChunks", "storedBytes", "deltaChunks",
+                        "storedBytesWithoutDeltas", "cumulativeDedupRatio", "zstdBytes",
                     ])
                 #expect(try version.string("file") == (index == 0 ? v1 : v2))
                 #expect(try version.string("version") == "v\(index + 1)")
@@ -164,6 +164,11 @@ struct BenchTests {
             // Random chunks are stored raw; stored bytes count payloads, not the 16-byte chunk headers.
             #expect(try versions[0].int("storedBytes") == 4 << 20)
             #expect(try versions[1].int("storedBytes") == Int64(chunk))
+            // The changed chunk is random, unlike its old self: no delta pays, so both stores took the same.
+            #expect(try versions.map { try $0.int("deltaChunks") } == [0, 0, 0, 0])
+            #expect(
+                try versions.map { try $0.int("storedBytesWithoutDeltas") }
+                    == versions.map { try $0.int("storedBytes") })
             #expect(try versions[2].int("storedBytes") == 0 && versions[3].int("storedBytes") == 0)
             // Cumulative: versions' bytes so far / unique chunk bytes stored so far.
             let ratios = try versions.map { try $0.double("cumulativeDedupRatio") }
@@ -179,6 +184,29 @@ struct BenchTests {
             #expect(try totals.int("zstdBytes") == versions.map { try $0.int("zstdBytes") }.reduce(0, +))
             #expect(try totals.int("storedBytes") == versions.map { try $0.int("storedBytes") }.reduce(0, +))
             #expect(entries(dir) == ["v1.bin", "v2.bin"], "\(entries(dir))")
+        }
+    }
+
+    @Test(
+        "dedup --json with deltas (§14, issue 21): a version with bytes inserted near its start is stored as deltas, a fifth or less of what the store without deltas takes"
+    )
+    func dedupWithDeltas() throws {
+        try withTemporaryDirectory { dir in
+            var bytes = TestData.text(count: 1 << 20, seed: 36)
+            try TestData.write(bytes, to: dir + "/v1.txt")
+            bytes.insert(contentsOf: Array("inserted".utf8), at: 1000)
+            try TestData.write(bytes, to: dir + "/v2.txt")
+            let json = try runCLI(["--json", "bench", "dedup", dir + "/v1.txt", dir + "/v2.txt", "--scratch", dir])
+                .json()
+            let versions = try #require(try json.array("versions") as? [[String: Any]])
+            try #require(versions.count == 2)
+            #expect(try versions[0].int("deltaChunks") == 0)
+            #expect(try versions[0].int("storedBytes") == versions[0].int("storedBytesWithoutDeltas"))
+            #expect(try versions[1].int("newChunks") == 17, "every chunk after the insertion is new")
+            #expect(try versions[1].int("deltaChunks") >= 15)
+            #expect(try versions[1].int("storedBytes") * 5 <= versions[1].int("storedBytesWithoutDeltas"))
+            let totals = try json.object("totals")
+            #expect(try totals.int("deltaChunks") == versions[1].int("deltaChunks"))
         }
     }
 

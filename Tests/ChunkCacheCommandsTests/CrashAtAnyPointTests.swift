@@ -27,7 +27,7 @@ import Glibc
 @Suite("Issue 10: crash at any point", .serialized)
 struct CrashAtAnyPointTests {
     @Test(
-        "kill -9 during put at random moments: the store opens, verify is clean, every committed version (and the killed one if it landed) reads byte-exact, stat agrees with a recount, no temp file stays (§6, §12)"
+        "kill -9 during put at random moments (storing deltas): the store opens, verify is clean, every committed version (and the killed one if it landed) reads byte-exact, stat agrees with a recount, no temp file stays (§6, §12, §14)"
     )
     func killedPuts() throws {
         try withTemporaryDirectory { dir in
@@ -47,6 +47,9 @@ struct CrashAtAnyPointTests {
                     let measured = CrashContent.variant(of: base, seed: harness.draw())
                     try TestData.write(measured, to: dir + "/next")
                     duration = try harness.timed(["put", "--domain", "d", "big", dir + "/next", "--version", "m0"])
+                    #expect(
+                        try harness.run(["stat"]).int("deltaChunks") > 0,
+                        "the rounds' puts store deltas, so kills land in their ingest \(harness.context)")
                     committed = [
                         .init(domain: "d", item: "big", version: "v0", bytes: base),
                         .init(domain: "d", item: "small", bytes: small),
@@ -281,7 +284,7 @@ struct CrashAtAnyPointTests {
     }
 
     @Test(
-        "kill -9 during gc --keep-versions 1 at random moments: the store verifies clean, each item's newest version stays, every version left reads byte-exact, stat agrees with a recount (§6, §12)"
+        "kill -9 during gc --keep-versions 1 at random moments (re-encoding the deltas of the bases it removes): the store verifies clean, each item's newest version stays, every version left reads byte-exact, stat agrees with a recount (§6, §12, §14)"
     )
     func killedGarbageCollections() throws {
         try withTemporaryDirectory { dir in
@@ -302,6 +305,9 @@ struct CrashAtAnyPointTests {
                 bases[item] = CrashContent.mixed(count: (1 << 20) + harness.draw(1 << 20), seed: harness.draw())
                 for _ in 0..<3 { try putVersion(of: item) }
             }
+            #expect(
+                try harness.run(["stat"]).int("deltaChunks") > 0,
+                "the versions gc removes hold bases of deltas, so kills land in their re-encoding \(harness.context)")
             let duration = try harness.timed(["gc", "--keep-versions", "1"])
             for item in items { committed[item] = Array(committed[item]!.prefix(1)) }
 
@@ -818,7 +824,9 @@ enum CrashContent {
         return bytes
     }
 
-    /// `base` with a few blocks replaced and its length changed a little: a new version sharing most chunks.
+    /// `base` with a few blocks replaced, a few bytes edited, sometimes bytes inserted (shifting the rest) and its
+    /// length changed a little: a new version sharing most chunks, whose other chunks are mostly deltas
+    /// against the previous version's (CONTRACT §14).
     static func variant(of base: [UInt8], seed: UInt64) -> [UInt8] {
         var rng = SplitMix64(seed: seed)
         var bytes = base
@@ -826,6 +834,14 @@ enum CrashContent {
             let block = Int(rng.next() % UInt64(max(1, bytes.count / chunk))) * chunk
             let length = min(chunk, bytes.count - block)
             bytes.replaceSubrange(block..<(block + length), with: mixed(count: length, seed: rng.next()))
+        }
+        for _ in 0..<2 where bytes.count > 64 {
+            let at = Int(rng.next() % UInt64(bytes.count - 32))
+            for i in at..<(at + 32) { bytes[i] ^= 0xA5 }
+        }
+        if rng.next() % 2 == 0, !bytes.isEmpty {
+            let at = Int(rng.next() % UInt64(bytes.count))
+            bytes.insert(contentsOf: TestData.random(count: 1 + Int(rng.next() % 300), seed: rng.next()), at: at)
         }
         let change = Int(rng.next() % 200_000)
         if rng.next() % 2 == 0 {

@@ -325,6 +325,32 @@ struct HotTierTests {
         }
     }
 
+    @Test(
+        "§14 issue 21: hot chunks serve as deltas' bases: a new version's deltas against them read byte-exact, and removing the base version re-encodes them from the hot bytes"
+    )
+    func hotBasesOfDeltas() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            let id = ItemIdentifier(domain: "d", "doc")
+            let v1 = DeltaTests.first(seed: 5)
+            let v2 = DeltaTests.edited(v1, insertAt: 10, inserted: 5, edit: 300_000)
+            try await put(cache, v1, as: id, version: "v1", in: dir)
+            try await Self.readTwice(cache, id, chunks: 20)
+            #expect(try await cache.statistics().hotChunks == 20)
+            try await put(cache, v2, as: id, version: "v2", in: dir)
+            let stats = try await cache.statistics()
+            #expect(stats.deltaChunks >= 18 && stats.hotChunks == 20, "\(stats)")
+            #expect(try await DeltaTests.contents(of: id, version: "v2", in: cache) == v2)
+            try await Self.expectClean(cache)
+            _ = try await cache.collectGarbage(keepVersions: 1)
+            let after = try await cache.statistics()
+            #expect(after.deltaChunks == 0 && after.hotChunks == 0 && after.hotBytes == 0, "\(after)")
+            #expect(try await DeltaTests.contents(of: id, version: "v2", in: cache) == v2)
+            try await Self.expectStoredBytesExact(cache)
+            try await Self.expectClean(cache)
+        }
+    }
+
     @Test("§14 issue 21: recover keeps hot chunks, stored cold, and the new store verifies clean")
     func recoverKeepsHotChunks() async throws {
         try await withTemporaryDirectory { dir in

@@ -17,7 +17,9 @@ import Testing
         }
     }
 
-    @Test("dedup: a second version that changes one chunk stores exactly one new chunk")
+    @Test(
+        "dedup: a second version that changes one chunk stores exactly one new chunk, as a delta against its old self (§14)"
+    )
     func oneChangedChunk() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -28,7 +30,10 @@ import Testing
             bytes[17 * 65536 + 100] ^= 0xFF
             let second = try await put(cache, bytes, as: id, in: dir)
             #expect(second.newChunks == 1)
-            #expect(second.storedBytes == 65536, "an incompressible chunk is stored raw")
+            #expect(second.deltaChunks == 1)
+            #expect(
+                second.storedBytes < 65536 / 32,
+                "an incompressible chunk one byte away from its base is a tiny delta: \(second.storedBytes)")
             #expect(second.item.itemVersion.contentVersion != first.item.itemVersion.contentVersion, "D2")
             let stats = try await cache.statistics()
             #expect(stats.chunks == 65)

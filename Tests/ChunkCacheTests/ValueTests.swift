@@ -122,7 +122,8 @@ import ZstdKit
         let decoded = try stored.withUnsafeBytes {
             Array(
                 try ChunkCodec.decode(
-                    $0, rawCount: raw.count, decompressor: Decompressor(), buffer: buffer, digest: digest))
+                    $0, rawCount: raw.count, decompressor: Decompressor(), buffer: buffer, digest: digest,
+                    bases: NoBases()))
         }
         return (ChunkCodec.Encoding(rawValue: stored[0])!, stored, decoded)
     }
@@ -160,7 +161,8 @@ import ZstdKit
         do {
             _ = try stored.withUnsafeBytes {
                 try ChunkCodec.decode(
-                    $0, rawCount: raw.count, decompressor: Decompressor(), buffer: buffer, digest: digest)
+                    $0, rawCount: raw.count, decompressor: Decompressor(), buffer: buffer, digest: digest,
+                    bases: NoBases())
             }
             Issue.record("a corrupt chunk decoded")
         } catch let error as CacheError {
@@ -188,7 +190,8 @@ import ZstdKit
         #expect(throws: CacheError.self) {
             _ = try stored.withUnsafeBytes {
                 try ChunkCodec.decode(
-                    $0, rawCount: raw.count, decompressor: Decompressor(), buffer: buffer, digest: digest)
+                    $0, rawCount: raw.count, decompressor: Decompressor(), buffer: buffer, digest: digest,
+                    bases: NoBases())
             }
         }
     }

@@ -11,6 +11,8 @@ extension ChunkCache {
         public var item: Item
         /// Chunks in the file, new chunks stored, all-zero chunks (never stored).
         public var chunks: Int, newChunks: Int, zeroChunks: Int
+        /// New chunks stored as deltas against the item's previous version (CONTRACT §14).
+        public var deltaChunks = 0
         /// Payload bytes this put added to the store.
         public var storedBytes: Int64
         /// The domain's version after the put (unchanged when the item's current version already held the bytes).
@@ -62,8 +64,9 @@ extension ChunkCache {
         let file = try openRegularFile(path)
         return try file.closeAfter {
             let status = try file.status()
+            let previous = try Ingestor.previousVersion(of: item.rawValue, domain: item.domain, store: store)
             let content = try Ingestor(store: store, cancellation: cancellation).ingest(
-                file, length: Int64(status.st_size), path: path)
+                file, length: Int64(status.st_size), path: path, previous: previous)
             let published: PublishedVersion
             do {
                 published = try store.writer.writeAndWait { txn in
@@ -86,7 +89,7 @@ extension ChunkCache {
                 ? content.counts : IngestCounts(chunks: content.counts.chunks, zeroChunks: content.counts.zeroChunks)
             return PutResult(
                 item: published.item, chunks: counts.chunks, newChunks: counts.newChunks,
-                zeroChunks: counts.zeroChunks, storedBytes: counts.storedBytes,
+                zeroChunks: counts.zeroChunks, deltaChunks: counts.deltaChunks, storedBytes: counts.storedBytes,
                 domainVersion: published.domainVersion)
         }
     }

@@ -6,6 +6,9 @@ public struct ChunkDigest: Hashable, Sendable, Comparable, CustomStringConvertib
     /// The 32 digest bytes (four words, so the value needs no allocation).
     let words: (UInt64, UInt64, UInt64, UInt64)
 
+    /// A digest's length in bytes.
+    static let byteCount = 32
+
     /// Creates a digest from exactly 32 bytes.
     public init?(bytes: some Collection<UInt8>) {
         guard bytes.count == 32 else { return nil }

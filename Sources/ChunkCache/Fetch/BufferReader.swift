@@ -42,7 +42,8 @@ enum BufferReader {
                     guard
                         let bytes = try plan.decode(
                             stored, rawCount: Int(chunk.length), decompressor: context.decompressor,
-                            buffer: whole ? target : context.buffer, digest: digest)
+                            buffer: whole ? target : context.buffer, digest: digest,
+                            bases: context.bases(in: txn, dbs))
                     else { return .damaged(DamagedChunk(index: index, digest: digest)) }
                     if bytes.baseAddress != UnsafeRawPointer(target.baseAddress) {
                         target.copyMemory(

@@ -72,11 +72,11 @@ extension FetchPlan {
     func decode(
         _ stored: UnsafeRawBufferPointer, rawCount: Int, decompressor: Decompressor,
         buffer: UnsafeMutableRawBufferPointer,
-        digest: ChunkDigest
+        digest: ChunkDigest, bases: some BaseValues
     ) throws -> UnsafeRawBufferPointer? {
         do {
             return try ChunkCodec.decode(
-                stored, rawCount: rawCount, decompressor: decompressor, buffer: buffer, digest: digest)
+                stored, rawCount: rawCount, decompressor: decompressor, buffer: buffer, digest: digest, bases: bases)
         } catch {
             guard fromOrigin else { throw error }
             return nil

@@ -149,7 +149,8 @@ enum RangeAssembler {
                 guard
                     let bytes = try plan.decode(
                         stored, rawCount: length, decompressor: context.decompressor,
-                        buffer: try run.space(length, at: range.location), digest: digest)
+                        buffer: try run.space(length, at: range.location), digest: digest,
+                        bases: context.bases(in: txn, dbs))
                 else { return .damaged(DamagedChunk(index: index, digest: digest)) }
                 try run.append(bytes, at: range.location)
                 written += range.length

@@ -118,7 +118,8 @@ package enum EngineFuzzing {
         defer { buffer.deallocate() }
         do {
             let decoded = try ChunkCodec.decode(
-                stored, rawCount: rawCount, decompressor: Decompressor(), buffer: buffer, digest: unknownDigest)
+                stored, rawCount: rawCount, decompressor: Decompressor(), buffer: buffer, digest: unknownDigest,
+                bases: NoBases())
             guard decoded.count == rawCount else {
                 return "a chunk decoded to \(decoded.count) bytes, not the \(rawCount) its manifest claims"
             }
@@ -137,7 +138,7 @@ package enum EngineFuzzing {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(raw.count, 1), alignment: 16)
         defer { buffer.deallocate() }
         let again = cooled.withUnsafeBytes {
-            try? ChunkCodec.decode(
+            try? ChunkCodec.decodePlain(
                 $0, rawCount: raw.count, decompressor: Decompressor(), buffer: buffer, digest: unknownDigest)
         }
         return again.map { $0.elementsEqual(raw) } == true ? nil : "a hot chunk cooled does not decode to its bytes"

@@ -450,7 +450,7 @@ extension WriteTransaction {
                 return nil
             }
             // Into the context's buffer, not the map: the value's pages are replaced below.
-            return try? ChunkCodec.decode(
+            return try? ChunkCodec.decodePlain(
                 stored, rawCount: Int(ref.rawLength), decompressor: context.decompressor, buffer: context.buffer,
                 digest: digest)
         }

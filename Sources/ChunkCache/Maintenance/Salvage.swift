@@ -228,6 +228,9 @@ enum Salvage {
         }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
         defer { buffer.deallocate() }
+        let baseRoom = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: DeltaLayout.maxBases * chunkSize, alignment: 16)
+        defer { baseRoom.deallocate() }
         var newChunks = 0
         var absent = false
         func rollBack(_ why: String) throws -> VersionOutcome {
@@ -281,7 +284,10 @@ enum Salvage {
                 let rawLength = Int(min(Int64(chunkSize), version.size - index * Int64(chunkSize)))
                 if !failed.contains(digest),
                     let value = trees["chunks"].flatMap({ pages.get($0, key: digest.bytes) }),
-                    check(value, digest: digest, rawLength: rawLength, decompressor: decompressor, buffer: buffer)
+                    let value = try checked(
+                        value, digest: digest, rawLength: rawLength,
+                        bases: PageBases(pages: pages, tree: trees["chunks"], scratch: baseRoom),
+                        decompressor: decompressor, buffer: buffer, codecs: destination.codecs)
                 {
                     // A hot chunk comes over cold: the new store has no read counts to keep it hot by.
                     let cold = destination.codecs.withCompressor {
@@ -345,21 +351,43 @@ enum Salvage {
         }
     }
 
-    /// Whether a stored chunk decodes to `rawLength` bytes that hash to `digest`.
-    private static func check(
-        _ value: [UInt8], digest: ChunkDigest, rawLength: Int, decompressor: Decompressor,
-        buffer: UnsafeMutableRawBufferPointer
-    ) -> Bool {
-        guard rawLength > 0, rawLength <= buffer.count else { return false }
-        return value.withUnsafeBytes { stored in
+    /// The value to store of a chunk that decodes to `rawLength` bytes hashing to `digest`, or nil when it does not.
+    ///
+    /// A delta is read against its bases in the old store and kept only when they read back its bytes (CONTRACT
+    /// §14); it is stored plain in the new store, which then depends on no base recovered or lost beside it.
+    private static func checked(
+        _ value: [UInt8], digest: ChunkDigest, rawLength: Int, bases: PageBases, decompressor: Decompressor,
+        buffer: UnsafeMutableRawBufferPointer, codecs: CodecPool
+    ) throws -> [UInt8]? {
+        guard rawLength > 0, rawLength <= buffer.count else { return nil }
+        return try value.withUnsafeBytes { stored -> [UInt8]? in
             guard
                 let bytes = try? ChunkCodec.decode(
-                    stored, rawCount: rawLength, decompressor: decompressor, buffer: buffer, digest: digest)
+                    stored, rawCount: rawLength, decompressor: decompressor, buffer: buffer, digest: digest,
+                    bases: bases),
+                bytes.count == rawLength, ChunkDigest(hashing: bytes) == digest
             else {
-                return false
+                return nil
             }
-            return bytes.count == rawLength && ChunkDigest(hashing: bytes) == digest
+            guard ChunkCodec.isDelta(stored) else { return value }
+            var plain = [UInt8](repeating: 0, count: ChunkCodec.encodedBound(rawCount: rawLength))
+            let length = try plain.withUnsafeMutableBytes { output in
+                try codecs.withCompressor { try ChunkCodec.encode(bytes, compressor: $0, into: output) }
+            }
+            return Array(plain[..<length])
         }
+    }
+}
+
+/// A delta's bases as the old store's pages hold them, for ``Salvage``.
+private struct PageBases: BaseValues {
+    let pages: PageFile
+    let tree: PageFile.Tree?
+    let scratch: UnsafeMutableRawBufferPointer
+
+    func withStoredChunk<R>(_ digest: ChunkDigest, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+        guard let tree, let value = pages.get(tree, key: digest.bytes) else { return nil }
+        return try value.withUnsafeBytes(body)
     }
 }
 

@@ -38,6 +38,10 @@ public struct StoreStatistics: Sendable, Hashable {
     public var misses: Int64 = 0
     /// Raw bytes of content eviction has made absent (by the bound and by `evict`).
     public var evictedBytes: Int64 = 0
+    /// Chunks stored as deltas against a base chunk of an earlier version (CONTRACT §14).
+    public var deltaChunks: Int64 = 0
+    /// What the delta chunks would take stored plain (zstd or raw), less what they take.
+    public var deltaSavedBytes: Int64 = 0
     /// The hot tier's size (`init --hot-size`, CONTRACT §14); 0 when it is off.
     public var hotSize: Int64 = 0
     /// Bytes of the chunks the hot tier keeps decoded (part of `storedBytes`).
@@ -70,7 +74,9 @@ extension ChunkCache {
                     evictableBytes: held.evictableBytes, pinnedBytes: held.pinnedBytes,
                     hits: Int64(try txn.counter(dbs, PolicyMeta.hits)),
                     misses: Int64(try txn.counter(dbs, PolicyMeta.misses)),
-                    evictedBytes: Int64(try txn.counter(dbs, PolicyMeta.evictedBytes)))
+                    evictedBytes: Int64(try txn.counter(dbs, PolicyMeta.evictedBytes)),
+                    deltaChunks: Int64(try txn.counter(dbs, MetaKey.deltaChunks)),
+                    deltaSavedBytes: Int64(try txn.counter(dbs, MetaKey.deltaSavedBytes)))
                 try stats.readHotTier(in: txn, dbs, maxSize: store.space.maxSize)
                 return stats
             }

@@ -86,7 +86,7 @@ enum Verifier {
                     guard Int(ref.rawLength) <= context.buffer.count,
                         let bytes = try? ChunkCodec.decode(
                             value, rawCount: Int(ref.rawLength), decompressor: context.decompressor,
-                            buffer: context.buffer, digest: digest),
+                            buffer: context.buffer, digest: digest, bases: context.bases(in: txn, dbs)),
                         ChunkDigest(hashing: bytes) == digest
                     else {
                         corrupt.insert(digest)
@@ -144,6 +144,7 @@ enum Verifier {
                         try txn.addToCounter(dbs, MetaKey.storedBytes, -Int64(ref.storedLength))
                     }
                     try txn.delete(dbs.refs, key: key)
+                    try txn.forgetDeltaLinks(of: digest, dbs)
                     try txn.delete(dbs.chunks, key: key)
                     try txn.hotForget(digest, dbs)
                 }
@@ -362,8 +363,11 @@ enum Verifier {
                 found.append("chunk \(digest) is named by \(named) manifest entries but has no reference record")
             }
         }
+        let deltas = try checkDeltaLinks(in: txn, dbs, found: &found, observer: observer)
         // The counters stat reports.
-        var recounts: [(name: String, value: Int64)] = []
+        var recounts: [(name: String, value: Int64)] = [
+            (MetaKey.deltaChunks, deltas.chunks), (MetaKey.deltaSavedBytes, deltas.savedBytes),
+        ]
         if ownersKnown { recounts.append((MetaKey.logicalBytes, logicalBytes)) }
         if refsKnown { recounts += [(MetaKey.uniqueBytes, uniqueBytes), (MetaKey.storedBytes, storedBytes)] }
         for (name, recounted) in recounts {
@@ -373,6 +377,51 @@ enum Verifier {
             }
         }
         return found
+    }
+
+    /// Checks that every delta's bases are stored plain and linked to it, and every link names a delta that
+    /// names its base (CONTRACT §14); returns the deltas' count and saving, for their counters.
+    private static func checkDeltaLinks(
+        in txn: borrowing ReadTransaction, _ dbs: Databases, found: inout [String], observer: Observer?
+    ) throws -> (chunks: Int64, savedBytes: Int64) {
+        var chunks: Int64 = 0
+        var savedBytes: Int64 = 0
+        var problems: [String] = []
+        try txn.scan(dbs.chunks, prefix: []) { key, value in
+            guard key.count == ChunkDigest.byteCount, ChunkCodec.isDelta(value) else { return true }
+            let digest = ChunkDigest(raw: key)
+            guard let layout = DeltaLayout(parsing: value) else { return true }  // reported as corrupt
+            chunks += 1
+            savedBytes += Int64(layout.plainLength - value.count + ChunkCodec.headerSize)
+            for base in layout.bases {
+                if try !txn.contains(dbs.bases, key: WriteTransaction.baseKey(base.digest, digest)) {
+                    problems.append("delta chunk \(digest) is not linked to its base \(base.digest)")
+                }
+                if try !txn.isPlainChunk(base.digest, dbs) {
+                    problems.append("delta chunk \(digest) has a base \(base.digest) that is missing or a delta")
+                }
+            }
+            return true
+        }
+        try txn.scan(dbs.bases, prefix: []) { key, _ in
+            observer?("bases", key)
+            guard key.count == 2 * ChunkDigest.byteCount else {
+                problems.append("the base link under the \(key.count)-byte key \(hexString(key)) is malformed")
+                return true
+            }
+            let base = ChunkDigest(raw: key)
+            let delta = ChunkDigest(raw: UnsafeRawBufferPointer(rebasing: key[ChunkDigest.byteCount...]))
+            let names =
+                try delta.withUnsafeBytes { deltaKey in
+                    try txn.withValue(dbs.chunks, key: deltaKey) { value in
+                        DeltaLayout(parsing: value)?.bases.contains { $0.digest == base } ?? false
+                    }
+                } ?? false
+            if !names { problems.append("the link of base \(base) to \(delta) names no delta made against it") }
+            return true
+        }
+        found += problems
+        return (chunks, savedBytes)
     }
 
     /// What is wrong with a version's manifest, or nil when it is whole and hashes to the version's root.

@@ -278,7 +278,7 @@ struct ColdFill: Sendable {
                         else { throw ChunkVanished(index: index) }
                         let raw = try ChunkCodec.decode(
                             stored, rawCount: length, decompressor: context.decompressor, buffer: context.buffer,
-                            digest: digest)
+                            digest: digest, bases: context.bases(in: txn, dbs))
                         try direct.take(index, raw, isZero: false)
                     case .absent:
                         throw ChunkVanished(index: index)

@@ -161,18 +161,11 @@ extension WriteTransaction {
     /// Overwrites the stored bytes of a chunk that failed its check with a good copy of the same content.
     @available(*, noasync)
     private mutating func replaceChunk(_ digest: ChunkDigest, encoded: [UInt8], _ dbs: Databases) throws {
-        try digest.withUnsafeBytes { key in
-            let stored = try withValue(dbs.refs, key: key) {
-                try ChunkRef(decoding: $0, name: RecordNames.chunkReference(digest))
-            }
-            guard var ref = stored else { return }  // dropped meanwhile: nothing to mend
-            try hotForget(digest, dbs)  // the good copy is stored cold
-            let storedLength = UInt32(encoded.count - ChunkCodec.headerSize)
-            try addToCounter(dbs, MetaKey.storedBytes, Int64(storedLength) - Int64(ref.storedLength))
-            ref.storedLength = storedLength
-            try encoded.withUnsafeBytes { try put(dbs.chunks, key: key, value: $0) }
-            try ref.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
+        let stored = try digest.withUnsafeBytes { key in
+            try withValue(dbs.refs, key: key) { try ChunkRef(decoding: $0, name: RecordNames.chunkReference(digest)) }
         }
+        guard let ref = stored else { return }  // dropped meanwhile: nothing to mend
+        try replaceEncoding(of: digest, with: encoded, ref: ref, dbs)
     }
 
     /// Removes an item the origin says is gone (404 or 410, C2) with all its versions, bumping the domain

@@ -197,8 +197,11 @@ struct ImportRunner {
                                 id: id, parent: parentID, name: entry.filename, modified: entry.modificationDate,
                                 length: length, root: root, chunks: chunks))
                     } else {
+                        let previous =
+                            existing?.kind == .file
+                            ? try Ingestor.previousVersion(of: id, domain: domain, store: store) : nil
                         let content = try Ingestor(store: store, cancellation: cancellation).ingest(
-                            file, length: length, path: path)
+                            file, length: length, path: path, previous: previous)
                         steps.append(
                             .file(
                                 id: id, parent: parentID, name: entry.filename, modified: entry.modificationDate,

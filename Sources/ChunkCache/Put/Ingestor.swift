@@ -9,12 +9,15 @@ struct IngestCounts: Sendable {
     var chunks = 0
     var newChunks = 0
     var zeroChunks = 0
+    /// New chunks stored as deltas.
+    var deltaChunks = 0
     var storedBytes: Int64 = 0
 
     mutating func add(_ other: IngestCounts) {
         chunks += other.chunks
         newChunks += other.newChunks
         zeroChunks += other.zeroChunks
+        deltaChunks += other.deltaChunks
         storedBytes += other.storedBytes
     }
 }
@@ -30,9 +33,11 @@ struct IngestedContent: Sendable {
 
 /// Streams a file into the store: reads it in batches (skipping holes), hashes and compresses each batch on
 /// the blocking pool's threads (``SharedWork``), and commits batch after batch on the writer while the next
-/// is prepared.
+/// is prepared. New chunks of an item's next version are also tried as deltas against the one before
+/// (``DeltaSource``, CONTRACT §14).
 ///
-/// Memory is two batches of raw and encoded bytes whatever the file's size. Chunks go into a pending manifest,
+/// Memory is two batches of raw and encoded bytes whatever the file's size, and the previous version's index
+/// (at most 24 MiB). Chunks go into a pending manifest,
 /// invisible until published; ``Store/rollBackAbandonedManifests()`` or the caller's rollback undoes it.
 final class Ingestor: Sendable {
     let store: Store
@@ -46,11 +51,24 @@ final class Ingestor: Sendable {
         self.cancellation = cancellation
     }
 
+    /// The newest version of item `id` of `domain`: the base of its next version's deltas; nil when the store
+    /// makes no deltas (`init --no-deltas`).
+    static func previousVersion(of id: String, domain: String, store: Store) throws -> VersionRecord? {
+        try store.environment.read { txn in
+            guard try txn.counter(store.dbs, MetaKey.deltasOff) == 0 else { return nil }
+            return try Records.versions(ofItem: id, domain: domain, in: txn, store.dbs).first
+        }
+    }
+
     /// Ingests `length` bytes of `file` (named `path` in errors) into a new pending manifest.
     /// On any error the manifest is rolled back before this throws.
+    /// - Parameter previous: The item's version before this one, whose chunks new chunks may be stored as deltas
+    ///   against (CONTRACT §14); nil for a new item.
     /// - Throws: `invalidArgument` when `length` is beyond ``ChunkLayout/maxItemLength``, before anything is written.
     @available(*, noasync)
-    func ingest(_ file: FileDescriptor, length: Int64, path: String) throws -> IngestedContent {
+    func ingest(_ file: FileDescriptor, length: Int64, path: String, previous: VersionRecord?) throws
+        -> IngestedContent
+    {
         // The one door sizes from outside come through (put and import): checked before any arithmetic.
         try ChunkLayout.checkItemLength(length, of: path)
         let dbs = store.dbs
@@ -59,7 +77,7 @@ final class Ingestor: Sendable {
             try txn.beginManifest(dbs, writer: writer, now: Date().timeIntervalSince1970)
         }
         do {
-            return try fill(manifestID, from: file, length: length, path: path)
+            return try fill(manifestID, from: file, length: length, path: path, previous: previous)
         } catch {
             Diagnostics.attempt("roll back the pending manifest of \(path)") {
                 try store.writer.writeAndWait { txn in try txn.dropManifest(manifestID, dbs) }
@@ -69,9 +87,11 @@ final class Ingestor: Sendable {
     }
 
     @available(*, noasync)
-    private func fill(_ manifestID: UInt64, from file: FileDescriptor, length: Int64, path: String) throws
-        -> IngestedContent
-    {
+    private func fill(
+        _ manifestID: UInt64, from file: FileDescriptor, length: Int64, path: String, previous: VersionRecord?
+    ) throws -> IngestedContent {
+        var previous = previous
+        var deltas: DeltaSource?
         let layout = store.layout
         let chunkCount = layout.chunkCount(forLength: length)
         let perBatch = max(Self.batchBytes >> layout.shift, 2 * BlockingPool.width)
@@ -106,7 +126,12 @@ final class Ingestor: Sendable {
                     from: file, firstChunk: first, count: count, length: length, dataRanges: dataRanges, path: path)
                 batch.hashChunks()
                 try batch.markKnownChunks(in: store)
-                batch.compressNewChunks(with: store.codecs)
+                if let base = previous, batch.hasNewChunks {
+                    // Once, at the first chunk the store lacks: a version the store already holds needs no base.
+                    previous = nil
+                    deltas = try DeltaSource.build(from: base, store: store, cancellation: cancellation)
+                }
+                batch.compressNewChunks(with: store.codecs, deltas: deltas, store: store)
             } catch {
                 free[turn].signal()
                 throw error
@@ -154,6 +179,8 @@ final class Batch: @unchecked Sendable {
     var digests: [ChunkDigest?]
     var known: [Bool]
     var encodedLengths: [Int]
+    /// The delta layout of each chunk encoded as a delta, else nil.
+    var deltaLayouts: [DeltaLayout?]
 
     /// - Throws: ``Errno`` `ENOMEM` when the address space has no room for the buffers.
     init(capacity: Int, layout: ChunkLayout) throws(Errno) {
@@ -166,6 +193,7 @@ final class Batch: @unchecked Sendable {
         digests = Array(repeating: nil, count: capacity)
         known = Array(repeating: false, count: capacity)
         encodedLengths = Array(repeating: 0, count: capacity)
+        deltaLayouts = Array(repeating: nil, count: capacity)
     }
 
     /// The raw bytes of the batch's chunks, one chunk size apart.
@@ -193,6 +221,7 @@ final class Batch: @unchecked Sendable {
         for i in 0..<count {
             rawLengths[i] = Int(min(Int64(layout.chunkSize), length - ((firstChunk + Int64(i)) << layout.shift)))
             encodedLengths[i] = 0
+            deltaLayouts[i] = nil
             known[i] = false
         }
         var position = start
@@ -240,29 +269,54 @@ final class Batch: @unchecked Sendable {
         }
     }
 
+    /// Whether the batch holds a chunk the store lacks.
+    var hasNewChunks: Bool { (0..<count).contains { digests[$0] != nil && !known[$0] } }
+
     /// Compresses, on this thread and the blocking pool's free ones, the first occurrence of each chunk the
-    /// store lacks.
-    func compressNewChunks(with codecs: CodecPool) {
+    /// store lacks; with `deltas`, each is also tried as a delta against the previous version and kept so when
+    /// that beats its plain form (``DeltaEncoder``).
+    func compressNewChunks(with codecs: CodecPool, deltas: DeltaSource?, store: Store) {
         var seen = Set<ChunkDigest>()
         let work = (0..<count).filter { i in
             guard let digest = digests[i], !known[i] else { return false }
             return seen.insert(digest).inserted
         }
         let lengths = ParallelSlots<Int>(count: work.count, initialValue: 0)
-        defer { lengths.deallocate() }
-        SharedWork.forEachIndex(below: work.count) { claim in
+        let layouts = ParallelSlots<DeltaLayout?>(count: work.count, initialValue: nil)
+        defer {
+            lengths.deallocate()
+            layouts.deallocate()
+        }
+        // Runs of consecutive chunks per claim: neighbours share bases, which a worker's encoder keeps decoded.
+        let run = deltas == nil ? 1 : 8
+        SharedWork.forEachIndex(below: (work.count + run - 1) / run) { claim in
+            let encoder = deltas.map { DeltaEncoder(source: $0, store: store) }
             codecs.withCompressor { compressor in
-                while let w = claim() {
-                    let i = work[w]
-                    let stride = self.encodedStride
-                    let output = UnsafeMutableRawBufferPointer(
-                        rebasing: self.encoded[(i * stride)..<((i + 1) * stride)])
-                    // Compression of a valid buffer only fails for lack of memory; then store raw.
-                    lengths[w] = (try? ChunkCodec.encode(self.rawChunk(i), compressor: compressor, into: output)) ?? 0
+                while let claimed = claim() {
+                    for w in (claimed * run)..<min((claimed + 1) * run, work.count) {
+                        let i = work[w]
+                        let stride = self.encodedStride
+                        let output = UnsafeMutableRawBufferPointer(
+                            rebasing: self.encoded[(i * stride)..<((i + 1) * stride)])
+                        // Compression of a valid buffer only fails for lack of memory; then store raw.
+                        let plain =
+                            (try? ChunkCodec.encode(self.rawChunk(i), compressor: compressor, into: output)) ?? 0
+                        lengths[w] = plain
+                        guard let encoder, plain > 0,
+                            let delta = encoder.encode(
+                                self.rawChunk(i), at: (self.firstChunk + Int64(i)) << self.layout.shift,
+                                plainLength: plain - ChunkCodec.headerSize, compressor: compressor, into: output)
+                        else { continue }
+                        lengths[w] = delta.length
+                        layouts[w] = delta.layout
+                    }
                 }
             }
         }
-        for (w, i) in work.enumerated() { encodedLengths[i] = lengths[w] }
+        for (w, i) in work.enumerated() {
+            encodedLengths[i] = lengths[w]
+            deltaLayouts[i] = layouts[w]
+        }
     }
 }
 
@@ -316,6 +370,10 @@ final class CommitState: @unchecked Sendable {
                 entry = .stored(digest)
                 if try !txn.retainChunk(digest, dbs) {
                     var encoded = batch.encodedChunk(i)
+                    // A delta whose bases left the store since it was made (an `rm` meanwhile) is made plain.
+                    if let layout = batch.deltaLayouts[i], try !Self.basesStand(layout, of: digest, in: txn, dbs) {
+                        encoded = UnsafeRawBufferPointer(start: nil, count: 0)
+                    }
                     if encoded.isEmpty {
                         // Not compressed ahead: a duplicate within the batch whose first copy was known, or a
                         // chunk deleted since the batch looked. Encode it here.
@@ -326,7 +384,13 @@ final class CommitState: @unchecked Sendable {
                         }
                         encoded = UnsafeRawBufferPointer(rebasing: buffer[..<n])
                     }
-                    try txn.insertChunk(digest, encoded: encoded, rawLength: batch.rawLengths[i], dbs)
+                    if let layout = batch.deltaLayouts[i], ChunkCodec.isDelta(encoded) {
+                        try txn.insertDelta(
+                            digest, encoded: encoded, rawLength: batch.rawLengths[i], layout: layout, dbs)
+                        counts.deltaChunks += 1
+                    } else {
+                        try txn.insertChunk(digest, encoded: encoded, rawLength: batch.rawLengths[i], dbs)
+                    }
                     counts.newChunks += 1
                     counts.storedBytes += Int64(encoded.count - ChunkCodec.headerSize)
                 }
@@ -346,5 +410,12 @@ final class CommitState: @unchecked Sendable {
         if !page.isEmpty {
             try ManifestPage.store(&page, manifest: manifestID, page: pageIndex, in: &txn, dbs)
         }
+    }
+
+    /// Whether every base of a delta is still stored plain, and is not the delta's own chunk.
+    private static func basesStand(
+        _ layout: DeltaLayout, of digest: ChunkDigest, in txn: borrowing WriteTransaction, _ dbs: Databases
+    ) throws -> Bool {
+        try layout.bases.allSatisfy { base in try base.digest != digest && txn.isPlainChunk(base.digest, dbs) }
     }
 }

@@ -6,13 +6,16 @@ import ZstdKit
 /// A stored value is a 16-byte header then the payload:
 /// `[encoding: 1 byte][reserved: 7][xxh3-64 of the raw bytes: 8, raw and hot encodings only]`.
 /// A zstd payload carries its own frame checksum; a raw payload is checked with XXH3, an order of magnitude
-/// cheaper than SHA-256, which stays for ingest and `verify`.
+/// cheaper than SHA-256, which stays for ingest and `verify`. A delta's header and payload are laid out in
+/// ``DeltaLayout``: a zstd frame made against the raw bytes of one or two *base* chunks it names.
 package enum ChunkCodec {
     enum Encoding: UInt8 {
         case zstd = 0
         case raw = 1
+        /// A zstd frame against one or two plain chunks (CONTRACT §14): ``DeltaLayout``.
+        case delta = 2
         /// Raw bytes of a chunk the hot tier promoted from zstd (``HotTier``): read like `raw`, re-compressed
-        /// when it cools. (2 is the delta encoding's.)
+        /// when it cools.
         case hot = 3
     }
 
@@ -51,9 +54,14 @@ package enum ChunkCodec {
         XXH3_64bits(bytes.baseAddress, bytes.count)
     }
 
-    /// Whether a stored value holds a zstd frame (decoding needed) rather than raw bytes.
+    /// Whether a stored value needs decoding (a zstd frame or a delta) rather than being raw bytes.
     static func isCompressed(_ stored: UnsafeRawBufferPointer) -> Bool {
-        stored.count >= headerSize && stored[0] == Encoding.zstd.rawValue
+        stored.count >= headerSize && (stored[0] == Encoding.zstd.rawValue || stored[0] == Encoding.delta.rawValue)
+    }
+
+    /// Whether a stored value is a delta, which names base chunks it cannot be read without.
+    static func isDelta(_ stored: UnsafeRawBufferPointer) -> Bool {
+        stored.count >= headerSize && stored[0] == Encoding.delta.rawValue
     }
 
     /// The raw bytes of a chunk, checked: borrowed from `stored` when it is raw, else decoded into `buffer`.
@@ -62,12 +70,26 @@ package enum ChunkCodec {
     ///   - stored: The value as read from the `chunks` database.
     ///   - rawCount: The chunk's length, from its manifest: a payload of another length is corrupt.
     ///   - buffer: Scratch space of at least `rawCount` bytes, reused across calls.
-    /// - Throws: `corruptData` when the payload fails its checksum, is damaged, or has the wrong length.
+    ///   - bases: Where a delta's base chunks are read from (the same snapshot as `stored`), with room to decode them.
+    /// - Throws: `corruptData` when the payload fails its checksum, is damaged, or has the wrong length, or, for a
+    ///   delta, when a base is missing, damaged or itself a delta.
     static func decode(
+        _ stored: UnsafeRawBufferPointer, rawCount: Int, decompressor: Decompressor,
+        buffer: UnsafeMutableRawBufferPointer, digest: ChunkDigest, bases: some BaseValues
+    ) throws(CacheError) -> UnsafeRawBufferPointer {
+        if isDelta(stored) {
+            return try decodeDelta(
+                stored, rawCount: rawCount, decompressor: decompressor, buffer: buffer, digest: digest, bases: bases)
+        }
+        return try decodePlain(stored, rawCount: rawCount, decompressor: decompressor, buffer: buffer, digest: digest)
+    }
+
+    /// The raw bytes of a chunk that is not a delta (a delta is `corruptData` here: bases are plain, depth 1).
+    static func decodePlain(
         _ stored: UnsafeRawBufferPointer, rawCount: Int, decompressor: Decompressor,
         buffer: UnsafeMutableRawBufferPointer, digest: ChunkDigest
     ) throws(CacheError) -> UnsafeRawBufferPointer {
-        guard stored.count >= headerSize, let encoding = Encoding(rawValue: stored[0]) else {
+        guard stored.count >= headerSize, let encoding = Encoding(rawValue: stored[0]), encoding != .delta else {
             throw corrupt(digest, "has an unknown header")
         }
         let payload = UnsafeRawBufferPointer(rebasing: stored[headerSize...])
@@ -92,6 +114,8 @@ package enum ChunkCodec {
                 throw corrupt(digest, "fails to decode (\(error))")
             }
             return UnsafeRawBufferPointer(destination)
+        case .delta:
+            throw corrupt(digest, "is a delta where a plain chunk is needed")
         }
     }
 

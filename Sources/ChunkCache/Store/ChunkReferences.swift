@@ -49,6 +49,9 @@ extension WriteTransaction {
                 try ref.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
                 return 0
             }
+            // Its deltas first, while its bytes are here to decode them against (CONTRACT §14).
+            try detachDeltas(from: digest, dbs)
+            if let stored = try unsafeValue(dbs.chunks, key: key) { try unlinkDelta(digest, stored: stored, dbs) }
             try delete(dbs.refs, key: key)
             try delete(dbs.chunks, key: key)
             try hotForget(digest, dbs)

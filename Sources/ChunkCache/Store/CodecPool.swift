@@ -1,5 +1,6 @@
 import FileIO
 import Foundation
+import LMDBKit
 import Synchronization
 import ZstdKit
 
@@ -14,8 +15,12 @@ final class CodecPool: Sendable {
         let buffer: UnsafeMutableRawBufferPointer
         let vectors: UnsafeMutableBufferPointer<iovec>
         let runStarts: UnsafeMutableBufferPointer<RunWriter.RunStart>
+        private let chunkSize: Int
+        /// Room for a delta's two bases, made at the first delta read.
+        private var baseScratch: UnsafeMutableRawBufferPointer?
 
         init(chunkSize: Int) {
+            self.chunkSize = chunkSize
             buffer = .allocate(byteCount: max(chunkSize, FetchThresholds.stagingBytes), alignment: 4096)
             buffer.initializeMemory(as: UInt8.self, repeating: 0)
             vectors = .allocate(capacity: FetchThresholds.runChunks)
@@ -24,7 +29,20 @@ final class CodecPool: Sendable {
             runStarts.initialize(repeating: RunWriter.RunStart(offset: 0, firstVector: 0))
         }
 
+        /// The bases a delta read in `txn` decodes from, into this context's scratch.
+        func bases<T: TransactionReading & ~Copyable>(in txn: borrowing T, _ dbs: Databases) -> SnapshotBases {
+            SnapshotBases(txn, dbs, scratch: { [unowned self] in self.scratchForBases() })
+        }
+
+        /// Made at the first delta read: a context that never reads one never holds it.
+        private func scratchForBases() -> UnsafeMutableRawBufferPointer {
+            let scratch = baseScratch ?? .allocate(byteCount: DeltaLayout.maxBases * chunkSize, alignment: 4096)
+            baseScratch = scratch
+            return scratch
+        }
+
         deinit {
+            baseScratch?.deallocate()
             buffer.deallocate()
             vectors.deallocate()
             runStarts.deallocate()

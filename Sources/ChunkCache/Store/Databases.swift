@@ -9,7 +9,8 @@ import LMDBKit
 /// - `versions`: item key + content version → ``VersionRecord``.
 /// - `manifests`: (manifest id, page) → up to ``ManifestPage/entriesPerPage`` entries, so no single value
 ///   holds a huge file's list.
-/// - `chunks`: digest → 16-byte header + payload (zstd frame or raw bytes). Written once, never updated.
+/// - `chunks`: digest → 16-byte header + payload (zstd frame, raw bytes, or a delta: ``DeltaLayout``). Written
+///   once; rewritten only to a new encoding of the same bytes (a delta made plain when its base goes).
 /// - `refs`: digest → ``ChunkRef`` (reference count and sizes), kept apart from `chunks` so counting a
 ///   reference does not copy the chunk's pages.
 /// - `pending`: manifest id → ``PendingRecord`` of a manifest written but not yet published (an ingest
@@ -20,6 +21,8 @@ import LMDBKit
 /// - `policy`: (manifest id, chunk index) → ``PolicyRecord``: what the eviction policy knows of a chunk of an
 ///   origin version (``EvictionPolicy``).
 /// - `policyQueue`: (segment, clock) → (manifest id, chunk index): each policy segment in recency order.
+/// - `bases`: (base digest, delta digest) → nothing: which delta chunks are made against each base chunk, so
+///   that a base is never deleted under a delta (``WriteTransaction/detachDeltas(from:_:)``, CONTRACT §14).
 /// - `hot`: the hot tier's read counts per chunk digest and its queues (``HotTier``).
 struct Databases: Sendable {
     let meta: Database
@@ -34,6 +37,7 @@ struct Databases: Sendable {
     let listing: Database
     let policy: Database
     let policyQueue: Database
+    let bases: Database
     let hot: Database
     /// Manifest pages already checked in the snapshot being read (not a database: a memo beside them).
     let checkedManifestPages = CheckedPageMemo()
@@ -42,7 +46,7 @@ struct Databases: Sendable {
 
     static let names = [
         "meta", "domains", "items", "versions", "manifests", "chunks", "refs", "pending", "changes", "listing",
-        "policy", "policyQueue", "hot",
+        "policy", "policyQueue", "bases", "hot",
     ]
 
     @available(*, noasync)
@@ -53,6 +57,6 @@ struct Databases: Sendable {
             meta: handles[0], domains: handles[1], items: handles[2], versions: handles[3],
             manifests: handles[4], chunks: handles[5], refs: handles[6], pending: handles[7],
             changes: handles[8], listing: handles[9], policy: handles[10], policyQueue: handles[11],
-            hot: handles[12])
+            bases: handles[12], hot: handles[13])
     }
 }

@@ -17,6 +17,12 @@ enum MetaKey {
     static let minFree = "minFree"
     /// Evictions run: its commit after an eviction makes the pages freed reusable at once.
     static let evictionRuns = "evictionRuns"
+    /// 1 when puts and imports store no deltas (`init --no-deltas`); unset or 0: they do.
+    static let deltasOff = "deltasOff"
+    /// Chunks stored as deltas (CONTRACT §14).
+    static let deltaChunks = "deltaChunks"
+    /// What the delta chunks would take stored plain, less what they take.
+    static let deltaSavedBytes = "deltaSavedBytes"
 }
 
 extension TransactionReading where Self: ~Copyable {

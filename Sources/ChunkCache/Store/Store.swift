@@ -32,7 +32,10 @@ final class Store: Sendable {
     /// This process's lease on the pending manifests it writes, taken at its first ingest.
     private let lease = Mutex<WriterLease?>(nil)
 
-    static let formatVersion: UInt64 = 2
+    /// 3 adds delta chunks and the `bases` database (CONTRACT §14). A store of format 2 has the same records and
+    /// no delta: it is migrated by recording 3 when opened, which an older chunkcache then refuses cleanly.
+    static let formatVersion: UInt64 = 3
+    static let formatBeforeDeltas: UInt64 = 2
 
     private init(
         path: String, environment: Environment, dbs: Databases, layout: ChunkLayout, maxSize: Int64, minFree: Int64,
@@ -182,7 +185,11 @@ final class Store: Sendable {
                         "the store at \(path) has \(ChunkLayout(uncheckedShift: Int(storedShift))) chunks, not \(layout); the chunk size is fixed when a store is created: use another --store"
                     )
                 }
-                let format = try txn.counter(dbs, MetaKey.format)
+                var format = try txn.counter(dbs, MetaKey.format)
+                if format == formatBeforeDeltas {
+                    try txn.setCounter(dbs, MetaKey.format, formatVersion)
+                    format = formatVersion
+                }
                 guard format == formatVersion else {
                     throw CacheError(
                         .featureUnsupported,

@@ -15,7 +15,9 @@ struct BenchDedup: AsyncParsableCommand {
             sum of the sizes of versions 1…k divided by the raw bytes of the distinct chunks stored after \
             version k (all-zero chunks are never stored, so they count as saved; `chunkcache stat` calls \
             this dedupRatio). The zstd figure compresses each file in independent 1 MiB blocks (ZstdKit has \
-            no streaming API), a little above what `zstd -3 FILE` writes, in bounded memory.
+            no streaming API), a little above what `zstd -3 FILE` writes, in bounded memory. Each version is \
+            also stored in a second scratch store without deltas (`init --no-deltas`): beside it, what deltas \
+            against the previous version saved (CONTRACT §14).
             """)
 
     @OptionGroup var global: GlobalOptions
@@ -48,6 +50,10 @@ struct BenchDedup: AsyncParsableCommand {
         var chunks: Int
         var newChunks: Int
         var storedBytes: Int64
+        /// New chunks stored as deltas.
+        var deltaChunks: Int
+        /// What the version added to a store without deltas.
+        var storedWithoutDeltas: Int64
         var cumulativeDedupRatio: Double
         var zstdBytes: Int64
     }
@@ -57,6 +63,9 @@ struct BenchDedup: AsyncParsableCommand {
         let sizes = try files.map(benchInputSize)
         let session = try await BenchSession.open(in: scratch, chunkSize: chunkSize, level: level)
         defer { session.close() }
+        let plain = try await BenchSession.open(in: scratch, chunkSize: chunkSize, level: level)
+        defer { plain.close() }
+        try await plain.cache.setStoresDeltas(false)
         let (cache, progress, layout) = (session.cache, session.progress, session.cache.layout)
         let id = ItemIdentifier(domain: "bench", "file")
         let compression = BlockCompression(level: level)
@@ -67,6 +76,8 @@ struct BenchDedup: AsyncParsableCommand {
             let step = "version \(index + 1)/\(files.count)"
             progress.show("\(step): storing \(file) (\(formatSize(sizes[index])))…", force: true)
             let put = try await cache.put(fileAt: file, as: id, contentVersion: version)
+            progress.show("\(step): storing \(file) without deltas…", force: true)
+            let withoutDeltas = try await plain.cache.put(fileAt: file, as: id, contentVersion: version)
             let figures = try await cache.statistics()
             statistics = figures
             let zstdBytes: Int64
@@ -81,13 +92,16 @@ struct BenchDedup: AsyncParsableCommand {
             rows.append(
                 Row(
                     file: file, version: version, logicalBytes: put.item.documentSize, chunks: put.chunks,
-                    newChunks: put.newChunks,
-                    storedBytes: put.storedBytes, cumulativeDedupRatio: figures.dedupRatio, zstdBytes: zstdBytes))
+                    newChunks: put.newChunks, storedBytes: put.storedBytes, deltaChunks: put.deltaChunks,
+                    storedWithoutDeltas: withoutDeltas.storedBytes, cumulativeDedupRatio: figures.dedupRatio,
+                    zstdBytes: zstdBytes))
         }
         progress.clear()
 
         let logical = rows.reduce(0) { $0 + $1.logicalBytes }
         let stored = rows.reduce(0) { $0 + $1.storedBytes }
+        let storedWithoutDeltas = rows.reduce(0) { $0 + $1.storedWithoutDeltas }
+        let deltaChunks = rows.reduce(0) { $0 + $1.deltaChunks }
         let zstd = rows.reduce(0) { $0 + $1.zstdBytes }
         let newChunks = rows.reduce(0) { $0 + $1.newChunks }
         let unique = statistics?.uniqueBytes ?? 0
@@ -106,6 +120,8 @@ struct BenchDedup: AsyncParsableCommand {
                                 ("logicalBytes", .int(row.logicalBytes)),
                                 ("chunks", .int(Int64(row.chunks))), ("newChunks", .int(Int64(row.newChunks))),
                                 ("storedBytes", .int(row.storedBytes)),
+                                ("deltaChunks", .int(Int64(row.deltaChunks))),
+                                ("storedBytesWithoutDeltas", .int(row.storedWithoutDeltas)),
                                 ("cumulativeDedupRatio", .double(row.cumulativeDedupRatio)),
                                 ("zstdBytes", .int(row.zstdBytes)),
                             ])
@@ -117,31 +133,37 @@ struct BenchDedup: AsyncParsableCommand {
                         ("versions", .int(Int64(rows.count))), ("logicalBytes", .int(logical)),
                         ("newChunks", .int(Int64(newChunks))),
                         ("uniqueBytes", .int(unique)), ("storedBytes", .int(stored)),
+                        ("deltaChunks", .int(Int64(deltaChunks))),
+                        ("storedBytesWithoutDeltas", .int(storedWithoutDeltas)),
                         ("dedupRatio", .double(dedupRatio)),
                         ("zstdBytes", .int(zstd)), ("storedToZstdRatio", .double(storedToZstd)),
                     ])
                 ),
             ]),
             summary: summary(
-                rows: rows, layout: layout, logical: logical, newChunks: newChunks, stored: stored, zstd: zstd,
-                dedupRatio: dedupRatio, storedToZstd: storedToZstd))
+                rows: rows, layout: layout, logical: logical, newChunks: newChunks, stored: stored,
+                storedWithoutDeltas: storedWithoutDeltas, zstd: zstd, dedupRatio: dedupRatio,
+                storedToZstd: storedToZstd))
     }
 
     private func summary(
-        rows: [Row], layout: ChunkLayout, logical: Int64, newChunks: Int, stored: Int64, zstd: Int64,
-        dedupRatio: Double,
-        storedToZstd: Double
+        rows: [Row], layout: ChunkLayout, logical: Int64, newChunks: Int, stored: Int64, storedWithoutDeltas: Int64,
+        zstd: Int64, dedupRatio: Double, storedToZstd: Double
     ) -> String {
-        let headers = ["version", "file", "bytes", "chunks", "new", "stored +", "dedup ×", "zstd -\(level)"]
+        let headers = [
+            "version", "file", "bytes", "chunks", "new", "deltas", "stored +", "no deltas +", "dedup ×",
+            "zstd -\(level)",
+        ]
         var table: [[String]] = rows.map { row in
             [
                 row.version, row.file, String(row.logicalBytes), String(row.chunks), String(row.newChunks),
-                String(row.storedBytes),
+                String(row.deltaChunks), String(row.storedBytes), String(row.storedWithoutDeltas),
                 String(format: "%.2f", row.cumulativeDedupRatio), String(row.zstdBytes),
             ]
         }
         table.append([
-            "total", "", String(logical), String(rows.reduce(0) { $0 + $1.chunks }), String(newChunks), String(stored),
+            "total", "", String(logical), String(rows.reduce(0) { $0 + $1.chunks }), String(newChunks),
+            String(rows.reduce(0) { $0 + $1.deltaChunks }), String(stored), String(storedWithoutDeltas),
             String(format: "%.2f", dedupRatio), String(zstd),
         ])
         let widths = headers.indices.map { column in ([headers] + table).map { $0[column].count }.max() ?? 0 }
@@ -159,7 +181,8 @@ struct BenchDedup: AsyncParsableCommand {
         lines.append(
             """
             stored after all versions: \(formatSize(stored)), \(String(format: "%.2f", storedToZstd))× a per-version zstd -\(level) of every \
-            file (\(formatSize(zstd)); each file in independent 1 MiB blocks). dedup × = versions' bytes so far / unique chunk bytes stored.
+            file (\(formatSize(zstd)); each file in independent 1 MiB blocks); without deltas \(formatSize(storedWithoutDeltas)), so deltas \
+            saved \(formatSize(storedWithoutDeltas - stored)). dedup × = versions' bytes so far / unique chunk bytes stored.
             """)
         return lines.joined(separator: "\n")
     }

@@ -60,6 +60,12 @@ struct BenchReadLatency: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Where to make the scratch store (default: the temp directory).", valueName: "dir"))
     var scratch: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "A previous version of FILE, stored first: FILE's new chunks are then deltas against it where that pays (CONTRACT §14).",
+            valueName: "file"))
+    var previous: String?
+
     @Flag(help: "Also time the same fetches once their chunks are hot (kept decoded, CONTRACT §14).")
     var hot = false
 
@@ -96,6 +102,10 @@ struct BenchReadLatency: AsyncParsableCommand {
         let (cache, progress, layout) = (session.cache, session.progress, session.cache.layout)
         progress.show("ingesting \(file) (\(formatSize(size)))…", force: true)
         let id = ItemIdentifier(domain: "bench", "file")
+        if let previous {
+            progress.show("ingesting the previous version \(previous)…", force: true)
+            _ = try await cache.put(fileAt: previous, as: id, contentVersion: "v0")
+        }
         let put = try await cache.put(fileAt: file, as: id, contentVersion: "v1")
         let statistics = try await cache.statistics()
 
@@ -123,6 +133,7 @@ struct BenchReadLatency: AsyncParsableCommand {
         let (engineSamples, rawSamples, decodeSamples) = (measured[.engine]!, measured[.raw]!, measured[.decode]!)
         let hotRows =
             hot ? try await measureHot(cache: cache, id: id, put: put, size: size, raw: raw, progress: progress) : nil
+        progress.clear()
         let engine = LatencySummary(engineSamples)
         let rawFloor = LatencySummary(rawSamples)
         let decodeFloor = LatencySummary(decodeSamples)
@@ -140,6 +151,7 @@ struct BenchReadLatency: AsyncParsableCommand {
                     ("decodeFloor", Self.json(decodeFloor)),
                     ("ratios", .object([("engineToRaw", Self.json(toRaw)), ("engineToDecode", Self.json(toDecode))])),
                     ("compressionRatio", .double(statistics.compressionRatio)),
+                    ("deltaChunks", .int(Int64(put.deltaChunks))),
                 ] + (hotRows.map { [("hot", $0.json)] } ?? [])),
             summary: summary(
                 size: size, layout: layout, compression: statistics.compressionRatio,

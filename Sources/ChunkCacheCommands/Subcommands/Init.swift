@@ -22,6 +22,13 @@ struct Init: AsyncParsableCommand {
     )
     var minFree: ByteSize?
 
+    @Flag(
+        inversion: .prefixedNo,
+        help:
+            "Whether puts and imports store a new version's chunks as deltas against the previous version (default on)."
+    )
+    var deltas: Bool?
+
     @Option(
         name: .customLong("hot-size"),
         help:
@@ -40,15 +47,18 @@ struct Init: AsyncParsableCommand {
         let cache = try await ChunkCache.open(
             at: global.store, chunkSize: layout, maxSize: maxSize?.bytes, handOffGracePeriod: global.tmpGrace.seconds)
         if let minFree { try await cache.setMinimumFreeSpace(minFree.bytes) }
+        if let deltas { try await cache.setStoresDeltas(deltas) }
         if let hotSize { try await cache.setHotTierSize(hotSize.bytes) }
+        let storesDeltas = try await cache.storesDeltas
         let hot = try await cache.hotTierSize()
         global.emit(
             .object([
                 ("chunkSize", .int(Int64(cache.layout.chunkSize))), ("maxSize", .int(cache.maxSize)),
-                ("minFree", .int(cache.minimumFreeSpace)), ("hotSize", .int(hot)), ("path", .string(cache.path)),
+                ("minFree", .int(cache.minimumFreeSpace)), ("deltas", .bool(storesDeltas)), ("hotSize", .int(hot)),
+                ("path", .string(cache.path)),
             ]),
             summary:
-                "store \(cache.path): \(cache.layout) chunks, at most \(formatSize(cache.maxSize)), keeping \(formatSize(cache.minimumFreeSpace)) free, up to \(formatSize(hot)) hot"
+                "store \(cache.path): \(cache.layout) chunks, at most \(formatSize(cache.maxSize)), keeping \(formatSize(cache.minimumFreeSpace)) free, deltas \(storesDeltas ? "on" : "off"), up to \(formatSize(hot)) hot"
         )
     }
 }

@@ -30,11 +30,12 @@ struct Put: AsyncParsableCommand {
             .object([
                 ("item", result.item.json), ("chunks", .int(Int64(result.chunks))),
                 ("newChunks", .int(Int64(result.newChunks))),
-                ("zeroChunks", .int(Int64(result.zeroChunks))), ("storedBytes", .int(result.storedBytes)),
+                ("zeroChunks", .int(Int64(result.zeroChunks))), ("deltaChunks", .int(Int64(result.deltaChunks))),
+                ("storedBytes", .int(result.storedBytes)),
                 ("domainVersion", result.domainVersion.json),
             ]),
             summary:
-                "put \(domain)/\(item) version \(result.item.itemVersion.contentVersionString): \(formatSize(result.item.documentSize)), \(result.chunks) chunks, \(result.newChunks) new, \(result.zeroChunks) zero, \(formatSize(result.storedBytes)) stored; domain version \(result.domainVersion)"
+                "put \(domain)/\(item) version \(result.item.itemVersion.contentVersionString): \(formatSize(result.item.documentSize)), \(result.chunks) chunks, \(result.newChunks) new\(result.deltaChunks > 0 ? " (\(result.deltaChunks) as deltas)" : ""), \(result.zeroChunks) zero, \(formatSize(result.storedBytes)) stored; domain version \(result.domainVersion)"
         )
     }
 }

@@ -1,0 +1,23 @@
+extension ChunkCache {
+    /// Whether puts and imports store a new version's chunks as deltas against the item's previous version
+    /// when that saves space (CONTRACT §14). On by default.
+    public var storesDeltas: Bool {
+        get async throws {
+            let store = self.store
+            return try await runBlocking(doing: "reading the store's settings", store: store.path) { _ in
+                try store.environment.read { txn in try txn.counter(store.dbs, MetaKey.deltasOff) == 0 }
+            }
+        }
+    }
+
+    /// Turns deltas on or off for the puts and imports that follow (`init --deltas` / `--no-deltas`). Chunks
+    /// already stored keep their encoding: turning deltas off makes no chunk plain.
+    public func setStoresDeltas(_ enabled: Bool) async throws {
+        let store = self.store
+        do {
+            try await store.writer.write { txn in try txn.setCounter(store.dbs, MetaKey.deltasOff, enabled ? 0 : 1) }
+        } catch {
+            throw CacheError.wrap(error, store: store.path, doing: "setting whether puts store deltas")
+        }
+    }
+}

@@ -1,0 +1,196 @@
+import LMDBKit
+import ZstdKit
+
+/// The links between delta chunks and their bases, inside one write transaction (CONTRACT §14).
+///
+/// A delta names its bases in its header; `bases` holds the reverse, one key per (base, delta), so that the
+/// deltas of a base are found before the base is deleted. A base is deleted only with its last manifest
+/// reference, and only after each of its deltas was re-encoded, in the same transaction: a delta is never left
+/// unreadable, and a crash keeps the old encodings until the new ones commit.
+extension WriteTransaction {
+    /// Stores a new delta chunk with one reference, and links it to its bases.
+    @available(*, noasync)
+    mutating func insertDelta(
+        _ digest: ChunkDigest, encoded: UnsafeRawBufferPointer, rawLength: Int, layout: DeltaLayout, _ dbs: Databases
+    ) throws {
+        try insertChunk(digest, encoded: encoded, rawLength: rawLength, dbs)
+        try linkDelta(digest, layout: layout, storedCount: encoded.count, dbs)
+    }
+
+    /// Links a delta to its bases and counts it.
+    @available(*, noasync)
+    private mutating func linkDelta(_ digest: ChunkDigest, layout: DeltaLayout, storedCount: Int, _ dbs: Databases)
+        throws
+    {
+        for base in layout.bases { try put(dbs.bases, key: Self.baseKey(base.digest, digest), value: []) }
+        try addToCounter(dbs, MetaKey.deltaChunks, 1)
+        try addToCounter(dbs, MetaKey.deltaSavedBytes, Int64(layout.plainLength - storedCount + ChunkCodec.headerSize))
+    }
+
+    /// Undoes what ``insertDelta(_:encoded:rawLength:layout:_:)`` added for a delta whose value is `stored`,
+    /// before that value is deleted or replaced.
+    @available(*, noasync)
+    mutating func unlinkDelta(_ digest: ChunkDigest, stored: UnsafeRawBufferPointer, _ dbs: Databases) throws {
+        guard let layout = DeltaLayout(parsing: stored) else { return }
+        for base in layout.bases { try delete(dbs.bases, key: Self.baseKey(base.digest, digest)) }
+        try addToCounter(dbs, MetaKey.deltaChunks, -1)
+        try addToCounter(
+            dbs, MetaKey.deltaSavedBytes, -Int64(layout.plainLength - stored.count + ChunkCodec.headerSize))
+    }
+
+    /// The deltas made against `base`.
+    func deltas(of base: ChunkDigest, _ dbs: Databases) throws -> [ChunkDigest] {
+        var found: [ChunkDigest] = []
+        try scan(dbs.bases, prefix: base.bytes) { key, _ in
+            if key.count == 2 * ChunkDigest.byteCount {
+                found.append(ChunkDigest(raw: UnsafeRawBufferPointer(rebasing: key[ChunkDigest.byteCount...])))
+            }
+            return true
+        }
+        return found
+    }
+
+    /// Re-encodes every delta made against `base`, so that `base` can be deleted; returns how many.
+    ///
+    /// The deltas of one base hold much the same bytes (the same place in successive versions), so the first of
+    /// them (the most referenced) is stored plain and becomes the others' base in place of `base`, beside their
+    /// other base when they had one: deleting old versions keeps the newer ones' savings. A delta that no longer
+    /// pays against its new base is stored plain. Runs in the transaction that deletes `base` (an `rm`, `gc`,
+    /// eviction): each delta costs a decode and one or two compressions at the store's default level.
+    @available(*, noasync)
+    @discardableResult
+    mutating func detachDeltas(from base: ChunkDigest, _ dbs: Databases) throws -> Int {
+        var dependents: [(digest: ChunkDigest, ref: ChunkRef)] = []
+        for delta in try deltas(of: base, dbs) {
+            // The link may outlive a delta a repair dropped: then there is nothing to re-encode.
+            if let ref = try intactChunkRef(delta, dbs) {
+                dependents.append((delta, ref))
+            } else {
+                try delete(dbs.bases, key: Self.baseKey(base, delta))
+            }
+        }
+        guard !dependents.isEmpty else { return 0 }
+        dependents.sort { $0.ref.count > $1.ref.count }
+        let coder = Reencoder()
+        var successor: (digest: ChunkDigest, rawLength: Int)?
+        for (delta, ref) in dependents {
+            guard let old = try delta.withUnsafeBytes({ key in try withValue(dbs.chunks, key: key) { Array($0) } }),
+                let oldLayout = old.withUnsafeBytes({ DeltaLayout(parsing: $0) })
+            else {
+                try delete(dbs.bases, key: Self.baseKey(base, delta))
+                continue
+            }
+            // Its other base stays (it is not being deleted, or it would have been detached first).
+            var newBases = oldLayout.bases.filter { $0.digest != base }
+            if let successor { newBases.insert(successor, at: 0) }
+            let encoded = try old.withUnsafeBytes { stored in
+                try coder.reencode(
+                    stored, rawCount: Int(ref.rawLength), digest: delta, against: newBases, in: self, dbs)
+            }
+            try replaceEncoding(of: delta, with: encoded.bytes, ref: ref, dbs)
+            if let layout = encoded.layout {
+                try linkDelta(delta, layout: layout, storedCount: encoded.bytes.count, dbs)
+            } else if successor == nil {
+                successor = (delta, Int(ref.rawLength))
+            }
+        }
+        return dependents.count
+    }
+
+    /// Writes a new encoding of the same bytes for chunk `digest`, keeping its counters exact and dropping the
+    /// links of the old one when it was a delta (the caller links a new delta).
+    @available(*, noasync)
+    mutating func replaceEncoding(of digest: ChunkDigest, with encoded: [UInt8], ref: ChunkRef, _ dbs: Databases)
+        throws
+    {
+        try digest.withUnsafeBytes { key in
+            if let old = try withValue(dbs.chunks, key: key, { Array($0) }) {
+                try old.withUnsafeBytes { try unlinkDelta(digest, stored: $0, dbs) }
+            }
+            try hotForget(digest, dbs)  // the new encoding is not the hot tier's
+            var updated = ref
+            updated.storedLength = UInt32(encoded.count - ChunkCodec.headerSize)
+            try addToCounter(dbs, MetaKey.storedBytes, Int64(updated.storedLength) - Int64(ref.storedLength))
+            try encoded.withUnsafeBytes { try put(dbs.chunks, key: key, value: $0) }
+            try updated.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
+        }
+    }
+
+    /// Drops every link of a chunk a repair deletes: as a delta, and as a base (its deltas failed to decode
+    /// with it, so they are deleted by the same repair).
+    @available(*, noasync)
+    mutating func forgetDeltaLinks(of digest: ChunkDigest, _ dbs: Databases) throws {
+        for delta in try deltas(of: digest, dbs) { try delete(dbs.bases, key: Self.baseKey(digest, delta)) }
+        if let stored = try digest.withUnsafeBytes({ try unsafeValue(dbs.chunks, key: $0) }) {
+            try unlinkDelta(digest, stored: stored, dbs)
+        }
+    }
+
+    /// The key of a (base, delta) link.
+    static func baseKey(_ base: ChunkDigest, _ delta: ChunkDigest) -> [UInt8] { base.bytes + delta.bytes }
+}
+
+extension TransactionReading where Self: ~Copyable {
+    /// Whether chunk `digest` can be a base: stored, and not itself a delta (depth 1).
+    func isPlainChunk(_ digest: ChunkDigest, _ dbs: Databases) throws -> Bool {
+        guard let stored = try digest.withUnsafeBytes({ try unsafeValue(dbs.chunks, key: $0) }) else { return false }
+        return stored.count >= ChunkCodec.headerSize && !ChunkCodec.isDelta(stored)
+    }
+}
+
+/// Decodes a delta and encodes it again, against new bases or plain: the re-encoding of the deltas of a base
+/// that goes. Made only when a base with deltas is deleted, so a store without deltas never pays for its buffers.
+final class Reencoder {
+    private let decompressor = Decompressor()
+    private let compressor = Compressor(level: StoreSettings.standard.compressionLevel)
+    private var raw: [UInt8] = []
+    private var bases: [UInt8] = []
+
+    /// The chunk stored as `stored`, decoded with its bases from `txn`, then encoded against `newBases` when
+    /// that beats its plain form by the ingest's margin (``DeltaEncoder``), else plain; with the delta's layout.
+    /// - Throws: `corruptData` when it does not decode (a damaged delta or base), which fails the transaction:
+    ///   the store stays as it was and `verify --repair` drops the damage.
+    func reencode<T: TransactionReading & ~Copyable>(
+        _ stored: UnsafeRawBufferPointer, rawCount: Int, digest: ChunkDigest,
+        against newBases: [(digest: ChunkDigest, rawLength: Int)], in txn: borrowing T, _ dbs: Databases
+    ) throws -> (bytes: [UInt8], layout: DeltaLayout?) {
+        if raw.count < rawCount { raw = [UInt8](repeating: 0, count: rawCount) }
+        let oldBaseBytes = DeltaLayout(parsing: stored)?.bases.reduce(0) { $0 + $1.rawLength } ?? 0
+        let newBaseBytes = newBases.reduce(0) { $0 + $1.rawLength }
+        if bases.count < max(oldBaseBytes, newBaseBytes) {
+            bases = [UInt8](repeating: 0, count: max(oldBaseBytes, newBaseBytes))
+        }
+        return try raw.withUnsafeMutableBytes { rawBuffer in
+            try bases.withUnsafeMutableBytes { baseBuffer in
+                let snapshot = SnapshotBases(txn, dbs, scratch: { baseBuffer })
+                let bytes = try ChunkCodec.decode(
+                    stored, rawCount: rawCount, decompressor: decompressor, buffer: rawBuffer, digest: digest,
+                    bases: snapshot)
+                var plain = [UInt8](repeating: 0, count: ChunkCodec.encodedBound(rawCount: rawCount))
+                let plainLength = try plain.withUnsafeMutableBytes {
+                    try ChunkCodec.encode(bytes, compressor: compressor, into: $0)
+                }
+                plain.removeLast(plain.count - plainLength)
+                guard !newBases.isEmpty else { return (plain, nil) }
+                let layout = DeltaLayout(bases: newBases, plainLength: plainLength - ChunkCodec.headerSize)
+                let prefix = try ChunkCodec.readBases(
+                    of: layout, for: digest, decompressor: decompressor, bases: snapshot)
+                var delta = [UInt8](
+                    repeating: 0, count: ChunkCodec.encodedBound(rawCount: rawCount) + layout.headerLength)
+                let budget = DeltaEncoder.frameBudget(
+                    rawCount: rawCount, plainLength: layout.plainLength, layout: layout)
+                guard budget > 0,
+                    let frameLength = try delta.withUnsafeMutableBytes({ output in
+                        try compressor.compress(
+                            bytes, against: prefix,
+                            into: UnsafeMutableRawBufferPointer(
+                                rebasing: output[layout.headerLength..<(layout.headerLength + budget)]))
+                    })
+                else { return (plain, nil) }
+                delta.withUnsafeMutableBytes { layout.write(into: $0) }
+                delta.removeLast(delta.count - layout.headerLength - frameLength)
+                return (delta, layout)
+            }
+        }
+    }
+}
