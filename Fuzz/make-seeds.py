@@ -93,6 +93,8 @@ def store_seeds(cli):
             with open(path, "wb") as f:
                 f.write(data)
             run("put", "--domain", "local", name, path)
+        for i in range(2):  # read in two processes (two usage flushes): text.txt's chunks become hot (§14)
+            run("fetch", "--domain", "local", "text.txt", "--out", os.path.join(work, "fetched-%d" % i))
         run("domain", "add", "web", "--origin", "http://127.0.0.1:9/", "--header", "X-Seed: hidden")
         run("mark", "--domain", "local", "text.txt", "--favorite", "1", "--tag", "0a1b")
         anchor = json.loads(run("anchor", "--domain", "local", "--json"))
@@ -115,6 +117,16 @@ def store_seeds(cli):
         for i, (key, value) in enumerate(dump(store, "chunks")[:6]):
             raw = int.from_bytes(refs[key][:-SEAL][8:12], "little") if key in refs else 4096
             write("stored-chunk", str(i), raw.to_bytes(3, "big") + value)
+        hot = [(key, value) for key, value in dump(store, "chunks") if value[0] == 3]
+        for i, (key, value) in enumerate(hot[:3]):
+            raw = int.from_bytes(refs[key][:-SEAL][8:12], "little")
+            write("stored-chunk", "hot-%d" % i, raw.to_bytes(3, "big") + value)
+            if i == 0:  # one payload byte flipped: it fails its XXH3
+                damaged = bytearray(value)
+                damaged[16 + 50] ^= 1
+                write("stored-chunk", "hot-damaged", raw.to_bytes(3, "big") + bytes(damaged))
+        for i, (key, value) in enumerate(p for p in dump(store, "hot") if p[0][0] == 1):
+            write("records", "hot-%d" % i, value[:-SEAL])
         with open(data, "rb") as f:
             write("page-file", "store", f.read())
     finally:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The long form of the crash-at-any-point tests (issue 10): SIGKILL at 100 random moments of each of put
 # (storing deltas), import, a cold fetch from nginx, evict, gc (re-encoding the deltas of the bases it
-# removes) and domain sync (600 kills), with a fresh random seed, each kill
+# removes), domain sync and the hot tier's re-encoding (700 kills), with a fresh random seed, each kill
 # followed by the checks of Tests/ChunkCacheCommandsTests/CrashAtAnyPointTests.swift. CI runs the same tests
 # with 5 kills per kind and a fixed seed.
 #

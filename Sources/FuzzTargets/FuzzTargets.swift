@@ -29,7 +29,8 @@ public struct FuzzTarget: Sendable {
             name: "records", summary: "every record type of the store, and its keys", check: EngineFuzzing.records),
         FuzzTarget(
             name: "manifest-page", summary: "manifest pages and their rewrite", check: EngineFuzzing.manifestPage),
-        FuzzTarget(name: "stored-chunk", summary: "a stored chunk (raw or zstd)", check: EngineFuzzing.storedChunk),
+        FuzzTarget(
+            name: "stored-chunk", summary: "a stored chunk (raw, zstd or hot)", check: EngineFuzzing.storedChunk),
         FuzzTarget(name: "page-file", summary: "the LMDB pages `recover` reads", check: EngineFuzzing.pageFile),
         FuzzTarget(
             name: "delta-frame", summary: "a delta frame read against its base (§14)", check: DeltaFuzzing.deltaFrame),

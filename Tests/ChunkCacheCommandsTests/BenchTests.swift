@@ -83,6 +83,32 @@ struct BenchTests {
         }
     }
 
+    @Test(
+        "§14 issue 21: read-latency --hot times the same fetches once every chunk they touch is hot, beside the raw floor of the same run"
+    )
+    func readLatencyHot() throws {
+        try withTemporaryDirectory { dir in
+            let file = dir + "/data.txt"
+            try TestData.write(TestData.text(count: 1 << 20, seed: 33), to: file)
+            let result = try runCLI([
+                "--store", dir + "/store", "--json", "bench", "read-latency", file, "--iterations", "30",
+                "--range-size", "16KiB", "--chunk-size", "16KiB", "--hot", "--scratch", dir,
+            ])
+            try #require(result.exitCode == 0 && !result.terminatedBySignal, "\(result)")
+            let hot = try result.json().object("hot")
+            #expect(
+                Set(hot.keys) == [
+                    "engine", "rawFloor", "ratios", "hotBytes", "hotChunks", "chunksRead", "warmingRounds",
+                ])
+            let chunks = try hot.int("chunksRead")
+            #expect(try chunks > 0 && hot.int("hotChunks") == chunks, "\(hot)")
+            #expect(try hot.int("hotBytes") == chunks * (16 << 10))
+            try expectRatios(
+                try hot.object("ratios").object("engineToRaw"), engine: try hot.object("engine"),
+                floor: try hot.object("rawFloor"))
+        }
+    }
+
     @Test("read-latency prints a table of the three kinds and the two ratios, and no progress line in a pipe")
     func readLatencySummary() throws {
         try withTemporaryDirectory { dir in

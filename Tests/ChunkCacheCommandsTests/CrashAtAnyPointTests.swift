@@ -7,9 +7,9 @@ import Glibc
 #endif
 
 /// Issue 10, "crash at any point": the real `chunkcache` binary is killed with SIGKILL at random moments of
-/// `put`, `import`, a cold `fetch` from an nginx origin, `evict`, `gc` and `domain sync`, and after each kill
-/// fresh processes check what CONTRACT §6 ("nothing is lost on any error: a failed write leaves the store as
-/// it was before it") and §12 promise:
+/// `put`, `import`, a cold `fetch` from an nginx origin, `evict`, `gc`, `domain sync` and the hot tier's
+/// re-encoding (issue 21), and after each kill fresh processes check what CONTRACT §6 ("nothing is lost on
+/// any error: a failed write leaves the store as it was before it"), §12 and §14 promise:
 ///
 /// - the store opens and `verify` finds no corrupt chunk, damaged version or record, and no inconsistency
 ///   (every chunk has its reference and every reference its chunk, reference counts equal the manifest
@@ -20,7 +20,7 @@ import Glibc
 ///   leaves nothing of the killed writer there (a named `.chunkcache-*` staging file, where a filesystem has
 ///   no O_TMPFILE, and its sweep are `FetchOutKillTests`' in the integration tests).
 ///
-/// Each kind kills `CHUNKCACHE_CRASH_KILLS` times (5 in CI: 30 kills across the six kinds), at delays drawn
+/// Each kind kills `CHUNKCACHE_CRASH_KILLS` times (5 in CI: 35 kills across the seven kinds), at delays drawn
 /// from `CHUNKCACHE_CRASH_SEED` uniformly between 0 and the operation's duration measured once in the same
 /// run. Every failure names the seed, the round and the delay; `scripts/crash-soak.sh` runs 100 kills per
 /// kind with a fresh seed.
@@ -456,6 +456,67 @@ struct CrashAtAnyPointTests {
                 }
                 harness.expectSomeKillsLanded()
             }
+        }
+    }
+
+    @Test(
+        "kill -9 while the hot tier re-encodes chunks (promoting them in a fetch's last usage flush, cooling them in init --hot-size 0) at random moments: the store verifies clean, stat's counters (hotBytes, storedBytes) agree with a recount, every version reads byte-exact (§6, §14, issue 21)"
+    )
+    func killedReencodes() throws {
+        try withTemporaryDirectory { dir in
+            let harness = CrashHarness("hot", in: dir)
+            harness.newStore("store")
+            var expected: [CrashHarness.Expected] = []
+            for index in 0..<4 {
+                let bytes = TestData.text(count: (1 << 20) + harness.draw(1 << 20), seed: harness.draw())
+                try TestData.write(bytes, to: dir + "/f\(index)")
+                try harness.run(["put", "--domain", "d", "f\(index)", dir + "/f\(index)", "--version", "v1"])
+                expected.append(.init(domain: "d", item: "f\(index)", version: "v1", bytes: bytes))
+            }
+            let out = dir + "/out"
+            /// Two fetches of each item, in two processes: their chunks become hot.
+            func heat() throws {
+                for _ in 0..<2 {
+                    for item in expected {
+                        try harness.run(["fetch", "--domain", "d", item.item, "--out", out, "--force"])
+                    }
+                }
+            }
+            try heat()
+            #expect(
+                try harness.run(["stat"]).int("hotChunks") > 0,
+                "the items' chunks are hot, so kills land in their re-encoding \(harness.context)")
+            let cooling = try harness.timed(["init", "--hot-size", "0"])
+            try harness.run(["init", "--hot-size", "1GiB"])
+            let fetching = try harness.timed(["fetch", "--domain", "d", "f0", "--out", out, "--force"])
+            for round in 0..<CrashRun.kills {
+                harness.round = round
+                if round % 2 == 0 {
+                    try heat()
+                    let hot = try harness.run(["stat"]).int("hotChunks")
+                    let result = try harness.killAtRandom(["init", "--hot-size", "0"], within: cooling)
+                    let after = try harness.run(["stat"])
+                    // The size commits first, then the cooling: a kill between or inside is halfway.
+                    if try after.int("hotChunks") == 0 {
+                        harness.noteCommitted(result)
+                    } else if try after.int("hotSize") == 0 && result.terminatedBySignal {
+                        harness.noteHalfway()
+                    }
+                    #expect(try after.int("hotChunks") <= hot, "\(harness.context)")
+                    try harness.run(["init", "--hot-size", "1GiB"])
+                } else {
+                    // Cooled, with their counts kept: the killed fetch's last flush promotes the item's chunks.
+                    try harness.run(["init", "--hot-size", "0"])
+                    try harness.run(["init", "--hot-size", "1GiB"])
+                    let item = expected[harness.draw(expected.count)].item
+                    try harness.killAtRandom(
+                        ["fetch", "--domain", "d", item, "--out", out, "--force"], within: fetching)
+                }
+                try harness.expectStoreClean()
+                try harness.expectReads(expected)
+                try harness.expectNoTemporaryFiles()
+            }
+            harness.expectSomeKillsLanded()
         }
     }
 }

@@ -62,7 +62,7 @@ extension ChunkCache {
     public func flushUsage() async throws {
         let notes = store.usage.take()
         guard !notes.isEmpty else { return }
-        let dbs = store.dbs
-        try await store.writer.write { txn in try txn.recordUsage(notes, dbs) }
+        let store = self.store
+        try await store.writer.write { txn in try store.usage.write(notes, in: &txn, store: store) }
     }
 }

@@ -15,8 +15,10 @@ struct UsageNotes: Sendable {
     var reads: [PolicySlot: UInt32] = [:]
     /// The read-ahead state of items of origin domains, for the next process (``ReadPositions``).
     var readPositions: [ItemIdentifier: ReadAhead] = [:]
+    /// Chunks of every domain served from the store, each once per flush, for the hot tier (``HotTier``).
+    var hotReads: Set<PolicySlot> = []
 
-    var isEmpty: Bool { uses.isEmpty && reads.isEmpty && readPositions.isEmpty }
+    var isEmpty: Bool { uses.isEmpty && reads.isEmpty && readPositions.isEmpty && hotReads.isEmpty }
 }
 
 /// Records `lastUsedDate` for fetches, and the chunks origin fetches read for the eviction policy (CONTRACT
@@ -44,15 +46,27 @@ final class UsageRecorder: Sendable {
     private let state = Mutex(State())
     /// Off, fetches note nothing (a mount with `noatime`, or a benchmark's baseline).
     let enabled = Atomic<Bool>(true)
+    /// Off once a flush found the hot tier off (`--hot-size 0`): fetches then note no chunks for it, until a
+    /// later flush (of last-use dates) finds it on again.
+    let hotTracking = Atomic<Bool>(true)
 
-    /// Notes a use of `item` now, unless the store already records one within ``granularity``, and the
-    /// chunks the fetch read (`reads`, origin domains only), which are always noted.
-    func noteUse(of item: ItemIdentifier, recorded: Double?, reads: ChunkReads? = nil, store: Store) {
+    /// Notes a use of `item` now, unless the store already records one within ``granularity``, the chunks
+    /// the fetch read for the policy (`reads`, origin domains only), which are always noted, and the chunks it
+    /// served (`served`, any domain) for the hot tier while it is on.
+    func noteUse(
+        of item: ItemIdentifier, recorded: Double?, reads: ChunkReads? = nil, served: ChunkReads? = nil, store: Store
+    ) {
         let now = Date().timeIntervalSince1970
         let use = enabled.load(ordering: .relaxed) && (recorded.map { now - $0 >= Self.granularity } ?? true)
-        guard use || reads != nil else { return }
+        let hot = served.flatMap { hotTracking.load(ordering: .relaxed) ? $0 : nil }
+        guard use || reads != nil || hot != nil else { return }
         note(store: store) { pending in
             if use { pending.uses[item] = now }
+            if let hot {
+                for index in hot.chunks where pending.hotReads.count < Self.maxNotedChunks {
+                    pending.hotReads.insert(PolicySlot(manifestID: hot.manifestID, index: index))
+                }
+            }
             if let reads {
                 for index in reads.chunks
                 where pending.reads.count < Self.maxNotedChunks
@@ -87,7 +101,7 @@ final class UsageRecorder: Sendable {
             try? await Task.sleep(for: .seconds(Self.delay))
             guard let store else { return }
             let notes = self.take()
-            store.writer.writeLater({ txn in try txn.recordUsage(notes, store.dbs) }) { result in
+            store.writer.writeLater({ txn in try self.write(notes, in: &txn, store: store) }) { result in
                 if case .failure(let error) = result {
                     Diagnostics.report("record when items and chunks were last used", error)
                 }
@@ -103,6 +117,21 @@ final class UsageRecorder: Sendable {
                 state.scheduled = false
             }
             return state.pending
+        }
+    }
+}
+
+extension UsageRecorder {
+    /// Writes a flush: ``WriteTransaction/recordUsage(_:_:)``, then the hot tier's reads (``HotTier``).
+    @available(*, noasync)
+    func write(_ notes: UsageNotes, in txn: inout WriteTransaction, store: Store) throws {
+        try txn.recordUsage(notes, store.dbs)
+        if !notes.hotReads.isEmpty {
+            hotTracking.store(try HotTier.applyReads(notes.hotReads, in: &txn, store: store), ordering: .relaxed)
+        } else if !hotTracking.load(ordering: .relaxed) {
+            // Another process may have turned the tier back on (`init --hot-size`).
+            let budget = try txn.hotBudget(store.dbs, maxSize: store.space.maxSize)
+            hotTracking.store(budget > 0, ordering: .relaxed)
         }
     }
 }

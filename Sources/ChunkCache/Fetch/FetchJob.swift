@@ -115,7 +115,8 @@ struct FetchJob: Sendable {
             result.owner = .destination
         }
         store.usage.noteUse(
-            of: item, recorded: plan.item.lastUsedDate, reads: readsAreHits ? plan.policyReads : nil, store: store)
+            of: item, recorded: plan.item.lastUsedDate, reads: readsAreHits ? plan.policyReads : nil,
+            served: plan.servedChunks, store: store)
         return .served(result)
     }
 }
@@ -181,7 +182,9 @@ struct BufferReadJob: @unchecked Sendable {
             case .damaged(let chunk):
                 return .missing(.damaged(version: plan.version, chunk))
             case .read(let count):
-                store.usage.noteUse(of: item, recorded: plan.item.lastUsedDate, reads: plan.policyReads, store: store)
+                store.usage.noteUse(
+                    of: item, recorded: plan.item.lastUsedDate, reads: plan.policyReads, served: plan.servedChunks,
+                    store: store)
                 return .served(
                     ServedRead(
                         offset: offset, fromOriginDomain: plan.fromOrigin,

@@ -54,8 +54,11 @@ struct FetchPlan: Sendable {
     var fromOrigin = false
 
     /// The chunks served, for the eviction policy: only an origin domain's (the others are never evicted).
-    var policyReads: ChunkReads? {
-        guard fromOrigin, retrieved.length > 0 else { return nil }
+    var policyReads: ChunkReads? { fromOrigin ? servedChunks : nil }
+
+    /// The chunks served, for the hot tier (any domain).
+    var servedChunks: ChunkReads? {
+        guard retrieved.length > 0 else { return nil }
         let shift = version.layout.shift
         return ChunkReads(
             manifestID: version.manifestID, chunks: (retrieved.location >> shift)...((retrieved.end - 1) >> shift))

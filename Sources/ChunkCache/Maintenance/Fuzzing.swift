@@ -21,7 +21,7 @@ package enum EngineFuzzing {
             roundTrip(DomainRecord.self), roundTrip(ItemRecord.self), roundTrip(VersionRecord.self),
             roundTrip(ChunkRef.self),
             roundTrip(PendingRecord.self), roundTrip(ImportJobRecord.self), roundTrip(PolicyRecord.self),
-            roundTrip(ChangeRecord.self),
+            roundTrip(ChangeRecord.self), roundTrip(HotRecord.self),
         ]
         for check in checks { if let problem = check(bytes) { return problem } }
         // A read-ahead state another process left (unsealed: advice, range-checked instead).
@@ -109,7 +109,7 @@ package enum EngineFuzzing {
     }
 
     /// A stored chunk (first three bytes, big-endian: the length its manifest claims, at most 4 MiB): it
-    /// decodes to exactly that many bytes, or is refused as corrupt.
+    /// decodes to exactly that many bytes, or is refused as corrupt; a hot one (§14) cooled decodes to the same.
     package static func storedChunk(_ bytes: UnsafeRawBufferPointer) -> String? {
         guard bytes.count >= 3 else { return nil }
         let rawCount = min(Int(bytes[0]) << 16 | Int(bytes[1]) << 8 | Int(bytes[2]), 4 << 20)
@@ -120,14 +120,29 @@ package enum EngineFuzzing {
             let decoded = try ChunkCodec.decode(
                 stored, rawCount: rawCount, decompressor: Decompressor(), buffer: buffer, digest: unknownDigest,
                 bases: NoBases())
-            return decoded.count == rawCount
-                ? nil : "a chunk decoded to \(decoded.count) bytes, not the \(rawCount) its manifest claims"
+            guard decoded.count == rawCount else {
+                return "a chunk decoded to \(decoded.count) bytes, not the \(rawCount) its manifest claims"
+            }
+            return ChunkCodec.encoding(of: stored) == .hot ? cooledHot(stored, decoded) : nil
         } catch {
             return error.code == .corruptData ? nil : "a damaged chunk is \(error.code), not corruptData"
         }
     }
 
     private static let unknownDigest = ChunkDigest(bytes: [UInt8](repeating: 0, count: 32))!
+
+    /// What is wrong with a hot chunk compressed again (as it cools): it must decode to the bytes it held.
+    private static func cooledHot(_ stored: UnsafeRawBufferPointer, _ raw: UnsafeRawBufferPointer) -> String? {
+        let cooled = ChunkCodec.cooled(Array(stored), rawCount: raw.count, compressor: Compressor(level: 3))
+        guard cooled.withUnsafeBytes({ ChunkCodec.encoding(of: $0) }) != .hot else { return "a hot chunk did not cool" }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(raw.count, 1), alignment: 16)
+        defer { buffer.deallocate() }
+        let again = cooled.withUnsafeBytes {
+            try? ChunkCodec.decodePlain(
+                $0, rawCount: raw.count, decompressor: Decompressor(), buffer: buffer, digest: unknownDigest)
+        }
+        return again.map { $0.elementsEqual(raw) } == true ? nil : "a hot chunk cooled does not decode to its bytes"
+    }
 
     /// Anchors and page tokens as a client hands them back: one that parses writes back to the same bytes, and
     /// none is longer than 500 bytes (F1).

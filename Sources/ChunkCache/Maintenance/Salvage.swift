@@ -289,7 +289,11 @@ enum Salvage {
                         bases: PageBases(pages: pages, tree: trees["chunks"], scratch: baseRoom),
                         decompressor: decompressor, buffer: buffer, codecs: destination.codecs)
                 {
-                    taken.append((digest, value, rawLength))
+                    // A hot chunk comes over cold: the new store has no read counts to keep it hot by.
+                    let cold = destination.codecs.withCompressor {
+                        ChunkCodec.cooled(value, rawCount: rawLength, compressor: $0)
+                    }
+                    taken.append((digest, cold, rawLength))
                     entries.append(entry)
                     continue
                 }

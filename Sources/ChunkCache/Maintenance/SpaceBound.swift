@@ -16,6 +16,8 @@ final class SpaceBound: Sendable {
     private let environment: Environment
     private let dbs: Databases
     private let path: String
+    /// Compresses hot chunks again, which makes room before anything is evicted (``HotTier``).
+    private let codecs: CodecPool
     /// The most disk the store's files may take (`init --max-size`); LMDB's map, which no write can pass, is a
     /// little less (``mapSize(forBound:)``).
     let maxSize: Int64
@@ -51,12 +53,13 @@ final class SpaceBound: Sendable {
     static let victimsPerTransaction = 2048
 
     init(
-        environment: Environment, dbs: Databases, path: String, maxSize: Int64, minFree: Int64,
+        environment: Environment, dbs: Databases, path: String, maxSize: Int64, minFree: Int64, codecs: CodecPool,
         enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void
     ) {
         self.environment = environment
         self.dbs = dbs
         self.path = path
+        self.codecs = codecs
         self.maxSize = maxSize
         self.minFreeBytes = Atomic(minFree)
         self.enqueue = enqueue
@@ -106,7 +109,8 @@ final class SpaceBound: Sendable {
     }
 
     /// Evicts, one transaction at a time, until the live pages are at the low-water mark or nothing is left
-    /// to evict. On the writer queue. Returns what was evicted.
+    /// to evict; hot chunks are cooled first (``HotTier``), which keeps content. On the writer queue. Returns
+    /// what was evicted.
     @available(*, noasync)
     @discardableResult
     func evictToLowWater(below extra: Int64 = 0) throws -> EvictionResult {
@@ -117,6 +121,7 @@ final class SpaceBound: Sendable {
             guard live > target else { break }
             let want = live - target
             let dbs = self.dbs
+            if try HotTier.coolColdest(saving: want, environment: environment, codecs: codecs, dbs) > 0 { continue }
             let protection = unreadDownloads.protection
             // Evicted chunks can be downloaded again: a crash that undoes this transaction loses nothing.
             let round = try environment.write(durability: .deferMeta) { txn in

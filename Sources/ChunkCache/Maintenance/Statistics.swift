@@ -42,6 +42,12 @@ public struct StoreStatistics: Sendable, Hashable {
     public var deltaChunks: Int64 = 0
     /// What the delta chunks would take stored plain (zstd or raw), less what they take.
     public var deltaSavedBytes: Int64 = 0
+    /// The hot tier's size (`init --hot-size`, CONTRACT §14); 0 when it is off.
+    public var hotSize: Int64 = 0
+    /// Bytes of the chunks the hot tier keeps decoded (part of `storedBytes`).
+    public var hotBytes: Int64 = 0
+    /// Chunks the hot tier keeps decoded.
+    public var hotChunks: Int64 = 0
 
     /// `logicalBytes / uniqueBytes`: how many times each unique byte is used (zero chunks count as saved).
     public var dedupRatio: Double { uniqueBytes == 0 ? 1 : Double(logicalBytes) / Double(uniqueBytes) }
@@ -57,7 +63,7 @@ extension ChunkCache {
             let dbs = store.dbs
             var stats = try store.environment.read { txn in
                 let held = try txn.heldChunks(dbs)
-                return StoreStatistics(
+                var stats = StoreStatistics(
                     chunkSize: store.layout.chunkSize, domains: try txn.count(dbs.domains),
                     items: try txn.count(dbs.items),
                     versions: try txn.count(dbs.versions), chunks: try txn.count(dbs.refs),
@@ -71,6 +77,8 @@ extension ChunkCache {
                     evictedBytes: Int64(try txn.counter(dbs, PolicyMeta.evictedBytes)),
                     deltaChunks: Int64(try txn.counter(dbs, MetaKey.deltaChunks)),
                     deltaSavedBytes: Int64(try txn.counter(dbs, MetaKey.deltaSavedBytes)))
+                try stats.readHotTier(in: txn, dbs, maxSize: store.space.maxSize)
+                return stats
             }
             stats.fileBytes = StoreFiles.diskBytes(of: store.path)
             return stats

@@ -61,6 +61,7 @@ enum Verifier {
         var damagedRecords: [String] = []
         var damagedVersions: [DamagedVersion] = []
         var inconsistencies: [String] = []
+        var lengthMismatches: [String] = []
         try store.codecs.withDecoder { context in
             try store.environment.read { txn in
                 try txn.scan(dbs.chunks, prefix: []) { key, value in
@@ -91,6 +92,12 @@ enum Verifier {
                         corrupt.insert(digest)
                         return true
                     }
+                    // An intact chunk's stored length is what `storedBytes` adds up (re-encodes change it).
+                    if value.count - ChunkCodec.headerSize != Int(ref.storedLength) {
+                        lengthMismatches.append(
+                            "chunk \(digest) stores \(value.count - ChunkCodec.headerSize) bytes but its reference says \(ref.storedLength)"
+                        )
+                    }
                     return true
                 }
                 try checkRecords(in: txn, dbs, damaged: &damagedRecords, observer: observer)
@@ -118,7 +125,9 @@ enum Verifier {
                     }
                     return true
                 }
-                inconsistencies = try checkConsistency(in: txn, dbs, observer: observer)
+                inconsistencies =
+                    try checkConsistency(in: txn, dbs, observer: observer) + lengthMismatches
+                    + txn.hotInconsistencies(dbs)
             }
         }
         let sorted = corrupt.sorted()
@@ -137,6 +146,7 @@ enum Verifier {
                     try txn.delete(dbs.refs, key: key)
                     try txn.forgetDeltaLinks(of: digest, dbs)
                     try txn.delete(dbs.chunks, key: key)
+                    try txn.hotForget(digest, dbs)
                 }
             }
             var rewritten: [([UInt8], [UInt8])] = []

@@ -4,7 +4,7 @@ import ZstdKit
 /// How a chunk's payload is stored, and how it is checked on every read.
 ///
 /// A stored value is a 16-byte header then the payload:
-/// `[encoding: 1 byte][reserved: 7][xxh3-64 of the raw bytes: 8, raw encoding only]`.
+/// `[encoding: 1 byte][reserved: 7][xxh3-64 of the raw bytes: 8, raw and hot encodings only]`.
 /// A zstd payload carries its own frame checksum; a raw payload is checked with XXH3, an order of magnitude
 /// cheaper than SHA-256, which stays for ingest and `verify`. A delta's header and payload are laid out in
 /// ``DeltaLayout``: a zstd frame made against the raw bytes of one or two *base* chunks it names.
@@ -14,6 +14,9 @@ package enum ChunkCodec {
         case raw = 1
         /// A zstd frame against one or two plain chunks (CONTRACT §14): ``DeltaLayout``.
         case delta = 2
+        /// Raw bytes of a chunk the hot tier promoted from zstd (``HotTier``): read like `raw`, re-compressed
+        /// when it cools.
+        case hot = 3
     }
 
     static let headerSize = 16
@@ -91,7 +94,7 @@ package enum ChunkCodec {
         }
         let payload = UnsafeRawBufferPointer(rebasing: stored[headerSize...])
         switch encoding {
-        case .raw:
+        case .raw, .hot:
             guard payload.count == rawCount else {
                 throw corrupt(digest, "has \(payload.count) bytes, not \(rawCount)")
             }

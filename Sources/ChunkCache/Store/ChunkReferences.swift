@@ -54,6 +54,7 @@ extension WriteTransaction {
             if let stored = try unsafeValue(dbs.chunks, key: key) { try unlinkDelta(digest, stored: stored, dbs) }
             try delete(dbs.refs, key: key)
             try delete(dbs.chunks, key: key)
+            try hotForget(digest, dbs)
             try addToCounter(dbs, MetaKey.uniqueBytes, -Int64(ref.rawLength))
             try addToCounter(dbs, MetaKey.storedBytes, -Int64(ref.storedLength))
             return Int64(ref.storedLength)

@@ -23,6 +23,7 @@ import LMDBKit
 /// - `policyQueue`: (segment, clock) → (manifest id, chunk index): each policy segment in recency order.
 /// - `bases`: (base digest, delta digest) → nothing: which delta chunks are made against each base chunk, so
 ///   that a base is never deleted under a delta (``WriteTransaction/detachDeltas(from:_:)``, CONTRACT §14).
+/// - `hot`: the hot tier's read counts per chunk digest and its queues (``HotTier``).
 struct Databases: Sendable {
     let meta: Database
     let domains: Database
@@ -37,6 +38,7 @@ struct Databases: Sendable {
     let policy: Database
     let policyQueue: Database
     let bases: Database
+    let hot: Database
     /// Manifest pages already checked in the snapshot being read (not a database: a memo beside them).
     let checkedManifestPages = CheckedPageMemo()
     /// Whether the write transaction under way logged a change (not a database either: the writer's note).
@@ -44,7 +46,7 @@ struct Databases: Sendable {
 
     static let names = [
         "meta", "domains", "items", "versions", "manifests", "chunks", "refs", "pending", "changes", "listing",
-        "policy", "policyQueue", "bases",
+        "policy", "policyQueue", "bases", "hot",
     ]
 
     @available(*, noasync)
@@ -55,6 +57,6 @@ struct Databases: Sendable {
             meta: handles[0], domains: handles[1], items: handles[2], versions: handles[3],
             manifests: handles[4], chunks: handles[5], refs: handles[6], pending: handles[7],
             changes: handles[8], listing: handles[9], policy: handles[10], policyQueue: handles[11],
-            bases: handles[12])
+            bases: handles[12], hot: handles[13])
     }
 }

@@ -107,6 +107,7 @@ extension WriteTransaction {
             if let old = try withValue(dbs.chunks, key: key, { Array($0) }) {
                 try old.withUnsafeBytes { try unlinkDelta(digest, stored: $0, dbs) }
             }
+            try hotForget(digest, dbs)  // the new encoding is not the hot tier's
             var updated = ref
             updated.storedLength = UInt32(encoded.count - ChunkCodec.headerSize)
             try addToCounter(dbs, MetaKey.storedBytes, Int64(updated.storedLength) - Int64(ref.storedLength))

@@ -47,8 +47,10 @@ final class Store: Sendable {
         self.dbs = dbs
         let writer = Writer(environment: environment)
         self.writer = writer
+        let codecs = CodecPool(chunkSize: layout.chunkSize, level: level)
+        self.codecs = codecs
         space = SpaceBound(
-            environment: environment, dbs: dbs, path: path, maxSize: maxSize, minFree: minFree,
+            environment: environment, dbs: dbs, path: path, maxSize: maxSize, minFree: minFree, codecs: codecs,
             enqueue: { [weak writer] work in writer?.enqueue(work) })
         writer.bind(space)
         changes = ChangeSignal(folder: path, marks: dbs.changeMarks)
@@ -57,7 +59,6 @@ final class Store: Sendable {
         self.layout = layout
         self.maxSize = maxSize
         self.compressionLevel = level
-        self.codecs = CodecPool(chunkSize: layout.chunkSize, level: level)
     }
 
     /// Where writers keep their lease files (``WriterLease``).

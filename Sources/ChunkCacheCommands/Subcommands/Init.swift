@@ -29,6 +29,13 @@ struct Init: AsyncParsableCommand {
     )
     var deltas: Bool?
 
+    @Option(
+        name: .customLong("hot-size"),
+        help:
+            "Bytes of often-read chunks kept decoded, counted toward --max-size (default the smaller of 10% of it and 1GiB; 0 for none)."
+    )
+    var hotSize: ByteSize?
+
     func validate() throws {
         if let maxSize, maxSize.bytes < 1 << 20 {
             throw ValidationError("--max-size must be at least 1MiB")
@@ -41,15 +48,17 @@ struct Init: AsyncParsableCommand {
             at: global.store, chunkSize: layout, maxSize: maxSize?.bytes, handOffGracePeriod: global.tmpGrace.seconds)
         if let minFree { try await cache.setMinimumFreeSpace(minFree.bytes) }
         if let deltas { try await cache.setStoresDeltas(deltas) }
+        if let hotSize { try await cache.setHotTierSize(hotSize.bytes) }
         let storesDeltas = try await cache.storesDeltas
+        let hot = try await cache.hotTierSize()
         global.emit(
             .object([
                 ("chunkSize", .int(Int64(cache.layout.chunkSize))), ("maxSize", .int(cache.maxSize)),
-                ("minFree", .int(cache.minimumFreeSpace)), ("deltas", .bool(storesDeltas)),
+                ("minFree", .int(cache.minimumFreeSpace)), ("deltas", .bool(storesDeltas)), ("hotSize", .int(hot)),
                 ("path", .string(cache.path)),
             ]),
             summary:
-                "store \(cache.path): \(cache.layout) chunks, at most \(formatSize(cache.maxSize)), keeping \(formatSize(cache.minimumFreeSpace)) free, deltas \(storesDeltas ? "on" : "off")"
+                "store \(cache.path): \(cache.layout) chunks, at most \(formatSize(cache.maxSize)), keeping \(formatSize(cache.minimumFreeSpace)) free, deltas \(storesDeltas ? "on" : "off"), up to \(formatSize(hot)) hot"
         )
     }
 }

@@ -21,7 +21,8 @@ struct Stat: AsyncParsableCommand {
                 ("maxSize", .int(s.maxSize)), ("minFree", .int(s.minFree)), ("evictableBytes", .int(s.evictableBytes)),
                 ("pinnedBytes", .int(s.pinnedBytes)), ("hits", .int(s.hits)), ("misses", .int(s.misses)),
                 ("evictedBytes", .int(s.evictedBytes)), ("deltaChunks", .int(s.deltaChunks)),
-                ("deltaSavedBytes", .int(s.deltaSavedBytes)),
+                ("deltaSavedBytes", .int(s.deltaSavedBytes)), ("hotSize", .int(s.hotSize)),
+                ("hotBytes", .int(s.hotBytes)), ("hotChunks", .int(s.hotChunks)),
             ]),
             summary: """
                 store \(cache.path) (\(cache.layout) chunks)
@@ -31,6 +32,7 @@ struct Stat: AsyncParsableCommand {
                 bound \(formatSize(s.maxSize)), keeping \(formatSize(s.minFree)) free; evictable \(formatSize(s.evictableBytes)), pinned \(formatSize(s.pinnedBytes))
                 \(s.hits) hits, \(s.misses) misses, evicted \(formatSize(s.evictedBytes))
                 \(s.deltaChunks) delta chunks, saving \(formatSize(s.deltaSavedBytes)) over plain
+                hot \(formatSize(s.hotBytes)) in \(s.hotChunks) chunks, of \(formatSize(s.hotSize))
                 """)
     }
 }

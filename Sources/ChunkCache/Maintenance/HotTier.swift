@@ -1,0 +1,634 @@
+import Foundation
+import LMDBKit
+import ZstdKit
+
+/// The hot tier (CONTRACT §14): chunks read often are kept decoded, so a warm fetch copies them out of LMDB's
+/// map as it does raw chunks, without a zstd decode; they are compressed again when they cool.
+///
+/// **The form.** A hot chunk's value is its raw bytes with their XXH3-64 in the header (``ChunkCodec/Encoding/hot``),
+/// read exactly as a raw chunk is, in the same `chunks` database: no second copy, no file beside the store, and
+/// the fetch path needs no new case (it already serves raw chunks straight from the map). `.hot` differs from
+/// `.raw` only in what it promises: a raw chunk is one zstd did not shrink and stays raw; a hot one was zstd
+/// and goes back to zstd at the store's level when it cools.
+///
+/// **Which chunks are hot.** Reads are counted per chunk digest, whatever the domain (local ones too: the
+/// eviction policy tracks only origin domains' chunks) and whichever items share the chunk, once per usage
+/// flush that saw any fetch read it (``UsageRecorder``, about a second): counting flushes rather than reads
+/// keeps a sequential reader that takes a chunk in sixteen 4 KiB reads from counting sixteen. Counts are aged
+/// as the eviction policy's are (capped at 15, halved every 10 × tracked chunks counted). A chunk stored as
+/// zstd whose count reaches ``promotionFrequency`` (read in two flushes lately) is promoted. When the tier is
+/// full (`init --hot-size`), a newcomer takes the place of the least recently read hot chunk only when it was
+/// read more often (TinyLFU's admission), so a scan that reads a file twice does not push out what is read
+/// all the time; otherwise it waits for a later flush.
+///
+/// **Cooling.** A hot chunk is compressed again when a newcomer displaces it, when its count ages to 0 (the
+/// least recently read few are checked at each flush), when the store needs room (``SpaceBound`` cools hot
+/// chunks, least recently read first, before it evicts anything), or when `--hot-size` shrinks.
+///
+/// **Space.** Promotion grows the store by the raw bytes less the compressed ones. It happens only while the
+/// store stays below the bound's low-water mark after it, so hot bytes never cause an eviction, and they count
+/// toward the bound as any stored byte does (`storedBytes` and each chunk's stored length are kept exact).
+///
+/// **When.** Promotion and aging run on the writer, in the flush's transaction, a bounded amount per flush
+/// (``promotedBytesPerFlush``); never on a read path. Each re-encode rewrites the chunk's value, its stored
+/// length and the counters in one transaction: a crash at any moment leaves the old encoding in place.
+///
+/// **Records.** The `hot` database holds a ``HotRecord`` per chunk counted (key `0x01` + digest) and a queue
+/// per segment in order of last read (key `0x02`, segment, clock → digest). Chunks counted but not hot are
+/// *candidates*, at most ``maximumCandidates(budget:chunkSize:)``, the least recently read forgotten. Losing
+/// these records loses nothing but counts: a hot chunk is a valid chunk with or without them.
+enum HotTier {
+    /// Flushes that must have read a chunk (aged) for it to be promoted.
+    static let promotionFrequency: UInt8 = 2
+    /// Counts saturate here, as the eviction policy's.
+    static let maxFrequency: UInt8 = 15
+    /// Counted reads between two halvings, per tracked chunk (the eviction policy's W = 10 × C).
+    static let samplesPerChunk: UInt64 = 10
+    /// The most raw bytes one flush promotes (a decode each), so its transaction stays short.
+    static let promotedBytesPerFlush: Int64 = 16 << 20
+    /// Hot chunks, least recently read first, whose aged count each flush checks.
+    static let agingChecksPerFlush = 32
+    /// Chunks cooled per transaction when the bound or a smaller `--hot-size` needs room.
+    static let cooledPerTransaction = 256
+
+    /// `init --hot-size` when never set: the smaller of 10 % of the bound and 1 GiB (CONTRACT §14).
+    static func defaultSize(forBound maxSize: Int64) -> Int64 { min(maxSize / 10, 1 << 30) }
+
+    /// Candidates kept: four times the chunks the budget holds, and no fewer than 4096.
+    static func maximumCandidates(budget: Int64, chunkSize: Int) -> UInt64 {
+        max(4096, UInt64(max(0, budget) / Int64(chunkSize)) * 4)
+    }
+}
+
+/// The hot tier's two queues.
+enum HotSegment: UInt8 {
+    /// Counted, not hot.
+    case candidate = 0
+    /// Stored `.hot`.
+    case hot = 1
+
+    /// The `meta` counter of the segment's length.
+    var counterName: String { self == .hot ? HotMeta.chunks : HotMeta.candidates }
+}
+
+/// What the hot tier knows of one chunk (`hot` database, key `0x01` + digest).
+struct HotRecord: StoreRecord {
+    var segment: HotSegment
+    /// Its place in its segment's queue: larger is read more recently.
+    var position: UInt64
+    var frequency: UInt8
+    /// The aging generation `frequency` was counted in.
+    var generation: UInt32
+    /// The chunk's raw length: what it adds to `hotBytes` while hot.
+    var rawLength: UInt32
+
+    static let remedy = "nothing is lost: the hot tier forgets the chunk's reads"
+
+    init(segment: HotSegment, frequency: UInt8, generation: UInt32, rawLength: UInt32) {
+        self.segment = segment
+        self.position = 0
+        self.frequency = frequency
+        self.generation = generation
+        self.rawLength = rawLength
+    }
+
+    func write(to w: inout ByteWriter) {
+        w.append(segment.rawValue)
+        w.append(position)
+        w.append(frequency)
+        w.append(generation)
+        w.append(rawLength)
+    }
+
+    init(reading r: inout ByteReader) throws(RecordDamage) {
+        guard let segment = HotSegment(rawValue: try r.read(UInt8.self)) else {
+            throw RecordDamage(problem: "names no segment")
+        }
+        self.segment = segment
+        position = try r.read()
+        frequency = try r.read()
+        generation = try r.read()
+        rawLength = try r.read()
+    }
+
+    /// The count aged to `generation`: halved once per generation since it was counted.
+    func frequency(at generation: UInt32) -> UInt8 {
+        let halvings = generation &- self.generation
+        return halvings >= 8 ? 0 : frequency >> halvings
+    }
+
+    static func key(_ digest: ChunkDigest) -> [UInt8] { [0x01] + digest.bytes }
+
+    static func queuePrefix(_ segment: HotSegment) -> [UInt8] { [0x02, segment.rawValue] }
+
+    static func queueKey(_ segment: HotSegment, _ position: UInt64) -> [UInt8] {
+        var w = ByteWriter(capacity: 10)
+        w.append(UInt8(0x02))
+        w.append(segment.rawValue)
+        w.appendBigEndian(position)
+        return w.bytes
+    }
+}
+
+/// The hot tier's setting and counters in `meta`.
+enum HotMeta {
+    /// `init --hot-size`, once set.
+    static let size = "hotSize"
+    /// Raw bytes of the chunks stored `.hot` (`stat`'s `hotBytes`).
+    static let bytes = "hotBytes"
+    /// Chunks stored `.hot` (`stat`'s `hotChunks`).
+    static let chunks = "hotChunks"
+    static let candidates = "hotCandidates"
+    static let clock = "hotClock"
+    static let generation = "hotGeneration"
+    static let samples = "hotSamples"
+}
+
+extension ChunkCodec {
+    /// Writes `raw` as a hot value (header, XXH3, raw bytes) into `output`, exactly `headerSize + raw.count`.
+    static func encodeHot(_ raw: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) {
+        UnsafeMutableRawBufferPointer(rebasing: output[..<headerSize]).initializeMemory(as: UInt8.self, repeating: 0)
+        output[0] = Encoding.hot.rawValue
+        output.storeBytes(of: checksum(raw).littleEndian, toByteOffset: 8, as: UInt64.self)
+        UnsafeMutableRawBufferPointer(rebasing: output[headerSize..<(headerSize + raw.count)]).copyMemory(from: raw)
+    }
+
+    /// The encoding named by a stored value's header, nil when it names none.
+    static func encoding(of stored: UnsafeRawBufferPointer) -> Encoding? {
+        stored.count >= headerSize ? Encoding(rawValue: stored[0]) : nil
+    }
+
+    /// A hot value's raw bytes when they have `rawCount` bytes and pass their XXH3, else nil.
+    static func hotPayload(_ stored: UnsafeRawBufferPointer, rawCount: Int) -> UnsafeRawBufferPointer? {
+        guard encoding(of: stored) == .hot, stored.count - headerSize == rawCount else { return nil }
+        let payload = UnsafeRawBufferPointer(rebasing: stored[headerSize...])
+        let expected = UInt64(littleEndian: stored.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
+        return checksum(payload) == expected ? payload : nil
+    }
+
+    /// A hot value compressed again (zstd, or raw when zstd no longer pays); any other value as it is.
+    /// `recover` stores hot chunks so: the new store has no read counts to keep them hot by.
+    static func cooled(_ value: [UInt8], rawCount: Int, compressor: Compressor) -> [UInt8] {
+        value.withUnsafeBytes { stored in
+            guard let raw = hotPayload(stored, rawCount: rawCount) else { return value }
+            var output = [UInt8](repeating: 0, count: encodedBound(rawCount: rawCount))
+            let length = output.withUnsafeMutableBytes { try? encode(raw, compressor: compressor, into: $0) }
+            guard let length else { return value }
+            return Array(output[..<length])
+        }
+    }
+}
+
+extension TransactionReading where Self: ~Copyable {
+    /// The hot tier's size: `init --hot-size` once set, else ``HotTier/defaultSize(forBound:)`` of `maxSize`.
+    func hotBudget(_ dbs: Databases, maxSize: Int64) throws -> Int64 {
+        try contains(dbs.meta, key: Keys.meta(HotMeta.size))
+            ? Int64(try counter(dbs, HotMeta.size)) : HotTier.defaultSize(forBound: maxSize)
+    }
+
+    func hotRecord(_ digest: ChunkDigest, _ dbs: Databases) throws -> HotRecord? {
+        try withValue(dbs.hot, key: HotRecord.key(digest), HotRecord.init(ifIntact:)) ?? nil
+    }
+
+    /// What is wrong with the hot tier's records (for `verify`): each hot chunk must be stored `.hot` with its
+    /// raw length, `hotBytes` and `hotChunks` must add them up, and each segment's queue must hold one entry
+    /// per record of it.
+    func hotInconsistencies(_ dbs: Databases) throws -> [String] {
+        var found: [String] = []
+        var bytes: Int64 = 0
+        var records: [HotSegment: Int64] = [.candidate: 0, .hot: 0]
+        var recordsKnown = true
+        try scan(dbs.hot, prefix: [0x01]) { key, value in
+            guard key.count == 33, let record = HotRecord(ifIntact: value) else {
+                recordsKnown = false
+                return true
+            }
+            records[record.segment, default: 0] += 1
+            guard record.segment == .hot else { return true }
+            let digest = ChunkDigest(raw: UnsafeRawBufferPointer(rebasing: key[1...]))
+            bytes += Int64(record.rawLength)
+            let length = try digest.withUnsafeBytes { k in
+                try withValue(dbs.chunks, key: k) { ChunkCodec.encoding(of: $0) == .hot ? $0.count : -1 }
+            }
+            if length != ChunkCodec.headerSize + Int(record.rawLength) {
+                found.append("chunk \(digest) is hot in the hot tier but not stored hot with its raw length")
+            }
+            return true
+        }
+        guard recordsKnown else { return found + ["a record of the hot tier fails its check"] }
+        var recounts = [(HotMeta.bytes, bytes)]
+        for segment in [HotSegment.candidate, .hot] {
+            var queued: Int64 = 0
+            try scan(dbs.hot, prefix: HotRecord.queuePrefix(segment)) { _, _ in
+                queued += 1
+                return true
+            }
+            if queued != records[segment] {
+                found.append("the hot tier's \(segment) queue holds \(queued) entries for \(records[segment]!) records")
+            }
+            recounts.append((segment.counterName, records[segment]!))
+        }
+        for (name, recounted) in recounts {
+            let counted = Int64(bitPattern: try counter(dbs, name))
+            if counted != recounted {
+                found.append("the counter \(name) is \(counted) but a recount gives \(recounted)")
+            }
+        }
+        return found
+    }
+}
+
+extension HotTier {
+    /// Applies one flush's reads (``UsageNotes/hotReads``) in the flush's transaction: counts each chunk once,
+    /// promotes those now hot within the budget and the room the bound leaves, and cools those aged out.
+    /// Returns false when the tier is off (`--hot-size 0`): fetches then stop noting reads for it.
+    @available(*, noasync)
+    static func applyReads(_ slots: Set<PolicySlot>, in txn: inout WriteTransaction, store: Store) throws -> Bool {
+        let dbs = store.dbs
+        let budget = try txn.hotBudget(dbs, maxSize: store.space.maxSize)
+        // Over a size that shrank while its cooling was cut short (a killed `init --hot-size`): back within it.
+        if try Int64(txn.counter(dbs, HotMeta.bytes)) > budget { try coolOverBudget(budget, in: &txn, store: store) }
+        guard budget > 0 else { return false }
+        let generation = UInt32(truncatingIfNeeded: try txn.counter(dbs, HotMeta.generation))
+        let digests = try txn.storedDigests(at: slots, dbs)
+        var due: [(ChunkDigest, HotRecord)] = []
+        for digest in digests {
+            guard let ref = try txn.intactChunkRef(digest, dbs) else { continue }
+            var record: HotRecord
+            if let old = try txn.hotRecord(digest, dbs) {
+                try txn.hotUnlink(digest, old, dbs)
+                record = old
+            } else {
+                record = HotRecord(segment: .candidate, frequency: 0, generation: generation, rawLength: ref.rawLength)
+            }
+            record.frequency = min(maxFrequency, record.frequency(at: generation) + 1)
+            record.generation = generation
+            record = try txn.hotLink(digest, record, dbs)
+            if record.segment == .candidate, record.frequency >= promotionFrequency,
+                try txn.storedEncoding(of: digest, dbs) == .zstd
+            {
+                due.append((digest, record))
+            }
+        }
+        try txn.hotCountSamples(UInt64(digests.count), dbs)
+        try promote(due, budget: budget, in: &txn, store: store)
+        try coolAged(in: &txn, store: store)
+        try txn.trimHotCandidates(
+            to: maximumCandidates(budget: budget, chunkSize: store.layout.chunkSize), dbs)
+        return true
+    }
+
+    /// The bytes promotion may add now: what keeps the store below its low-water mark (``SpaceBound``), so
+    /// hot bytes never make it evict. Reads the free list in a read transaction of its own (transactions are
+    /// `MDB_NOTLS`), which sees the store as of the last commit.
+    @available(*, noasync)
+    static func promotionRoom(_ store: Store) -> Int64 {
+        let allowed = Double(store.space.allowedBytes())
+        let live = Int64((try? store.environment.liveBytes()) ?? store.environment.usedBytes)
+        return Int64(SpaceBound.lowWater * allowed) - live
+    }
+
+    /// Promotes `due` chunks, most read first, while the flush's share, the room and the budget allow.
+    @available(*, noasync)
+    private static func promote(
+        _ due: [(ChunkDigest, HotRecord)], budget: Int64, in txn: inout WriteTransaction, store: Store
+    ) throws {
+        guard !due.isEmpty else { return }
+        let dbs = store.dbs
+        var room = promotionRoom(store)
+        guard room > 0 else { return }
+        let generation = UInt32(truncatingIfNeeded: try txn.counter(dbs, HotMeta.generation))
+        var promoted: Int64 = 0
+        try store.codecs.withDecoder { context in
+            try store.codecs.withCompressor { compressor in
+                for (digest, record) in due.sorted(by: { $0.1.frequency > $1.1.frequency }) {
+                    let raw = Int64(record.rawLength)
+                    guard promoted == 0 || promoted + raw <= promotedBytesPerFlush else { break }
+                    while try Int64(txn.counter(dbs, HotMeta.bytes)) + raw > budget,
+                        let (victim, old) = try txn.hotOldest(.hot, dbs),
+                        old.frequency(at: generation) < record.frequency
+                    {
+                        room += try txn.hotCoolOrForget(victim, old, compressor: compressor, dbs)
+                    }
+                    guard try Int64(txn.counter(dbs, HotMeta.bytes)) + raw <= budget else { continue }
+                    guard let growth = try txn.hotPromote(digest, record, context: context, room: room, dbs) else {
+                        continue
+                    }
+                    room -= growth
+                    promoted += raw
+                }
+            }
+        }
+    }
+
+    /// Cools the least recently read hot chunks until `hotBytes` is within `budget`, at most
+    /// ``cooledPerTransaction`` of them; returns how many left the tier.
+    @available(*, noasync)
+    @discardableResult
+    private static func coolOverBudget(_ budget: Int64, in txn: inout WriteTransaction, store: Store) throws -> Int {
+        let dbs = store.dbs
+        return try store.codecs.withCompressor { compressor in
+            var cooled = 0
+            while cooled < cooledPerTransaction, try Int64(txn.counter(dbs, HotMeta.bytes)) > budget,
+                let (digest, record) = try txn.hotOldest(.hot, dbs)
+            {
+                cooled += 1
+                _ = try txn.hotCoolOrForget(digest, record, compressor: compressor, dbs)
+            }
+            return cooled
+        }
+    }
+
+    /// Cools the least recently read hot chunks whose count has aged to 0, among the first few.
+    @available(*, noasync)
+    private static func coolAged(in txn: inout WriteTransaction, store: Store) throws {
+        let dbs = store.dbs
+        let generation = UInt32(truncatingIfNeeded: try txn.counter(dbs, HotMeta.generation))
+        var aged: [(ChunkDigest, HotRecord)] = []
+        var checked = 0
+        try txn.scan(dbs.hot, prefix: HotRecord.queuePrefix(.hot)) { _, value in
+            checked += 1
+            guard value.count == 32 else { return checked < agingChecksPerFlush }
+            let digest = ChunkDigest(raw: value)
+            if let record = try txn.hotRecord(digest, dbs), record.segment == .hot,
+                record.frequency(at: generation) == 0
+            {
+                aged.append((digest, record))
+            }
+            return checked < agingChecksPerFlush
+        }
+        guard !aged.isEmpty else { return }
+        try store.codecs.withCompressor { compressor in
+            for (digest, record) in aged { _ = try txn.hotCoolOrForget(digest, record, compressor: compressor, dbs) }
+        }
+    }
+
+    /// Cools hot chunks, least recently read first, until their stored bytes shrank by `bytes`, in one
+    /// transaction of at most ``cooledPerTransaction`` chunks; on the writer queue. Returns how many left the
+    /// tier.
+    @available(*, noasync)
+    static func coolColdest(
+        saving bytes: Int64, environment: Environment, codecs: CodecPool, _ dbs: Databases
+    ) throws -> Int {
+        try environment.write(durability: .deferMeta) { txn in
+            try codecs.withCompressor { compressor in
+                var saved: Int64 = 0
+                var cooled = 0
+                while saved < bytes, cooled < cooledPerTransaction, let (digest, record) = try txn.hotOldest(.hot, dbs)
+                {
+                    saved += try txn.hotCoolOrForget(digest, record, compressor: compressor, dbs)
+                    cooled += 1
+                }
+                return cooled
+            }
+        }
+    }
+
+    /// Cools hot chunks until `hotBytes` is within the tier's size (after `--hot-size` shrinks); on the writer
+    /// queue.
+    @available(*, noasync)
+    static func coolToBudget(_ store: Store) throws {
+        let dbs = store.dbs
+        var cooling = true
+        while cooling {
+            cooling = try store.environment.write { txn in
+                let budget = try txn.hotBudget(dbs, maxSize: store.space.maxSize)
+                return try coolOverBudget(budget, in: &txn, store: store) > 0
+            }
+        }
+    }
+}
+
+extension WriteTransaction {
+    /// Forgets a chunk's reads and takes it out of the tier's counts: its chunk is being deleted or replaced.
+    @available(*, noasync)
+    mutating func hotForget(_ digest: ChunkDigest, _ dbs: Databases) throws {
+        guard let record = try hotRecord(digest, dbs) else { return }
+        try hotUnlink(digest, record, dbs)
+        _ = try delete(dbs.hot, key: HotRecord.key(digest))
+    }
+
+    /// The digests of the stored chunks at `slots` (manifest, chunk index), each once; pages read once each.
+    @available(*, noasync)
+    fileprivate func storedDigests(at slots: Set<PolicySlot>, _ dbs: Databases) throws -> Set<ChunkDigest> {
+        var byPage: [PolicySlot: [Int]] = [:]
+        for slot in slots {
+            let page = ManifestPage.page(ofChunk: slot.index)
+            byPage[PolicySlot(manifestID: slot.manifestID, index: page), default: []]
+                .append(Int(slot.index - page * ManifestPage.entriesPerPage))
+        }
+        var digests = Set<ChunkDigest>()
+        for (page, indices) in byPage {
+            _ = try withValue(dbs.manifests, key: Keys.manifestPage(page.manifestID, page: page.index)) { raw in
+                guard let entries = ManifestPage.entries(ofStored: raw) else { return }
+                for index in indices where index < entries.count / ManifestPage.entrySize {
+                    if case .stored(let digest)? = try? ManifestPage.entry(in: entries, at: index) {
+                        digests.insert(digest)
+                    }
+                }
+            }
+        }
+        return digests
+    }
+
+    @available(*, noasync)
+    fileprivate func storedEncoding(of digest: ChunkDigest, _ dbs: Databases) throws -> ChunkCodec.Encoding? {
+        try digest.withUnsafeBytes { key in try withValue(dbs.chunks, key: key, ChunkCodec.encoding(of:)) } ?? nil
+    }
+
+    /// Rewrites a zstd chunk as `.hot`. Returns the bytes it grew by, or nil when it is not zstd, fails its
+    /// check, or would grow by more than `room` (with the pages that index it).
+    @available(*, noasync)
+    fileprivate mutating func hotPromote(
+        _ digest: ChunkDigest, _ record: HotRecord, context: CodecPool.DecodeContext, room: Int64, _ dbs: Databases
+    ) throws -> Int64? {
+        guard var ref = try intactChunkRef(digest, dbs), Int(ref.rawLength) <= context.buffer.count else { return nil }
+        let growth = Int64(ref.rawLength) - Int64(ref.storedLength)
+        guard growth + growth / 8 <= room else { return nil }
+        let decoded = try digest.withUnsafeBytes { key -> UnsafeRawBufferPointer? in
+            guard let stored = try unsafeValue(dbs.chunks, key: key), ChunkCodec.encoding(of: stored) == .zstd else {
+                return nil
+            }
+            // Into the context's buffer, not the map: the value's pages are replaced below.
+            return try? ChunkCodec.decodePlain(
+                stored, rawCount: Int(ref.rawLength), decompressor: context.decompressor, buffer: context.buffer,
+                digest: digest)
+        }
+        guard let raw = decoded else { return nil }
+        try digest.withUnsafeBytes { key in
+            try reserve(dbs.chunks, key: key, count: ChunkCodec.headerSize + raw.count) {
+                ChunkCodec.encodeHot(raw, into: $0)
+            }
+        }
+        try setStoredLength(of: digest, &ref, UInt32(raw.count), dbs)
+        try hotUnlink(digest, record, dbs)
+        var hot = record
+        hot.segment = .hot
+        hot.rawLength = ref.rawLength
+        try hotLink(digest, hot, dbs)
+        return growth
+    }
+
+    /// Compresses a hot chunk again (zstd at the store's level, or raw when zstd no longer pays) and makes it a
+    /// candidate. Returns the stored bytes saved, or nil when its value fails its check (left as it is).
+    @available(*, noasync)
+    fileprivate mutating func hotCool(
+        _ digest: ChunkDigest, _ record: HotRecord, compressor: Compressor, _ dbs: Databases
+    ) throws -> Int64? {
+        var candidate = record
+        candidate.segment = .candidate
+        guard var ref = try intactChunkRef(digest, dbs) else {
+            try hotForget(digest, dbs)  // the chunk is gone or its reference is damaged: nothing to cool
+            return 0
+        }
+        var output = [UInt8](repeating: 0, count: ChunkCodec.encodedBound(rawCount: Int(ref.rawLength)))
+        let encoded = try digest.withUnsafeBytes { key -> Int? in
+            guard let stored = try unsafeValue(dbs.chunks, key: key) else { return nil }
+            guard ChunkCodec.encoding(of: stored) == .hot else { return 0 }
+            guard let raw = ChunkCodec.hotPayload(stored, rawCount: Int(ref.rawLength)) else { return nil }
+            return try output.withUnsafeMutableBytes { try ChunkCodec.encode(raw, compressor: compressor, into: $0) }
+        }
+        guard let encoded else { return nil }
+        let before = Int64(ref.storedLength)
+        if encoded > 0 {
+            try digest.withUnsafeBytes { key in
+                try output.withUnsafeBytes {
+                    try put(dbs.chunks, key: key, value: UnsafeRawBufferPointer(rebasing: $0[..<encoded]))
+                }
+            }
+            try setStoredLength(of: digest, &ref, UInt32(encoded - ChunkCodec.headerSize), dbs)
+        }
+        try hotUnlink(digest, record, dbs)
+        try hotLink(digest, candidate, dbs)
+        return before - Int64(ref.storedLength)
+    }
+
+    /// ``hotCool(_:_:compressor:_:)``, or, for a chunk whose value fails its check, takes it out of the tier's
+    /// counts (left as it is: `verify` reports it, `--repair` drops it). Returns the stored bytes saved.
+    @available(*, noasync)
+    fileprivate mutating func hotCoolOrForget(
+        _ digest: ChunkDigest, _ record: HotRecord, compressor: Compressor, _ dbs: Databases
+    ) throws -> Int64 {
+        if let saved = try hotCool(digest, record, compressor: compressor, dbs) { return saved }
+        try hotForget(digest, dbs)
+        return 0
+    }
+
+    /// Sets a chunk's stored length in its reference and `storedBytes` with it.
+    @available(*, noasync)
+    private mutating func setStoredLength(
+        of digest: ChunkDigest, _ ref: inout ChunkRef, _ length: UInt32, _ dbs: Databases
+    ) throws {
+        try addToCounter(dbs, MetaKey.storedBytes, Int64(length) - Int64(ref.storedLength))
+        ref.storedLength = length
+        try digest.withUnsafeBytes { key in try ref.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
+        }
+    }
+
+    // MARK: The queues
+
+    /// The least recently read chunk of a segment; queue entries whose record is gone or moved are dropped.
+    @available(*, noasync)
+    fileprivate mutating func hotOldest(_ segment: HotSegment, _ dbs: Databases) throws -> (ChunkDigest, HotRecord)? {
+        while true {
+            var first: ([UInt8], ChunkDigest?)?
+            try scan(dbs.hot, prefix: HotRecord.queuePrefix(segment)) { key, value in
+                first = (Array(key), value.count == 32 ? ChunkDigest(raw: value) : nil)
+                return false
+            }
+            guard let (queueKey, digest) = first else { return nil }
+            if let digest, let record = try hotRecord(digest, dbs), record.segment == segment,
+                HotRecord.queueKey(segment, record.position) == queueKey
+            {
+                return (digest, record)
+            }
+            _ = try delete(dbs.hot, key: queueKey)  // stale: its record moved or was damaged
+            try addToCounter(dbs, segment.counterName, -1)
+        }
+    }
+
+    /// Writes `record` at the recent end of its segment, counting it (and its bytes when hot); returns it as
+    /// written, with its place.
+    @available(*, noasync)
+    @discardableResult
+    fileprivate mutating func hotLink(_ digest: ChunkDigest, _ record: HotRecord, _ dbs: Databases) throws -> HotRecord
+    {
+        var record = record
+        let clock = try counter(dbs, HotMeta.clock) + 1
+        try setCounter(dbs, HotMeta.clock, clock)
+        record.position = clock
+        try put(dbs.hot, key: HotRecord.key(digest), value: record.encoded())
+        try put(dbs.hot, key: HotRecord.queueKey(record.segment, clock), value: digest.bytes)
+        try addToCounter(dbs, record.segment.counterName, 1)
+        if record.segment == .hot { try addToCounter(dbs, HotMeta.bytes, Int64(record.rawLength)) }
+        return record
+    }
+
+    /// Takes `record` out of its segment's queue and counts (its record is rewritten or deleted by the caller).
+    @available(*, noasync)
+    fileprivate mutating func hotUnlink(_ digest: ChunkDigest, _ record: HotRecord, _ dbs: Databases) throws {
+        guard try delete(dbs.hot, key: HotRecord.queueKey(record.segment, record.position)) else { return }
+        try addToCounter(dbs, record.segment.counterName, -1)
+        if record.segment == .hot { try addToCounter(dbs, HotMeta.bytes, -Int64(record.rawLength)) }
+    }
+
+    /// Forgets the least recently read candidates beyond `limit`.
+    @available(*, noasync)
+    fileprivate mutating func trimHotCandidates(to limit: UInt64, _ dbs: Databases) throws {
+        while try counter(dbs, HotMeta.candidates) > limit, let (digest, _) = try hotOldest(.candidate, dbs) {
+            try hotForget(digest, dbs)
+        }
+    }
+
+    /// Counts chunks towards the next halving of every count, which moves the generation on.
+    @available(*, noasync)
+    fileprivate mutating func hotCountSamples(_ reads: UInt64, _ dbs: Databases) throws {
+        guard reads > 0 else { return }
+        let tracked = try counter(dbs, HotMeta.chunks) + counter(dbs, HotMeta.candidates)
+        let samples = try counter(dbs, HotMeta.samples) + reads
+        if samples >= max(64, tracked) * HotTier.samplesPerChunk {
+            try setCounter(dbs, HotMeta.samples, 0)
+            try addToCounter(dbs, HotMeta.generation, 1)
+        } else {
+            try setCounter(dbs, HotMeta.samples, samples)
+        }
+    }
+}
+
+extension StoreStatistics {
+    /// Fills `hotSize`, `hotBytes` and `hotChunks`.
+    mutating func readHotTier(in txn: borrowing ReadTransaction, _ dbs: Databases, maxSize: Int64) throws {
+        hotSize = try txn.hotBudget(dbs, maxSize: maxSize)
+        hotBytes = Int64(try txn.counter(dbs, HotMeta.bytes))
+        hotChunks = Int64(try txn.counter(dbs, HotMeta.chunks))
+    }
+}
+
+extension ChunkCache {
+    /// The hot tier's size (CONTRACT §14): `init --hot-size` once set, else the smaller of 10 % of the bound
+    /// and 1 GiB; 0 when the tier is off.
+    public func hotTierSize() async throws -> Int64 {
+        let store = self.store
+        return try await runBlocking(doing: "reading the hot tier's size", store: store.path) { _ in
+            try store.environment.read { txn in try txn.hotBudget(store.dbs, maxSize: store.space.maxSize) }
+        }
+    }
+
+    /// Keeps at most `bytes` of chunks decoded in the hot tier from now on (`init --hot-size`), recorded in the
+    /// store; 0 turns the tier off. Hot chunks beyond the new size are compressed again before this returns.
+    /// - Throws: `invalidArgument` for a negative size.
+    public func setHotTierSize(_ bytes: Int64) async throws {
+        guard bytes >= 0 else {
+            throw CacheError(
+                .invalidArgument, "--hot-size \(bytes) is negative; give a size such as 256MiB, or 0 to turn it off")
+        }
+        let store = self.store
+        do {
+            try await store.writer.write { txn in try txn.setCounter(store.dbs, HotMeta.size, UInt64(bytes)) }
+            try await store.writer.onQueue { try HotTier.coolToBudget(store) }
+        } catch {
+            throw CacheError.wrap(error, store: store.path, doing: "setting the hot tier's size")
+        }
+        store.usage.hotTracking.store(bytes > 0, ordering: .relaxed)
+    }
+}
