@@ -351,6 +351,35 @@ struct HotTierTests {
         }
     }
 
+    @Test(
+        "§14 issue 21: delta chunks read often turn hot too (decoded, their links to their bases dropped); cooled, they are stored plain and read the same"
+    )
+    func hotDeltas() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            let id = ItemIdentifier(domain: "d", "doc")
+            let v1 = DeltaTests.first(seed: 9)
+            let v2 = DeltaTests.edited(v1, insertAt: 10, inserted: 5, edit: 300_000)
+            try await put(cache, v1, as: id, version: "v1", in: dir)
+            try await put(cache, v2, as: id, version: "v2", in: dir)
+            let deltas = try await cache.statistics().deltaChunks
+            #expect(deltas >= 18)
+            try await Self.readTwice(cache, id, chunks: 21)  // v2, the newest
+            let hot = try await cache.statistics()
+            #expect(hot.hotChunks == 20, "all but the 5-byte last chunk, stored raw: \(hot)")
+            #expect(hot.deltaChunks == 0, "every delta of v2 was read twice: \(hot)")
+            #expect(try await DeltaTests.contents(of: id, version: "v2", in: cache) == v2)
+            try await Self.expectStoredBytesExact(cache)
+            try await Self.expectClean(cache)
+            try await cache.setHotTierSize(0)
+            let cooled = try await cache.statistics()
+            #expect(cooled.hotChunks == 0 && cooled.deltaChunks == 0, "\(cooled)")
+            #expect(try await DeltaTests.contents(of: id, version: "v2", in: cache) == v2)
+            try await Self.expectStoredBytesExact(cache)
+            try await Self.expectClean(cache)
+        }
+    }
+
     @Test("§14 issue 21: recover keeps hot chunks, stored cold, and the new store verifies clean")
     func recoverKeepsHotChunks() async throws {
         try await withTemporaryDirectory { dir in

@@ -265,7 +265,7 @@ extension HotTier {
             record.generation = generation
             record = try txn.hotLink(digest, record, dbs)
             if record.segment == .candidate, record.frequency >= promotionFrequency,
-                try txn.storedEncoding(of: digest, dbs) == .zstd
+                let encoding = try txn.storedEncoding(of: digest, dbs), encoding == .zstd || encoding == .delta
             {
                 due.append((digest, record))
             }
@@ -436,8 +436,9 @@ extension WriteTransaction {
         try digest.withUnsafeBytes { key in try withValue(dbs.chunks, key: key, ChunkCodec.encoding(of:)) } ?? nil
     }
 
-    /// Rewrites a zstd chunk as `.hot`. Returns the bytes it grew by, or nil when it is not zstd, fails its
-    /// check, or would grow by more than `room` (with the pages that index it).
+    /// Rewrites a zstd or delta chunk as `.hot`. Returns the bytes it grew by, or nil when it is neither, fails
+    /// its check, or would grow by more than `room` (with the pages that index it). A delta leaves its bases'
+    /// links; when it cools it is stored plain (zstd), not as a delta again.
     @available(*, noasync)
     fileprivate mutating func hotPromote(
         _ digest: ChunkDigest, _ record: HotRecord, context: CodecPool.DecodeContext, room: Int64, _ dbs: Databases
@@ -445,16 +446,22 @@ extension WriteTransaction {
         guard var ref = try intactChunkRef(digest, dbs), Int(ref.rawLength) <= context.buffer.count else { return nil }
         let growth = Int64(ref.rawLength) - Int64(ref.storedLength)
         guard growth + growth / 8 <= room else { return nil }
+        var wasDelta: (layout: DeltaLayout, storedCount: Int)?
+        let bases = context.bases(in: self, dbs)
         let decoded = try digest.withUnsafeBytes { key -> UnsafeRawBufferPointer? in
-            guard let stored = try unsafeValue(dbs.chunks, key: key), ChunkCodec.encoding(of: stored) == .zstd else {
+            guard let stored = try unsafeValue(dbs.chunks, key: key),
+                let encoding = ChunkCodec.encoding(of: stored), encoding == .zstd || encoding == .delta
+            else {
                 return nil
             }
+            wasDelta = DeltaLayout(parsing: stored).map { ($0, stored.count) }
             // Into the context's buffer, not the map: the value's pages are replaced below.
-            return try? ChunkCodec.decodePlain(
+            return try? ChunkCodec.decode(
                 stored, rawCount: Int(ref.rawLength), decompressor: context.decompressor, buffer: context.buffer,
-                digest: digest)
+                digest: digest, bases: bases)
         }
         guard let raw = decoded else { return nil }
+        if let wasDelta { try unlinkDelta(digest, layout: wasDelta.layout, storedCount: wasDelta.storedCount, dbs) }
         try digest.withUnsafeBytes { key in
             try reserve(dbs.chunks, key: key, count: ChunkCodec.headerSize + raw.count) {
                 ChunkCodec.encodeHot(raw, into: $0)

@@ -32,10 +32,17 @@ extension WriteTransaction {
     @available(*, noasync)
     mutating func unlinkDelta(_ digest: ChunkDigest, stored: UnsafeRawBufferPointer, _ dbs: Databases) throws {
         guard let layout = DeltaLayout(parsing: stored) else { return }
+        try unlinkDelta(digest, layout: layout, storedCount: stored.count, dbs)
+    }
+
+    /// Undoes what ``insertDelta(_:encoded:rawLength:layout:_:)`` added for a delta of `layout`, stored in
+    /// `storedCount` bytes.
+    @available(*, noasync)
+    mutating func unlinkDelta(_ digest: ChunkDigest, layout: DeltaLayout, storedCount: Int, _ dbs: Databases) throws {
         for base in layout.bases { try delete(dbs.bases, key: Self.baseKey(base.digest, digest)) }
         try addToCounter(dbs, MetaKey.deltaChunks, -1)
         try addToCounter(
-            dbs, MetaKey.deltaSavedBytes, -Int64(layout.plainLength - stored.count + ChunkCodec.headerSize))
+            dbs, MetaKey.deltaSavedBytes, -Int64(layout.plainLength - storedCount + ChunkCodec.headerSize))
     }
 
     /// The deltas made against `base`.
