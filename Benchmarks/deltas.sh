@@ -14,7 +14,7 @@
 #           (3 runs each, interleaved, page cache warm): seconds, MB/s and peak RSS.
 #   read    warm 64 KiB fetches (`bench read-latency`) of the last version stored after the one before (its
 #           new chunks deltas) and stored alone (plain), p50 of each; and `fetch --out` of the whole last
-#           version from each store (3 runs each, median).
+#           version from each store (5 runs each, interleaved, median).
 # Needs a release build (default .build-bench/release/chunkcache: swift build -c release --build-path
 # .build-bench), zstd, casync and borg (apt-get install zstd casync borgbackup).
 set -euo pipefail
@@ -41,8 +41,14 @@ has() { case ",$rows," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 bytes() { du -sb "$1" | cut -f1; }
 mb() { awk -v b="$1" 'BEGIN { printf "%.2f", b / 1e6 }'; }
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-# Seconds and peak RSS (KiB) of a command, as "seconds kib".
-timed() { /usr/bin/time -f "%e %M" -o "$work/time" "$@" >/dev/null; cat "$work/time"; }
+# Seconds (to the millisecond: /usr/bin/time's are hundredths) and peak RSS (KiB) of a command, as "seconds kib".
+timed() {
+    local start end
+    start=$(date +%s%N)
+    /usr/bin/time -f "%M" -o "$work/time" "$@" >/dev/null
+    end=$(date +%s%N)
+    echo "$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", (b - a) / 1e9 }') $(cat "$work/time")"
+}
 
 for dir in "${series[@]}"; do
     mapfile -t files < <(ls -v "$dir" | sed "s|^|$dir/|" | while read -r f; do [ -f "$f" ] && echo "$f"; done)
@@ -120,7 +126,7 @@ EOF
             "$bin" put --store "$S" --domain d f "$last" --version b >/dev/null
             : > "$work/fetch-$mode"
         done
-        for run in 1 2 3; do
+        for run in 1 2 3 4 5; do
             for mode in deltas no-deltas; do
                 rm -f "$work/out"
                 timed "$bin" fetch --store "$work/read-$mode" --domain d f --version b --out "$work/out" >> "$work/fetch-$mode"

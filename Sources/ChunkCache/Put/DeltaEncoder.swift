@@ -55,27 +55,59 @@ final class DeltaEncoder {
         cache.deallocate()
     }
 
-    /// Writes `raw` (at `offset` of the new version) into `output` as a delta and returns its length and layout,
-    /// when it has a base and beats its plain form, `plainLength` bytes of payload, by the margin; else nil and
-    /// `output` is untouched. A base that cannot be read is no base: the chunk stays plain.
+    /// How ``encode(_:at:compressor:into:)`` stored a chunk.
+    enum Encoded {
+        case plain(length: Int)
+        case delta(length: Int, layout: DeltaLayout)
+    }
+
+    /// Writes `raw` (at `offset` of the new version) into `output` (at least ``ChunkCodec/encodedBound(rawCount:)``
+    /// bytes) as a delta when it has a base and beats its plain form by the margin (``frameBudget(rawCount:plainLength:layout:)``),
+    /// else plain. A base that cannot be read is no base.
+    ///
+    /// The delta is made first. One of at most 1/32 of the chunk that is smaller than its base's stored payload (which
+    /// a chunk nearly equal to its base would take plain) is kept without compressing the chunk plain too: most
+    /// deltas of a version series are that small, and the plain compression would double the ingest's work. Its
+    /// plain length is then recorded as that estimate.
     @available(*, noasync)
     func encode(
-        _ raw: UnsafeRawBufferPointer, at offset: Int64, plainLength: Int, compressor: Compressor,
+        _ raw: UnsafeRawBufferPointer, at offset: Int64, compressor: Compressor,
         into output: UnsafeMutableRawBufferPointer
-    ) -> (length: Int, layout: DeltaLayout)? {
+    ) throws -> Encoded {
+        func plain() throws -> Int { try ChunkCodec.encode(raw, compressor: compressor, into: output) }
         let bases = source.bases(for: raw, at: offset, likelyShift: &likelyShift)
-        guard !bases.isEmpty, let prefixLength = try? fillPrefix(with: bases) else { return nil }
-        let layout = DeltaLayout(bases: bases.map { ($0.digest, $0.rawLength) }, plainLength: plainLength)
-        let budget = Self.frameBudget(rawCount: raw.count, plainLength: plainLength, layout: layout)
-        guard budget > 0,
-            let length = try? compressor.compress(
+        guard !bases.isEmpty, let prefixLength = try? fillPrefix(with: bases) else {
+            return .plain(length: try plain())
+        }
+        var layout = DeltaLayout(bases: bases.map { ($0.digest, $0.rawLength) }, plainLength: 0)
+        let capacity = ChunkCodec.worthwhileLength(rawCount: raw.count) - layout.headerLength + ChunkCodec.headerSize
+        guard capacity > 0,
+            let frameLength = try? compressor.compress(
                 raw, against: UnsafeRawBufferPointer(rebasing: prefix[..<prefixLength]),
-                into: UnsafeMutableRawBufferPointer(rebasing: frame[..<budget]))
-        else { return nil }
+                into: UnsafeMutableRawBufferPointer(rebasing: frame[..<capacity]))
+        else { return .plain(length: try plain()) }
+        let payload = layout.headerLength - ChunkCodec.headerSize + frameLength
+        let estimate = Self.plainEstimate(of: raw.count, from: bases)
+        if payload <= raw.count / Self.smallDeltaDivisor, payload < estimate {
+            layout.plainLength = estimate
+        } else {
+            let plainLength = try plain() - ChunkCodec.headerSize
+            guard frameLength <= Self.frameBudget(rawCount: raw.count, plainLength: plainLength, layout: layout) else {
+                return .plain(length: plainLength + ChunkCodec.headerSize)
+            }
+            layout.plainLength = plainLength
+        }
         layout.write(into: output)
-        UnsafeMutableRawBufferPointer(rebasing: output[layout.headerLength..<(layout.headerLength + length)])
-            .copyMemory(from: UnsafeRawBufferPointer(rebasing: frame[..<length]))
-        return (layout.headerLength + length, layout)
+        UnsafeMutableRawBufferPointer(rebasing: output[layout.headerLength..<(layout.headerLength + frameLength)])
+            .copyMemory(from: UnsafeRawBufferPointer(rebasing: frame[..<frameLength]))
+        return .delta(length: layout.headerLength + frameLength, layout: layout)
+    }
+
+    /// What a chunk of `rawCount` bytes nearly equal to its bases would take plain: their stored payload per raw byte.
+    static func plainEstimate(of rawCount: Int, from bases: [DeltaSource.PlainChunk]) -> Int {
+        let raw = bases.reduce(0) { $0 + $1.rawLength }
+        let stored = bases.reduce(0) { $0 + $1.storedLength }
+        return raw == 0 ? rawCount : Int(Int64(stored) * Int64(rawCount) / Int64(raw))
     }
 
     /// Decodes `bases` one after the other into the prefix, from the cache or the store; returns their length.

@@ -23,6 +23,8 @@ final class DeltaSource: Sendable {
     struct PlainChunk: Equatable, Sendable {
         let digest: ChunkDigest
         let rawLength: Int
+        /// Its payload as stored: about what a chunk nearly equal to it takes plain.
+        var storedLength = 0
     }
 
     /// A chunk whose bytes lie in one piece but for 1/64 of them takes that piece alone as its base.
@@ -92,10 +94,12 @@ final class DeltaSource: Sendable {
                                     try txn.unsafeValue(dbs.chunks, key: $0)
                                 })
                             else { continue }
+                            var stored = piece
+                            stored.storedLength = value.count - ChunkCodec.headerSize
                             append(
                                 try ChunkCodec.decodePlain(
                                     value, rawCount: piece.rawLength, decompressor: context.decompressor,
-                                    buffer: context.buffer, digest: piece.digest), as: piece)
+                                    buffer: context.buffer, digest: piece.digest), as: stored)
                         }
                     }
                 }

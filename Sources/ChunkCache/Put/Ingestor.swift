@@ -299,16 +299,21 @@ final class Batch: @unchecked Sendable {
                         let output = UnsafeMutableRawBufferPointer(
                             rebasing: self.encoded[(i * stride)..<((i + 1) * stride)])
                         // Compression of a valid buffer only fails for lack of memory; then store raw.
-                        let plain =
-                            (try? ChunkCodec.encode(self.rawChunk(i), compressor: compressor, into: output)) ?? 0
-                        lengths[w] = plain
-                        guard let encoder, plain > 0,
-                            let delta = encoder.encode(
-                                self.rawChunk(i), at: (self.firstChunk + Int64(i)) << self.layout.shift,
-                                plainLength: plain - ChunkCodec.headerSize, compressor: compressor, into: output)
-                        else { continue }
-                        lengths[w] = delta.length
-                        layouts[w] = delta.layout
+                        guard let encoder else {
+                            lengths[w] =
+                                (try? ChunkCodec.encode(self.rawChunk(i), compressor: compressor, into: output)) ?? 0
+                            continue
+                        }
+                        switch try? encoder.encode(
+                            self.rawChunk(i), at: (self.firstChunk + Int64(i)) << self.layout.shift,
+                            compressor: compressor, into: output)
+                        {
+                        case .delta(let length, let layout)?:
+                            lengths[w] = length
+                            layouts[w] = layout
+                        case .plain(let length)?: lengths[w] = length
+                        case nil: lengths[w] = 0
+                        }
                     }
                 }
             }
