@@ -40,7 +40,9 @@ public struct StoreStatistics: Sendable, Hashable {
     public var evictedBytes: Int64 = 0
     /// Chunks stored as deltas against a base chunk of an earlier version (CONTRACT §14).
     public var deltaChunks: Int64 = 0
-    /// What the delta chunks would take stored plain (zstd or raw), less what they take.
+    /// What the delta chunks would take stored plain (zstd or raw), less what they take. A delta of at most 1/32
+    /// of its chunk counts its base's stored size as its plain size (it is made without compressing the chunk
+    /// plain, and nearly equals its base).
     public var deltaSavedBytes: Int64 = 0
     /// The hot tier's size (`init --hot-size`, CONTRACT §14); 0 when it is off.
     public var hotSize: Int64 = 0
