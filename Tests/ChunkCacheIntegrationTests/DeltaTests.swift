@@ -20,6 +20,19 @@ import Testing
         return next
     }
 
+    /// Puts a first version (20 chunks of text) and a second one with bytes inserted at `insertAt` and an edit
+    /// at `edit` as item "doc" of domain "d"; returns the item and both versions' bytes.
+    static func twoVersions(
+        in cache: ChunkCache, _ dir: String, seed: UInt64, insertAt: Int = 10, inserted: Int = 5, edit: Int = 300_000
+    ) async throws -> (id: ItemIdentifier, v1: [UInt8], v2: [UInt8]) {
+        let id = ItemIdentifier(domain: "d", "doc")
+        let v1 = first(seed: seed)
+        let v2 = edited(v1, insertAt: insertAt, inserted: inserted, edit: edit)
+        try await put(cache, v1, as: id, version: "v1", in: dir)
+        try await put(cache, v2, as: id, version: "v2", in: dir)
+        return (id, v1, v2)
+    }
+
     /// Every delta chunk of the store with the bases its header names.
     static func deltas(in cache: ChunkCache) throws -> [(digest: ChunkDigest, bases: [ChunkDigest])] {
         try cache.store.environment.read { txn in
@@ -96,11 +109,7 @@ import Testing
     func removedBaseReencodesDeltas() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
-            let id = ItemIdentifier(domain: "d", "doc")
-            let v1 = Self.first(seed: 2)
-            let v2 = Self.edited(v1, insertAt: 10, inserted: 5, edit: 300_000)
-            try await put(cache, v1, as: id, version: "v1", in: dir)
-            try await put(cache, v2, as: id, version: "v2", in: dir)
+            let (id, _, v2) = try await Self.twoVersions(in: cache, dir, seed: 2)
             let before = try await cache.statistics()
             #expect(before.deltaChunks >= 18)
             let result = try await cache.collectGarbage(keepVersions: 1)
@@ -183,11 +192,8 @@ import Testing
     func damagedBase() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
-            let id = ItemIdentifier(domain: "d", "doc")
-            let v1 = Self.first(seed: 4)
-            let v2 = Self.edited(v1, insertAt: 64, inserted: 3, edit: 500_000)
-            try await put(cache, v1, as: id, version: "v1", in: dir)
-            try await put(cache, v2, as: id, version: "v2", in: dir)
+            let (id, _, _) = try await Self.twoVersions(
+                in: cache, dir, seed: 4, insertAt: 64, inserted: 3, edit: 500_000)
             let all = try Self.deltas(in: cache)
             let delta = try #require(all.first)
             let base = delta.bases[0]

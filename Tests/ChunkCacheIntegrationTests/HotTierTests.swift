@@ -357,11 +357,7 @@ struct HotTierTests {
     func hotDeltas() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
-            let id = ItemIdentifier(domain: "d", "doc")
-            let v1 = DeltaTests.first(seed: 9)
-            let v2 = DeltaTests.edited(v1, insertAt: 10, inserted: 5, edit: 300_000)
-            try await put(cache, v1, as: id, version: "v1", in: dir)
-            try await put(cache, v2, as: id, version: "v2", in: dir)
+            let (id, _, v2) = try await DeltaTests.twoVersions(in: cache, dir, seed: 9)
             let deltas = try await cache.statistics().deltaChunks
             #expect(deltas >= 18)
             try await Self.readTwice(cache, id, chunks: 21)  // v2, the newest

@@ -13,11 +13,16 @@ extension ChunkCache {
     /// Turns deltas on or off for the puts and imports that follow (`init --deltas` / `--no-deltas`). Chunks
     /// already stored keep their encoding: turning deltas off makes no chunk plain.
     public func setStoresDeltas(_ enabled: Bool) async throws {
+        try await recordSetting(MetaKey.deltasOff, enabled ? 0 : 1, doing: "setting whether puts store deltas")
+    }
+
+    /// Records a setting in `meta` on the writer; `doing` completes "… failed" in the error.
+    func recordSetting(_ name: String, _ value: UInt64, doing what: String) async throws {
         let store = self.store
         do {
-            try await store.writer.write { txn in try txn.setCounter(store.dbs, MetaKey.deltasOff, enabled ? 0 : 1) }
+            try await store.writer.write { txn in try txn.setCounter(store.dbs, name, value) }
         } catch {
-            throw CacheError.wrap(error, store: store.path, doing: "setting whether puts store deltas")
+            throw CacheError.wrap(error, store: store.path, doing: what)
         }
     }
 }

@@ -117,12 +117,7 @@ extension ChunkCache {
             throw CacheError(
                 .invalidArgument, "--min-free \(bytes) is negative; give a size such as 1GiB, or 0 for none")
         }
-        let store = self.store
-        do {
-            try await store.writer.write { txn in try txn.setCounter(store.dbs, MetaKey.minFree, UInt64(bytes)) }
-        } catch {
-            throw CacheError.wrap(error, store: store.path, doing: "setting the free space to keep")
-        }
+        try await recordSetting(MetaKey.minFree, UInt64(bytes), doing: "setting the free space to keep")
         store.space.setMinFree(bytes)
     }
 

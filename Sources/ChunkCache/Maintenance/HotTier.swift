@@ -630,11 +630,11 @@ extension ChunkCache {
                 .invalidArgument, "--hot-size \(bytes) is negative; give a size such as 256MiB, or 0 to turn it off")
         }
         let store = self.store
+        try await recordSetting(HotMeta.size, UInt64(bytes), doing: "setting the hot tier's size")
         do {
-            try await store.writer.write { txn in try txn.setCounter(store.dbs, HotMeta.size, UInt64(bytes)) }
             try await store.writer.onQueue { try HotTier.coolToBudget(store) }
         } catch {
-            throw CacheError.wrap(error, store: store.path, doing: "setting the hot tier's size")
+            throw CacheError.wrap(error, store: store.path, doing: "cooling the hot tier to its new size")
         }
         store.usage.hotTracking.store(bytes > 0, ordering: .relaxed)
     }
