@@ -15,13 +15,11 @@ final class CodecPool: Sendable {
         let buffer: UnsafeMutableRawBufferPointer
         let vectors: UnsafeMutableBufferPointer<iovec>
         let runStarts: UnsafeMutableBufferPointer<RunWriter.RunStart>
-        private let chunkSize: Int
-        /// Room for a delta's two bases, and the bases decoded before, made at the first delta read.
-        private var baseScratch: UnsafeMutableRawBufferPointer?
-        private var decodedBases: DecodedBases?
+        /// Where delta reads decode their bases (no buffer until the first one).
+        let baseRoom: BaseRoom
 
         init(chunkSize: Int) {
-            self.chunkSize = chunkSize
+            baseRoom = BaseRoom(chunkSize: chunkSize)
             buffer = .allocate(byteCount: max(chunkSize, FetchThresholds.stagingBytes), alignment: 4096)
             buffer.initializeMemory(as: UInt8.self, repeating: 0)
             vectors = .allocate(capacity: FetchThresholds.runChunks)
@@ -30,28 +28,12 @@ final class CodecPool: Sendable {
             runStarts.initialize(repeating: RunWriter.RunStart(offset: 0, firstVector: 0))
         }
 
-        /// The bases a delta read in `txn` decodes from, into this context's scratch.
+        /// The bases a delta read in `txn` decodes from, in this context's room.
         func bases<T: TransactionReading & ~Copyable>(in txn: borrowing T, _ dbs: Databases) -> SnapshotBases {
-            SnapshotBases(
-                txn, dbs, scratch: { [unowned self] in self.scratchForBases() },
-                decoded: { [unowned self] in self.keptBases() })
-        }
-
-        private func keptBases() -> DecodedBases {
-            let kept = decodedBases ?? DecodedBases(chunkSize: chunkSize)
-            decodedBases = kept
-            return kept
-        }
-
-        /// Made at the first delta read: a context that never reads one never holds it.
-        private func scratchForBases() -> UnsafeMutableRawBufferPointer {
-            let scratch = baseScratch ?? .allocate(byteCount: DeltaLayout.maxBases * chunkSize, alignment: 4096)
-            baseScratch = scratch
-            return scratch
+            SnapshotBases(txn, dbs, room: baseRoom)
         }
 
         deinit {
-            baseScratch?.deallocate()
             buffer.deallocate()
             vectors.deallocate()
             runStarts.deallocate()

@@ -82,28 +82,56 @@ protocol BaseValues {
 struct SnapshotBases: BaseValues {
     private let view: TransactionView
     private let chunks: Database
-    private let makeScratch: () -> UnsafeMutableRawBufferPointer
-    private let makeDecoded: () -> DecodedBases?
+    private let room: BaseRoom
 
-    /// - Parameters:
-    ///   - scratch: Gives the room to decode bases in, asked for only when a delta is read.
-    ///   - decoded: Gives the bases earlier reads decoded, asked for only when a delta is read.
-    init<T: TransactionReading & ~Copyable>(
-        _ txn: borrowing T, _ dbs: Databases, scratch: @escaping () -> UnsafeMutableRawBufferPointer,
-        decoded: @escaping () -> DecodedBases? = { nil }
-    ) {
+    /// - Parameter room: Where bases are decoded, and kept decoded between reads.
+    init<T: TransactionReading & ~Copyable>(_ txn: borrowing T, _ dbs: Databases, room: BaseRoom) {
         view = TransactionView(handle: txn.handle)
         chunks = dbs.chunks
-        makeScratch = scratch
-        makeDecoded = decoded
+        self.room = room
     }
 
-    var scratch: UnsafeMutableRawBufferPointer { makeScratch() }
-    var decoded: DecodedBases? { makeDecoded() }
+    var scratch: UnsafeMutableRawBufferPointer { room.scratch }
+    var decoded: DecodedBases? { room.decoded }
 
     func withStoredChunk<R>(_ digest: ChunkDigest, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
         guard let stored = try digest.withUnsafeBytes({ try view.unsafeValue(chunks, key: $0) }) else { return nil }
         return try body(stored)
+    }
+}
+
+/// Room to decode a delta's bases in, and the bases decoded before: made with its owner (a decode context),
+/// its buffers only at the first delta read, so reads of plain chunks never pay for them (nor allocate per
+/// read). Used by one thread at a time.
+final class BaseRoom {
+    let chunkSize: Int
+    private let keepsDecoded: Bool
+    private var buffer: UnsafeMutableRawBufferPointer?
+    private var kept: DecodedBases?
+
+    /// - Parameters:
+    ///   - chunkSize: The largest base: two of them fit side by side.
+    ///   - keepsDecoded: Whether bases are kept between reads (``DecodedBases``).
+    init(chunkSize: Int, keepsDecoded: Bool = true) {
+        self.chunkSize = chunkSize
+        self.keepsDecoded = keepsDecoded
+    }
+
+    deinit { buffer?.deallocate() }
+
+    var scratch: UnsafeMutableRawBufferPointer {
+        if let buffer { return buffer }
+        let made = UnsafeMutableRawBufferPointer.allocate(byteCount: DeltaLayout.maxBases * chunkSize, alignment: 4096)
+        buffer = made
+        return made
+    }
+
+    var decoded: DecodedBases? {
+        guard keepsDecoded else { return nil }
+        if let kept { return kept }
+        let made = DecodedBases(chunkSize: chunkSize)
+        kept = made
+        return made
     }
 }
 

@@ -151,7 +151,7 @@ final class Reencoder {
     private let decompressor = Decompressor()
     private let compressor = Compressor(level: StoreSettings.standard.compressionLevel)
     private var raw: [UInt8] = []
-    private var bases: [UInt8] = []
+    private var room: BaseRoom?
 
     /// The chunk stored as `stored`, decoded with its bases from `txn`, then encoded against `newBases` when
     /// that beats its plain form by the ingest's margin (``DeltaEncoder``), else plain; with the delta's layout.
@@ -162,14 +162,15 @@ final class Reencoder {
         against newBases: [(digest: ChunkDigest, rawLength: Int)], in txn: borrowing T, _ dbs: Databases
     ) throws -> (bytes: [UInt8], layout: DeltaLayout?) {
         if raw.count < rawCount { raw = [UInt8](repeating: 0, count: rawCount) }
-        let oldBaseBytes = DeltaLayout(parsing: stored)?.bases.reduce(0) { $0 + $1.rawLength } ?? 0
-        let newBaseBytes = newBases.reduce(0) { $0 + $1.rawLength }
-        if bases.count < max(oldBaseBytes, newBaseBytes) {
-            bases = [UInt8](repeating: 0, count: max(oldBaseBytes, newBaseBytes))
-        }
+        let oldBases = DeltaLayout(parsing: stored)?.bases.map(\.rawLength) ?? []
+        let largest = (oldBases + newBases.map(\.rawLength)).max() ?? 0
+        let room =
+            self.room.flatMap { $0.chunkSize >= largest ? $0 : nil }
+            ?? BaseRoom(chunkSize: max(largest, 1), keepsDecoded: false)
+        self.room = room
         return try raw.withUnsafeMutableBytes { rawBuffer in
-            try bases.withUnsafeMutableBytes { baseBuffer in
-                let snapshot = SnapshotBases(txn, dbs, scratch: { baseBuffer })
+            do {
+                let snapshot = SnapshotBases(txn, dbs, room: room)
                 let bytes = try ChunkCodec.decode(
                     stored, rawCount: rawCount, decompressor: decompressor, buffer: rawBuffer, digest: digest,
                     bases: snapshot)
