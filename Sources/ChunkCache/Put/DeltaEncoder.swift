@@ -3,25 +3,19 @@ import ZstdKit
 
 /// One ingest worker's means to store new chunks as deltas against the previous version (CONTRACT §14).
 ///
-/// Its bases are decoded from the store into a small cache: consecutive new chunks mostly share a base chunk
-/// (a chunk's bytes at a shift span two chunks of the previous version, the next chunk's the second of them and
-/// the one after), so each base is decoded about once per ingest. Used by one thread at a time.
+/// Its bases are decoded as a read decodes them (``ChunkCodec/readBases(of:for:decompressor:bases:)``), in a
+/// ``BaseRoom`` that keeps the last ones: consecutive new chunks mostly share a base chunk (a chunk's bytes at a
+/// shift span two chunks of the previous version, the next chunk's the second of them and the one after), so
+/// each base is decoded about once per ingest. Used by one thread at a time.
 final class DeltaEncoder {
     private let source: DeltaSource
     private let store: Store
-    /// The bases side by side: the delta frame's prefix.
-    private let prefix: UnsafeMutableRawBufferPointer
+    /// Where the bases are decoded side by side (the delta frame's prefix), and kept.
+    private let room: BaseRoom
     /// The frame being made.
     private let frame: UnsafeMutableRawBufferPointer
-    /// Decoded bases, by digest.
-    private var cached: [(digest: ChunkDigest, length: Int)?]
-    private let cache: UnsafeMutableRawBufferPointer
-    private var nextSlot = 0
     private var likelyShift: Int64 = 0
     private let decompressor = Decompressor()
-
-    /// Decoded bases kept: the two of this chunk and the two of the next.
-    private static let cachedBases = 4
 
     /// A delta is kept when it is smaller than the plain form and at most this fraction of the chunk (a plain
     /// frame that small is rare)…
@@ -42,18 +36,11 @@ final class DeltaEncoder {
     init(source: DeltaSource, store: Store) {
         self.source = source
         self.store = store
-        let chunkSize = source.chunkSize
-        prefix = .allocate(byteCount: DeltaLayout.maxBases * chunkSize, alignment: 4096)
-        frame = .allocate(byteCount: ChunkCodec.encodedBound(rawCount: chunkSize), alignment: 64)
-        cache = .allocate(byteCount: Self.cachedBases * chunkSize, alignment: 4096)
-        cached = Array(repeating: nil, count: Self.cachedBases)
+        room = BaseRoom(chunkSize: source.chunkSize)
+        frame = .allocate(byteCount: ChunkCodec.encodedBound(rawCount: source.chunkSize), alignment: 64)
     }
 
-    deinit {
-        prefix.deallocate()
-        frame.deallocate()
-        cache.deallocate()
-    }
+    deinit { frame.deallocate() }
 
     /// How ``encode(_:at:compressor:into:)`` stored a chunk.
     enum Encoded {
@@ -76,14 +63,14 @@ final class DeltaEncoder {
     ) throws -> Encoded {
         func plain() throws -> Int { try ChunkCodec.encode(raw, compressor: compressor, into: output) }
         let bases = source.bases(for: raw, at: offset, likelyShift: &likelyShift)
-        guard !bases.isEmpty, let prefixLength = try? fillPrefix(with: bases) else {
+        var layout = DeltaLayout(bases: bases.map { ($0.digest, $0.rawLength) }, plainLength: 0)
+        guard let first = bases.first, let prefix = try? readBases(of: layout, first.digest) else {
             return .plain(length: try plain())
         }
-        var layout = DeltaLayout(bases: bases.map { ($0.digest, $0.rawLength) }, plainLength: 0)
         let capacity = ChunkCodec.worthwhileLength(rawCount: raw.count) - layout.headerLength + ChunkCodec.headerSize
         guard capacity > 0,
             let frameLength = try? compressor.compress(
-                raw, against: UnsafeRawBufferPointer(rebasing: prefix[..<prefixLength]),
+                raw, against: prefix,
                 into: UnsafeMutableRawBufferPointer(rebasing: frame[..<capacity]))
         else { return .plain(length: try plain()) }
         let payload = layout.headerLength - ChunkCodec.headerSize + frameLength
@@ -110,43 +97,12 @@ final class DeltaEncoder {
         return raw == 0 ? rawCount : Int(Int64(stored) * Int64(rawCount) / Int64(raw))
     }
 
-    /// Decodes `bases` one after the other into the prefix, from the cache or the store; returns their length.
+    /// The bases' raw bytes side by side, read in a snapshot of the store (a base gone meanwhile throws).
     @available(*, noasync)
-    private func fillPrefix(with bases: [DeltaSource.PlainChunk]) throws -> Int {
-        var length = 0
-        for base in bases {
-            let decoded = try decoded(base)
-            UnsafeMutableRawBufferPointer(rebasing: prefix[length..<(length + base.rawLength)]).copyMemory(
-                from: decoded)
-            length += base.rawLength
-        }
-        return length
-    }
-
-    /// The raw bytes of a base, decoded into the cache when not there yet.
-    @available(*, noasync)
-    private func decoded(_ base: DeltaSource.PlainChunk) throws -> UnsafeRawBufferPointer {
-        let chunkSize = source.chunkSize
-        func slotBytes(_ slot: Int, _ length: Int) -> UnsafeMutableRawBufferPointer {
-            UnsafeMutableRawBufferPointer(rebasing: cache[(slot * chunkSize)..<(slot * chunkSize + length)])
-        }
-        if let slot = cached.firstIndex(where: { $0?.digest == base.digest }) {
-            return UnsafeRawBufferPointer(slotBytes(slot, base.rawLength))
-        }
-        let slot = nextSlot
-        nextSlot = (nextSlot + 1) % Self.cachedBases
-        cached[slot] = nil
-        let target = slotBytes(slot, base.rawLength)
-        let dbs = store.dbs
+    private func readBases(of layout: DeltaLayout, _ name: ChunkDigest) throws -> UnsafeRawBufferPointer {
         try store.environment.read { txn in
-            guard let stored = try base.digest.withUnsafeBytes({ try txn.unsafeValue(dbs.chunks, key: $0) }) else {
-                throw CacheError(.transient, "base chunk \(base.digest) left the store during the ingest")
-            }
-            let raw = try ChunkCodec.decodePlain(
-                stored, rawCount: base.rawLength, decompressor: decompressor, buffer: target, digest: base.digest)
-            if raw.baseAddress != UnsafeRawPointer(target.baseAddress) { target.copyMemory(from: raw) }
+            try ChunkCodec.readBases(
+                of: layout, for: name, decompressor: decompressor, bases: SnapshotBases(txn, store.dbs, room: room))
         }
-        cached[slot] = (base.digest, base.rawLength)
-        return UnsafeRawBufferPointer(target)
     }
 }
