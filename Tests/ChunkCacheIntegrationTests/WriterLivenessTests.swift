@@ -73,4 +73,48 @@ import Testing
             #expect(pending == 0)
         }
     }
+
+    @Test(
+        "a put that publishes between an opener's look at the pending manifests and its rollback keeps its manifest: the rollback drops only what is still pending when it writes"
+    )
+    func publishBetweenAnOpenersLookAndItsRollback() async throws {
+        try await withTemporaryDirectory { dir in
+            let id = ItemIdentifier(domain: "d", "new")
+            let bytes = TestData.mixed(count: 3 << 20, chunkSize: 65536, seed: 26)
+            // The opener's first look, taken while the put's manifest is pending under the put's lease.
+            let seen = Mutex<[WriterToken: [UInt64]]?>(nil)
+            let lease: String
+            do {
+                let writing = try await makeCache(dir)
+                let store = writing.store
+                store.writer.afterEachTransaction.withLock { hook in
+                    hook = {
+                        guard seen.withLock({ $0 == nil }),
+                            let pending = try? store.pendingManifestsByWriter(), !pending.isEmpty
+                        else { return }
+                        seen.withLock { $0 = pending }
+                    }
+                }
+                try await put(writing, bytes, as: id, in: dir)
+                store.writer.afterEachTransaction.withLock { $0 = nil }
+                lease = store.writersPath + "/" + (try store.writerToken()).description
+            }
+            // The put's process ends: its lease goes with its store.
+            let deadline = Date().addingTimeInterval(10)
+            while access(lease, F_OK) == 0, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(access(lease, F_OK) != 0, "the writer's lease outlived its store")
+            let stale = try #require(seen.withLock { $0 }, "the put never had a pending manifest")
+
+            let opening = try await makeCache(dir)
+            #expect(try rollBack(stale, in: opening.store) == 0)
+            let fetched = try await opening.fetchContents(for: id, version: nil)
+            #expect(try readRange(fetched.url.path, fetched.retrievedRange) == bytes)
+            unlink(fetched.url.path)
+            #expect(try await opening.verify().corrupt.isEmpty)
+        }
+    }
 }
+
+/// The crash clean-up's rollback of what an earlier look found pending, as an opener runs it (off the
+/// cooperative pool in the engine; a test may block).
+private func rollBack(_ seen: [WriterToken: [UInt64]], in store: Store) throws -> Int { try store.rollBack(seen) }

@@ -9,7 +9,13 @@ extension Store {
     /// its pid looks like from here.
     @available(*, noasync)
     func rollBackAbandonedManifests() throws -> Int {
-        let pending = try environment.read { txn in
+        try rollBack(pendingManifestsByWriter())
+    }
+
+    /// The pending manifests as one read snapshot sees them, by writer.
+    @available(*, noasync)
+    func pendingManifestsByWriter() throws -> [WriterToken: [UInt64]] {
+        try environment.read { txn in
             var byWriter: [WriterToken: [UInt64]] = [:]
             try txn.scan(dbs.pending, prefix: []) { key, value in
                 guard key.count == 8 else {
@@ -24,16 +30,29 @@ extension Store {
             }
             return byWriter
         }
+    }
+
+    /// Rolls back the manifests of each writer `seen` with pending manifests whose lease can be claimed.
+    ///
+    /// `seen` is an earlier snapshot: a writer may have published a manifest since and ended, leaving its lease
+    /// free. So the rollback drops only what its own write transaction still finds pending under that writer;
+    /// once the lease is claimed, no one can add to it.
+    @available(*, noasync)
+    func rollBack(_ seen: [WriterToken: [UInt64]]) throws -> Int {
         var rolledBack = 0
-        for (token, manifestIDs) in pending {
+        for (token, manifestIDs) in seen {
             guard let lease = try AbandonedLease.claim(token, in: writersPath) else { continue }
-            try writer.writeAndWait { txn in
-                for id in manifestIDs { try txn.dropManifest(id, dbs) }
+            rolledBack += try writer.writeAndWait { txn in
+                var dropped = 0
+                for id in manifestIDs where try txn.isPending(id, of: token, dbs) {
+                    try txn.dropManifest(id, dbs)
+                    dropped += 1
+                }
+                return dropped
             }
             lease.remove()
-            rolledBack += manifestIDs.count
         }
-        removeAbandonedLeases(except: Set(pending.keys))
+        removeAbandonedLeases(except: Set(seen.keys))
         return rolledBack
     }
 

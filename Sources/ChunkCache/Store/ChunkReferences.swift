@@ -105,6 +105,15 @@ extension WriteTransaction {
         try policyForget(manifest: manifestID, dbs)
     }
 
+    /// Whether `manifestID` is pending now, written by `writer`: not published since, nor rolled back.
+    @available(*, noasync)
+    func isPending(_ manifestID: UInt64, of writer: WriterToken, _ dbs: Databases) throws -> Bool {
+        let record = try withValue(dbs.pending, key: Keys.manifest(manifestID)) {
+            try PendingRecord(decoding: $0, name: RecordNames.pending(manifestID))
+        }
+        return record?.writer == writer
+    }
+
     /// Takes a fresh manifest id and records it as pending for `writer`.
     @available(*, noasync)
     mutating func beginManifest(_ dbs: Databases, writer: WriterToken, now: Double) throws -> UInt64 {
