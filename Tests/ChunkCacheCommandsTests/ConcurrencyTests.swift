@@ -13,7 +13,9 @@ struct ConcurrencyTests {
         var out: String?
     }
 
-    @Test("A5 A18 B4 16 concurrent fetch processes get exact bytes while another process puts new versions")
+    @Test(
+        "A5 A18 B4 16 concurrent fetch processes get exact bytes while another process puts new versions and others open the store"
+    )
     func concurrentFetchesAndPut() throws {
         try withTemporaryDirectory { dir in
             let store = dir + "/store"
@@ -57,7 +59,8 @@ struct ConcurrencyTests {
                         Request(
                             arguments: arguments, start: start, length: length, alignment: alignment ?? 4096, out: out))
                 }
-                // Start everything, then wait for everything.
+                // Start everything, then wait for everything; processes that only open the store run beside.
+                let openers = Openers(store: store)
                 let put = try CLIProcess([
                     "--store", store, "--json", "put", "--domain", "d", "churn", dir + "/churn\(round)", "--version",
                     "c\(round)",
@@ -65,6 +68,8 @@ struct ConcurrencyTests {
                 let fetches = try requests.map { try CLIProcess($0.arguments) }
                 let putResult = put.wait()
                 let results = fetches.map { $0.wait() }
+                let opened = openers.stop()
+                #expect(opened.failures.isEmpty, "every open beside the put and fetches worked: \(opened.failures)")
 
                 #expect(putResult.exitCode == 0 && !putResult.terminatedBySignal, "\(putResult)")
                 for (request, result) in zip(requests, results) {

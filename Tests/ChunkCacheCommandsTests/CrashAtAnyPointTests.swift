@@ -630,10 +630,14 @@ final class CrashHarness {
     ) throws -> CLIResult {
         delay = Double(rng.next() % 1_000_001) / 1_000_000 * duration
         operation = arguments
+        // Other processes open the store meanwhile: each open's crash clean-up must leave a live writer be.
+        let openers = Openers(store: store)
         let process = try CLIProcess(["--store", store, "--json"] + arguments, environment: environment)
         usleep(useconds_t(delay * 1_000_000))  // the random moment of the crash
         process.kill9()
         let result = process.wait()
+        let opened = openers.stop()
+        #expect(opened.failures.isEmpty, "every open beside it worked \(context): \(opened.failures)")
         if result.terminatedBySignal {
             #expect(
                 result.exitCode == SIGKILL, "died of SIGKILL, not of its own fault \(context): \(result)",

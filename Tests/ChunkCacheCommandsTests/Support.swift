@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -87,6 +88,40 @@ final class CLIProcess: @unchecked Sendable {
         return CLIResult(
             exitCode: process.terminationStatus, terminatedBySignal: process.terminationReason == .uncaughtSignal,
             stdout: out, stderr: err, arguments: arguments)
+    }
+}
+
+/// Processes that only open a store, one after another on `count` threads until stopped: each runs `stat`,
+/// and so the crash clean-up every open does, beside whatever else the test runs on the store.
+final class Openers: Sendable {
+    private let state = Mutex((stopping: false, opens: 0, failures: [String]()))
+    private let done = DispatchGroup()
+
+    init(store: String, count: Int = 2) {
+        for _ in 0..<count {
+            done.enter()
+            Thread.detachNewThread { [self] in
+                defer { done.leave() }
+                while !state.withLock({ $0.stopping }) {
+                    let result: CLIResult
+                    do { result = try runCLI(["--store", store, "--json", "stat"]) } catch {
+                        state.withLock { $0.failures.append("\(error)") }
+                        return
+                    }
+                    state.withLock { state in
+                        state.opens += 1
+                        if result.exitCode != 0 || result.terminatedBySignal { state.failures.append("\(result)") }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stops the openers once their runs end; returns how many opens there were and those that failed.
+    func stop() -> (opens: Int, failures: [String]) {
+        state.withLock { $0.stopping = true }
+        done.wait()
+        return state.withLock { ($0.opens, $0.failures) }
     }
 }
 
