@@ -73,6 +73,18 @@ import Testing
             "a jump resets the window")
     }
 
+    @Test("A19: a fetch that starts before the last one started is out of order, even when it reaches past its end")
+    func fetchFromBeforeTheLastOneIsOutOfOrder() {
+        var state = ReadAhead()
+        let size = 32 * Self.chunk
+        _ = state.advance(fetching: (9 * Self.chunk)..<(11 * Self.chunk), size: size, limit: Self.limit)
+        _ = state.advance(fetching: (5 * Self.chunk)..<(6 * Self.chunk), size: size, limit: Self.limit)
+        #expect(state.advance(fetching: 0..<(16 * Self.chunk), size: size, limit: Self.limit) == nil)
+        #expect(
+            state.advance(fetching: (15 * Self.chunk)..<(17 * Self.chunk), size: size, limit: Self.limit) != nil,
+            "a fetch that overlaps the last one's end continues it")
+    }
+
     @Test("§10: the same range fetched again (concurrent readers) neither reads ahead nor breaks the sequence")
     func repeatedRange() {
         var state = ReadAhead()
