@@ -108,6 +108,23 @@ import Testing
         #expect(off.advance(fetching: Self.chunk..<(2 * Self.chunk), size: 1 << 30, limit: 0) == nil)
     }
 
+    @Test(
+        "A16 §10: a fetch's Progress counts only its retrieved range's bytes: read-ahead's in the same response do not move it"
+    )
+    func progressCountsOnlyTheRange() {
+        let fetch = FetchProgress(expecting: ByteRange(location: Self.chunk, length: 2 * Self.chunk))
+        let counters = DownloadProgress(forwardingTo: nil, reporting: fetch)
+        #expect(fetch.progress.totalUnitCount == 2 * Self.chunk, "determinate from the start")
+        counters.received(Int(Self.chunk), at: 0)
+        #expect(fetch.progress.completedUnitCount == 0, "before the range")
+        counters.received(Int(Self.chunk) + 100, at: Self.chunk)
+        counters.received(Int(Self.chunk) - 100 + 4096, at: 2 * Self.chunk + 100)
+        #expect(fetch.progress.completedUnitCount == 2 * Self.chunk, "the range's bytes, not the 4 KiB after it")
+        counters.received(Int(Self.chunk), at: 3 * Self.chunk)
+        #expect(fetch.progress.completedUnitCount == 2 * Self.chunk)
+        #expect(counters.downloadedBytes == 4 * Self.chunk + 4096, "the counters count every byte received")
+    }
+
     @Test("§10: a discovery GET asks for the aligned range, at least one chunk, at most 8 MiB")
     func discoveryRange() {
         let range = { (location: Int64, length: Int64, alignment: Int) in

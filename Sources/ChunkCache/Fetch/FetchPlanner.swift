@@ -141,6 +141,20 @@ enum FetchPlanner {
         return .miss(.undiscovered(pinned: strict ? requested : nil, range: minimal))
     }
 
+    /// The range a fetch of `minimal` (nil: the whole file) is expected to retrieve, before it plans: the
+    /// range of the version the candidate order tries first, or nil when the store knows no version of the
+    /// item. What a progress display starts from (``FetchProgress``); the plan has the last word.
+    static func expectedRange<T: TransactionReading & ~Copyable>(
+        store: Store, domain: String, item id: String, requested: [UInt8]?, minimal: ByteRange?, alignment: Int,
+        options: FetchOptions, in txn: borrowing T
+    ) throws -> ByteRange? {
+        let versions = try Records.versions(ofItem: id, domain: domain, in: txn, store.dbs)
+        let order = candidateOrder(
+            of: versions, requested: requested, strict: options.contains(.strictVersioning))
+        guard let index = order.first ?? order.thenNewest.first else { return nil }
+        return retrieved(minimal, of: versions[index], alignment: alignment)
+    }
+
     /// Which versions may serve a fetch, in the order they are tried (CONTRACT §7 "Which version serves a
     /// fetch", B6): indices into `versions`, which is newest first.
     ///

@@ -95,7 +95,7 @@ extension ChunkCache {
                 absence = nil
                 try rounds.count(missing)
                 // The plan knows the retrieved range now: a progress display learns how many bytes are coming.
-                if case .chunks(_, let range, _, _, _) = missing { request.progress?.expect(range.length) }
+                if case .chunks(_, let range, _, _, _) = missing { request.progress?.expect(range) }
                 switch try await coldFill(missing, cold, readAheadDone: &readAheadDone) {
                 case .planAgain: break
                 case .planVersion(let discovered): version = discovered
