@@ -1,4 +1,5 @@
 import Foundation
+import OriginKit
 import Synchronization
 import Testing
 
@@ -123,6 +124,23 @@ import Testing
         counters.received(Int(Self.chunk), at: 3 * Self.chunk)
         #expect(fetch.progress.completedUnitCount == 2 * Self.chunk)
         #expect(counters.downloadedBytes == 4 * Self.chunk + 4096, "the counters count every byte received")
+    }
+
+    @Test(
+        "A12 §10: a non-strict discovery pins a VersionId (a versioned bucket serves old versions by it), never an ETag; a strict one pins either"
+    )
+    func discoveryPinsOnlyWhatTheOriginServesByName() {
+        let s3 = OriginEndpoint(location: .s3(endpoint: "http://127.0.0.1:9", region: "r", bucket: "b", prefix: ""))
+            .makeOrigin()
+        let http = OriginEndpoint(location: .http(base: "http://127.0.0.1:9/")).makeOrigin()
+        let versionID = Array("3sL4kqtJlcpXroDTDmJ-rmSpXd3dIbrHY".utf8)
+        let etag = Array("\"5f1d-61a\"".utf8)
+        #expect(ChunkCache.discoveryPin(versionID, strict: false, origin: s3) == versionID)
+        #expect(ChunkCache.discoveryPin(etag, strict: false, origin: s3) == nil, "an unversioned bucket's ETag")
+        #expect(ChunkCache.discoveryPin(etag, strict: false, origin: http) == nil)
+        #expect(ChunkCache.discoveryPin(etag, strict: true, origin: http) == etag)
+        #expect(ChunkCache.discoveryPin(versionID, strict: true, origin: s3) == versionID)
+        #expect(ChunkCache.discoveryPin(nil, strict: false, origin: s3) == nil)
     }
 
     @Test("§10: a discovery GET asks for the aligned range, at least one chunk, at most 8 MiB")
