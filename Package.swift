@@ -86,7 +86,7 @@ let package = Package(
         .testTarget(name: "FileIOTests", dependencies: ["FileIO", "TestSupport"]),
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4"]),
         .testTarget(name: "OriginKitTests", dependencies: ["OriginKit", "SigV4", "TestSupport"]),
-        .testTarget(name: "ChunkCacheTests", dependencies: ["ChunkCache", "FileIO", "TestSupport"]),
+        .testTarget(name: "ChunkCacheTests", dependencies: ["ChunkCache", "FileIO", "OriginKit", "TestSupport"]),
         .testTarget(
             name: "ChunkCacheIntegrationTests", dependencies: ["ChunkCache", "FileIO", "LMDBKit", "TestSupport"]),
         .testTarget(

@@ -61,6 +61,8 @@ extension ReadingOrigin {
     func head(_ item: String, version: String?) async throws -> RemoteObject {
         try await reader.head(item, version: version)
     }
+
+    func addresses(_ version: String) -> Bool { reader.dialect.addresses(version) }
 }
 
 /// How HTTP requests are spelled and answers read.
@@ -99,6 +101,9 @@ struct HTTPDialect: OriginDialect {
 
     /// Only a strong ETag can go in `If-Match`.
     func pins(_ version: String) -> Bool { version.hasPrefix("\"") }
+
+    /// An HTTP server serves its current bytes only: an ETag or a date names no version it keeps.
+    func addresses(_ version: String) -> Bool { false }
 
     func version(of headers: HTTPHeaders, size: Int64) -> String {
         if let etag = headers.first(name: "etag"), etag.hasPrefix("\"") { return etag }

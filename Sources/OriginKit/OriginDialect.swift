@@ -14,6 +14,11 @@ protocol OriginDialect: Sendable {
     /// cannot (a Last-Modified version), the reader compares the version of each response instead.
     func pins(_ version: String) -> Bool
 
+    /// Whether a request for `version` is answered with that version even after the item moved on (an S3
+    /// `VersionId` names a version the bucket keeps), rather than refused (an ETag in `If-Match` only checks
+    /// that the current version is still the one named).
+    func addresses(_ version: String) -> Bool
+
     /// The version a response names, for an item of `size` bytes.
     func version(of headers: HTTPHeaders, size: Int64) -> String
 

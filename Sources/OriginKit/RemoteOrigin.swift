@@ -140,6 +140,11 @@ public protocol RemoteOrigin: Sendable {
         deliver: @Sendable (_ offset: Int64, _ bytes: RemoteBytes) async throws -> Void
     ) async throws
 
+    /// Whether a read of `version` gets that version even after the item moved on (an S3 `VersionId`: a
+    /// versioned bucket keeps older versions), rather than failing with ``OriginFailure/versionChanged(current:)``
+    /// (an HTTP ETag or date, an S3 ETag: only the current version is served).
+    func addresses(_ version: String) -> Bool
+
     /// The item's size and version without its bytes (`HEAD`, S3 `HeadObject`), for where no range is read.
     func head(_ item: String, version: String?) async throws -> RemoteObject
 

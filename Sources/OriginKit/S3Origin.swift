@@ -112,6 +112,9 @@ struct S3Dialect: OriginDialect {
     /// A versionId pins on the wire (`versionId=`), an ETag too (`If-Match`).
     func pins(_ version: String) -> Bool { true }
 
+    /// A versioned bucket keeps every version by its `VersionId`; an ETag (quoted) only checks the current one.
+    func addresses(_ version: String) -> Bool { !version.hasPrefix("\"") }
+
     func version(of headers: HTTPHeaders, size: Int64) -> String {
         if let id = headers.first(name: "x-amz-version-id"), !id.isEmpty, id != "null" { return id }
         if let etag = headers.first(name: "etag"), !etag.isEmpty { return etag }

@@ -261,6 +261,112 @@ import Testing
         }
     }
 
+    /// What a completion-handler fetch's `Progress` showed: its total when it was returned, every
+    /// (total, completed) pair sampled while it ran, and both at the end.
+    struct ProgressTrace {
+        var returnedTotal: Int64
+        var samples: [(total: Int64, completed: Int64)]
+        var final: (total: Int64, completed: Int64)
+        var url: URL?
+        var error: (any Error)?
+
+        /// Every sample had `total` and a completed count at most it, never moving backwards.
+        func isDeterminate(at total: Int64) -> Bool {
+            let completed = samples.map(\.completed)
+            return samples.allSatisfy { $0.total == total && $0.completed <= total }
+                && zip(completed, completed.dropFirst()).allSatisfy { $0 <= $1 }
+        }
+    }
+
+    /// Starts a fetch with `start` (which returns its `Progress` and passes the file or error on), samples the
+    /// progress every 200 µs until the fetch completes, and removes the file.
+    static func trace(
+        _ start: (@escaping @Sendable (URL?, (any Error)?) -> Void) -> Progress,
+        check: (URL) throws -> Void = { _ in }
+    ) async throws -> ProgressTrace {
+        let (done, continuation) = AsyncStream<(URL?, (any Error)?)>.makeStream()
+        let progress = start { continuation.yield(($0, $1)) }
+        let returnedTotal = progress.totalUnitCount
+        let samples = Mutex<[(total: Int64, completed: Int64)]>([])
+        let sampler = Task.detached {
+            while !Task.isCancelled {
+                let sample = (progress.totalUnitCount, progress.completedUnitCount)
+                samples.withLock { $0.append(sample) }
+                try? await Task.sleep(for: .microseconds(200))
+            }
+        }
+        var it = done.makeAsyncIterator()
+        let (url, error) = try #require(await it.next())
+        sampler.cancel()
+        _ = await sampler.value
+        if let url {
+            try check(url)
+            unlink(url.path)
+        }
+        return ProgressTrace(
+            returnedTotal: returnedTotal, samples: samples.withLock { $0 },
+            final: (progress.totalUnitCount, progress.completedUnitCount), url: url, error: error)
+    }
+
+    /// A partial completion-handler fetch of `range` of `item` in domain "web", traced (``trace(_:check:)``).
+    static func tracePartial(
+        _ cache: ChunkCache, _ item: String, _ range: ByteRange, request: FetchRequest = FetchRequest()
+    ) async throws -> ProgressTrace {
+        try await trace { done in
+            cache.fetchPartialContents(
+                for: ItemIdentifier(domain: "web", item), version: nil, request: request, minimalRange: range,
+                aligningTo: 4096, options: []
+            ) { url, _, _, _, error in done(url, error) }
+        }
+    }
+
+    @Test(
+        "A16 §3 §4: a warm fetch's Progress is determinate when it is returned: its total is the retrieved range's length"
+    )
+    func progressDeterminateWarm() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            let bytes = TestData.random(count: 4 << 20, seed: 8)
+            try await put(cache, bytes, as: ItemIdentifier(domain: "web", "doc"), in: dir)
+            let partial = try await Self.tracePartial(cache, "doc", ByteRange(location: 70_000, length: 100_000))
+            #expect(partial.error == nil)
+            #expect(partial.returnedTotal == 131_072, "the range 64 KiB…192 KiB, known before the fetch ran")
+            #expect(partial.isDeterminate(at: 131_072) && partial.final == (131_072, 131_072))
+            let whole = try await Self.trace { done in
+                cache.fetchContents(for: ItemIdentifier(domain: "web", "doc"), version: nil, request: FetchRequest()) {
+                    url, _, error in done(url, error)
+                }
+            }
+            #expect(whole.error == nil)
+            #expect(whole.returnedTotal == 4 << 20 && whole.isDeterminate(at: 4 << 20))
+            #expect(whole.final == (4 << 20, 4 << 20))
+        }
+    }
+
+    @Test(
+        "A16 §10: a cold fetch's Progress is determinate when it is returned and counts only its range's bytes, not the read-ahead downloaded with them",
+        .requires(NginxServer.self))
+    func progressDeterminateColdWithReadAhead() async throws {
+        let bytes = TestData.random(count: 4 << 20, seed: 9)
+        try await ColdPathTests.withOrigin(["big.bin": bytes]) { cache, _, _ in
+            // An item the store does not know yet: the range as asked, rounded to chunks.
+            let first = try await Self.tracePartial(cache, "big.bin", ByteRange(location: 0, length: 65_536))
+            #expect(first.error == nil)
+            #expect(first.returnedTotal == 65_536 && first.isDeterminate(at: 65_536))
+            #expect(first.final == (65_536, 65_536))
+            // The next range in order: its request brings the read-ahead's megabyte after it.
+            let counters = DownloadProgress()
+            let next = try await Self.tracePartial(
+                cache, "big.bin", ByteRange(location: 65_536, length: 131_072),
+                request: FetchRequest(progress: counters))
+            #expect(next.error == nil)
+            #expect(next.returnedTotal == 131_072 && next.isDeterminate(at: 131_072))
+            #expect(next.final == (131_072, 131_072))
+            await cache.waitForDownloads()
+            #expect(counters.downloadedBytes > 131_072, "read-ahead came in the fetch's own request")
+        }
+    }
+
     @Test(
         "§10 (issue 18): a cold fetch's Progress moves monotonically with the download and ends at completed == total == the file's bytes; the request's counters still count",
         .requires(NginxServer.self))
@@ -268,32 +374,25 @@ import Testing
         let bytes = TestData.random(count: 8 << 20, seed: 5)
         try await ColdPathTests.withOrigin(["big.bin": bytes], readAhead: 0) { cache, _, _ in
             let counters = DownloadProgress()
-            let (done, continuation) = AsyncStream<(URL?, (any Error)?)>.makeStream()
-            let progress = cache.fetchContents(
-                for: ItemIdentifier(domain: "web", "big.bin"), version: nil, request: FetchRequest(progress: counters),
-                options: []
-            ) { url, _, _, error in continuation.yield((url, error)) }
-            let samples = Mutex<[Int64]>([])
-            let sampler = Task.detached {
-                while !Task.isCancelled {
-                    let completed = progress.completedUnitCount
-                    samples.withLock { $0.append(completed) }
-                    try? await Task.sleep(for: .microseconds(200))
-                }
-            }
-            var it = done.makeAsyncIterator()
-            let (url, error) = try #require(await it.next())
-            sampler.cancel()
-            _ = await sampler.value
-            #expect(error == nil)
-            if let url {
-                #expect(try readRange(url.path, ByteRange(location: 0, length: Int64(bytes.count))) == bytes)
-                unlink(url.path)
-            }
-            #expect(progress.totalUnitCount == Int64(bytes.count) && progress.completedUnitCount == Int64(bytes.count))
-            let seen = samples.withLock { $0 }
+            let trace = try await Self.trace(
+                { done in
+                    cache.fetchContents(
+                        for: ItemIdentifier(domain: "web", "big.bin"), version: nil,
+                        request: FetchRequest(progress: counters), options: []
+                    ) { url, _, _, error in done(url, error) }
+                },
+                check: { url in
+                    let read = try readRange(url.path, ByteRange(location: 0, length: Int64(bytes.count)))
+                    #expect(read == bytes)
+                })
+            #expect(trace.error == nil)
+            #expect(trace.final == (Int64(bytes.count), Int64(bytes.count)))
+            let seen = trace.samples.map(\.completed)
             #expect(zip(seen, seen.dropFirst()).allSatisfy { $0 <= $1 }, "never backwards")
             #expect(seen.allSatisfy { $0 <= Int64(bytes.count) })
+            #expect(
+                trace.samples.allSatisfy { $0.completed == 0 || $0.total == Int64(bytes.count) },
+                "nothing counts before the origin's first answer tells the size")
             #expect(
                 counters.downloadedBytes == Int64(bytes.count) && counters.originRequests >= 1,
                 "the caller's counters count too")

@@ -1,4 +1,5 @@
 import Foundation
+import OriginKit
 import Synchronization
 import Testing
 
@@ -73,6 +74,18 @@ import Testing
             "a jump resets the window")
     }
 
+    @Test("A19: a fetch that starts before the last one started is out of order, even when it reaches past its end")
+    func fetchFromBeforeTheLastOneIsOutOfOrder() {
+        var state = ReadAhead()
+        let size = 32 * Self.chunk
+        _ = state.advance(fetching: (9 * Self.chunk)..<(11 * Self.chunk), size: size, limit: Self.limit)
+        _ = state.advance(fetching: (5 * Self.chunk)..<(6 * Self.chunk), size: size, limit: Self.limit)
+        #expect(state.advance(fetching: 0..<(16 * Self.chunk), size: size, limit: Self.limit) == nil)
+        #expect(
+            state.advance(fetching: (15 * Self.chunk)..<(17 * Self.chunk), size: size, limit: Self.limit) != nil,
+            "a fetch that overlaps the last one's end continues it")
+    }
+
     @Test("§10: the same range fetched again (concurrent readers) neither reads ahead nor breaks the sequence")
     func repeatedRange() {
         var state = ReadAhead()
@@ -94,6 +107,40 @@ import Testing
         var off = ReadAhead()
         _ = off.advance(fetching: 0..<Self.chunk, size: 1 << 30, limit: 0)
         #expect(off.advance(fetching: Self.chunk..<(2 * Self.chunk), size: 1 << 30, limit: 0) == nil)
+    }
+
+    @Test(
+        "A16 §10: a fetch's Progress counts only its retrieved range's bytes: read-ahead's in the same response do not move it"
+    )
+    func progressCountsOnlyTheRange() {
+        let fetch = FetchProgress(expecting: ByteRange(location: Self.chunk, length: 2 * Self.chunk))
+        let counters = DownloadProgress(forwardingTo: nil, reporting: fetch)
+        #expect(fetch.progress.totalUnitCount == 2 * Self.chunk, "determinate from the start")
+        counters.received(Int(Self.chunk), at: 0)
+        #expect(fetch.progress.completedUnitCount == 0, "before the range")
+        counters.received(Int(Self.chunk) + 100, at: Self.chunk)
+        counters.received(Int(Self.chunk) - 100 + 4096, at: 2 * Self.chunk + 100)
+        #expect(fetch.progress.completedUnitCount == 2 * Self.chunk, "the range's bytes, not the 4 KiB after it")
+        counters.received(Int(Self.chunk), at: 3 * Self.chunk)
+        #expect(fetch.progress.completedUnitCount == 2 * Self.chunk)
+        #expect(counters.downloadedBytes == 4 * Self.chunk + 4096, "the counters count every byte received")
+    }
+
+    @Test(
+        "A12 §10: a non-strict discovery pins a VersionId (a versioned bucket serves old versions by it), never an ETag; a strict one pins either"
+    )
+    func discoveryPinsOnlyWhatTheOriginServesByName() {
+        let s3 = OriginEndpoint(location: .s3(endpoint: "http://127.0.0.1:9", region: "r", bucket: "b", prefix: ""))
+            .makeOrigin()
+        let http = OriginEndpoint(location: .http(base: "http://127.0.0.1:9/")).makeOrigin()
+        let versionID = Array("3sL4kqtJlcpXroDTDmJ-rmSpXd3dIbrHY".utf8)
+        let etag = Array("\"5f1d-61a\"".utf8)
+        #expect(ChunkCache.discoveryPin(versionID, strict: false, origin: s3) == versionID)
+        #expect(ChunkCache.discoveryPin(etag, strict: false, origin: s3) == nil, "an unversioned bucket's ETag")
+        #expect(ChunkCache.discoveryPin(etag, strict: false, origin: http) == nil)
+        #expect(ChunkCache.discoveryPin(etag, strict: true, origin: http) == etag)
+        #expect(ChunkCache.discoveryPin(versionID, strict: true, origin: s3) == versionID)
+        #expect(ChunkCache.discoveryPin(nil, strict: false, origin: s3) == nil)
     }
 
     @Test("§10: a discovery GET asks for the aligned range, at least one chunk, at most 8 MiB")

@@ -7,9 +7,9 @@ import Synchronization
 /// a cancel after the completion ran changes nothing. Errors reach the completion as `NSError`s in the File
 /// Provider or Cocoa domain (``CacheError/systemError``).
 ///
-/// A fetch's `Progress` counts bytes of the retrieved range (``FetchProgress``): the total once the fetch
-/// knows the range, the completed count following the download from the origin, both equal when the file
-/// is returned.
+/// A fetch's `Progress` counts bytes of the retrieved range (``FetchProgress``): determinate from the start,
+/// its total the range's length, the completed count following the range's bytes downloaded from the origin
+/// (never the read-ahead's), both equal when the file is returned.
 extension ChunkCache {
     /// `fetchPartialContents(for:version:request:minimalRange:aligningTo:options:completionHandler:)`.
     ///
@@ -23,7 +23,10 @@ extension ChunkCache {
         completionHandler: @escaping @Sendable (URL?, Item?, ByteRange, MaterializationFlags, (any Error)?) -> Void
     ) -> Progress {
         let once = CompleteOnce(completionHandler)
-        let (progress, request) = Self.tracking(request)
+        let (progress, request) = Self.tracking(
+            request,
+            expecting: expectedRange(
+                of: item, version: version, minimal: minimalRange, alignment: alignment, options: options))
         return runWithProgress(
             progress.progress, doing: "fetching \(minimalRange) of \(item)",
             work: {
@@ -68,7 +71,8 @@ extension ChunkCache {
             (url: URL?, item: Item?, _: ByteRange, flags: MaterializationFlags, error: (any Error)?) in
             completionHandler(url, item, flags, error)
         }
-        let (progress, request) = Self.tracking(request)
+        let (progress, request) = Self.tracking(
+            request, expecting: expectedRange(of: item, version: version, minimal: nil, alignment: 1, options: options))
         return runWithProgress(
             progress.progress, doing: "fetching \(item)",
             work: {
@@ -82,12 +86,36 @@ extension ChunkCache {
             fail: { error in once.call(nil, nil, ByteRange(location: 0, length: 0), [], error) })
     }
 
-    /// A fetch's `Progress` and the request that moves it: the request's counters, if any, still count.
-    private static func tracking(_ request: FetchRequest) -> (FetchProgress, FetchRequest) {
-        let progress = FetchProgress()
+    /// A fetch's `Progress`, whose total starts at `range`'s length, and the request that moves it: the
+    /// request's counters, if any, still count.
+    private static func tracking(_ request: FetchRequest, expecting range: ByteRange?) -> (FetchProgress, FetchRequest)
+    {
+        let progress = FetchProgress(expecting: range)
         var tracked = request
         tracked.progress = DownloadProgress(forwardingTo: request.progress, reporting: progress)
         return (progress, tracked)
+    }
+
+    /// The range a completion-handler fetch's `Progress` starts from (``FetchProgress``), so it is
+    /// determinate when it is returned: what the fetch retrieves from the version the store would serve
+    /// (``FetchPlanner/expectedRange(store:domain:item:requested:minimal:alignment:options:in:)``). For an
+    /// item the store knows no version of, a partial fetch's range rounded as though the file went on past it
+    /// (the origin's first answer corrects it if the file ends sooner), and nil for a whole file: its size
+    /// comes with the origin's first answer, before any byte is counted. One short catalogue read on the
+    /// caller's thread; a failure leaves the estimate to the request, and the fetch reports it.
+    func expectedRange(
+        of item: ItemIdentifier, version: ItemVersion?, minimal: ByteRange?, alignment: Int, options: FetchOptions
+    ) -> ByteRange? {
+        let store = self.store
+        let known = try? store.environment.read { txn in
+            try FetchPlanner.expectedRange(
+                store: store, domain: item.domain, item: item.rawValue, requested: version?.contentVersion,
+                minimal: minimal, alignment: alignment, options: options, in: txn)
+        }
+        if let known { return known }
+        return minimal.map {
+            store.layout.retrievedRange(for: $0, aligningTo: Int64(alignment), length: ChunkLayout.maxItemLength)
+        }
     }
 
     /// `import(_:fromDirectoryAt:completionHandler:)`: as the seed, the handler runs as soon as the new domain

@@ -27,11 +27,11 @@ public final class DownloadProgress: Sendable, Hashable {
     /// Requests made to the origin.
     public var originRequests: Int { requests.load(ordering: .relaxed) }
 
-    /// Counts `count` bytes received from the origin.
-    func received(_ count: Int) {
-        let total = bytes.wrappingAdd(Int64(count), ordering: .relaxed).newValue
-        forward?.received(count)
-        fetch?.downloaded(total)
+    /// Counts `count` bytes received from the origin, of the item's bytes from `offset` on.
+    func received(_ count: Int, at offset: Int64) {
+        bytes.add(Int64(count), ordering: .relaxed)
+        forward?.received(count, at: offset)
+        fetch?.downloaded(count, at: offset)
     }
 
     /// Counts a request made to the origin.
@@ -40,57 +40,63 @@ public final class DownloadProgress: Sendable, Hashable {
         forward?.requested()
     }
 
-    /// Notes that the fetch is retrieving `length` bytes (its retrieved range), once the plan knows it.
-    func expect(_ length: Int64) {
-        fetch?.expect(length)
+    /// Notes that the fetch retrieves `range`, once the plan or the origin's answer knows it.
+    func expect(_ range: ByteRange) {
+        fetch?.expect(range)
     }
 
     public static func == (lhs: DownloadProgress, rhs: DownloadProgress) -> Bool { lhs === rhs }
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
 }
 
-/// The `Progress` a completion-handler fetch returns, counted in bytes of the retrieved range: the total is
-/// the range's length once the fetch has planned it (indeterminate, -1, before); the completed count follows
-/// the bytes downloaded for it while it is cold, never past the total and never backwards, and equals the
-/// total when the file is returned (bytes the store already held count then: assembling them is local and
-/// brief, downloading is what takes time).
+/// The `Progress` a completion-handler fetch returns, counted in bytes of the retrieved range: determinate
+/// from the start, its total the range's length as the fetch knows it when it starts
+/// (``ChunkCache/expectedRange(of:version:minimal:alignment:options:)``) and set again, before any byte is
+/// counted, when the plan or the origin's first answer tells the exact range. The completed count follows the
+/// bytes of that range downloaded for the fetch, never those of the read-ahead downloaded with them, never
+/// past the total and never backwards, and equals the total when the file is returned (bytes the store
+/// already held count then: assembling them is local and brief, downloading is what takes time).
 final class FetchProgress: Sendable {
-    /// Unit counts are set under this lock, so concurrent downloads never move them backwards.
-    private let state = Mutex<(total: Int64?, completed: Int64)>((nil, 0))
+    /// The range counted, and how many of its bytes arrived; unit counts are set under this lock, so
+    /// concurrent downloads never move them backwards.
+    private let state = Mutex<(range: ByteRange?, arrived: Int64)>((nil, 0))
     nonisolated(unsafe) let progress: Progress
 
-    init() {
-        progress = Progress(totalUnitCount: -1)
+    /// A progress whose total is `range`'s length; indeterminate (-1) when the range is not known yet.
+    init(expecting range: ByteRange?) {
+        progress = Progress(totalUnitCount: range?.length ?? -1)
+        state.withLock { $0.range = range }
     }
 
-    /// The retrieved range is `length` bytes.
-    func expect(_ length: Int64) {
+    /// The retrieved range is `range`.
+    func expect(_ range: ByteRange) {
         state.withLock { state in
-            guard state.total != length else { return }
-            state.total = length
-            progress.totalUnitCount = length
-            advance(&state, to: min(state.completed, length))
+            guard state.range != range else { return }
+            state.range = range
+            progress.totalUnitCount = range.length
+            // A range that shrank (the origin's file is shorter than the request) caps what was counted.
+            state.arrived = min(state.arrived, range.length)
+            if progress.completedUnitCount > range.length { progress.completedUnitCount = range.length }
         }
     }
 
-    /// `total` bytes have been downloaded so far.
-    func downloaded(_ total: Int64) {
-        state.withLock { state in advance(&state, to: state.total.map { min(total, $0) } ?? total) }
+    /// `count` bytes from `offset` on have been downloaded; only those inside the range count.
+    func downloaded(_ count: Int, at offset: Int64) {
+        state.withLock { state in
+            guard let range = state.range else { return }
+            let inside = min(range.end, offset + Int64(count)) - max(range.location, offset)
+            guard inside > 0 else { return }
+            state.arrived = min(range.length, state.arrived + inside)
+            if state.arrived > progress.completedUnitCount { progress.completedUnitCount = state.arrived }
+        }
     }
 
-    /// The fetch returned a file holding `length` bytes.
+    /// The fetch returned a file holding `length` bytes; what its read-ahead still downloads counts no more.
     func finish(_ length: Int64) {
         state.withLock { state in
-            state.total = length
+            state = (nil, length)
             progress.totalUnitCount = length
-            state.completed = length
             progress.completedUnitCount = length
         }
-    }
-
-    private func advance(_ state: inout (total: Int64?, completed: Int64), to completed: Int64) {
-        guard completed > state.completed else { return }
-        state.completed = completed
-        progress.completedUnitCount = completed
     }
 }

@@ -14,9 +14,12 @@ enum PlanOutcome: Sendable {
 enum Absence: Sendable {
     /// The store does not hold the item, or not the version asked for: one ranged GET of `range` (or of the
     /// range's first chunks) tells its size and version and brings the first bytes.
-    /// - pinned: the version the origin must have (a strict fetch's), nil for whatever it holds now.
+    /// - asked: the version the fetch asks for, nil for whatever the origin holds now. A strict fetch's must
+    ///   be the origin's; a non-strict fetch asks for it where the origin still serves old versions by name
+    ///   (a versioned S3 bucket), and takes the origin's current version when it lacks it
+    ///   (``ChunkCache/discoveryPin(_:strict:origin:)``).
     /// - refresh: the store's version is stale (the origin moved on): ask even though the item is known.
-    case undiscovered(pinned: [UInt8]?, range: ByteRange?, refresh: Bool = false)
+    case undiscovered(asked: [UInt8]?, range: ByteRange?, refresh: Bool = false)
     /// The version is known but chunks of `range` are absent (of `item`, in the domain at `domainVersion`,
     /// whose record `domain` the plan read: it names the origin, so the fill need not read it again).
     case chunks(

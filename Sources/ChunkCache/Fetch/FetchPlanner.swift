@@ -52,7 +52,7 @@ enum FetchPlanner {
         let itemKey = Keys.item(domain: domain, id: id)
         let strict = options.contains(.strictVersioning)
         if domainRecord.origin != nil, try !txn.contains(dbs.items, key: itemKey) {
-            return .miss(.undiscovered(pinned: strict ? requested : nil, range: minimal))
+            return .miss(.undiscovered(asked: requested, range: minimal))
         }
         let item = try Records.item(id, domain: domain, key: itemKey, in: txn, dbs)
         guard item.kind == .file else {
@@ -114,7 +114,7 @@ enum FetchPlanner {
     ) throws -> PlanOutcome {
         let domainVersion = DomainVersion(rawValue: domain.version)
         if requested != nil && order.first == nil {
-            return .miss(.undiscovered(pinned: strict ? requested : nil, range: minimal, refresh: true))
+            return .miss(.undiscovered(asked: requested, range: minimal, refresh: true))
         }
         if let first = order.first {
             let version = versions[first]
@@ -138,7 +138,21 @@ enum FetchPlanner {
                 return .serve(plan)
             }
         }
-        return .miss(.undiscovered(pinned: strict ? requested : nil, range: minimal))
+        return .miss(.undiscovered(asked: requested, range: minimal))
+    }
+
+    /// The range a fetch of `minimal` (nil: the whole file) is expected to retrieve, before it plans: the
+    /// range of the version the candidate order tries first, or nil when the store knows no version of the
+    /// item. What a progress display starts from (``FetchProgress``); the plan has the last word.
+    static func expectedRange<T: TransactionReading & ~Copyable>(
+        store: Store, domain: String, item id: String, requested: [UInt8]?, minimal: ByteRange?, alignment: Int,
+        options: FetchOptions, in txn: borrowing T
+    ) throws -> ByteRange? {
+        let versions = try Records.versions(ofItem: id, domain: domain, in: txn, store.dbs)
+        let order = candidateOrder(
+            of: versions, requested: requested, strict: options.contains(.strictVersioning))
+        guard let index = order.first ?? order.thenNewest.first else { return nil }
+        return retrieved(minimal, of: versions[index], alignment: alignment)
     }
 
     /// Which versions may serve a fetch, in the order they are tried (CONTRACT §7 "Which version serves a

@@ -72,7 +72,7 @@ final class ChunkSink: @unchecked Sendable {
 
     /// Takes the response's next bytes, starting at item offset `offset`.
     func deliver(_ offset: Int64, _ bytes: RemoteBytes) async throws {
-        counters.received(bytes.count)
+        counters.received(bytes.count, at: offset)
         let shift = version.layout.shift
         var position = offset
         var urgent = false

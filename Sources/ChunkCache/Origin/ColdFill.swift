@@ -81,10 +81,15 @@ struct ColdFill: Sendable {
                                 of: version,
                                 in: ByteRange(location: range.lowerBound, length: max(0, end - range.lowerBound))
                             ).mine
+                            // The fetch's retrieved range, now the size is known: its progress counts its bytes.
+                            let retrieved =
+                                minimal.map {
+                                    version.layout.retrievedRange(
+                                        for: $0, aligningTo: Int64(alignment), length: object.size)
+                                } ?? ByteRange(location: 0, length: object.size)
+                            counters.expect(retrieved)
                             var directBytes: DirectBytes?
-                            if direct, let minimal {
-                                let retrieved = version.layout.retrievedRange(
-                                    for: minimal, aligningTo: Int64(alignment), length: object.size)
+                            if direct, minimal != nil {
                                 let claimedIndices = Set(chunks.map(\.index))
                                 let indices =
                                     retrieved.length > 0
@@ -101,12 +106,7 @@ struct ColdFill: Sendable {
                             }
                             // The discovery's bytes go into the fetch's file too, so the fill that follows can
                             // complete it from its own download.
-                            let fileTarget = streamed?.target(
-                                for: version,
-                                range: minimal.map {
-                                    version.layout.retrievedRange(
-                                        for: $0, aligningTo: Int64(alignment), length: object.size)
-                                } ?? ByteRange(location: 0, length: object.size))
+                            let fileTarget = streamed?.target(for: version, range: retrieved)
                             state.set(
                                 recorded,
                                 sink: ChunkSink(

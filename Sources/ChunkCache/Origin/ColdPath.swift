@@ -95,11 +95,11 @@ extension ChunkCache {
                 absence = nil
                 try rounds.count(missing)
                 // The plan knows the retrieved range now: a progress display learns how many bytes are coming.
-                if case .chunks(_, let range, _, _, _) = missing { request.progress?.expect(range.length) }
+                if case .chunks(_, let range, _, _, _) = missing { request.progress?.expect(range) }
                 switch try await coldFill(missing, cold, readAheadDone: &readAheadDone) {
                 case .planAgain: break
                 case .planVersion(let discovered): version = discovered
-                case .moveOn: absence = .undiscovered(pinned: nil, range: cold.minimal, refresh: true)
+                case .moveOn: absence = .undiscovered(asked: nil, range: cold.minimal, refresh: true)
                 case .servedFromDownload(let bytes, let downloaded):
                     // Only a fetch that gave `servesFromDownload` is offered its downloaded bytes.
                     let served = try servesFromDownload!(bytes, downloaded)
@@ -239,10 +239,11 @@ extension ChunkCache {
         let fill = ColdFill(store: store, session: session, item: item.rawValue, counters: request.counters)
         do {
             switch absence {
-            case .undiscovered(let pinned, let minimal, let refresh):
+            case .undiscovered(let asked, let minimal, let refresh):
                 guard
                     let found = try await fill.discover(
-                        pinned: pinned, minimal: minimal, alignment: request.alignment, refresh: refresh,
+                        pinned: Self.discoveryPin(asked, strict: request.strict, origin: session.origin),
+                        minimal: minimal, alignment: request.alignment, refresh: refresh,
                         direct: request.servesFromDownload, streamed: request.streamed)
                 else { return .planAgain }
                 guard let (range, bytes) = found.downloaded else { return .planVersion(found.version.contentVersion) }
@@ -283,6 +284,17 @@ extension ChunkCache {
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "fetching \(item) from its origin")
         }
+    }
+
+    /// The version a discovery pins its request to, for a fetch that asks for `asked` (CONTRACT §3, §10): a
+    /// strict fetch's own; a non-strict fetch's when the origin still serves it by name though the item moved
+    /// on (an S3 `VersionId`), so the version asked for serves whenever the origin keeps it, and the origin's
+    /// current one only when it lacks it (its refusal moves the fetch on, ``ColdStep/moveOn``). An HTTP ETag
+    /// or date names only what the server holds now: asking for it unpinned gets the same answer in one
+    /// request fewer when it is gone.
+    static func discoveryPin(_ asked: [UInt8]?, strict: Bool, origin: any RemoteOrigin) -> [UInt8]? {
+        guard let asked, !strict else { return asked }
+        return origin.addresses(String(decoding: asked, as: UTF8.self)) ? asked : nil
     }
 
     /// The origin session a fill uses, and what to read ahead when this fill starts the fetch's read-ahead.

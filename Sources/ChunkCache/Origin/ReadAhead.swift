@@ -2,6 +2,11 @@
 /// them are downloaded ahead in a window that starts at a quarter of the limit (or the fetch's length) and
 /// doubles up to the limit; a fetch out of order resets it, so a random fetch downloads only its range.
 ///
+/// A fetch is in order when it starts no earlier than the last one started and no later than it ended, and
+/// reaches past that end (aligned ranges of a sequential reader overlap by up to a chunk). The first fetch of
+/// an item opens no window, whatever its offset: a read at offset 0 is no more sequential than any other, and
+/// one that starts before the last one, such as a read from 0 after reads in the middle, is out of order.
+///
 /// The window is topped up only when less than half of it is left ahead of the reader, so a long sequential
 /// read costs one request per half window, not one per fetch.
 ///
@@ -25,7 +30,9 @@ struct ReadAhead: Sendable, Equatable {
             expected = range.upperBound
             previousStart = range.lowerBound
         }
-        let sequential = expected > 0 && range.lowerBound <= expected && expected < range.upperBound
+        let sequential =
+            expected > 0 && previousStart <= range.lowerBound && range.lowerBound <= expected
+            && expected < range.upperBound
         guard sequential, limit > 0 else {
             window = 0
             frontier = range.upperBound

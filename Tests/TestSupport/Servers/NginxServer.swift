@@ -126,4 +126,12 @@ public struct AccessLogEntry: Sendable, Equatable {
         bytesSent = bytes
         requestTime = Double(fields[6]) ?? 0
     }
+
+    /// The bytes the request's `Range: bytes=a-b` asked for; nil without a range of that form.
+    public var requestedBytes: Range<Int64>? {
+        guard let range, range.hasPrefix("bytes=") else { return nil }
+        let bounds = range.dropFirst("bytes=".count).split(separator: "-").compactMap { Int64($0) }
+        guard bounds.count == 2, bounds[0] <= bounds[1] else { return nil }
+        return bounds[0]..<(bounds[1] + 1)
+    }
 }
