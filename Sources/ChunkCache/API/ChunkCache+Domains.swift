@@ -41,7 +41,8 @@ extension ChunkCache {
         }
     }
 
-    /// Changes the settings given (a nil one stays as it is). Bumps the domain version when anything changed.
+    /// Changes the settings given (a nil one stays as it is). Bumps the domain version when anything changed,
+    /// which wakes the waiters of ``waitForDomainVersion(of:after:timeout:)`` (E2).
     ///
     /// - Parameters:
     ///   - name: The domain.

@@ -156,7 +156,10 @@ extension WriteTransaction {
         guard record.importFinishedEpoch < epoch else { return false }
         record.importFinishedEpoch = epoch
         record.importsFinished += 1
-        if record.version == 0 { record.version = DomainVersion.initial.rawValue }  // an empty tree
+        if record.version == 0 {  // an empty tree: the domain's first version, signalled as any bump (E2)
+            record.version = DomainVersion.initial.rawValue
+            dbs.changeMarks.mark()
+        }
         try put(dbs.domains, key: Keys.domain(domain), value: record.encoded())
         return true
     }
