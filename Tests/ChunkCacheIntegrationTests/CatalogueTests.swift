@@ -436,7 +436,7 @@ import Testing
             for file in ["docs/a.txt", "docs/inner/b.txt", "c.txt"] {
                 try TestData.write(Array(file.utf8), to: tree + "/" + file)
             }
-            _ = try await cache.import("w", fromDirectoryAt: URL(fileURLWithPath: tree))
+            _ = try await cache.import("w", fromDirectoryAt: URL(fileURLWithPath: tree)).result()
             func id(_ raw: String) -> ItemIdentifier { ItemIdentifier(domain: "w", raw) }
             let workingSet = try await cache.enumerator(for: Item.workingSetContainer, in: "w")
             #expect(try await listAll(workingSet).items.isEmpty, "nothing is recent, tagged, favorite or shared yet")
@@ -485,7 +485,7 @@ import Testing
             try FileManager.default.createDirectory(atPath: tree + "/y", withIntermediateDirectories: true)
             try TestData.write([1], to: tree + "/x/a")
             try TestData.write([2], to: tree + "/x/b")
-            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree))
+            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree)).result()
             let x = try await cache.enumerator(for: "x", in: "d")
             let y = try await cache.enumerator(for: "y", in: "d")
             let (fromX, fromY) = (try await x.currentSyncAnchor(), try await y.currentSyncAnchor())
