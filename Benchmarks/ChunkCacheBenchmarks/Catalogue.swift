@@ -112,10 +112,11 @@ struct CatalogueStore {
         try? FileManager.default.removeItem(atPath: path)
         let cache = try await ChunkCache.open(at: path, chunkSize: nil, maxSize: nil, resumingImports: false)
         _ = try await cache.import(
-            "big", fromDirectoryAt: URL(fileURLWithPath: folder).deletingLastPathComponent(), copy: true)
+            "big", fromDirectoryAt: URL(fileURLWithPath: folder).deletingLastPathComponent(), copy: true
+        ).result()
         let empty = BenchSettings.current.workDirectory + "/empty-\(getpid())"
         try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
-        _ = try await cache.import("log", fromDirectoryAt: URL(fileURLWithPath: empty), copy: true)
+        _ = try await cache.import("log", fromDirectoryAt: URL(fileURLWithPath: empty), copy: true).result()
         let start = try await cache.enumeratorOfAllItems(in: "log").currentSyncAnchor()
         _ = try await cache.reimportItems(in: "log", from: URL(fileURLWithPath: folder))
         try start.description.write(toFile: anchorFile, atomically: true, encoding: .utf8)

@@ -103,6 +103,8 @@ struct CatalogueCommandTests {
             #expect(Set(seen) == Set((0..<10).map { String(format: "docs/%03d.txt", $0) }) && seen.count == 10)
             let quiet = try runJSON(store, ["changes", "--domain", "d", "--since", anchor])
             #expect(try quiet.string("nextAnchor") == anchor && quiet["moreComing"] as? Bool == false, "F3")
+            #expect(try quiet.string("domainVersion") == "11", "a batch carries the version it was read at")
+            #expect(try runJSON(store, ["ls", "--domain", "d"]).string("domainVersion") == "11", "so does a page")
             expectError(
                 try runCLI(["--store", store, "--json", "changes", "--domain", "d", "--since", "AAAA"]), exit: 1,
                 code: "syncAnchorExpired")

@@ -60,6 +60,36 @@ struct ImportCrashTests {
     }
 
     @Test(
+        "§8 seed 002: kill -9 once the directory is moved into the store, before the import finished: `import --resume` finishes it from the staging area, once, byte-exact"
+    )
+    func killedAfterTakeOver() async throws {
+        try await withTemporaryDirectory { dir in
+            let tree = dir + "/tree"
+            let files = try Self.makeTree(at: tree, count: 2_000)
+            let store = dir + "/store"
+            let importer = try CLIProcess(["--store", store, "--json", "import", tree, "--domain", "d"])
+            // The directory's path goes at the takeover, before the first of 2,000 files is read.
+            let deadline = Date() + 60
+            while FileManager.default.fileExists(atPath: tree) && Date() < deadline { usleep(100) }
+            importer.kill9()
+            _ = importer.wait()
+            #expect(!FileManager.default.fileExists(atPath: tree), "the directory was taken over")
+            let domains = try runJSON(store, ["domain", "ls"]).array("domains").compactMap { $0 as? [String: Any] }
+            #expect(domains.first?["importFinished"] as? Bool == false, "killed before the import finished")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: store + "/imports").count == 1,
+                "the tree waits in the staging area")
+            let resume = try runJSON(store, ["import", "--resume"])
+            #expect(try resume.array("resumed").count == 1)
+            try await Self.expectImported(store, files)
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: store + "/imports").isEmpty,
+                "the staging area is empty once the import finished")
+            #expect(!FileManager.default.fileExists(atPath: tree), "nothing went back: every file was imported")
+        }
+    }
+
+    @Test(
         "§8 G4: kill -9 at 30 random points of an import of 2,000 files; `import --resume` finishes it once, byte-exact; a moved source is removed only after"
     )
     func killedImports() async throws {

@@ -29,7 +29,7 @@ func importTree(_ cache: ChunkCache, domain: String, folders: Int, files: Int, i
         try TestData.write(Array("content of \(id)".utf8), to: root + "/" + id)
         fileIDs.append(id)
     }
-    _ = try await cache.import(domain, fromDirectoryAt: URL(fileURLWithPath: root))
+    _ = try await cache.import(domain, fromDirectoryAt: URL(fileURLWithPath: root)).result()
     return (folderIDs, fileIDs)
 }
 

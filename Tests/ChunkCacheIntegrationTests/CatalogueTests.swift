@@ -50,6 +50,32 @@ import Testing
     }
 
     @Test(
+        "E5 §11: a page and a change batch carry the domain version they were read at, a settings bump included"
+    )
+    func pagesAndBatchesCarryDomainVersion() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            for name in ["a", "b"] {
+                try await put(cache, Array(name.utf8), as: ItemIdentifier(domain: "d", name), in: dir)
+            }
+            let root = try await cache.enumerator(for: Item.rootContainer, in: "d")
+            let first = try await root.enumerateItems(startingAt: .initialPageSortedByName, suggestedPageSize: 1)
+            #expect(first.domainVersion == DomainVersion(rawValue: 2) && first.nextPage != nil)
+            try await put(cache, Array("c".utf8), as: ItemIdentifier(domain: "d", "c"), in: dir)
+            let second = try await root.enumerateItems(startingAt: try #require(first.nextPage), suggestedPageSize: 1)
+            #expect(second.domainVersion == DomainVersion(rawValue: 3), "the version the second page was read at")
+            let batch = try await root.enumerateChanges(from: first.syncAnchor)
+            #expect(batch.updated.map(\.filename) == ["c"] && batch.domainVersion == DomainVersion(rawValue: 3))
+            // A settings change bumps the version with no item change: the next batch is empty, at the new version.
+            _ = try await cache.setDomain("d", readAhead: 1 << 20)
+            let quiet = try await root.enumerateChanges(from: batch.nextAnchor)
+            #expect(quiet.updated.isEmpty && quiet.deleted.isEmpty && !quiet.moreComing)
+            let now = try cache.domainVersion(of: "d")
+            #expect(quiet.domainVersion == DomainVersion(rawValue: 4) && quiet.domainVersion == now)
+        }
+    }
+
+    @Test(
         "§7 §11 D2 (issue 18): a put of an earlier version's bytes makes them current again: a change, a new domain version, newest in versions, served by fetch"
     )
     func revertByPut() async throws {
@@ -410,7 +436,7 @@ import Testing
             for file in ["docs/a.txt", "docs/inner/b.txt", "c.txt"] {
                 try TestData.write(Array(file.utf8), to: tree + "/" + file)
             }
-            _ = try await cache.import("w", fromDirectoryAt: URL(fileURLWithPath: tree))
+            _ = try await cache.import("w", fromDirectoryAt: URL(fileURLWithPath: tree)).result()
             func id(_ raw: String) -> ItemIdentifier { ItemIdentifier(domain: "w", raw) }
             let workingSet = try await cache.enumerator(for: Item.workingSetContainer, in: "w")
             #expect(try await listAll(workingSet).items.isEmpty, "nothing is recent, tagged, favorite or shared yet")
@@ -459,7 +485,7 @@ import Testing
             try FileManager.default.createDirectory(atPath: tree + "/y", withIntermediateDirectories: true)
             try TestData.write([1], to: tree + "/x/a")
             try TestData.write([2], to: tree + "/x/b")
-            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree))
+            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree)).result()
             let x = try await cache.enumerator(for: "x", in: "d")
             let y = try await cache.enumerator(for: "y", in: "d")
             let (fromX, fromY) = (try await x.currentSyncAnchor(), try await y.currentSyncAnchor())

@@ -88,6 +88,44 @@ import Testing
         }
     }
 
+    @Test(
+        "E2 §11: a change of a domain's settings (setDomain, setNonMaterializingProcesses) bumps its version and wakes a waiter of the domain version at once"
+    )
+    func settingsChangeWakesVersionWaiter() async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            // No check on a timer within the test: only the signal can wake the waiter before its timeout.
+            cache.store.changes.watchedPoll.withLock { $0 = .seconds(60) }
+            _ = try await cache.addDomain("d")
+            let changes: [(String, () async throws -> Void)] = [
+                ("setDomain", { _ = try await cache.setDomain("d", readAhead: 1 << 20) }),
+                (
+                    "setNonMaterializingProcesses",
+                    { _ = try await cache.setNonMaterializingProcesses(["mds"], forDomain: "d") }
+                ),
+            ]
+            for (what, change) in changes {
+                let before = try cache.domainVersion(of: "d")
+                let waiter = Task {
+                    try await cache.waitForDomainVersion(of: "d", after: before, timeout: .seconds(10))
+                }
+                try await Task.sleep(for: .milliseconds(300))
+                try await change()
+                let changed = ContinuousClock.now
+                let seen = try await waiter.value
+                #expect(seen == before.next(), "\(what) bumps the domain version once and the waiter sees it")
+                #expect(ContinuousClock.now - changed < .seconds(5), "\(what): woken by the signal, not its timeout")
+            }
+            // A waiter with nothing to see times out with nil; one of a domain removed meanwhile gets noSuchItem.
+            let current = try cache.domainVersion(of: "d")
+            #expect(try await cache.waitForDomainVersion(of: "d", after: current, timeout: .milliseconds(200)) == nil)
+            let waiter = Task { try await cache.waitForDomainVersion(of: "d", after: current, timeout: .seconds(10)) }
+            try await Task.sleep(for: .milliseconds(300))
+            try await cache.removeDomain("d")
+            #expect(await errorOf { _ = try await waiter.value }?.code == .noSuchItem)
+        }
+    }
+
     @Test("E2 §11 (issue 18): a waiter with no change returns false at its timeout, not before and not long after")
     func waiterTimesOut() async throws {
         try await withTemporaryDirectory { dir in

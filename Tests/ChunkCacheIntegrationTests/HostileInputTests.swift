@@ -1,6 +1,7 @@
 import FileIO
 import Foundation
 import LMDBKit
+import Synchronization
 import TestSupport
 import Testing
 
@@ -51,33 +52,51 @@ import Glibc
     }
 
     @Test(
-        "import follows symlinks swapped in after the walk: a file replaced after listing fails the import, nothing stored, source untouched",
+        "§8 seed 002: a file replaced after the walk (a symlink out of the tree, a FIFO, another file) is reported as that item's failure; the rest of the domain lives, the outside bytes are never served, and the file is back at the directory's path",
         arguments: Swap.allCases)
     func swappedAfterWalk(swap: Swap) async throws {
         try await withTemporaryDirectory { dir in
             let (tree, outside) = try Self.makeTree(in: dir)
             let cache = try await makeCache(dir)
-            let before = try await Self.counts(cache)
             let hooks = ImportHooks(afterWalk: { root in swap.apply(to: root + "/sub/b", outside: outside) })
-            let error = try await #require(throws: CacheError.self) {
-                try await cache.importTree("d", from: URL(fileURLWithPath: tree), copy: false, hooks: hooks)
-            }
-            #expect(error.code == .invalidArgument, "\(error)")
-            #expect(
-                error.message.contains(tree + "/sub/b") && error.message.contains("after it was listed"), "\(error)")
-            #expect(try await Self.counts(cache) == before, "the store is unchanged")
+            let failures = Mutex<[ImportFailure]>([])
+            cache.observeImportFailures { failure in failures.withLock { $0.append(failure) } }
+            let result = try await cache.importTree("d", from: URL(fileURLWithPath: tree), copy: false, hooks: hooks)
+            try Self.expectFailedEntry(result, cache, tree: tree)
+            #expect(failures.withLock { $0 } == result.failures, "each failure is announced as it happens")
+            let items = try await listAll(try await cache.enumeratorOfAllItems(in: "d")).items.map(\.identifier)
+            #expect(Set(items) == ["a", "sub", "sub/c"], "the domain lives with the rest")
+            #expect(try await cache.domains().first?.importFinished == true)
             #expect(
                 await errorCode { _ = try await cache.fetchContents(for: ItemIdentifier(domain: "d", "sub/b")) }
                     == .noSuchItem,
                 "the outside bytes are never served")
-            #expect(
-                try TestData.read(tree + "/a", count: 80_000) == TestData.random(count: 70_000, seed: 1),
-                "the source is untouched")
-            #expect(try TestData.read(tree + "/sub/c", count: 80_000) == TestData.random(count: 70_000, seed: 3))
+            let c = try await cache.fetchContents(for: ItemIdentifier(domain: "d", "sub/c"))
+            defer { unlink(c.url.path) }
+            #expect(try TestData.read(c.url.path, count: 80_000) == TestData.random(count: 70_000, seed: 3))
+            if swap == .symlinkOutside {
+                #expect(
+                    try FileSystem.symlinkTarget(tree + "/sub/b") == outside, "the link is back where the user had it")
+            }
         }
     }
 
-    @Test("FIFOs hang: a file swapped for a FIFO during import is refused at once", .timeLimit(.minutes(1)))
+    /// `sub/b` failed, `a` and `sub/c` were imported: the domain stays with them, the failure is reported,
+    /// and what was not imported is back at the directory's path.
+    static func expectFailedEntry(_ result: ImportResult, _ cache: ChunkCache, tree: String) throws {
+        #expect(result.files == 2 && result.finished, "\(result)")
+        #expect(result.failures.map(\.path) == ["sub/b"], "\(result.failures)")
+        #expect(result.failures.first?.error.message.contains("sub/b") == true, "\(result.failures)")
+        #expect(!result.sourceRemoved && result.sourceRemovalError?.contains(tree) == true, "\(result)")
+        #expect(!FileManager.default.fileExists(atPath: tree + "/a"), "what was imported is in the store")
+        #expect(
+            FileManager.default.fileExists(atPath: tree + "/sub")
+                && !FileManager.default.fileExists(atPath: tree + "/sub/c"))
+    }
+
+    @Test(
+        "FIFOs hang: a file swapped for a FIFO during import is refused at once, as that entry's failure",
+        .timeLimit(.minutes(1)))
     func fifoSwappedDuringImport() async throws {
         // The FIFO case of `swappedAfterWalk`, bounded: a blocking open would never return.
         try await withTemporaryDirectory { dir in
@@ -85,9 +104,9 @@ import Glibc
             let cache = try await makeCache(dir)
             let hooks = ImportHooks(afterWalk: { root in Swap.fifo.apply(to: root + "/a", outside: outside) })
             let started = ContinuousClock.now
-            let error = try await #require(throws: CacheError.self) {
-                try await cache.importTree("d", from: URL(fileURLWithPath: tree), copy: true, hooks: hooks)
-            }
+            let result = try await cache.importTree("d", from: URL(fileURLWithPath: tree), copy: true, hooks: hooks)
+            let error = try #require(result.failures.first?.error)
+            #expect(result.failures.map(\.path) == ["a"] && result.files == 2, "\(result)")
             #expect(error.code == .invalidArgument && error.message.contains("a FIFO"), "\(error)")
             #expect(ContinuousClock.now - started < .seconds(30))
         }
@@ -107,7 +126,7 @@ import Glibc
                 (tree + "/store/tmp", tree + "/store/tmp"),
             ] {
                 let error = try await #require(throws: CacheError.self) {
-                    try await cache.import("x", fromDirectoryAt: URL(fileURLWithPath: given))
+                    try await cache.import("x", fromDirectoryAt: URL(fileURLWithPath: given)).result()
                 }
                 #expect(error.code == .invalidArgument, "\(given): \(error)")
                 #expect(
@@ -130,7 +149,7 @@ import Glibc
             let cache = try await makeCache(dir)
             try #require(link(dir + "/store/data.mdb", tree + "/sub/copy.mdb") == 0)
             let error = try await #require(throws: CacheError.self) {
-                try await cache.import("x", fromDirectoryAt: URL(fileURLWithPath: tree), copy: false)
+                try await cache.import("x", fromDirectoryAt: URL(fileURLWithPath: tree), copy: false).result()
             }
             #expect(error.code == .invalidArgument, "\(error)")
             #expect(
@@ -150,7 +169,7 @@ import Glibc
             // An immutable file: the parent-writable check passes, the removal after publishing fails.
             try runTool("chattr", "+i", tree + "/sub/c")
             defer { try? runTool("chattr", "-i", tree + "/sub/c") }
-            let result = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree))
+            let result = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree)).result()
             #expect(result.files == 3 && !result.sourceRemoved)
             let reason = try #require(result.sourceRemovalError)
             #expect(reason.contains(tree + "/sub/c") && reason.contains(String(cString: strerror(EPERM))), "\(reason)")
@@ -160,7 +179,9 @@ import Glibc
         }
     }
 
-    @Test("§8 import removes only what it imported: a file added after the walk stays, and the result says why")
+    @Test(
+        "§8 import removes only what it imported: a file that appeared in the moved tree after the walk goes back to the directory's path, and the result says so"
+    )
     func fileAddedDuringImportStays() async throws {
         try await withTemporaryDirectory { dir in
             let (tree, _) = try Self.makeTree(in: dir)
@@ -171,11 +192,13 @@ import Glibc
             #expect(
                 try TestData.read(tree + "/sub/new", count: 10) == [1, 2, 3],
                 "never delete what the store does not hold")
+            #expect(!FileManager.default.fileExists(atPath: tree + "/a"), "what was imported is gone from it")
             #expect(
-                result.sourceRemovalError?.contains(tree + "/sub") == true,
+                result.sourceRemovalError?.contains("back at " + tree) == true,
                 "\(String(describing: result.sourceRemovalError))")
             let plain = try await cache.import(
-                "e", fromDirectoryAt: URL(fileURLWithPath: try Self.makeTree(in: dir + "/again").tree))
+                "e", fromDirectoryAt: URL(fileURLWithPath: try Self.makeTree(in: dir + "/again").tree)
+            ).result()
             #expect(plain.sourceRemoved && plain.sourceRemovalError == nil)
         }
     }

@@ -22,6 +22,96 @@ import Testing
         utimensat(AT_FDCWD, path, &times, 0)
     }
 
+    /// Waits until domain `domain`'s import has finished (up to 60 s).
+    static func waitForFinish(_ cache: ChunkCache, _ domain: String) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try await cache.domains().first(where: { $0.name == domain })?.importFinished != true {
+            try #require(ContinuousClock.now < deadline, "the import of \(domain) did not finish")
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    @Test(
+        "§8 seed 002: the system moves the directory into its cache, then calls the completion handler: at the handler the directory's path is gone and the domain exists"
+    )
+    func handlerAfterTakeOver() async throws {
+        try await withTemporaryDirectory { dir in
+            let tree = dir + "/tree"
+            try Self.writeTree(tree)
+            let cache = try await makeCache(dir)
+            let seen = await withCheckedContinuation { (continuation: CheckedContinuation<(Bool, Bool, Bool), Never>) in
+                cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree)) { error in
+                    let domainExists = (try? cache.domainVersion(of: "d")) != nil
+                    continuation.resume(
+                        returning: (error == nil, FileManager.default.fileExists(atPath: tree), domainExists))
+                }
+            }
+            #expect(seen.0, "the handler gets no error")
+            #expect(!seen.1, "the directory was moved before the handler ran: its path is no longer valid")
+            #expect(seen.2, "the domain exists when the handler runs")
+            try await Self.waitForFinish(cache, "d")
+            let top = try await cache.fetchContents(for: ItemIdentifier(domain: "d", "top.txt"))
+            defer { unlink(top.url.path) }
+            #expect(try TestData.read(top.url.path, count: 400) == TestData.text(count: 300, seed: 3))
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: dir + "/store/imports").isEmpty,
+                "the staging area is empty once the import finished")
+        }
+    }
+
+    @Test(
+        "§8 seed 002: the directory is taken over before anything is read: a file written at its path during the import does not land in it, and nothing stays behind"
+    )
+    func writesDuringImportMissTheTree() async throws {
+        try await withTemporaryDirectory { dir in
+            let tree = dir + "/tree"
+            try Self.writeTree(tree)
+            let cache = try await makeCache(dir)
+            let wrote = Mutex(false)
+            let hooks = ImportHooks(afterWalk: { _ in
+                wrote.withLock { $0 = (try? TestData.write([1, 2, 3], to: tree + "/docs/new.txt")) != nil }
+            })
+            let result = try await cache.importTree("d", from: URL(fileURLWithPath: tree), copy: false, hooks: hooks)
+            #expect(!wrote.withLock { $0 }, "the path is gone once the import began, as after mv")
+            #expect(result.files == 3 && result.sourceRemoved && result.sourceRemovalError == nil, "\(result)")
+            #expect(!FileManager.default.fileExists(atPath: tree), "nothing stays behind")
+        }
+    }
+
+    /// Whether /dev/shm is a filesystem other than the temporary directory's, for a move across filesystems.
+    static var otherFilesystem: String? {
+        let shm = "/dev/shm"
+        guard let here = try? FileSystem.status(NSTemporaryDirectory()), let there = try? FileSystem.status(shm),
+            here.st_dev != there.st_dev, (try? FileSystem.checkAccess(shm, for: .write)) != nil
+        else { return nil }
+        return shm
+    }
+
+    @Test(
+        "§8: a directory on another filesystem than the store cannot be moved in: refused before anything is touched, naming --copy; with copy it is imported and stays",
+        .enabled(if: ImportSeedTests.otherFilesystem != nil, "needs a writable /dev/shm on another filesystem"))
+    func otherFilesystemRefused() async throws {
+        try await withTemporaryDirectory(in: try #require(Self.otherFilesystem)) { elsewhere in
+            try await withTemporaryDirectory { dir in
+                let tree = elsewhere + "/tree"
+                try Self.writeTree(tree)
+                let cache = try await makeCache(dir)
+                let error = try await #require(throws: CacheError.self) {
+                    _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree)).result()
+                }
+                #expect(error.code == .invalidArgument, "\(error)")
+                #expect(
+                    error.message.contains(tree) && error.message.contains("--copy")
+                        && error.message.contains("filesystem"), "\(error)")
+                #expect(try await cache.statistics().domains == 0, "the store is as it was")
+                #expect(try TestData.read(tree + "/top.txt", count: 400) == TestData.text(count: 300, seed: 3))
+                _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true).result()
+                try await Self.waitForFinish(cache, "d")
+                #expect(FileManager.default.fileExists(atPath: tree + "/docs/old/b.bin"), "--copy leaves it")
+            }
+        }
+    }
+
     @Test(
         "G1: reimport matches files by parent, name, size and modification time before reading them: same metadata, other bytes is not seen"
     )
@@ -31,7 +121,7 @@ import Testing
             try Self.writeTree(tree)
             Self.setModified(tree + "/top.txt", to: 1_700_000_000)
             let cache = try await makeCache(dir)
-            let first = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true)
+            let first = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true).result()
             #expect(first.files == 3 && first.matchedFiles == 0 && first.finished)
             let version = try cache.domainVersion(of: "d")
             // Same size and time, other bytes: matched by metadata alone, so never read (G1).
@@ -62,7 +152,7 @@ import Testing
             let tree = dir + "/tree"
             try Self.writeTree(tree)
             let cache = try await makeCache(dir)
-            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true)
+            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true).result()
             let id = ItemIdentifier(domain: "d", "docs/a.txt")
             let before = try await cache.versions(of: id)
             let chunks = try await cache.statistics().chunks
@@ -88,7 +178,7 @@ import Testing
             let tree = dir + "/tree"
             try Self.writeTree(tree)
             let cache = try await makeCache(dir)
-            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true)
+            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true).result()
             let id = ItemIdentifier(domain: "d", "docs/a.txt")
             let before = try await cache.versions(of: id)
             let version = try cache.domainVersion(of: "d")
@@ -121,7 +211,7 @@ import Testing
             let tree = dir + "/tree"
             try Self.writeTree(tree)
             let cache = try await makeCache(dir)
-            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true)
+            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true).result()
             let id = ItemIdentifier(domain: "d", "top.txt")
             let imported = try await cache.versions(of: id).item.itemVersion.contentVersion
             let bytes = TestData.text(count: 444, seed: 18)
@@ -158,7 +248,7 @@ import Testing
             let cache = try await makeCache(dir)
             // The fetch below would record a last use a second later: a change of its own, not the reimport's.
             cache.recordsLastUse = false
-            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true)
+            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true).result()
             _ = try await cache.moveItem(
                 ItemIdentifier(domain: "d", "F/h"), to: Item.rootContainer, renamingTo: "moved")
             let folder = dir + "/F-now"
@@ -192,7 +282,7 @@ import Testing
             let tree = dir + "/tree"
             try Self.writeTree(tree)
             let cache = try await makeCache(dir)
-            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true)
+            _ = try await cache.import("d", fromDirectoryAt: URL(fileURLWithPath: tree), copy: true).result()
             let all = try await cache.enumeratorOfAllItems(in: "d")
             var replica = try await Replica(all)
             let anchor = replica.anchor

@@ -40,7 +40,8 @@ extension ChunkCache {
     }
 
     /// Says which processes may not materialize the domain's files (exact, case-sensitive names); their
-    /// fetches get `noPermission` and download nothing. Bumps the domain version.
+    /// fetches get `noPermission` and download nothing. Bumps the domain version (E3), which wakes the
+    /// waiters of ``waitForDomainVersion(of:after:timeout:)`` (E2).
     public func setNonMaterializingProcesses(_ names: [String], forDomain domain: String) async throws -> DomainVersion
     {
         try Records.validate(domain: domain, item: nil)
@@ -65,6 +66,34 @@ extension ChunkCache {
             }
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "reading domain \"\(domain)\"")
+        }
+    }
+
+    /// Waits until `domain`'s version passes `version`, or `timeout` passes: the working-set signal of E2 (the
+    /// seed's `signalEnumerator(for: .workingSet)` after each bump). Every bump wakes it, from any process: a
+    /// change to the domain's items and a change of its settings
+    /// (``setDomain(_:origin:headers:pipelineDepth:readAhead:changeHistory:)``,
+    /// ``setNonMaterializingProcesses(_:forDomain:)``) alike. The wait holds no thread.
+    ///
+    /// ```swift
+    /// var seen = try cache.domainVersion(of: "docs")
+    /// while let next = try await cache.waitForDomainVersion(of: "docs", after: seen, timeout: .seconds(60)) {
+    ///     // … read the changes, or the settings, again …
+    ///     seen = next
+    /// }
+    /// ```
+    /// - Returns: The domain's version, greater than `version`; nil once `timeout` has passed without a bump.
+    /// - Throws: `noSuchItem` for an unknown domain, or one removed while waiting; `userCancelled`.
+    public func waitForDomainVersion(of domain: String, after version: DomainVersion, timeout: Duration)
+        async throws -> DomainVersion?
+    {
+        try Records.validate(domain: domain, item: nil)
+        let store = self.store
+        return try await store.changes.wait(for: "a new version of domain \"\(domain)\"", until: .now + timeout) {
+            let current = try await runBlocking(doing: "reading domain \"\(domain)\"", store: store.path) {
+                try store.environment.read { txn in try Records.domain(domain, in: txn, store.dbs).version }
+            }
+            return current > version.rawValue ? DomainVersion(rawValue: current) : nil
         }
     }
 }

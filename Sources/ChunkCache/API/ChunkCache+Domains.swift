@@ -1,3 +1,4 @@
+import FileIO
 import Foundation
 import LMDBKit
 
@@ -41,7 +42,8 @@ extension ChunkCache {
         }
     }
 
-    /// Changes the settings given (a nil one stays as it is). Bumps the domain version when anything changed.
+    /// Changes the settings given (a nil one stays as it is). Bumps the domain version when anything changed,
+    /// which wakes the waiters of ``waitForDomainVersion(of:after:timeout:)`` (E2).
     ///
     /// - Parameters:
     ///   - name: The domain.
@@ -116,19 +118,28 @@ extension ChunkCache {
     }
 
     /// Removes a domain with its items, versions and manifests, releasing their chunks (a chunk another
-    /// domain shares stays), in one transaction.
+    /// domain shares stays), in one transaction. The directory of a moving import still under way goes back
+    /// to where the user had it: the store never held all of it.
     /// - Throws: `noSuchItem` for an unknown domain.
     public func removeDomain(_ name: String) async throws {
         try Records.validate(domain: name, item: nil)
         let dbs = store.dbs
+        let job: ImportJobRecord?
         do {
-            try await store.writer.write { txn in
+            job = try await store.writer.write { txn in
                 _ = try txn.domainForChange(name, create: false, dbs)
+                let job = try txn.importJob(name, dbs)
                 try txn.removeDomainRecords(name, dbs)
                 try txn.deleteImportJob(of: name, dbs)
+                return job
             }
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "removing domain \"\(name)\"")
+        }
+        if let job, let original = job.original, FileIdentity(ofPath: job.sources[0].root) != nil {
+            Diagnostics.attempt(
+                "move \(job.sources[0].root) back to \(original), the directory domain \"\(name)\" was importing"
+            ) { try FileSystem.rename(job.sources[0].root, to: original, options: .noReplace) }
         }
     }
 

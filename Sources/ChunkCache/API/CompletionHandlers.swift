@@ -119,17 +119,18 @@ extension ChunkCache {
     }
 
     /// `import(_:fromDirectoryAt:completionHandler:)`: as the seed, the handler runs as soon as the new domain
-    /// exists, with `nil`, or with the error that kept the import from starting (`fileExists`,
-    /// `invalidArgument`, `noPermission`, as ``import(_:fromDirectoryAt:copy:)`` throws them).
+    /// exists, the directory already moved into the store, with `nil`, or with the error that kept the import
+    /// from starting (`fileExists`, `invalidArgument`, `noPermission`, as ``import(_:fromDirectoryAt:copy:)``
+    /// throws them; the directory is then untouched).
     ///
-    /// The import then goes on in the background: the items are published in batches, what was imported is
-    /// removed from the directory, and `importDidFinish` follows when it is done
-    /// (``observeImportsFinished(_:)``; ``DomainInfo/importFinished`` turns true). The returned `Progress`
-    /// completes then too. `Progress.cancel()` before the handler ran undoes the import and reports
-    /// `userCancelled`; after it, it changes nothing: the domain the handler announced stays and its import
-    /// finishes (a crash meanwhile resumes it on the next open). An error after the handler ran (a file that
-    /// changed during the import) undoes the import, as the async form does, and is written to standard
-    /// error, since the handler has already run.
+    /// The import then goes on in the background: the items are published in batches, and `importDidFinish`
+    /// follows when it is done (``observeImportsFinished(_:)``; ``DomainInfo/importFinished`` turns true).
+    /// The returned `Progress` completes then too. `Progress.cancel()` before the handler ran undoes the
+    /// import and reports `userCancelled`; after it, it changes nothing: the domain the handler announced
+    /// stays and its import finishes (a crash meanwhile resumes it on the next open). What fails after the
+    /// handler ran never undoes the domain: an entry that fails is announced through
+    /// ``observeImportFailures(_:)`` and the rest goes on; an error that stops the import as a whole is
+    /// announced there too, and the import resumes on the next open.
     @discardableResult
     public func `import`(
         _ domain: String, fromDirectoryAt url: URL, completionHandler: @escaping @Sendable ((any Error)?) -> Void
@@ -147,12 +148,9 @@ extension ChunkCache {
         return runWithProgress(
             progress, doing: what,
             work: {
-                do {
-                    _ = try await self.importTree(domain, from: url, copy: false, hooks: hooks)
-                    progress.completedUnitCount = 1
-                } catch  where once.succeeded {
-                    Diagnostics.report("finish \(what) after its completion handler ran; the import was undone", error)
-                }
+                let started = try await self.startImport(domain, from: url, copy: false, hooks: hooks)
+                // Past the handler: a failure is announced to the observers of import failures, never undone.
+                if (try? await started.result()) != nil { progress.completedUnitCount = 1 }
             },
             fail: { error in once.call(nil, nil, ByteRange(location: 0, length: 0), [], error) })
     }

@@ -1,17 +1,19 @@
 /// Who asks, as `NSFileProviderRequest`.
+///
+/// It has no `domainVersion`: the system's request carries the domain version it last saw, but a fetch
+/// serves the item as the store holds it whatever version the asker saw (B6: the newest, or the one asked
+/// for), so nothing here would read it. The version a fetch was served at comes back in
+/// ``FetchResult/domainVersion``.
 public struct FetchRequest: Sendable, Hashable {
     /// The requesting executable's name; matched against the domain's non-materializing list.
     public var requestingProcess: String?
-    /// The domain version the requester last saw.
-    public var domainVersion: DomainVersion?
     /// Updated as the fetch downloads from the domain's origin, for a progress display.
     public var progress: DownloadProgress?
 
     public init(
-        requestingProcess: String? = nil, domainVersion: DomainVersion? = nil, progress: DownloadProgress? = nil
+        requestingProcess: String? = nil, progress: DownloadProgress? = nil
     ) {
         self.requestingProcess = requestingProcess
-        self.domainVersion = domainVersion
         self.progress = progress
     }
 }

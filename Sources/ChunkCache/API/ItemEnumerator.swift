@@ -78,24 +78,18 @@ public final class ItemEnumerator: Sendable {
     /// Waits until the domain has a change after `anchor` (from any process), or `timeout` passes: the
     /// signal a client or a mount waits on before asking for changes (E2, the seed's `signalEnumerator`).
     ///
-    /// Every commit that logs a change wakes every waiter of the store at once, in this process and in
-    /// others (`ChangeSignal`: inotify on a file each such commit touches, where Linux offers it, else a
-    /// check every 100 ms). The wait holds no thread.
+    /// Every commit that bumps a domain version wakes every waiter of the store at once, in this process and
+    /// in others (`ChangeSignal`: inotify on a file each such commit touches, where Linux offers it, else a
+    /// check every 100 ms); a waiter whose domain logged no change waits on. To hear every bump, settings
+    /// changes included, wait with ``ChunkCache/ChunkCache/waitForDomainVersion(of:after:timeout:)``. The
+    /// wait holds no thread.
     /// - Returns: Whether a change exists; false once `timeout` has passed without one.
     /// - Throws: `syncAnchorExpired` as ``enumerateChanges(from:suggestedBatchSize:)``; `userCancelled`.
     public func waitForChanges(after anchor: SyncAnchor, timeout: Duration) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        let signal = cache.store.changes
-        while true {
-            // Read before checking: a commit after the check moves it, and the wait below returns at once.
-            let seen = signal.generation()
-            if try await hasChanges(after: anchor) { return true }
-            guard ContinuousClock.now < deadline else { return false }
-            await signal.wait(after: seen, until: deadline)
-            if Task.isCancelled {
-                throw CacheError(.userCancelled, "waiting for changes of domain \"\(domain)\" was cancelled")
-            }
-        }
+        let found = try await cache.store.changes.wait(
+            for: "changes of domain \"\(domain)\"", until: .now + timeout
+        ) { try await hasChanges(after: anchor) ? true : nil }
+        return found ?? false
     }
 
     private func hasChanges(after anchor: SyncAnchor) async throws -> Bool {

@@ -123,10 +123,10 @@ extension WriteTransaction {
     }
 
     /// Saves the domain with its new version and compacts what the log keeps beyond its history. Once the
-    /// transaction commits, the writer wakes the waiters of changes (``ChangeSignal``).
+    /// transaction commits, the writer wakes the waiters (``ChangeSignal``): every bump is signalled (E2).
     @available(*, noasync)
     mutating func finish(_ changes: DomainChanges, _ dbs: Databases) throws {
-        if changes.count > 0 { dbs.changeMarks.mark() }
+        dbs.changeMarks.mark()
         var record = changes.record
         record.retainedChanges += UInt64(changes.count)
         try compactChanges(&record, domainKey: changes.key, before: changes.version.rawValue, now: changes.now, dbs)

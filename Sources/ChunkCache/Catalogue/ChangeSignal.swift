@@ -2,8 +2,9 @@ import FileIO
 import Foundation
 import Synchronization
 
-/// Whether the write transaction under way appended to a domain's change log: set by
-/// ``WriteTransaction/finish(_:_:)``, read by the writer once the transaction commits.
+/// Whether the write transaction under way bumped a domain's version (or removed a domain): set by
+/// ``WriteTransaction/finish(_:_:)`` and ``WriteTransaction/bump(_:named:_:)``, read by the writer once the
+/// transaction commits.
 final class ChangeMarks: Sendable {
     private let marked = Atomic<Bool>(false)
 
@@ -13,15 +14,17 @@ final class ChangeMarks: Sendable {
     func take() -> Bool { marked.exchange(false, ordering: .relaxed) }
 }
 
-/// Wakes every process waiting for a store's changes (CONTRACT §11, E2: the seed's `signalEnumerator`):
-/// after each commit that appends to a change log, the writer touches ``fileName`` in the store's folder.
+/// Wakes every process waiting for a store's changes (CONTRACT §11, E2: the seed's `signalEnumerator` after
+/// every domain-version bump): after each commit that bumps a domain's version, whether it logged item
+/// changes or changed the domain's settings, the writer touches ``fileName`` in the store's folder.
 /// Waiters watch the folder with inotify (``DirectoryWatch``) through ``InputWatches``, so no thread is held
 /// per store while they wait; waiters of this process are woken directly as well. Where inotify is not available
 /// (or its limits are reached), waiters fall back to polling every ``fallbackPoll``.
 ///
-/// A wake-up says only that some domain of the store changed: waiters check their own domain again.
+/// A wake-up says only that some domain of the store changed: waiters check their own domain again (its
+/// change log, or its version).
 final class ChangeSignal: Sendable {
-    /// The file each commit with changes touches, in the store's folder: empty, it takes no space.
+    /// The file each commit with a bump touches, in the store's folder: empty, it takes no space.
     static let fileName = "changes.signal"
     /// How often a waiter checks on its own when inotify is not available.
     static let fallbackPoll = Duration.milliseconds(100)
@@ -63,7 +66,7 @@ final class ChangeSignal: Sendable {
     /// Clears the mark of a transaction that did not commit; called before each transaction.
     func clearMark() { _ = marks.take() }
 
-    /// After a commit: when it appended to a change log, wakes every waiter, here and in other processes.
+    /// After a commit: when it bumped a domain's version, wakes every waiter, here and in other processes.
     func postIfMarked() {
         guard marks.take() else { return }
         do {
@@ -83,6 +86,21 @@ final class ChangeSignal: Sendable {
     func generation() -> UInt64 {
         startWatching()
         return state.withLock { $0.generation }
+    }
+
+    /// Runs `check` now and after each wake-up until it finds something, `deadline` passes (then nil), or
+    /// the task is cancelled (`userCancelled`, saying it was waiting for `what`).
+    func wait<Found: Sendable>(
+        for what: String, until deadline: ContinuousClock.Instant, _ check: () async throws -> Found?
+    ) async throws -> Found? {
+        while true {
+            // Read before checking: a commit after the check moves it, and the wait below returns at once.
+            let seen = generation()
+            if let found = try await check() { return found }
+            guard ContinuousClock.now < deadline else { return nil }
+            await wait(after: seen, until: deadline)
+            if Task.isCancelled { throw CacheError(.userCancelled, "waiting for \(what) was cancelled") }
+        }
     }
 
     /// Waits until a wake-up after `seen` (``generation()``), `deadline`, or the task's cancellation; at

@@ -10,6 +10,9 @@ public struct ItemPage: Sendable {
     /// The anchor taken when the listing's first page was read (F2): the changes from it cover everything
     /// the listing may have missed.
     public var syncAnchor: SyncAnchor
+    /// The domain's version when this page was read, as the system reads `domainVersion` with each page
+    /// (E5); a waiter of ``ChunkCache/ChunkCache/waitForDomainVersion(of:after:timeout:)`` starts from it.
+    public var domainVersion: DomainVersion
 }
 
 /// A batch of changes, as `enumerateChanges(for:from:)` delivers it.
@@ -23,6 +26,10 @@ public struct ChangeBatch: Sendable {
     public var nextAnchor: SyncAnchor
     /// More changes follow: ask again from ``nextAnchor``.
     public var moreComing: Bool
+    /// The domain's version when this batch was read, as the system reads `domainVersion` after
+    /// `finishEnumeratingChanges` (E5). With ``moreComing`` the batch stops before it; a bump that logs no
+    /// item change (a settings change) moves it with no change in the batch.
+    public var domainVersion: DomainVersion
 }
 
 /// Reads pages and change batches of a domain's catalogue in one read transaction each (CONTRACT §11).
@@ -167,7 +174,9 @@ enum CatalogueReader {
         }
         var next = listing
         next.position = last
-        return ItemPage(items: items, nextPage: more ? next.page : nil, syncAnchor: anchor)
+        return ItemPage(
+            items: items, nextPage: more ? next.page : nil, syncAnchor: anchor,
+            domainVersion: DomainVersion(rawValue: domain.version))
     }
 
     /// Items changed after domain version `version`, by identifier hash, with where each was at that
@@ -256,7 +265,9 @@ enum CatalogueReader {
         } else {
             next = start  // no change: the same anchor (F3)
         }
-        return ChangeBatch(updated: updated, deleted: deleted, nextAnchor: next.anchor, moreComing: more)
+        return ChangeBatch(
+            updated: updated, deleted: deleted, nextAnchor: next.anchor, moreComing: more,
+            domainVersion: DomainVersion(rawValue: domain.version))
     }
 
     /// The position of an anchor that can be resumed in this domain, or `syncAnchorExpired` saying why not.

@@ -3,6 +3,9 @@ import LMDBKit
 
 /// An import or reimport under way, persisted so a crash at any point resumes where it was (CONTRACT §8):
 /// the trees still to walk, whether the first one's source is to be removed, and the writer running it.
+///
+/// A moving import (without `--copy`) walks its tree in the store's staging area (``Store/importsPath``):
+/// ``sources``' first root is there, and ``original`` says where the user had it.
 struct ImportJobRecord: StoreRecord {
     enum Phase: UInt8 {
         case importing = 0
@@ -25,6 +28,10 @@ struct ImportJobRecord: StoreRecord {
     /// Sources fully taken in.
     var done: Int
     var startedAt: Double
+    /// The directory a moving import took over, as the user had it (canonical): the tree is renamed from
+    /// here into the staging area before anything is read, and what is not imported goes back here. nil
+    /// for `--copy` and reimports, which read in place.
+    var original: String? = nil
 
     static let remedy = "remove the domain (`chunkcache domain rm`) and import it again"
 
@@ -40,6 +47,8 @@ struct ImportJobRecord: StoreRecord {
             w.appendPrefixed(source.root)
             w.appendPrefixed(source.below)
         }
+        w.append(UInt8(original == nil ? 0 : 1))
+        if let original { w.appendPrefixed(original) }
     }
 }
 
@@ -63,6 +72,8 @@ extension ImportJobRecord {
         guard done <= sources.count, !sources.isEmpty else {
             throw RecordDamage(problem: "counts more trees done than it has")
         }
+        // Jobs written before imports moved their tree into the staging area end here.
+        if r.offset < r.buffer.count, try r.read(UInt8.self) == 1 { original = try r.readPrefixedString() }
     }
 }
 
@@ -104,13 +115,14 @@ extension WriteTransaction {
         _ = try delete(dbs.meta, key: Keys.importJob(domain))
     }
 
-    /// Starts importing `source` into the new domain `domain`: creates the domain (its import unfinished)
-    /// and the job, in one transaction.
+    /// Starts importing `root` into the new domain `domain`: creates the domain (its import unfinished)
+    /// and the job, in one transaction. With a `staging` path the job walks the tree there, once it is
+    /// moved (a moving import); without one it reads `root` in place and leaves it (`--copy`).
     /// - Throws: `fileExists` when the domain exists.
     @available(*, noasync)
-    mutating func beginImport(_ domain: String, from root: String, copy: Bool, writer: WriterToken, _ dbs: Databases)
-        throws -> ImportJobRecord
-    {
+    mutating func beginImport(
+        _ domain: String, from root: String, staging: String?, writer: WriterToken, _ dbs: Databases
+    ) throws -> ImportJobRecord {
         guard try !contains(dbs.domains, key: Keys.domain(domain)) else {
             throw CacheError(.fileExists, "domain \"\(domain)\" already exists; import into a new domain name")
         }
@@ -119,8 +131,9 @@ extension WriteTransaction {
         record.importEpoch = 1
         try put(dbs.domains, key: Keys.domain(domain), value: record.encoded())
         let job = ImportJobRecord(
-            writer: writer, epoch: 1, copy: copy, phase: .importing,
-            sources: [.init(root: root, below: Item.rootContainer)], done: 0, startedAt: record.createdAt)
+            writer: writer, epoch: 1, copy: staging == nil, phase: .importing,
+            sources: [.init(root: staging ?? root, below: Item.rootContainer)], done: 0, startedAt: record.createdAt,
+            original: staging == nil ? nil : root)
         try saveImportJob(job, of: domain, dbs)
         return job
     }
@@ -156,7 +169,10 @@ extension WriteTransaction {
         guard record.importFinishedEpoch < epoch else { return false }
         record.importFinishedEpoch = epoch
         record.importsFinished += 1
-        if record.version == 0 { record.version = DomainVersion.initial.rawValue }  // an empty tree
+        if record.version == 0 {  // an empty tree: the domain's first version, signalled as any bump (E2)
+            record.version = DomainVersion.initial.rawValue
+            dbs.changeMarks.mark()
+        }
         try put(dbs.domains, key: Keys.domain(domain), value: record.encoded())
         return true
     }

@@ -2,14 +2,24 @@ import Foundation
 import LMDBKit
 import Synchronization
 
-/// Tells observers of this process that an import finished: the library's `importDidFinish` event.
+/// Tells observers of this process that an import finished (the library's `importDidFinish` event), or that
+/// an entry, or a whole import, failed.
 final class ImportEvents: Sendable {
     private let observers = Mutex<[@Sendable (String) -> Void]>([])
+    private let failureObservers = Mutex<[@Sendable (ImportFailure) -> Void]>([])
 
     func observe(_ observer: @escaping @Sendable (String) -> Void) { observers.withLock { $0.append(observer) } }
 
+    func observeFailures(_ observer: @escaping @Sendable (ImportFailure) -> Void) {
+        failureObservers.withLock { $0.append(observer) }
+    }
+
     func post(_ domain: String) {
         for observer in observers.withLock({ $0 }) { observer(domain) }
+    }
+
+    func post(_ failure: ImportFailure) {
+        for observer in failureObservers.withLock({ $0 }) { observer(failure) }
     }
 }
 
@@ -18,6 +28,13 @@ extension ChunkCache {
     /// `importDidFinish`, once per import epoch, also when a reimport joined the import under way (G4).
     public func observeImportsFinished(_ handler: @escaping @Sendable (_ domain: String) -> Void) {
         store.importEvents.observe(handler)
+    }
+
+    /// Calls `handler` with each entry an import or reimport this process runs could not take in, as it
+    /// happens (the import goes on without it; ``ImportResult/failures`` lists them at the end), and with
+    /// the error that stopped an import as a whole (``ImportFailure/path`` nil; it resumes on the next open).
+    public func observeImportFailures(_ handler: @escaping @Sendable (ImportFailure) -> Void) {
+        store.importEvents.observeFailures(handler)
     }
 
     /// Takes in `url` again as the contents of `item` (the root by default), as `reimportItems(below:)`:

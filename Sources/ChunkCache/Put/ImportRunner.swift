@@ -44,6 +44,7 @@ struct ImportRunner {
             }
             switch job.phase {
             case .importing where job.done < job.sources.count:
+                if job.done == 0 { try ensureStaged(job) }
                 // The first tree of a first import goes into an empty domain: nothing there to delete.
                 try take(job.sources[job.done], deletingUnseen: job.epoch > 1 || job.done > 0)
                 try store.writer.writeAndWait { txn in
@@ -66,7 +67,7 @@ struct ImportRunner {
                         return recorded
                     } || finished
             case .removingSource:
-                removalError = try removeImported(job.sources[0])
+                removalError = try removeImported(job.sources[0], original: job.original)
                 try store.writer.writeAndWait { txn in try txn.deleteImportJob(of: domain, store.dbs) }
             }
         }
@@ -173,43 +174,30 @@ struct ImportRunner {
                 steps.append(.symlink(link, replacing: existing?.kind == .symlink ? existing : nil))
                 seen.insert(id)
             case .file:
-                tally.files += 1
                 let size = entry.size
                 if let existing, existing.kind == .file,
                     try matches(existing, size: size, modified: entry.modificationDate)
                 {
+                    tally.files += 1
                     tally.matched += 1  // G1: same parent, name, size and time: nothing is read
                     tally.logicalBytes += size
                     seen.insert(existing.identifier)
                     continue
                 }
-                let path = root + "/" + entry.relativePath
-                let file = try openRegularFile(path, listedAs: entry.identity)
                 let id =
                     existing?.kind == .file
                     ? existing!.identifier : try freshIdentifier(source.below, entry.relativePath, taken: seen)
-                let length = try file.closeAfter { () throws -> Int64 in
-                    let length = Int64(try file.status().st_size)
-                    if length <= Self.smallFileLimit {
-                        let (root, chunks) = try encodeWhole(file, length: length, path: path)
-                        steps.append(
-                            .smallFile(
-                                id: id, parent: parentID, name: entry.filename, modified: entry.modificationDate,
-                                length: length, root: root, chunks: chunks))
-                    } else {
-                        let previous =
-                            existing?.kind == .file
-                            ? try Ingestor.previousVersion(of: id, domain: domain, store: store) : nil
-                        let content = try Ingestor(store: store, cancellation: cancellation).ingest(
-                            file, length: length, path: path, previous: previous)
-                        steps.append(
-                            .file(
-                                id: id, parent: parentID, name: entry.filename, modified: entry.modificationDate,
-                                content: content))
-                        tally.newChunks += content.counts.newChunks
-                    }
-                    return length
+                let length: Int64
+                do {
+                    length = try takeFile(
+                        entry, root: root, id: id, parent: parentID, existing: existing, steps: &steps)
+                } catch let error as CacheError where Self.failsOnlyItsEntry(error) {
+                    // The entry's failure, not the import's: reported, and the rest goes on (seed 002).
+                    fail(entry, error)
+                    if existing?.kind == .file { seen.insert(id) }  // unread is not gone: a reimport keeps it
+                    continue
                 }
+                tally.files += 1
                 seen.insert(id)
                 tally.logicalBytes += length
                 batchBytes += length
@@ -219,6 +207,50 @@ struct ImportRunner {
                 steps = []
                 batchBytes = 0
             }
+        }
+    }
+
+    /// Whether an error taking in one file is that file's alone: anything but a cancel or a damaged store.
+    private static func failsOnlyItsEntry(_ error: CacheError) -> Bool {
+        error.code != .userCancelled && error.code != .corruptData
+    }
+
+    /// Records and announces that `entry` could not be taken in.
+    private mutating func fail(_ entry: TreeEntry, _ error: CacheError) {
+        let failure = ImportFailure(domain: domain, path: entry.relativePath, error: error)
+        tally.failures.append(failure)
+        store.importEvents.post(failure)
+    }
+
+    /// Reads or ingests one listed file as the step that publishes it; returns its length.
+    @available(*, noasync)
+    private mutating func takeFile(
+        _ entry: TreeEntry, root: String, id: String, parent parentID: String, existing: ItemRecord?,
+        steps: inout [Step]
+    ) throws -> Int64 {
+        let path = root + "/" + entry.relativePath
+        let file = try openRegularFile(path, listedAs: entry.identity)
+        return try file.closeAfter { () throws -> Int64 in
+            let length = Int64(try file.status().st_size)
+            if length <= Self.smallFileLimit {
+                let (root, chunks) = try encodeWhole(file, length: length, path: path)
+                steps.append(
+                    .smallFile(
+                        id: id, parent: parentID, name: entry.filename, modified: entry.modificationDate,
+                        length: length, root: root, chunks: chunks))
+            } else {
+                let previous =
+                    existing?.kind == .file
+                    ? try Ingestor.previousVersion(of: id, domain: domain, store: store) : nil
+                let content = try Ingestor(store: store, cancellation: cancellation).ingest(
+                    file, length: length, path: path, previous: previous)
+                steps.append(
+                    .file(
+                        id: id, parent: parentID, name: entry.filename, modified: entry.modificationDate,
+                        content: content))
+                tally.newChunks += content.counts.newChunks
+            }
+            return length
         }
     }
 
@@ -383,11 +415,27 @@ struct ImportRunner {
         return (root, FileIdentity(status))
     }
 
-    /// Removes from the source what the domain holds of it: the files it matches (so a file added after the
-    /// walk, or changed since, stays), the folders left empty, then the root. Returns why something could not
-    /// be removed, or nil.
+    /// A moving import whose process died between recording its job and moving its directory: moves it
+    /// into the staging area now. Nothing to do once it is there.
     @available(*, noasync)
-    private func removeImported(_ source: ImportJobRecord.Source) throws -> String? {
+    private func ensureStaged(_ job: ImportJobRecord) throws {
+        let staging = job.sources[0].root
+        guard let original = job.original, FileIdentity(ofPath: staging) == nil else { return }
+        guard FileIdentity(ofPath: original) != nil else {
+            throw CacheError(
+                .invalidArgument,
+                "\(original), which domain \"\(domain)\" was importing, is gone and was never moved into the store; remove the domain (`chunkcache domain rm`) and import the directory again"
+            )
+        }
+        try ChunkCache.moveIntoStaging(original, to: staging, store: store)
+    }
+
+    /// Removes from the source what the domain holds of it: the files it matches (so a file added after the
+    /// walk, or changed since, stays), the folders left empty, then the root. For a moving import the
+    /// source is the staging area, and what is left of it (entries that failed) goes back to `original`.
+    /// Returns where what was not removed is and why, or nil.
+    @available(*, noasync)
+    private func removeImported(_ source: ImportJobRecord.Source, original: String?) throws -> String? {
         guard let (root, identity) = try? Self.checkTree(source.root) else { return nil }  // already gone
         guard let entries = try? TreeEntry.walk(root, rootIdentity: identity, refusing: StoreFootprint(store)) else {
             return "could not list \(root) to remove it; the domain holds what was imported, so remove it yourself"
@@ -411,7 +459,23 @@ struct ImportRunner {
                 continue
             }
         }
-        return ChunkCache.removeImported(imported, root: root)
+        let failure = ChunkCache.removeImported(imported, root: root)
+        guard let original else {
+            return failure.map {
+                "could not remove \($0); the domain holds what was imported, so remove the rest of \(root) yourself"
+            }
+        }
+        guard FileIdentity(ofPath: root) != nil else { return nil }  // all of it was imported
+        let why = failure.map { "; could not remove \($0)" } ?? ""
+        do {
+            try FileSystem.rename(root, to: original, options: .noReplace)
+            // Named where the user finds them now.
+            return
+                "what the store did not take in, or could not remove, is back at \(original) (the domain holds the rest)\(why.replacingOccurrences(of: root, with: original)): see the import's failures, then `put` or reimport it"
+        } catch {
+            return
+                "what the store did not take in, or could not remove, is kept at \(root), since \(original) exists again (\(error))\(why): move it out of the store yourself"
+        }
     }
 }
 
@@ -422,4 +486,6 @@ struct ImportTally {
     var matched = 0
     var logicalBytes: Int64 = 0
     var newChunks = 0
+    /// Entries that could not be taken in.
+    var failures: [ImportFailure] = []
 }

@@ -2,7 +2,7 @@ import FileIO
 import Foundation
 import LMDBKit
 
-/// What ``ChunkCache/import(_:fromDirectoryAt:copy:)`` took in.
+/// What an import (``ChunkCache/import(_:fromDirectoryAt:copy:)``) or a reimport took in.
 public struct ImportResult: Sendable, Hashable {
     public var domain: String
     /// Regular files, folders and symlinks recorded as items.
@@ -13,17 +13,67 @@ public struct ImportResult: Sendable, Hashable {
     public var newChunks: Int
     /// The new domain's version.
     public var domainVersion: DomainVersion
-    /// Whether the source directory was removed (it stays with `copy`, or when removing it failed).
+    /// Whether the source directory is gone from the user's side: it was moved into the store and all of
+    /// it imported (false with `copy`, or when something of it was not imported).
     public var sourceRemoved: Bool
-    /// Why the source directory is still there although it was to be removed: the first path that could not
-    /// be removed and the system's reason. `nil` when it was removed or `copy` kept it. The domain is
-    /// imported either way.
+    /// Where what was not imported of a moved directory is now, and what to do: it goes back to the
+    /// directory's path (``failures`` says why each entry failed), or stays in the store's staging area
+    /// when that path exists again. `nil` when everything was imported or `copy` kept the directory. The
+    /// domain holds what was imported either way.
     public var sourceRemovalError: String?
     /// Files already in the store with the same parent, name, size and modification time (the item's, or
     /// the time an earlier reimport found the file holding the same bytes): not read (G1).
     public var matchedFiles: Int = 0
     /// The import's epoch finished (false when a reimport joined it and another process runs it).
     public var finished: Bool = true
+    /// The entries that could not be taken in (a file replaced, unreadable or changed while it was read),
+    /// each also announced through ``ChunkCache/observeImportFailures(_:)`` as it happened. The rest of
+    /// the import went on: a failed entry never undoes the domain.
+    public var failures: [ImportFailure] = []
+}
+
+/// An entry an import could not take in, or the error that stopped an import as a whole.
+public struct ImportFailure: Sendable, Hashable, CustomStringConvertible {
+    /// The domain imported into.
+    public var domain: String
+    /// The entry's path relative to the imported directory; nil when the import as a whole stopped (it
+    /// resumes on the next open, or with ``ChunkCache/resumeImports()``).
+    public var path: String?
+    /// Why, naming the file.
+    public var error: CacheError
+
+    public static func == (a: ImportFailure, b: ImportFailure) -> Bool {
+        a.domain == b.domain && a.path == b.path && a.error.code == b.error.code && a.error.message == b.error.message
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(domain)
+        hasher.combine(path)
+        hasher.combine(error.message)
+    }
+
+    public var description: String { "\(path ?? "the import of domain \"\(domain)\""): \(error)" }
+}
+
+/// An import whose domain exists: what ``ChunkCache/import(_:fromDirectoryAt:copy:)`` returns, at the
+/// moment the seed's completion handler runs. The directory is the store's by then (moved into its staging
+/// area, unless `copy`); its items are taken in in the background, to `importDidFinish`.
+public final class ImportOperation: Sendable {
+    /// The new domain.
+    public let domain: String
+    private let task: Task<ImportResult, any Error>
+
+    init(domain: String, task: Task<ImportResult, any Error>) {
+        self.domain = domain
+        self.task = task
+    }
+
+    /// Waits for the end of the import: every item in (or reported in ``ImportResult/failures``) and
+    /// `importDidFinish` recorded. Cancelling the wait does not stop the import.
+    /// - Throws: The error that stopped the import as a whole (a store that cannot be written, a tree that
+    ///   cannot be listed): the domain keeps what was published, and the import resumes on the next open or
+    ///   with ``ChunkCache/resumeImports()``.
+    public func result() async throws -> ImportResult { try await task.value }
 }
 
 /// One entry of a directory tree, by its path relative to the root.
@@ -181,68 +231,151 @@ struct StoreFootprint {
 struct ImportHooks: Sendable {
     /// Runs after the walk, before any file is read, with the tree's root.
     var afterWalk: @Sendable (String) -> Void = { _ in }
-    /// Runs once the new domain exists, before any file is taken in; a throw undoes the import.
+    /// Runs once the new domain exists and the directory is the store's, before the import is handed back
+    /// and any file is taken in; a throw undoes the import (the directory goes back).
     var domainCreated: @Sendable () throws -> Void = {}
 }
 
 extension ChunkCache {
-    /// Creates the domain `domain` from the directory hierarchy at `url`, as `import(_:fromDirectoryAt:)`.
+    /// Creates the domain `domain` from the directory hierarchy at `url`, as `import(_:fromDirectoryAt:)`,
+    /// and returns as soon as the domain exists, as the seed's completion handler runs.
     ///
-    /// Each regular file becomes a file item identified by its relative path, each folder a folder item,
-    /// each symlink a symlink item (never followed). The domain is created first (at domain version 0, its
-    /// import unfinished), then the items are published in batches, each one transaction of changes (see
-    /// `ImportRunner`), and `importDidFinish` is recorded when the last one is in. By default what was
-    /// imported is then removed from the directory (the store owns the data now); with `copy` it stays. This
-    /// method returns when all of that is done. On any error the import is undone: the store and the
-    /// directory are left as they were (a crash instead resumes the import on the next open).
+    /// By default the directory is taken over first, as the seed's system "moves the provided directory
+    /// into its local cache": one `rename(2)` into the store's staging area, so once this returns `url` is
+    /// no longer valid and nothing the user writes there reaches the import. A directory on another
+    /// filesystem than the store cannot be renamed in and is refused (`invalidArgument`, naming `--copy`):
+    /// a copy-then-remove would read files the user can still write and leave half a tree on either side of
+    /// a failure. With `copy` the directory is read in place and stays.
     ///
-    /// Only the regular files listed by the walk are read, each checked to be the file listed (a file
-    /// swapped for a symlink, a FIFO or another file meanwhile fails the import). A tree that holds the
-    /// store, or lies inside it, is refused before anything is read.
+    /// Then, in the background, each regular file becomes a file item identified by its relative path, each
+    /// folder a folder item, each symlink a symlink item (never followed), published in batches, each one
+    /// transaction of changes (see `ImportRunner`), and `importDidFinish` is recorded when the last one is in
+    /// (``observeImportsFinished(_:)``, ``ImportOperation/result()``). An entry that fails (a file swapped
+    /// for a symlink, a FIFO or another file, or unreadable) is reported in ``ImportResult/failures`` and
+    /// through ``observeImportFailures(_:)``, and the rest goes on: the domain is never undone once it
+    /// exists. What was imported is removed from the staging area; what was not goes back to `url`. A crash
+    /// at any point resumes on the next open, from the staging area.
     ///
-    /// - Returns: What was imported; ``ImportResult/sourceRemovalError`` says why the directory is still
-    ///   there when removing it failed after the domain was published.
+    /// A tree that holds the store, or lies inside it, is refused before anything is read.
+    ///
+    /// - Returns: The import under way; ``ImportOperation/result()`` waits for its end.
     /// - Throws: `fileExists` when the domain exists (the directory is untouched); `invalidArgument` when
-    ///   `url` is not a directory, holds the store or lies inside it, or a file changed during the import;
-    ///   `noPermission` when the directory's folder is not writable (without `copy`).
-    public func `import`(_ domain: String, fromDirectoryAt url: URL, copy: Bool = false) async throws -> ImportResult {
-        try await importTree(domain, from: url, copy: copy, hooks: ImportHooks())
+    ///   `url` is not a directory, holds the store, lies inside it, or (without `copy`) is on another
+    ///   filesystem; `noPermission` when the directory cannot be moved (without `copy`). The store and the
+    ///   directory are then as they were.
+    public func `import`(_ domain: String, fromDirectoryAt url: URL, copy: Bool = false) async throws
+        -> ImportOperation
+    {
+        try await startImport(domain, from: url, copy: copy, hooks: ImportHooks())
     }
 
-    /// ``import(_:fromDirectoryAt:copy:)`` with `hooks` between its steps.
+    /// ``import(_:fromDirectoryAt:copy:)`` with `hooks` between its steps, to its end.
     func importTree(_ domain: String, from url: URL, copy: Bool, hooks: ImportHooks) async throws -> ImportResult {
+        try await startImport(domain, from: url, copy: copy, hooks: hooks).result()
+    }
+
+    /// Creates the domain and takes the directory over, then runs the import in the background.
+    func startImport(_ domain: String, from url: URL, copy: Bool, hooks: ImportHooks) async throws
+        -> ImportOperation
+    {
         try Records.validate(domain: domain, item: nil)
         let store = self.store
         let path = url.standardizedFileURL.path
-        return try await runBlocking(doing: "importing \(path) as domain \"\(domain)\"", store: store.path) {
-            cancellation in
-            let (root, _) = try Self.checkImportable(domain, path: path, removing: !copy, store: store)
-            let writer = try store.writerToken()
-            guard store.runningImports.claim(domain) else {
-                throw CacheError(
-                    .fileExists,
-                    "domain \"\(domain)\" is being imported by this process already; import into a new domain name")
-            }
+        let what = "importing \(path) as domain \"\(domain)\""
+        let writer = try await runBlocking(doing: what, store: store.path) { _ in
+            try Self.beginImport(domain, path: path, copy: copy, hooks: hooks, store: store)
+        }
+        let task = Task.detached { () async throws -> ImportResult in
             defer { store.runningImports.release(domain) }
-            _ = try store.writer.writeAndWait { txn in
-                try txn.beginImport(domain, from: root, copy: copy, writer: writer, store.dbs)
-            }
-            var runner = ImportRunner(
-                store: store, domain: domain, writer: writer, cancellation: cancellation, hooks: hooks)
             do {
-                try hooks.domainCreated()
-                let outcome = try runner.run()
-                return try Self.importResult(domain, runner.tally, outcome, copy: copy, store: store)
+                return try await runBlocking(doing: what, store: store.path) { cancellation in
+                    var runner = ImportRunner(
+                        store: store, domain: domain, writer: writer, cancellation: cancellation, hooks: hooks)
+                    let outcome = try runner.run()
+                    return try Self.importResult(domain, runner.tally, outcome, copy: copy, store: store)
+                }
             } catch {
-                // An error, not a crash: the import is undone, as if it never began (a crash resumes instead).
+                // The domain stays with what was published; the job resumes on the next open.
+                store.importEvents.post(
+                    ImportFailure(
+                        domain: domain, path: nil, error: CacheError.wrap(error, store: store.path, doing: what)))
+                throw error
+            }
+        }
+        return ImportOperation(domain: domain, task: task)
+    }
+
+    /// The first steps of an import, undone on any error: checks, the domain and its job in one transaction,
+    /// the move into the staging area (without `copy`), then `hooks.domainCreated`. Returns the writer that
+    /// runs the job, holding the domain's claim in ``Store/runningImports`` for it.
+    @available(*, noasync)
+    private static func beginImport(_ domain: String, path: String, copy: Bool, hooks: ImportHooks, store: Store)
+        throws -> WriterToken
+    {
+        let root = try checkImportable(domain, path: path, removing: !copy, store: store)
+        let writer = try store.writerToken()
+        guard store.runningImports.claim(domain) else {
+            throw CacheError(
+                .fileExists,
+                "domain \"\(domain)\" is being imported by this process already; import into a new domain name")
+        }
+        var staged: String?
+        do {
+            let staging = copy ? nil : try stagingPath(store)
+            _ = try store.writer.writeAndWait { txn in
+                try txn.beginImport(domain, from: root, staging: staging, writer: writer, store.dbs)
+            }
+            do {
+                if let staging {
+                    try moveIntoStaging(root, to: staging, store: store)
+                    staged = staging
+                }
+                try hooks.domainCreated()
+            } catch {
+                // Before the domain was handed back: the import is undone, as if it never began.
                 Diagnostics.attempt("roll back the import of \(root) as domain \"\(domain)\"") {
+                    if let staged { try FileSystem.rename(staged, to: root, options: .noReplace) }
                     try store.writer.writeAndWait { txn in
                         try txn.removeDomainRecords(domain, store.dbs)
                         try txn.deleteImportJob(of: domain, store.dbs)
                     }
                 }
-                throw CacheError.wrap(error, store: store.path, doing: "importing \(root) as domain \"\(domain)\"")
+                throw error
             }
+        } catch {
+            store.runningImports.release(domain)
+            throw CacheError.wrap(error, store: store.path, doing: "importing \(root) as domain \"\(domain)\"")
+        }
+        return writer
+    }
+
+    /// A new name in the store's staging area, which is made on first use.
+    @available(*, noasync)
+    private static func stagingPath(_ store: Store) throws -> String {
+        do throws(Errno) {
+            try FileSystem.makeDirectory(store.importsPath, mode: 0o700)
+        } catch  where error == .fileExists {
+        } catch {
+            throw CacheError.file(error, path: store.importsPath, doing: "making the store's staging area for imports")
+        }
+        return store.importsPath + "/" + String(UInt64.random(in: 1...UInt64.max), radix: 16)
+    }
+
+    /// Takes the tree at `root` over: one `rename(2)` to `staging`, so nothing written at `root` afterwards
+    /// reaches the import (seed 002: the system moves the directory into its cache).
+    @available(*, noasync)
+    static func moveIntoStaging(_ root: String, to staging: String, store: Store) throws {
+        do throws(Errno) {
+            try FileSystem.rename(root, to: staging, options: .noReplace)
+        } catch  where error.rawValue == EXDEV {
+            throw CacheError.otherFilesystem(root, store: store.path)
+        } catch  where error.rawValue == EACCES || error.rawValue == EPERM {
+            throw CacheError(
+                .noPermission,
+                "\(root) cannot be moved into the store \(store.path) (\(error)): give write access to it and its folder, or pass --copy to leave it in place",
+                underlying: error)
+        } catch {
+            throw CacheError.file(error, path: root, doing: "moving the directory to import into the store")
         }
     }
 
@@ -259,14 +392,14 @@ extension ChunkCache {
             logicalBytes: tally.logicalBytes,
             newChunks: tally.newChunks, domainVersion: DomainVersion(rawValue: record.version),
             sourceRemoved: !copy && outcome.removalError == nil, sourceRemovalError: outcome.removalError,
-            matchedFiles: tally.matched, finished: record.importFinishedEpoch == record.importEpoch)
+            matchedFiles: tally.matched, finished: record.importFinishedEpoch == record.importEpoch,
+            failures: tally.failures)
     }
 
-    /// Checks that `domain` is new and `path` a directory that can be imported; returns its canonical path
-    /// and identity.
-    private static func checkImportable(_ domain: String, path: String, removing: Bool, store: Store) throws -> (
-        String, FileIdentity
-    ) {
+    /// Checks that `domain` is new and `path` a directory that can be imported (moved into the store when
+    /// `removing`); returns its canonical path.
+    @available(*, noasync)
+    private static func checkImportable(_ domain: String, path: String, removing: Bool, store: Store) throws -> String {
         let exists: Bool
         do {
             exists = try store.environment.read { txn in try txn.contains(store.dbs.domains, key: Keys.domain(domain)) }
@@ -278,18 +411,29 @@ extension ChunkCache {
         }
         let (root, identity) = try ImportRunner.checkTree(path)
         try StoreFootprint(store).refuse(root: root, identity: identity)
+        // Listed once before anything is made, so a tree that cannot be listed, or holds a file of the store
+        // (a hard link of `data.mdb`, a bind mount), is refused while nothing needs undoing; the runner's
+        // own listing checks again.
+        _ = try TreeEntry.walk(root, rootIdentity: identity, refusing: StoreFootprint(store))
+        guard removing else { return root }
+        // A rename cannot cross filesystems: say so before anything is made (the rename's EXDEV stays the
+        // judge, for bind mounts of one filesystem).
+        if let storeFolder = FileIdentity(ofPath: store.path), storeFolder.device != identity.device {
+            throw CacheError.otherFilesystem(root, store: store.path)
+        }
         let parent = URL(fileURLWithPath: root).deletingLastPathComponent().path
-        if removing && (try? FileSystem.checkAccess(parent, for: .write)) == nil {
+        if (try? FileSystem.checkAccess(parent, for: .write)) == nil {
             throw CacheError(
                 .noPermission,
                 "\(root) cannot be moved into the store: its folder \(parent) is not writable; pass --copy to leave it in place"
             )
         }
-        return (root, identity)
+        return root
     }
 
     /// Removes what the import took in, deepest first, then the root; anything that appeared in the tree
-    /// since the walk stays (it is not in the store). Returns why something could not be removed, or `nil`.
+    /// since the walk stays (it is not in the store). Returns the first path that could not be removed with
+    /// the system's reason, or `nil`.
     static func removeImported(_ entries: [TreeEntry], root: String) -> String? {
         var firstFailure: String?
         let removals = entries.reversed().map { (path: root + "/" + $0.relativePath, isFolder: $0.kind == .folder) }
@@ -300,8 +444,16 @@ extension ChunkCache {
                 firstFailure = firstFailure ?? "\(path): \(error)"
             }
         }
-        return firstFailure.map {
-            "could not remove \($0); the domain holds what was imported, so remove the rest of \(root) yourself"
-        }
+        return firstFailure
+    }
+}
+
+extension CacheError {
+    /// A moving import of a directory on another filesystem than the store.
+    static func otherFilesystem(_ root: String, store: String) -> CacheError {
+        CacheError(
+            .invalidArgument,
+            "\(root) is on another filesystem than the store \(store), so it cannot be moved in at once; import it with --copy (it stays where it is: remove it yourself once imported), or move it onto the store's filesystem first"
+        )
     }
 }

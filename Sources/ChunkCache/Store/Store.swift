@@ -63,6 +63,9 @@ final class Store: Sendable {
 
     /// Where writers keep their lease files (``WriterLease``).
     var writersPath: String { path + "/writers" }
+    /// The staging area: where a moving import renames the directory it takes over, to walk it there
+    /// (<doc:Catalogue>); one folder per import under way, gone when it finishes.
+    var importsPath: String { path + "/imports" }
 
     /// The token pending manifests of this process are recorded under; the lease is taken on first use and
     /// kept while the store is open.

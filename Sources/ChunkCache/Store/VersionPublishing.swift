@@ -26,9 +26,11 @@ extension WriteTransaction {
         return DomainRecord(version: 0, createdAt: Date().timeIntervalSince1970)
     }
 
-    /// Bumps the domain's version and saves it: every change to a domain goes through here.
+    /// Bumps the domain's version and saves it, for a change to the domain's own record (its settings) that
+    /// logs no item change; once the transaction commits, the waiters are woken (E2, ``ChangeSignal``).
     @available(*, noasync)
     mutating func bump(_ domain: inout DomainRecord, named name: String, _ dbs: Databases) throws -> DomainVersion {
+        dbs.changeMarks.mark()
         domain.version += 1
         try put(dbs.domains, key: Keys.domain(name), value: domain.encoded())
         return DomainVersion(rawValue: domain.version)

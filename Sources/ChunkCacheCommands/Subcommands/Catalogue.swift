@@ -35,6 +35,7 @@ struct Ls: AsyncParsableCommand {
                 ("items", .array(result.items.map(\.catalogueJSON))),
                 ("nextPage", result.nextPage.map { .string($0.description) } ?? .null),
                 ("syncAnchor", .string(result.syncAnchor.description)),
+                ("domainVersion", result.domainVersion.json),
             ]),
             summary: (result.items.map(\.listingLine) + (result.nextPage.map { ["… more: --page \($0)"] } ?? []))
                 .joined(separator: "\n"))
@@ -84,6 +85,7 @@ struct Changes: AsyncParsableCommand {
                 ("deleted", .array(result.deleted.map { .string($0) })),
                 ("nextAnchor", .string(result.nextAnchor.description)),
                 ("moreComing", .bool(result.moreComing)),
+                ("domainVersion", result.domainVersion.json),
             ]),
             summary: (result.updated.map { "updated " + $0.listingLine } + result.deleted.map { "deleted \($0)" }
                 + ["next anchor \(result.nextAnchor)\(result.moreComing ? " (more coming)" : "")"]).joined(

@@ -6,7 +6,7 @@ struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Take a directory hierarchy into a new domain, or resume imports a crash interrupted.",
         discussion:
-            "By default the directory is moved into the store (removed from its place once stored); --copy leaves it. An import killed part-way resumes with `import --resume` (or the next library open), matching what it had stored by name, size and time."
+            "By default the directory is moved into the store first (a rename: it must be on the store's filesystem), and what could not be imported goes back to its path; --copy reads it in place and leaves it. An import killed part-way resumes with `import --resume` (or the next library open), matching what it had stored by name, size and time."
     )
 
     @OptionGroup var global: GlobalOptions
@@ -47,15 +47,18 @@ struct Import: AsyncParsableCommand {
             return
         }
         let (directory, domain) = (self.directory ?? "", self.domain ?? "")
-        let result = try await cache.import(domain, fromDirectoryAt: URL(fileURLWithPath: directory), copy: copy)
-        if let reason = result.sourceRemovalError {
-            // The import succeeded: a warning, not an error, and the exit code stays 0.
-            FileHandle.standardError.write(
-                Data(
-                    "chunkcache: warning: domain \(domain) was imported, but \(directory) was not removed: \(reason)\n"
-                        .utf8))
+        let started = try await cache.import(domain, fromDirectoryAt: URL(fileURLWithPath: directory), copy: copy)
+        let result = try await started.result()
+        // The domain exists and holds the rest: warnings, not an error, and the exit code stays 0.
+        for failure in result.failures {
+            warn("domain \(domain): \(failure.path ?? directory) was not imported: \(failure.error.message)")
         }
+        if let reason = result.sourceRemovalError { warn("domain \(domain) was imported, but \(reason)") }
         global.emit(result.json, summary: "imported \(directory) as " + result.summary)
+    }
+
+    private func warn(_ line: String) {
+        FileHandle.standardError.write(Data("chunkcache: warning: \(line)\n".utf8))
     }
 }
 
@@ -89,10 +92,20 @@ extension ImportResult {
             ("domainVersion", domainVersion.json),
             ("importFinished", .bool(finished)),
             ("sourceRemovalError", sourceRemovalError.map { .string($0) } ?? .null),
+            (
+                "failures",
+                .array(
+                    failures.map { failure in
+                        .object([
+                            ("path", failure.path.map { .string($0) } ?? .null),
+                            ("code", .string(failure.error.code.name)), ("message", .string(failure.error.message)),
+                        ])
+                    })
+            ),
         ])
     }
 
     var summary: String {
-        "domain \(domain): \(files) files (\(matchedFiles) already stored), \(folders) folders, \(symlinks) symlinks, \(formatSize(logicalBytes)), \(newChunks) new chunks; domain version \(domainVersion)\(finished ? "" : " (still importing)")"
+        "domain \(domain): \(files) files (\(matchedFiles) already stored), \(folders) folders, \(symlinks) symlinks, \(formatSize(logicalBytes)), \(newChunks) new chunks; domain version \(domainVersion)\(finished ? "" : " (still importing)")\(failures.isEmpty ? "" : "; \(failures.count) not imported")"
     }
 }
