@@ -32,7 +32,7 @@ http {
     # chunkcache's domain sync reads them.
     server {
         listen 127.0.0.1:$port; root $dir; etag on; autoindex on;
-        location /json/ { alias $dir/; autoindex_format json; }
+        location /json/ { alias $dir/; autoindex_format json; index .chunkcache-no-index; }
     }
 }
 CONF

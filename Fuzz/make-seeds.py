@@ -35,6 +35,11 @@ def text_seeds():
         write("byte-size-range", str(i), s)
     for i, s in enumerate(["90", "90s", "30m", "1h", "2d", "0", "1.5h", "1e308d", "nan", "inf", "-1s", "0.000001s", "", "s"]):
         write("duration", str(i), s)
+    for i, line in enumerate([["--version"], ["--store", "s", "--json", "--version"], ["--store", "--version", "--version"],
+                              ["put", "--domain", "P", "FILE", "--version", "v1"], ["fetch", "--domain", "P", "--version", "v9"],
+                              ["--json", "--version", "stat"], ["stat", "--version"], ["--version", "--help"],
+                              ["--tmp-grace", "0", "put", "--domain", "P", "ITEM", "FILE", "--version", "--json"], []]):
+        write("version-fast-path", str(i), "\0".join(line))  # a command line, its arguments separated by NUL
     for i, s in enumerate(["bytes 0-99/100", "bytes */100", "bytes 99-99/100", "bytes 0-0/0", "bytes 5-4/10",
                            "bytes 0-100/100", " bytes 1-2/3 ", "bytes -1-2/3", "bytes 0-9223372036854775806/9223372036854775807"]):
         write("content-range", str(i), s)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks that every `§N` and rule code the code cites has its entry in the catalogue, and that the tests the
-# File Provider rules name exist (scripts/check-references.py), then builds the DocC catalogue of the library (Sources/ChunkCache/ChunkCache.docc: the contract by section,
+# File Provider rules name exist (scripts/check-references.py), and that README.md stays within 200 lines
+# (scripts/check-readme-length.py), then builds the DocC catalogue of the library (Sources/ChunkCache/ChunkCache.docc: the contract by section,
 # the File Provider rules by code, and articles on how the engine works) with swift-docc-plugin, and fails
 # on any documentation warning: a broken symbol link, an unknown article, a malformed page.
 #
@@ -10,4 +11,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 scripts/check-references.py
+python3 scripts/check-readme-length.py
 swift package generate-documentation --target ChunkCache --warnings-as-errors "$@"

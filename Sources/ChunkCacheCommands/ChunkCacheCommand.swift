@@ -26,31 +26,13 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
     /// 0 on success, 1 on an engine error, 64 on a usage error. Errors print one line on stderr and, with
     /// `--json`, the error object on stdout.
     public static func main(arguments: [String]) async -> Int32 {
-        let json = arguments.contains("--json")
+        let json = takesJSONFlag(arguments)
         if let reply = versionReply(to: arguments) {
             print(reply)
             return 0
         }
         do {
-            guard var reordered = hoistingGlobalOptions(arguments) else {
-                report(
-                    code: .invalidArgument, message: "no command given; run `chunkcache --help` for the list",
-                    json: json)
-                return 64
-            }
-            if reordered.first == "help" {
-                // Help is text on stdout and exit 0, whatever --json says: it is read by people, not parsed.
-                reordered = ["help"] + removingGlobalOptions(Array(reordered.dropFirst()))
-            }
-            if let name = reordered.first, !name.hasPrefix("-"), name != "help", !commandNames.contains(name) {
-                report(
-                    code: .invalidArgument,
-                    message:
-                        "unknown command '\(name)'; the commands are \(shownCommandNames.sorted().joined(separator: ", "))",
-                    json: json)
-                return 64
-            }
-            var command = try parsed(reordered)
+            var (command, reordered) = try parsedCommandLine(arguments)
             // verify's walk must die of its signal: verify reports that as damage, naming the signal.
             if !(command is VerifyWalk) { reportFatalSignals(arguments: reordered, json: json) }
             if var command = command as? AsyncParsableCommand {
@@ -62,10 +44,13 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
         } catch let error as CacheError {
             report(code: error.code, message: error.message, json: json)
             return 1
+        } catch let error as CommandLineError {
+            report(code: .invalidArgument, message: error.message, json: json)
+            return 64
         } catch {
             let exitCode = exitCode(for: error)
             if exitCode == .success {
-                // --help and `help COMMAND`: the help text, also under --json (see `help` above).
+                // --help and `help COMMAND`: the help text, also under --json (see `help` in `parsedCommandLine`).
                 print(fullMessage(for: error))
                 return 0
             }
@@ -76,10 +61,51 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
     }
 
     /// What `chunkcache [GLOBAL OPTIONS] --version` prints (`{"version"}` with `--json`), or `nil` for any other
-    /// command line. Answered before the command tree is parsed: nothing is set up, no store is opened.
+    /// command line. Answered before the command tree is parsed: nothing is set up, no store is opened. Only a
+    /// command line of global options and `--version` asks for the version; `--version` anywhere else is a
+    /// command's option (`put --version V`) or a usage error, which the full parse names.
     public static func versionReply(to arguments: [String]) -> String? {
-        guard removingGlobalOptions(arguments) == ["--version"] else { return nil }
-        return arguments.contains("--json") ? JSON.object([("version", .string(version))]).rendered : version
+        let rest = removingGlobalOptions(arguments)
+        guard !rest.isEmpty, rest.allSatisfy({ $0 == "--version" }) else { return nil }
+        return takesJSONFlag(arguments) ? JSON.object([("version", .string(version))]).rendered : version
+    }
+
+    /// Whether `arguments` hold `--json` as a flag, not as the value of `--store` or `--tmp-grace`.
+    static func takesJSONFlag(_ arguments: [String]) -> Bool {
+        var index = 0
+        while index < arguments.count {
+            if arguments[index] == "--json" { return true }
+            index += max(globalOptionWidth(arguments[index]), 1)
+        }
+        return false
+    }
+
+    /// A command line that names no command, or one chunkcache lacks: a usage error (exit 64).
+    struct CommandLineError: Error {
+        let message: String
+    }
+
+    /// The command `arguments` name, parsed as `main` runs it, and the arguments in the order it parsed them
+    /// (global options after the command's name). Throws `CommandLineError` for a missing or unknown command and
+    /// ArgumentParser's error for the rest: usage errors, `--help`, and `--version` when `arguments` are
+    /// `versionReply`'s.
+    package static func parsedCommandLine(_ arguments: [String]) throws -> (
+        command: any ParsableCommand, arguments: [String]
+    ) {
+        guard var reordered = hoistingGlobalOptions(arguments) else {
+            throw CommandLineError(message: "no command given; run `chunkcache --help` for the list")
+        }
+        if reordered.first == "help" {
+            // Help is text on stdout and exit 0, whatever --json says: it is read by people, not parsed.
+            reordered = ["help"] + removingGlobalOptions(Array(reordered.dropFirst()))
+        }
+        if let name = reordered.first, !name.hasPrefix("-"), name != "help", !commandNames.contains(name) {
+            throw CommandLineError(
+                message:
+                    "unknown command '\(name)'; the commands are \(shownCommandNames.sorted().joined(separator: ", "))"
+            )
+        }
+        return (try parsed(reordered), reordered)
     }
 
     /// Moves global options written before the command name (`chunkcache --store DIR --json stat`) after
@@ -139,7 +165,31 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
         {
             return command
         }
-        return try parseAsRoot(arguments)
+        do {
+            return try parseAsRoot(arguments)
+        } catch let error where isVersionRequest(error) && versionReply(to: arguments) == nil {
+            // ArgumentParser takes a command line that fails to parse and holds `--version` anywhere
+            // (`put --domain P FILE --version v1`, ITEM forgotten) as a request for the version. The same tree
+            // without the version flag names what is really wrong with a command's arguments.
+            guard let name = arguments.first, commandNames.contains(name) || name == "help" else {
+                throw CommandLineError(
+                    message: "--version takes no command or other arguments: run `chunkcache --version` alone")
+            }
+            return try WithoutVersionFlag.parseAsRoot(arguments)
+        }
+    }
+
+    /// Whether ArgumentParser's `error` is its answer to `--version`.
+    static func isVersionRequest(_ error: any Error) -> Bool {
+        exitCode(for: error) == .success && fullMessage(for: error) == version
+    }
+
+    /// The command tree without `--version`, to parse a command line ArgumentParser would otherwise answer
+    /// with the version (see `parsed`).
+    struct WithoutVersionFlag: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: ChunkCacheCommand.configuration.commandName,
+            subcommands: ChunkCacheCommand.configuration.subcommands)
     }
 
     /// The commands help lists (not `verify-walk`, which `verify` runs in its child process).

@@ -15,6 +15,9 @@ public struct FuzzTarget: Sendable {
         FuzzTarget(
             name: "byte-size-range", summary: "--size, --range START:LENGTH", check: CommandFuzzing.byteSizeAndRange),
         FuzzTarget(name: "duration", summary: "--timeout, --keep-for", check: CommandFuzzing.duration),
+        FuzzTarget(
+            name: "version-fast-path", summary: "a command line (NUL-separated) with or without --version",
+            check: CommandFuzzing.versionFastPath),
         FuzzTarget(name: "content-range", summary: "Content-Range", check: OriginFuzzing.contentRange),
         FuzzTarget(name: "retry-after", summary: "Retry-After", check: OriginFuzzing.retryAfter),
         FuzzTarget(

@@ -30,17 +30,32 @@ struct HTTPOrigin: ReadingOrigin {
                     detail: "\(dialect.host) answered \(response.status.code) for the listing of \(folder)")
         }
         var body = try await response.body.collect(upTo: 64 << 20)
-        guard
-            let (files, folders) = NginxListing.entries(
-                json: body.readBytes(length: body.readableBytes) ?? [], folder: folder)
-        else {
+        let bytes = body.readBytes(length: body.readableBytes) ?? []
+        guard let (files, folders) = NginxListing.entries(json: bytes, folder: folder) else {
+            // Markup, whatever its Content-Type: nginx types a page by the types its config lists.
+            let isMarkup = bytes.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) } == UInt8(ascii: "<")
             throw OriginFailure.invalidResponse(
-                detail:
-                    "\(dialect.host) gave no JSON listing for \(folder.isEmpty ? "/" : folder); the origin must be nginx with `autoindex_format json`"
-            )
+                detail: Self.noListing(host: dialect.host, folder: folder, page: isMarkup))
         }
         if !files.isEmpty { try await page(files) }
         for subfolder in folders { try await list(folder: subfolder, page: page) }
+    }
+}
+
+extension HTTPOrigin {
+    /// What a sync needs of nginx, as the Origins article gives it: the JSON listing of every folder, and an
+    /// `index` that names no real file, else nginx serves a folder's index.html in place of its listing.
+    static let listingSettings = "`autoindex on; autoindex_format json;` and `index .chunkcache-no-index;`"
+
+    /// Why `folder` gave no listing, and the nginx settings to change; `page` when an HTML page came instead.
+    static func noListing(host: String, folder: String, page: Bool) -> String {
+        let folder = folder.isEmpty ? "/" : folder
+        guard page else {
+            return "\(host) gave no JSON listing for \(folder); the origin must be nginx with \(listingSettings)"
+        }
+        return "\(host) served an HTML page for \(folder), not its JSON listing: nginx serves a folder's index.html "
+            + "in place of its listing unless its `index` directive names no real file; where nginx serves this "
+            + "origin, set \(listingSettings) (a name no file has)"
     }
 }
 

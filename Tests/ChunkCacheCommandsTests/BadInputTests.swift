@@ -104,6 +104,9 @@ struct BadInputTests {
         .usage("put without --domain", { ["put", "doc", $0.file] }, mentions: ["--domain"]),
         .usage("put without FILE", { _ in ["put", "--domain", "d", "doc"] }, mentions: ["<file>"]),
         .usage(
+            "§7 put without ITEM, with --version VALUE: the missing argument, not the tool's version",
+            { ["put", "--domain", "d", $0.file, "--version", "v1"] }, mentions: ["<file>"]),
+        .usage(
             "put with an unknown flag", { ["put", "--domain", "d", "doc", $0.file, "--compress"] },
             mentions: ["--compress"]),
         // import
@@ -186,6 +189,9 @@ struct BadInputTests {
             "fetch --force without --out", { _ in ["fetch", "--domain", "d", "doc", "--force"] }, mentions: ["--force"]),
         .usage("fetch without ITEM", { _ in ["fetch", "--domain", "d"] }, mentions: ["<item>"]),
         .usage(
+            "§7 fetch without ITEM, with --version VALUE: the missing argument, not the tool's version",
+            { _ in ["fetch", "--domain", "d", "--version", "v9"] }, mentions: ["<item>"]),
+        .usage(
             "fetch with an unknown flag", { _ in ["fetch", "--domain", "d", "doc", "--offset", "5"] },
             mentions: ["--offset"]),
         // versions
@@ -202,6 +208,9 @@ struct BadInputTests {
         // stat, verify, sweep
         .usage("stat with an extra argument", { _ in ["stat", "extra"] }, mentions: ["extra"]),
         .usage("stat with an unknown flag", { _ in ["stat", "--verbose"] }, mentions: ["--verbose"]),
+        .usage(
+            "§7 stat --version: a command's flag it lacks, not the tool's version", { _ in ["stat", "--version"] },
+            mentions: ["--version"]),
         .usage("verify with an unknown flag", { _ in ["verify", "--fix"] }, mentions: ["--fix"]),
         .usage("sweep with an unknown flag", { _ in ["sweep", "--force"] }, mentions: ["--force"]),
         .usage("sweep --tmp-grace abc", { _ in ["sweep", "--tmp-grace", "abc"] }, mentions: ["abc", "--tmp-grace"]),
@@ -239,6 +248,7 @@ struct BadInputTests {
             [
                 "init --chunk-size abc", "put of a missing file", "fetch from an unknown domain",
                 "A11 fetch --strict of an unknown version", "fetch --range 5", "fetch --force without --out",
+                "§7 put without ITEM, with --version VALUE: the missing argument, not the tool's version",
             ].contains($0.name)
         })
     func badInputWithoutJSON(input: BadInput) throws {

@@ -73,6 +73,52 @@ import Testing
         }
     }
 
+    @Test(
+        "§11 domain sync of a tree whose folder holds index.html: with the Origins article's nginx settings (`index` naming no real file) every folder lists; with nginx's stock `index index.html` the sync applies nothing and its error names the setting to change",
+        .requires(NginxServer.self))
+    func folderWithIndexHTML() async throws {
+        try await withTemporaryDirectory { dir in
+            let root = dir + "/origin"
+            try FileManager.default.createDirectory(
+                atPath: root + "/admin/templates", withIntermediateDirectories: true)
+            let files: [String: [UInt8]] = [
+                "top.bin": TestData.random(count: 3000, seed: 6), "admin/index.html": Array("<html>admin</html>".utf8),
+                "admin/templates/index.html": Array("<html>{% block %}</html>".utf8),
+                "admin/templates/base.html": Array("<html>base</html>".utf8),
+            ]
+            for (path, bytes) in files { try TestData.write(bytes, to: root + "/" + path) }
+            let cache = try await makeCache(dir)
+            let documented = try await NginxServer.start(root: URL(fileURLWithPath: root))
+            defer { Task { await documented.stop() } }
+            _ = try await cache.addDomain("web", origin: try Origin(documented.baseURL))
+            let synced = try await cache.syncDomain("web")
+            #expect(synced.created == 6, "4 files and 2 folders: \(synced)")
+            let items = try await listAll(try await cache.enumeratorOfAllItems(in: "web")).items
+            #expect(
+                Set(items.map(\.identifier))
+                    == [
+                        "top.bin", "admin", "admin/index.html", "admin/templates", "admin/templates/index.html",
+                        "admin/templates/base.html",
+                    ])
+
+            let stock = try await NginxServer.start(root: URL(fileURLWithPath: root), servingIndexFiles: true)
+            defer { Task { await stock.stop() } }
+            _ = try await cache.addDomain("stock", origin: try Origin(stock.baseURL))
+            let version = try cache.domainVersion(of: "stock")
+            do {
+                _ = try await cache.syncDomain("stock")
+                Issue.record("a sync read index.html as a listing")
+            } catch let error as CacheError {
+                #expect(error.code == .invalidArgument, "\(error)")
+                for setting in ["index.html", "index \(NginxServer.noIndexFile);", "autoindex_format json;", "admin/"] {
+                    #expect(error.message.contains(setting), "names \(setting): \(error.message)")
+                }
+            }
+            #expect(try cache.domainVersion(of: "stock") == version, "nothing applied")
+            #expect(try await listAll(try await cache.enumeratorOfAllItems(in: "stock")).items.isEmpty)
+        }
+    }
+
     @Test("F12: a sync that fails (origin stopped) applies nothing and moves no anchor", .requires(NginxServer.self))
     func failedSyncAppliesNothing() async throws {
         try await withTemporaryDirectory { dir in

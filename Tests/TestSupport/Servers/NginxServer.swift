@@ -24,8 +24,12 @@ public final class NginxServer: TestServer, @unchecked Sendable {
 
     /// Starts nginx serving `root`; with `tls`, over HTTPS with a self-signed certificate made for the run
     /// (which no client trusts: the TLS failure tests). `port` picks the port (an origin restarted where it
-    /// was); by default a free one.
-    public static func start(root: URL, tls: Bool = false, port: Int? = nil) async throws -> NginxServer {
+    /// was); by default a free one. The listing settings are the ones the Origins article asks for; with
+    /// `servingIndexFiles`, nginx keeps its stock `index index.html`, so a folder's index.html is served in
+    /// place of its listing.
+    public static func start(
+        root: URL, tls: Bool = false, port: Int? = nil, servingIndexFiles: Bool = false
+    ) async throws -> NginxServer {
         guard let nginx = Capabilities.path(of: "nginx") else { throw ServerError(unavailableReason ?? "no nginx") }
         let directory = NSTemporaryDirectory() + "nginx-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -64,6 +68,7 @@ public final class NginxServer: TestServer, @unchecked Sendable {
                     etag on;
                     autoindex on;
                     autoindex_format json;
+                    \(servingIndexFiles ? "" : "index \(Self.noIndexFile);")
                 }
             }
             """
@@ -73,6 +78,10 @@ public final class NginxServer: TestServer, @unchecked Sendable {
         try await ServerProcess.waitUntilListening(port, process: process, log: log)
         return NginxServer(port: port, directory: directory, process: process, scheme: tls ? "https" : "http")
     }
+
+    /// The `index` file the Origins article's nginx settings name: a name no real file has, so every folder
+    /// gets its JSON listing.
+    public static let noIndexFile = ".chunkcache-no-index"
 
     /// Every request logged so far, oldest first.
     public func accessLog() async throws -> [AccessLogEntry] {
