@@ -352,6 +352,54 @@ struct MountTests {
     }
 
     @Test(
+        "§12 §13: a pin the bound cannot hold fails (ENOSPC through setfattr, insufficientQuota through pin) and leaves the store exactly as it was: the item unpinned, pinnedBytes the first pin's, a third file still reads",
+        .requires(NginxServer.self))
+    func failedPinChangesNothing() async throws {
+        let (a, b, c) = (
+            TestData.random(count: 24 << 20, seed: 50), TestData.random(count: 24 << 20, seed: 51),
+            TestData.random(count: 4 << 20, seed: 52)
+        )
+        try await Self.withSyncedOrigin(["a.bin": a, "b.bin": b, "c.bin": c]) { dir, store, server in
+            try runJSON(store, ["init", "--max-size", "32MiB", "--min-free", "0"])
+            let mount = try MountProcess(
+                store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", "0", "-o", "rw"])
+            defer { _ = try? mount.unmount() }
+            let mnt = mount.mountPoint
+            func state(_ name: String) throws -> String {
+                try shell("getfattr --absolute-names --only-values -n user.chunkcache.state \(mnt)/\(name)").output
+            }
+            let first = try shell("setfattr -n user.chunkcache.pin -v 1 \(mnt)/a.bin")
+            let firstState = try state("a.bin")
+            #expect(first.status == 0 && firstState == "pinned", "\(first), state \(firstState)")
+            let pinnedBefore = try runJSON(store, ["stat"]).int("pinnedBytes")
+            #expect(pinnedBefore >= 24 << 20, "the first pin holds its file: \(pinnedBefore)")
+            let second = try shell("setfattr -n user.chunkcache.pin -v 1 \(mnt)/b.bin")
+            #expect(second.status != 0 && second.output.contains("No space left on device"), "\(second)")
+            #expect(try state("b.bin") != "pinned", "a failed pin leaves the item unpinned")
+            #expect(try runJSON(store, ["stat"]).int("pinnedBytes") == pinnedBefore)
+            func listed(_ name: String) throws -> String? {
+                let items = try runJSON(store, ["ls", "--domain", "web"]).array("items") as? [[String: Any]]
+                return items?.first { $0["id"] as? String == name }?["metadataVersion"] as? String
+            }
+            let before = try listed("b.bin")
+            let refused = try runCLI(["--store", store, "--json", "pin", "--domain", "web", "b.bin"])
+            expectError(refused, exit: 1, code: "insufficientQuota", mentions: [store])
+            #expect(try state("b.bin") != "pinned", "a failed pin through the command line leaves it unpinned")
+            #expect(try listed("b.bin") == before, "pin through the command line changed nothing")
+            #expect(try runJSON(store, ["stat"]).int("pinnedBytes") == pinnedBefore)
+            let read = try shell("sha256sum < \(mnt)/c.bin | cut -d' ' -f1")
+            #expect(read.output.trimmingCharacters(in: .newlines) == Self.sha256(c), "a third file reads: \(read)")
+            // A pin the bound holds but whose download fails (the origin gone) is undone as well.
+            try runJSON(store, ["unpin", "--domain", "web", "a.bin"])
+            await server.stop()
+            let offline = try shell("setfattr -n user.chunkcache.pin -v 1 \(mnt)/b.bin")
+            #expect(offline.status != 0, "\(offline)")
+            #expect(try state("b.bin") != "pinned", "a pin whose download failed leaves the item unpinned")
+            #expect(try runJSON(store, ["stat"]).int("pinnedBytes") == 0)
+        }
+    }
+
+    @Test(
         "§13 issue 20: a file opened while not all cached and at most --fill-below is downloaded whole in the background, byte-exact",
         .requires(NginxServer.self))
     func backgroundFill() async throws {
