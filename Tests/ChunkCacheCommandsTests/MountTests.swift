@@ -192,6 +192,55 @@ struct MountTests {
     }
 
     @Test(
+        "§13: a read's last-use note, a mark, a pin and a rename keep the file's inode number and the kernel's pages of it; a change of content shows the new bytes"
+    )
+    func inodesAndPagesLast() throws {
+        try withTemporaryDirectory { dir in
+            let store = dir + "/store"
+            let (old, new) = (TestData.random(count: 4 << 20, seed: 60), TestData.random(count: 4 << 20, seed: 61))
+            try TestData.write(old, to: dir + "/old.bin")
+            try TestData.write(new, to: dir + "/new.bin")
+            try runJSON(store, ["put", "--domain", "d", "file.bin", dir + "/old.bin"])
+            let mount = try MountProcess(store: store, domain: "d", at: dir + "/mnt")
+            defer { _ = try? mount.unmount() }
+            var file = mount.mountPoint + "/file.bin"
+            func inode() throws -> String { try shell("stat -c %i \(file)").output }
+            func resident() throws -> String {
+                try shell("fincore --bytes --noheadings --output RES \(file)").output
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            let number = try inode()
+            #expect(try shell("cat \(file) | sha256sum | cut -d' ' -f1").output == Self.sha256(old) + "\n")
+            #expect(try resident() == "\(4 << 20)", "the kernel holds the file's pages after a read")
+            // The read's last-use note reaches the change log in the background: give it time to land.
+            #expect(
+                try Self.eventually {
+                    try runJSON(store, ["ls", "--domain", "d"]).array("items").contains {
+                        ($0 as? [String: Any])?["lastUsedDate"] is String
+                    }
+                })
+            sleep(2)
+            #expect(try inode() == number, "a last-use note keeps the inode number")
+            #expect(try resident() == "\(4 << 20)", "a last-use note keeps the pages")
+            try runJSON(store, ["mark", "--domain", "d", "file.bin", "--favorite", "1"])
+            try runJSON(store, ["pin", "--domain", "d", "file.bin"])
+            sleep(1)
+            #expect(try inode() == number, "a mark and a pin keep the inode number")
+            #expect(try resident() == "\(4 << 20)", "a mark and a pin keep the pages")
+            try runJSON(store, ["mv", "--domain", "d", "file.bin", "--to", "root", "--name", "renamed.bin"])
+            file = mount.mountPoint + "/renamed.bin"
+            #expect(try Self.eventually { try shell("test -e \(file)").status == 0 })
+            #expect(try inode() == number, "a rename keeps the inode number")
+            // The identifier stays what it was put as: the rename changed only the name.
+            try runJSON(store, ["put", "--domain", "d", "file.bin", dir + "/new.bin"])
+            #expect(
+                try Self.eventually {
+                    try shell("cat \(file) | sha256sum | cut -d' ' -f1").output == Self.sha256(new) + "\n"
+                }, "a change of content shows the new bytes, not the kept pages")
+        }
+    }
+
+    @Test(
         "§13 issue 20: the mount follows other processes' put, mv and rm at once; a file open before a put keeps its version's bytes"
     )
     func followsChanges() throws {
