@@ -675,6 +675,38 @@ struct MountTests {
     }
 
     @Test(
+        "§13: without --foreground, the mount's background process holds none of the caller's standard streams and leaves its session: $(chunkcache mount …) returns"
+    )
+    func backgroundLeavesTheStreams() throws {
+        try withTemporaryDirectory { dir in
+            let store = dir + "/store"
+            try TestData.write(Array("hello\n".utf8), to: dir + "/a.txt")
+            try runJSON(store, ["put", "--domain", "d", "a.txt", dir + "/a.txt"])
+            try FileManager.default.createDirectory(atPath: dir + "/mnt", withIntermediateDirectories: true)
+            let script = """
+                out=$(\(ChunkCacheBinary.path!) --store \(store) --json mount --domain d \(dir)/mnt) || exit 1
+                echo "$out"
+                """
+            let caller = try ShellProcess(script)
+            let returned = caller.wait(timeout: 10)
+            defer { _ = try? shell("fusermount3 -u \(dir)/mnt") }
+            guard let returned else {
+                _ = try? shell("fusermount3 -u \(dir)/mnt")
+                Issue.record("$(chunkcache mount …) had not returned after 10 s: \(caller.wait())")
+                return
+            }
+            #expect(returned.status == 0, "\(returned)")
+            let started = try JSONSerialization.jsonObject(with: Data(returned.output.utf8)) as? [String: Any]
+            let pid = try #require(started?["pid"] as? Int, "\(returned)")
+            #expect(try shell("cat \(dir)/mnt/a.txt").output == "hello\n")
+            let streams = try shell("readlink /proc/\(pid)/fd/0 /proc/\(pid)/fd/1 /proc/\(pid)/fd/2")
+            #expect(streams.output == "/dev/null\n/dev/null\n/dev/null\n", "\(streams)")
+            let session = try shell("ps -o sid= -p \(pid)").output.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(session == String(pid), "the background process leads a session of its own: \(session)")
+        }
+    }
+
+    @Test(
         "§13 §6 issue 20: a damaged chunk is EIO for the reads that need it; the rest of the file and the store keep serving"
     )
     func damagedChunk() throws {
