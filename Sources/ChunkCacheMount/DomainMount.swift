@@ -34,9 +34,10 @@ public enum DomainMount {
         _ cache: ChunkCache, domain: String, at mountPoint: String, options: MountOptions,
         mounted: @Sendable () -> Void = {}
     ) async throws {
-        try await checkDomain(domain, of: cache)
+        let info = try await checkDomain(domain, of: cache)
         await cache.prepareOrigin(of: domain)
-        let filesystem = MountedDomain(cache, domain: domain, fillBelow: options.fillBelow)
+        let filesystem = MountedDomain(
+            cache, domain: domain, fillBelow: options.fillBelow, evictable: info.origin != nil)
         let session: FuseSession
         do {
             session = try FuseSession(serving: filesystem, at: mountPoint, options: fuseOptions(domain, cache, options))
@@ -59,13 +60,16 @@ public enum DomainMount {
     }
 
     /// Checks that `domain` exists in `cache`, as ``serve(_:domain:at:options:mounted:)`` does first.
+    /// - Returns: The domain.
     /// - Throws: `noSuchItem` naming the domain.
-    public static func checkDomain(_ domain: String, of cache: ChunkCache) async throws {
-        guard try await cache.domains().contains(where: { $0.name == domain }) else {
+    @discardableResult
+    public static func checkDomain(_ domain: String, of cache: ChunkCache) async throws -> DomainInfo {
+        guard let info = try await cache.domains().first(where: { $0.name == domain }) else {
             throw CacheError(
                 .noSuchItem,
                 "there is no domain \"\(domain)\" in the store at \(cache.path); `chunkcache domain ls` lists them")
         }
+        return info
     }
 
     /// The kernel reads ahead of a sequential reader at most `read_ahead_kb` of the mount's backing device

@@ -449,6 +449,49 @@ struct MountTests {
     }
 
     @Test(
+        "§13 §12: eviction by evict and by the bound reaches st_blocks (du) within a second: a file's blocks count what the store still holds of it",
+        .requires(NginxServer.self))
+    func diskUsageFollowsEviction() async throws {
+        let files = [
+            "a.bin": TestData.random(count: 8 << 20, seed: 70), "b.bin": TestData.random(count: 16 << 20, seed: 71),
+            "c.bin": TestData.random(count: 16 << 20, seed: 72),
+        ]
+        try await Self.withSyncedOrigin(files) { dir, store, _ in
+            try runJSON(store, ["init", "--max-size", "24MiB", "--min-free", "0"])
+            let mount = try MountProcess(
+                store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", "0"])
+            defer { _ = try? mount.unmount() }
+            func blocks(_ name: String) throws -> Int {
+                Int(try TestData.status(mount.mountPoint + "/" + name).st_blocks) * 512
+            }
+            func cached(_ name: String) throws -> Int {
+                let asked = "getfattr --absolute-names --only-values -n user.chunkcache.cachedBytes"
+                return Int(try shell("\(asked) \(mount.mountPoint)/\(name)").output) ?? -1
+            }
+            func read(_ name: String) throws { _ = try shell("cat \(mount.mountPoint)/\(name) > /dev/null") }
+            try read("a.bin")
+            #expect(try Self.eventually { try blocks("a.bin") == 8 << 20 }, "all of it cached")
+            try runJSON(store, ["evict", "--domain", "web", "a.bin"])
+            #expect(try cached("a.bin") == 0)
+            let start = Date()
+            #expect(try Self.eventually { try blocks("a.bin") == 0 }, "after evict: \((try? blocks("a.bin")) ?? -1)")
+            #expect(Date().timeIntervalSince(start) < 2, "within a second (and a margin for a loaded machine)")
+            // By the bound: b.bin and c.bin do not both fit in 24 MiB; whichever the policy evicts from, each
+            // file's blocks follow what the store holds of it.
+            try read("b.bin")
+            #expect(try Self.eventually { try blocks("b.bin") == 16 << 20 })
+            try read("c.bin")
+            #expect(try cached("b.bin") + cached("c.bin") < 32 << 20, "the bound evicted")
+            for name in ["b.bin", "c.bin"] {
+                #expect(
+                    try Self.eventually { try blocks(name) == (try cached(name) + 511) / 512 * 512 },
+                    "\(name) after eviction by the bound: \((try? blocks(name)) ?? -1) bytes of blocks, \((try? cached(name)) ?? -1) cached"
+                )
+            }
+        }
+    }
+
+    @Test(
         "§13 issue 20: a file opened while not all cached and at most --fill-below is downloaded whole in the background, byte-exact",
         .requires(NginxServer.self))
     func backgroundFill() async throws {
