@@ -8,8 +8,10 @@ public struct MountOptions: Sendable {
     /// Let other users than the one who mounted read the mount (FUSE's `allow_other`; needs root or
     /// `user_allow_other` in `/etc/fuse.conf`).
     public var allowOther = false
-    /// Mount read-only in the kernel too (`-o ro`): then `setfattr … user.chunkcache.pin` is refused as well.
-    public var readOnly = false
+    /// Mount read-only in the kernel too (`ro`, the default), so every write is `EROFS` whoever makes it (the
+    /// kernel's permission check would otherwise answer another user's `EACCES` first), and so is `setfattr …
+    /// user.chunkcache.pin`. False (`-o rw`) lets `setfattr` pin; the mount still refuses every write.
+    public var readOnly = true
     /// Run `domain sync` this often (origin domains).
     public var syncEvery: Duration?
     /// The FUSE session's threads: the mount's blocking home, where reads of cached bytes decode.
@@ -83,7 +85,7 @@ public enum DomainMount {
         _ = try? file.closeAfter { try Array("4096\n".utf8).withUnsafeBytes { try file.writeAll($0) } }
     }
 
-    /// libfuse's mount options: read-only unless `setfattr` may pin, named after the store and domain.
+    /// libfuse's mount options: read-only unless `setfattr` may pin (`-o rw`), named after the store and domain.
     private static func fuseOptions(_ domain: String, _ cache: ChunkCache, _ options: MountOptions) -> [String] {
         var fuse = ["fsname=chunkcache:\(domain)", "subtype=chunkcache", "default_permissions"]
         if options.readOnly { fuse.append("ro") }

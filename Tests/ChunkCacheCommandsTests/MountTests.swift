@@ -241,6 +241,37 @@ struct MountTests {
     }
 
     @Test(
+        "§13: mounted read-only (ro) by default: another user's write through --allow-other is EROFS, not EACCES, and so is setfattr; -o rw lets setfattr pin"
+    )
+    func readOnlyByDefault() throws {
+        try withTemporaryDirectory { dir in
+            // Another user must reach the mount point.
+            chmod(dir, 0o755)
+            let store = dir + "/store"
+            try TestData.write(Array("hello\n".utf8), to: dir + "/a.txt")
+            try runJSON(store, ["put", "--domain", "d", "a.txt", dir + "/a.txt"])
+            let mount = try MountProcess(store: store, domain: "d", at: dir + "/mnt", arguments: ["--allow-other"])
+            let file = mount.mountPoint + "/a.txt"
+            let options = try shell("findmnt -n -o OPTIONS \(mount.mountPoint)").output
+            #expect(options.split(separator: ",").first == "ro", "\(options)")
+            let other = try shell(
+                "setpriv --reuid=65534 --regid=65534 --clear-groups sh -c 'cat \(file); echo x >> \(file)'")
+            #expect(other.output.hasPrefix("hello\n") && other.output.contains("Read-only file system"), "\(other)")
+            let pin = try shell("setfattr -n user.chunkcache.pin -v 1 \(file)")
+            #expect(pin.status != 0 && pin.output.contains("Read-only file system"), "\(pin)")
+            #expect(try mount.unmount().exitCode == 0)
+            let writable = try MountProcess(store: store, domain: "d", at: dir + "/mnt", arguments: ["-o", "rw"])
+            defer { _ = try? writable.unmount() }
+            let pinned = try shell("setfattr -n user.chunkcache.pin -v 1 \(file)")
+            #expect(pinned.status == 0, "-o rw: setfattr pins: \(pinned)")
+            let write = try shell("echo x >> \(file)")
+            #expect(
+                write.status != 0 && write.output.contains("Read-only file system"),
+                "-o rw still refuses writes: \(write)")
+        }
+    }
+
+    @Test(
         "§13 issue 20: the mount follows other processes' put, mv and rm at once; a file open before a put keeps its version's bytes"
     )
     func followsChanges() throws {
@@ -286,14 +317,14 @@ struct MountTests {
     /// The mount downloads nothing but what is read (`--fill-below 0`) unless `fillBelow` says otherwise: the
     /// tests that watch what is cached would race a background fill.
     static func withMountedOrigin(
-        fillBelow: String = "0",
+        fillBelow: String = "0", arguments: [String] = [],
         _ body: (_ dir: String, _ store: String, _ server: NginxServer, _ mount: MountProcess, _ movie: [UInt8])
             async throws -> Void
     ) async throws {
         let movie = TestData.random(count: 8 << 20, seed: 20)
         try await withSyncedOrigin(["movie.bin": movie, "small/a.txt": Array("hello\n".utf8)]) { dir, store, server in
             let mount = try MountProcess(
-                store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", fillBelow])
+                store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", fillBelow] + arguments)
             do {
                 try await body(dir, store, server, mount, movie)
             } catch {
@@ -367,7 +398,7 @@ struct MountTests {
         "§13 §12 issue 20: user.chunkcache.state goes dataless → partial → pinned → cached; cachedBytes and du follow; setfattr pins and unpins",
         .requires(NginxServer.self))
     func extendedAttributes() async throws {
-        try await Self.withMountedOrigin { _, store, _, mount, movie in
+        try await Self.withMountedOrigin(arguments: ["-o", "rw"]) { _, store, _, mount, movie in
             let file = mount.mountPoint + "/movie.bin"
             func attribute(_ name: String) throws -> String {
                 try shell("getfattr --absolute-names --only-values -n user.chunkcache.\(name) \(file)").output

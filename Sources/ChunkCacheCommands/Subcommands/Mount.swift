@@ -16,7 +16,7 @@ struct Mount: AsyncParsableCommand {
         discussion: """
             Folders and files come from the catalogue; a read fetches just its bytes (from the origin when \
             not cached). The mount follows every change to the domain, whoever makes it. Extended attributes: \
-            user.chunkcache.state, .version, .cachedBytes; `setfattr -n user.chunkcache.pin -v 1 FILE` pins \
+            user.chunkcache.state, .version, .cachedBytes; on a mount made with -o rw, `setfattr -n user.chunkcache.pin -v 1 FILE` pins \
             (0 unpins). Unmount with `fusermount3 -u MOUNTPOINT`, or SIGINT/SIGTERM to the mount's process. \
             Without --foreground the mount runs in the background once it is in place.
             """)
@@ -44,7 +44,11 @@ struct Mount: AsyncParsableCommand {
     @Flag(help: "Let other users read the mount (root, or user_allow_other in /etc/fuse.conf).")
     var allowOther = false
 
-    @Option(name: .short, help: ArgumentHelp("Mount options: ro, allow_other.", valueName: "options"))
+    @Option(
+        name: .short,
+        help: ArgumentHelp(
+            "Mount options: ro (the default), rw (lets `setfattr` pin; writes are still refused), allow_other.",
+            valueName: "options"))
     var options: String?
 
     /// Set in the environment of the background process the command starts.
@@ -70,7 +74,8 @@ struct Mount: AsyncParsableCommand {
         let inBackground = ProcessInfo.processInfo.environment[Self.backgroundVariable] != nil
         var mountOptions = MountOptions()
         mountOptions.allowOther = allowOther || parsedOptions.contains("allow_other")
-        mountOptions.readOnly = parsedOptions.contains("ro")
+        // Read-only by default; the last of `-o ro`/`-o rw` given wins.
+        mountOptions.readOnly = parsedOptions.last(where: { $0 == "ro" || $0 == "rw" }) != "rw"
         mountOptions.fillBelow = fillBelow.bytes
         mountOptions.syncEvery = syncEvery.map { .milliseconds(Int64($0.seconds * 1000)) }
         let cache = try await global.openCache()
