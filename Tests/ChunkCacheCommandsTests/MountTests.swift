@@ -780,6 +780,23 @@ struct MountTests {
         }
     }
 
+    @Test("§7 §13: mount --help prints --fill-below's default as a size people read (256 MiB), no Swift value dump")
+    func helpPrintsSizes() throws {
+        let help = try runCLI(["mount", "--help"])
+        #expect(help.exitCode == 0 && help.stdout.contains("(default: 256 MiB)"), "\(help.stdout)")
+        for command in ["mount", "init", "fetch", "domain add", "domain set", "changes", "sweep"] {
+            let shown = try runCLI(command.split(separator: " ").map(String.init) + ["--help"])
+            #expect(
+                !shown.stdout.contains("(bytes:") && !shown.stdout.contains("(seconds:"),
+                "\(command) --help: \(shown.stdout)")
+        }
+        // A size as printed is accepted back.
+        try withTemporaryDirectory { dir in
+            let made = try runJSON(dir + "/store", ["init", "--max-size", "256 MiB", "--min-free", "0"])
+            #expect(try made.int("maxSize") == 256 << 20, "\(made)")
+        }
+    }
+
     @Test(
         "§13 §6 issue 20: a damaged chunk is EIO for the reads that need it; the rest of the file and the store keep serving"
     )
