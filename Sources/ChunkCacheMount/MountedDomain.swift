@@ -19,6 +19,7 @@ public final class MountedDomain: FuseFilesystem {
     let domain: String
     let nodes = NodeTable()
     let files = Handles<OpenFile>()
+    let timedOut = TimedOutReads()
     let folders = Handles<OpenFolder>()
     let buffers: ReadBuffers
     let fill: BackgroundFill
@@ -206,13 +207,19 @@ public final class MountedDomain: FuseFilesystem {
             buffers.give(buffer)
             return request.fail(error.mountErrno)
         }
+        let range = offset..<(offset + Int64(count))
+        guard !timedOut.justFailed(handle, range) else {
+            buffers.give(buffer)
+            return request.fail(ETIMEDOUT)
+        }
         // Not all in the store: the origin's bytes are awaited in a task, which answers.
-        Task { [cache, buffers] in
+        Task { [cache, buffers, timedOut] in
             do {
                 let served = try await cache.read(
                     file.item, version: file.version, at: offset, into: target, options: .strictVersioning)
                 request.reply(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<served.bytesRead]))
             } catch {
+                if error.mountErrno == ETIMEDOUT { timedOut.note(handle, range) }
                 request.fail(error.mountErrno)
             }
             buffers.give(buffer)
@@ -240,6 +247,7 @@ public final class MountedDomain: FuseFilesystem {
 
     public func release(_ request: FuseRequest, node: UInt64, handle: UInt64) {
         files.remove(handle)
+        timedOut.forget(handle)
         request.succeed()
     }
 

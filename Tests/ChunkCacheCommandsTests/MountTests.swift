@@ -588,6 +588,47 @@ struct MountTests {
         }
     }
 
+    /// A `FaultOrigin` serving `movie.bin` (16 MiB) with `behaviour`, as the origin of domain `web` of a new
+    /// store (`dir/store`) that has fetched its first byte (so the store knows the file); the origin stops when
+    /// `body` ends.
+    static func withFaultOrigin(
+        behaviour: String, _ body: (_ dir: String, _ store: String, _ origin: FaultOrigin) async throws -> Void
+    ) async throws {
+        try await withTemporaryDirectory { dir in
+            try FileManager.default.createDirectory(atPath: dir + "/origin", withIntermediateDirectories: true)
+            try TestData.write(TestData.random(count: 16 << 20, seed: 21), to: dir + "/origin/movie.bin")
+            let origin = try await FaultOrigin.start(root: URL(fileURLWithPath: dir + "/origin"))
+            defer { Task { await origin.stop() } }
+            let store = dir + "/store"
+            try runJSON(store, ["domain", "add", "web", "--origin", origin.baseURL(behaviour: behaviour)])
+            try runJSON(store, ["fetch", "--domain", "web", "movie.bin", "--range", "0:1"])
+            try await body(dir, store, origin)
+        }
+    }
+
+    @Test(
+        "§13 §10: a mounted read from an origin that accepts the connection and never answers fails ETIMEDOUT after one wait of the domain's --read-timeout, not one per kernel retry",
+        .requires(FaultOrigin.self))
+    func boundedWaitForASilentOrigin() async throws {
+        try await Self.withFaultOrigin(behaviour: "plain") { dir, store, origin in
+            // Now the origin takes every request and answers none.
+            let set = try runJSON(
+                store, ["domain", "set", "web", "--origin", origin.baseURL(behaviour: "stall"), "--read-timeout", "2s"])
+            #expect(set["readTimeout"] as? Double == 2, "\(set)")
+            let mount = try MountProcess(
+                store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", "0"])
+            defer { _ = try? mount.unmount() }
+            let start = Date()
+            let read = try shell(
+                "python3 -c 'import os; fd = os.open(\"\(mount.mountPoint)/movie.bin\", os.O_RDONLY); os.pread(fd, 65536, 6 << 20)'"
+            )
+            let waited = Date().timeIntervalSince(start)
+            #expect(read.status != 0 && read.output.contains("Connection timed out"), "ETIMEDOUT: \(read)")
+            #expect(waited >= 1.8 && waited < 3.5, "one wait of 2 s, not two: \(waited) s")
+            await origin.stop()
+        }
+    }
+
     @Test(
         "§13 issue 20: SIGTERM with a reader inside frees the mount point at once; the reader finishes byte-exact, then the mount exits 0"
     )
@@ -622,15 +663,8 @@ struct MountTests {
         "§13 issue 20: unmounted while the kernel's read-ahead still waits on the origin, the mount exits 0 at once and prints nothing of libfuse's",
         .requires(FaultOrigin.self))
     func unmountedUnderPendingReads() async throws {
-        try await withTemporaryDirectory { dir in
-            try FileManager.default.createDirectory(atPath: dir + "/origin", withIntermediateDirectories: true)
-            try TestData.write(TestData.random(count: 16 << 20, seed: 21), to: dir + "/origin/movie.bin")
-            let origin = try await FaultOrigin.start(root: URL(fileURLWithPath: dir + "/origin"))
-            defer { Task { await origin.stop() } }
-            let store = dir + "/store"
-            // Every GET waits 100 ms: the reads the kernel sends ahead of `head` are still waiting when it exits.
-            try runJSON(store, ["domain", "add", "web", "--origin", origin.baseURL(behaviour: "slow")])
-            try runJSON(store, ["fetch", "--domain", "web", "movie.bin", "--range", "0:1"])
+        // Every GET waits 100 ms: the reads the kernel sends ahead of `head` are still waiting when it exits.
+        try await Self.withFaultOrigin(behaviour: "slow") { dir, store, origin in
             let mount = try MountProcess(
                 store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", "0"])
             let head = try shell("head -c 1 \(dir)/mnt/movie.bin | wc -c; fusermount3 -u \(dir)/mnt")
