@@ -36,6 +36,7 @@ public enum DomainMount {
         _ cache: ChunkCache, domain: String, at mountPoint: String, options: MountOptions,
         mounted: @Sendable () -> Void = {}
     ) async throws {
+        try checkMountPoint(mountPoint)
         let info = try await checkDomain(domain, of: cache)
         await cache.prepareOrigin(of: domain)
         let filesystem = MountedDomain(
@@ -59,6 +60,19 @@ public enum DomainMount {
         mounted()
         try await onThreadOfItsOwn(named: "chunkcache-mount") { try session.run(threads: options.threads) }
         try? await cache.flushUsage()
+    }
+
+    /// Checks that `mountPoint` is an existing folder, as ``serve(_:domain:at:options:mounted:)`` does first
+    /// (libfuse would print its own message and fail).
+    /// - Throws: `invalidArgument` naming the path and what to do.
+    public static func checkMountPoint(_ mountPoint: String) throws {
+        let kind = (try? FileSystem.status(mountPoint)).map { $0.st_mode & S_IFMT }
+        guard kind != S_IFDIR else { return }
+        throw CacheError(
+            .invalidArgument,
+            kind == nil
+                ? "cannot mount at \(mountPoint): there is no such folder; make it (mkdir) and mount again"
+                : "cannot mount at \(mountPoint): it is not a folder; give an existing empty folder")
     }
 
     /// Checks that `domain` exists in `cache`, as ``serve(_:domain:at:options:mounted:)`` does first.

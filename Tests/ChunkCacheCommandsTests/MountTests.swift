@@ -779,6 +779,13 @@ struct MountTests {
             #expect(try Self.eventually { kill(pid_t(pid), 0) != 0 }, "the background process ended")
             let refused = try runCLI(["--store", store, "--json", "mount", "--domain", "nothing", dir + "/mnt"])
             expectError(refused, exit: 1, code: "noSuchItem", mentions: ["nothing"])
+            // §13: a mount point that does not exist is a clear error, in the foreground and the background.
+            for foreground in [true, false] {
+                let missing = try runCLI(
+                    ["--store", store, "--json", "mount", "--domain", "d", dir + "/missing"]
+                        + (foreground ? ["--foreground"] : []))
+                expectError(missing, exit: 1, code: "invalidArgument", mentions: [dir + "/missing"])
+            }
         }
     }
 

@@ -68,6 +68,7 @@ struct Mount: AsyncParsableCommand {
     func run() async throws {
         if !foreground {
             // What can be refused is refused here, where the user sees it; the background process mounts.
+            try DomainMount.checkMountPoint(mountPoint)
             try await DomainMount.checkDomain(domain, of: try await global.openCache())
             return try startInBackground()
         }
