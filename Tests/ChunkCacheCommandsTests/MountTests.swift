@@ -615,6 +615,8 @@ struct MountTests {
             let set = try runJSON(
                 store, ["domain", "set", "web", "--origin", origin.baseURL(behaviour: "stall"), "--read-timeout", "2s"])
             #expect(set["readTimeout"] as? Double == 2, "\(set)")
+            let tooShort = try runCLI(["--store", store, "--json", "domain", "set", "web", "--read-timeout", "0.01s"])
+            expectError(tooShort, exit: 64, code: "invalidArgument", mentions: ["--read-timeout", "0.1s"])
             let mount = try MountProcess(
                 store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", "0"])
             defer { _ = try? mount.unmount() }

@@ -45,7 +45,7 @@ public struct DomainInfo: Sendable, Hashable {
         if let readTimeout, !readTimeoutRange.contains(readTimeout.seconds) {
             throw CacheError(
                 .invalidArgument,
-                "--read-timeout \(readTimeout) is outside 0.1s…1h; give how long a read may wait for the origin, e.g. 10s"
+                "--read-timeout \(readTimeout.seconds)s is outside 0.1s…1h; give how long a read may wait for the origin, e.g. 10s"
             )
         }
         if let pipelineDepth, !pipelineDepthRange.contains(pipelineDepth) {
