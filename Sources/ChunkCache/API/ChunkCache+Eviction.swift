@@ -89,14 +89,19 @@ extension ChunkCache {
 
     /// Whether `item` is pinned already, after checking that the store's bound can hold it pinned: what
     /// cannot be evicted once it is (the pinned items, the local domains, all of its newest version) must
-    /// fit where eviction could make room. `nil` when the catalogue does not know the item.
+    /// fit where eviction could make room. A file of a domain without an origin takes no more room pinned.
+    /// `nil` when the catalogue does not know the item.
     /// - Throws: `insufficientQuota` naming the item and the bound, before anything is written.
     private func pinnable(_ item: ItemIdentifier) async throws -> Bool? {
         let store = self.store
         return try await runBlocking(doing: "pinning \(item)", store: store.path) { () throws -> Bool? in
             guard let status = try self.status(of: item) else { return nil }
             let file = status.item
-            guard file.kind == .file, !file.isPinned, !store.space.couldFit(file.documentSize) else {
+            guard file.kind == .file, !file.isPinned,
+                try store.environment.read({ txn in try Records.domain(item.domain, in: txn, store.dbs).origin })
+                    != nil,
+                !store.space.couldFit(file.documentSize)
+            else {
                 return file.isPinned
             }
             throw CacheError(
