@@ -17,6 +17,8 @@ import Synchronization
 final class NodeTable: Sendable {
     /// The root's node number, FUSE's `FUSE_ROOT_ID`.
     static let root: UInt64 = 1
+    /// The bits a node number may use: 53, which a double holds exactly.
+    static let numbers: UInt64 = (1 << 53) - 1
 
     struct Node: Sendable {
         let number: UInt64
@@ -66,7 +68,7 @@ final class NodeTable: Sendable {
             while let known = state.nodes[number],
                 known.identifier != item.identifier || known.contentVersion != version
             {
-                number = number &+ 1 < 2 ? 2 : number &+ 1
+                number = max((number + 1) & Self.numbers, 2)
             }
             if state.nodes[number] != nil {
                 state.nodes[number]!.lookups += 1
@@ -82,7 +84,8 @@ final class NodeTable: Sendable {
         }
     }
 
-    /// The number of an item at a content version: FNV-1a of the identifier and the version, past the root's.
+    /// The number of an item at a content version: FNV-1a of the identifier and the version, past the root's,
+    /// in 53 bits, which a double holds exactly (JavaScript's numbers: editors' file watchers key by it).
     static func number(of identifier: String, at contentVersion: [UInt8]) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         func mix(_ byte: UInt8) {
@@ -92,7 +95,7 @@ final class NodeTable: Sendable {
         for byte in identifier.utf8 { mix(byte) }
         mix(0)
         for byte in contentVersion { mix(byte) }
-        return hash < 2 ? hash + 2 : hash
+        return max(hash & Self.numbers, 2)
     }
 
     /// Records a change to the item (`nil`: deleted): a node of an older version is no longer the item's
