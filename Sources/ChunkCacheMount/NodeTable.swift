@@ -63,7 +63,7 @@ final class NodeTable: Sendable {
         let version = item.itemVersion.contentVersion
         return state.withLock { state in
             var number = Self.number(of: item.identifier, at: version)
-            // Another item with the same hash while the kernel knows it (rare as two equal random 64-bit
+            // Another item with the same hash while the kernel knows it (rare as two equal random 53-bit
             // numbers) takes the next free number.
             while let known = state.nodes[number],
                 known.identifier != item.identifier || known.contentVersion != version
