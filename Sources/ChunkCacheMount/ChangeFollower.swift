@@ -3,9 +3,11 @@ import Dispatch
 import FuseKit
 
 /// Follows the domain's change log, whoever writes it (`put`, `mv`, `rm`, `mark`, `domain sync`, another
-/// mount), and tells the kernel exactly what changed (CONTRACT §13): the name an item was seen under, the
-/// name it has now (which may be cached as absent), its attributes, and its pages when its content changed.
-/// That is what lets the kernel keep names, attributes and pages for a day (``MountedDomain/timeout``).
+/// mount), and tells the kernel exactly what changed (CONTRACT §13): of an item whose content and place are
+/// the same (a last-use note, a mark, a pin), only its attributes; of one moved, renamed, replaced, added or
+/// removed, the name it was seen under, the name it has now (which may be cached as absent), its attributes
+/// and its folders' listings. That is what lets the kernel keep names, attributes and pages for a day
+/// (``MountedDomain/timeout``).
 final class ChangeFollower: Sendable {
     private let mounted: MountedDomain
     private let session: FuseSession
@@ -38,18 +40,30 @@ final class ChangeFollower: Sendable {
         let nodes = mounted.nodes
         var work: [@Sendable () -> Void] = []
         for item in batch.updated {
-            if let known = nodes.changed(item.identifier, to: item) {
-                // A new version gets a new node at its next lookup; the old node keeps its pages for the
-                // files open on it. Only its attributes (dates, st_blocks) are dropped.
+            let parent =
+                item.parentIdentifier == Item.rootContainer
+                ? NodeTable.root : nodes.current(item.parentIdentifier)?.number
+            let known = nodes.changed(item.identifier, to: item)
+            if let known, known.contentVersion == item.itemVersion.contentVersion, known.parent == parent,
+                known.name == item.filename
+            {
+                // Same content at the same name (a last-use note, a mark, a pin): only its attributes changed.
+                // Dropping its name would drop the node with its pages (the kernel deletes a FUSE inode
+                // nobody holds), and its next lookup would read it all again.
+                work.append { [session] in session.invalidate(node: known.number, data: false) }
+                continue
+            }
+            if let known {
+                // Moved, renamed or a new version: the old name goes. A new version gets a new node at its next
+                // lookup; the old node keeps its pages for the files open on it.
                 work.append { [session] in
                     session.invalidateEntry(parent: known.parent, name: known.name)
                     session.invalidate(node: known.number, data: false)
+                    session.invalidate(node: known.parent, data: true)
                 }
             }
             // Where it is listed now: the kernel may hold that name as absent, and the folder's listing.
-            if let parent = item.parentIdentifier == Item.rootContainer
-                ? NodeTable.root : nodes.current(item.parentIdentifier)?.number
-            {
+            if let parent {
                 work.append { [session] in
                     session.invalidateEntry(parent: parent, name: item.filename)
                     session.invalidate(node: parent, data: true)

@@ -8,8 +8,10 @@ public struct MountOptions: Sendable {
     /// Let other users than the one who mounted read the mount (FUSE's `allow_other`; needs root or
     /// `user_allow_other` in `/etc/fuse.conf`).
     public var allowOther = false
-    /// Mount read-only in the kernel too (`-o ro`): then `setfattr … user.chunkcache.pin` is refused as well.
-    public var readOnly = false
+    /// Mount read-only in the kernel too (`ro`, the default), so every write is `EROFS` whoever makes it (the
+    /// kernel's permission check would otherwise answer another user's `EACCES` first), and so is `setfattr …
+    /// user.chunkcache.pin`. False (`-o rw`) lets `setfattr` pin; the mount still refuses every write.
+    public var readOnly = true
     /// Run `domain sync` this often (origin domains).
     public var syncEvery: Duration?
     /// The FUSE session's threads: the mount's blocking home, where reads of cached bytes decode.
@@ -34,9 +36,11 @@ public enum DomainMount {
         _ cache: ChunkCache, domain: String, at mountPoint: String, options: MountOptions,
         mounted: @Sendable () -> Void = {}
     ) async throws {
-        try await checkDomain(domain, of: cache)
+        try checkMountPoint(mountPoint)
+        let info = try await checkDomain(domain, of: cache)
         await cache.prepareOrigin(of: domain)
-        let filesystem = MountedDomain(cache, domain: domain, fillBelow: options.fillBelow)
+        let filesystem = MountedDomain(
+            cache, domain: domain, fillBelow: options.fillBelow, evictable: info.origin != nil)
         let session: FuseSession
         do {
             session = try FuseSession(serving: filesystem, at: mountPoint, options: fuseOptions(domain, cache, options))
@@ -58,14 +62,30 @@ public enum DomainMount {
         try? await cache.flushUsage()
     }
 
+    /// Checks that `mountPoint` is an existing folder, as ``serve(_:domain:at:options:mounted:)`` does first
+    /// (libfuse would print its own message and fail).
+    /// - Throws: `invalidArgument` naming the path and what to do.
+    public static func checkMountPoint(_ mountPoint: String) throws {
+        let kind = (try? FileSystem.status(mountPoint)).map { $0.st_mode & S_IFMT }
+        guard kind != S_IFDIR else { return }
+        throw CacheError(
+            .invalidArgument,
+            kind == nil
+                ? "cannot mount at \(mountPoint): there is no such folder; make it (mkdir) and mount again"
+                : "cannot mount at \(mountPoint): it is not a folder; give an existing empty folder")
+    }
+
     /// Checks that `domain` exists in `cache`, as ``serve(_:domain:at:options:mounted:)`` does first.
+    /// - Returns: The domain.
     /// - Throws: `noSuchItem` naming the domain.
-    public static func checkDomain(_ domain: String, of cache: ChunkCache) async throws {
-        guard try await cache.domains().contains(where: { $0.name == domain }) else {
+    @discardableResult
+    public static func checkDomain(_ domain: String, of cache: ChunkCache) async throws -> DomainInfo {
+        guard let info = try await cache.domains().first(where: { $0.name == domain }) else {
             throw CacheError(
                 .noSuchItem,
                 "there is no domain \"\(domain)\" in the store at \(cache.path); `chunkcache domain ls` lists them")
         }
+        return info
     }
 
     /// The kernel reads ahead of a sequential reader at most `read_ahead_kb` of the mount's backing device
@@ -79,7 +99,7 @@ public enum DomainMount {
         _ = try? file.closeAfter { try Array("4096\n".utf8).withUnsafeBytes { try file.writeAll($0) } }
     }
 
-    /// libfuse's mount options: read-only unless `setfattr` may pin, named after the store and domain.
+    /// libfuse's mount options: read-only unless `setfattr` may pin (`-o rw`), named after the store and domain.
     private static func fuseOptions(_ domain: String, _ cache: ChunkCache, _ options: MountOptions) -> [String] {
         var fuse = ["fsname=chunkcache:\(domain)", "subtype=chunkcache", "default_permissions"]
         if options.readOnly { fuse.append("ro") }

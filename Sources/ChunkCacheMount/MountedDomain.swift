@@ -19,10 +19,14 @@ public final class MountedDomain: FuseFilesystem {
     let domain: String
     let nodes = NodeTable()
     let files = Handles<OpenFile>()
+    let timedOut = TimedOutReads()
     let folders = Handles<OpenFolder>()
     let buffers: ReadBuffers
     let fill: BackgroundFill
     let owner = (uid: getuid(), gid: getgid())
+    /// Whether eviction may drop the files' cached bytes (an origin domain): their `st_blocks` can shrink with
+    /// no change to the catalogue.
+    let evictable: Bool
     /// How long the kernel may trust names and attributes: long, because the mount tells it of every
     /// change (``ChangeFollower``).
     static let timeout: Double = 24 * 3600
@@ -32,10 +36,12 @@ public final class MountedDomain: FuseFilesystem {
     static let maxRead = 1 << 20
 
     /// Serves `domain` of `cache`; files opened cold that are at most `fillBelow` bytes are downloaded whole
-    /// in the background (``BackgroundFill``).
-    public init(_ cache: ChunkCache, domain: String, fillBelow: Int64) {
+    /// in the background (``BackgroundFill``). `evictable`: the domain has an origin, so eviction may drop
+    /// what the store holds of its files at any time.
+    public init(_ cache: ChunkCache, domain: String, fillBelow: Int64, evictable: Bool = false) {
         self.cache = cache
         self.domain = domain
+        self.evictable = evictable
         self.buffers = ReadBuffers(size: Self.maxRead, kept: 16)
         self.fill = BackgroundFill(cache, limit: fillBelow)
     }
@@ -70,7 +76,7 @@ public final class MountedDomain: FuseFilesystem {
     public func attributes(_ request: FuseRequest, node: UInt64) {
         do {
             let status = try self.status(of: node)
-            request.reply(attributes: attributes(status, node: node), timeout: Self.attributeTimeout(status))
+            request.reply(attributes: attributes(status, node: node), timeout: attributeTimeout(status))
         } catch {
             request.fail(error.mountErrno)
         }
@@ -109,18 +115,23 @@ public final class MountedDomain: FuseFilesystem {
         return status
     }
 
-    /// How long the kernel may trust an item's attributes: a day, except while a file is partly cached,
-    /// whose `st_blocks` grows with every read that downloads (so `du` follows within a second). Changes
-    /// to the catalogue are told to the kernel whatever the timeout.
-    static func attributeTimeout(_ status: ItemStatus) -> Double {
-        status.item.kind == .file && status.cachedBytes < status.item.documentSize ? 1 : timeout
+    /// How long the kernel may trust an item's attributes: a day, except for a file whose `st_blocks` may
+    /// change with no change to the catalogue, which gets a second (so `du` follows within one): one partly
+    /// cached, which reads download into, and one of an origin domain not pinned, which eviction (by
+    /// `evict` or by the bound, in any process) may drop. Changes to the catalogue (pins among them) are told
+    /// to the kernel whatever the timeout.
+    func attributeTimeout(_ status: ItemStatus) -> Double {
+        guard status.item.kind == .file else { return Self.timeout }
+        let mayChange =
+            status.cachedBytes < status.item.documentSize || (evictable && !status.item.isPinned)
+        return mayChange ? 1 : Self.timeout
     }
 
     /// The entry the kernel is given for an item.
     func entry(_ status: ItemStatus, node: UInt64) -> FuseEntry {
         FuseEntry(
             node: node, attributes: attributes(status, node: node), timeout: Self.timeout,
-            attributeTimeout: Self.attributeTimeout(status))
+            attributeTimeout: attributeTimeout(status))
     }
 
     /// The attributes the kernel is given for an item: its size and dates, `st_blocks` counting what the
@@ -196,13 +207,19 @@ public final class MountedDomain: FuseFilesystem {
             buffers.give(buffer)
             return request.fail(error.mountErrno)
         }
+        let range = offset..<(offset + Int64(count))
+        guard !timedOut.justFailed(handle, range) else {
+            buffers.give(buffer)
+            return request.fail(ETIMEDOUT)
+        }
         // Not all in the store: the origin's bytes are awaited in a task, which answers.
-        Task { [cache, buffers] in
+        Task { [cache, buffers, timedOut] in
             do {
                 let served = try await cache.read(
                     file.item, version: file.version, at: offset, into: target, options: .strictVersioning)
                 request.reply(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<served.bytesRead]))
             } catch {
+                if error.mountErrno == ETIMEDOUT { timedOut.note(handle, range) }
                 request.fail(error.mountErrno)
             }
             buffers.give(buffer)
@@ -230,6 +247,7 @@ public final class MountedDomain: FuseFilesystem {
 
     public func release(_ request: FuseRequest, node: UInt64, handle: UInt64) {
         files.remove(handle)
+        timedOut.forget(handle)
         request.succeed()
     }
 

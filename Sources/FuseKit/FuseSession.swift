@@ -52,8 +52,8 @@ public final class FuseSession: @unchecked Sendable {
         }
         session = made
         guard fuse_session_mount(session, mountPoint) == 0 else {
-            fuse_session_destroy(session)
-            target.release()
+            // Every stored property is set: deinit runs and destroys the session and releases the target
+            // (doing it here too freed them twice).
             throw FuseError(
                 "cannot mount at \(mountPoint): it must be an existing folder you may mount on (and /dev/fuse must exist; allow_other needs user_allow_other in /etc/fuse.conf)"
             )

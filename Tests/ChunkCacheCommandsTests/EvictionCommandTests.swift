@@ -55,4 +55,16 @@ struct EvictionCommandTests {
                 code: "invalidArgument")
         }
     }
+
+    @Test("§12: pinning a local file needs no room: a store bounded at 32 MiB that holds a 20 MiB local file pins it")
+    func pinOfLocalFileNeedsNoRoom() throws {
+        try withTemporaryDirectory { dir in
+            let store = dir + "/store"
+            try runJSON(store, ["init", "--max-size", "32MiB", "--min-free", "0"])
+            try TestData.write(TestData.random(count: 20 << 20, seed: 5), to: dir + "/f")
+            try runJSON(store, ["put", "--domain", "d", "f", dir + "/f"])
+            try runJSON(store, ["pin", "--domain", "d", "f"])
+            #expect(try runJSON(store, ["stat"]).int("pinnedBytes") == 20 << 20)
+        }
+    }
 }

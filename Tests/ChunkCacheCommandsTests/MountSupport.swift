@@ -66,6 +66,8 @@ func shell(_ script: String, in directory: String? = nil) throws -> ShellResult 
 final class ShellProcess {
     private let pid: pid_t
     private let output: Int32
+    /// What the shell printed so far.
+    private var printed: [UInt8] = []
 
     init(_ script: String, in directory: String? = nil) throws {
         var pipe: [Int32] = [0, 0]
@@ -106,20 +108,33 @@ final class ShellProcess {
 
     /// Reads what the shell prints until it ends, and waits for it.
     func wait() -> ShellResult {
-        var bytes: [UInt8] = []
+        guard let result = wait(timeout: nil) else { fatalError("a wait with no timeout ended") }
+        return result
+    }
+
+    /// Reads what the shell prints until the pipe ends (every process holding its write end closed it),
+    /// and waits for the shell; `nil` when the pipe is still open after `timeout` seconds (then call again).
+    func wait(timeout: Double?) -> ShellResult? {
+        let deadline = timeout.map { Date().addingTimeInterval($0) }
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
+            if let deadline {
+                var ready = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
+                let left = Int32(max(0, deadline.timeIntervalSinceNow) * 1000)
+                if poll(&ready, 1, left) == 0 { return nil }
+            }
             let count = chunk.withUnsafeMutableBytes { Glibc.read(output, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { break }
-            bytes += chunk[0..<count]
+            printed += chunk[0..<count]
         }
         close(output)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         let exited = status & 0x7f == 0
         return ShellResult(
-            status: exited ? (status >> 8) & 0xff : 128 + status & 0x7f, output: String(decoding: bytes, as: UTF8.self))
+            status: exited ? (status >> 8) & 0xff : 128 + status & 0x7f,
+            output: String(decoding: printed, as: UTF8.self))
     }
 }
 

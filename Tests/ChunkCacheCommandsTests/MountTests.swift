@@ -192,6 +192,86 @@ struct MountTests {
     }
 
     @Test(
+        "§13: a read's last-use note, a mark, a pin and a rename keep the file's inode number and the kernel's pages of it; a change of content shows the new bytes"
+    )
+    func inodesAndPagesLast() throws {
+        try withTemporaryDirectory { dir in
+            let store = dir + "/store"
+            let (old, new) = (TestData.random(count: 4 << 20, seed: 60), TestData.random(count: 4 << 20, seed: 61))
+            try TestData.write(old, to: dir + "/old.bin")
+            try TestData.write(new, to: dir + "/new.bin")
+            try runJSON(store, ["put", "--domain", "d", "file.bin", dir + "/old.bin"])
+            let mount = try MountProcess(store: store, domain: "d", at: dir + "/mnt")
+            defer { _ = try? mount.unmount() }
+            var file = mount.mountPoint + "/file.bin"
+            func inode() throws -> String { try shell("stat -c %i \(file)").output }
+            func resident() throws -> String {
+                try shell("fincore --bytes --noheadings --output RES \(file)").output
+                    .trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            let number = try inode()
+            #expect(try shell("cat \(file) | sha256sum | cut -d' ' -f1").output == Self.sha256(old) + "\n")
+            #expect(try resident() == "\(4 << 20)", "the kernel holds the file's pages after a read")
+            // The read's last-use note reaches the change log in the background: give it time to land.
+            #expect(
+                try Self.eventually {
+                    try runJSON(store, ["ls", "--domain", "d"]).array("items").contains {
+                        ($0 as? [String: Any])?["lastUsedDate"] is String
+                    }
+                })
+            sleep(2)
+            #expect(try inode() == number, "a last-use note keeps the inode number")
+            #expect(try resident() == "\(4 << 20)", "a last-use note keeps the pages")
+            try runJSON(store, ["mark", "--domain", "d", "file.bin", "--favorite", "1"])
+            try runJSON(store, ["pin", "--domain", "d", "file.bin"])
+            sleep(1)
+            #expect(try inode() == number, "a mark and a pin keep the inode number")
+            #expect(try resident() == "\(4 << 20)", "a mark and a pin keep the pages")
+            try runJSON(store, ["mv", "--domain", "d", "file.bin", "--to", "root", "--name", "renamed.bin"])
+            file = mount.mountPoint + "/renamed.bin"
+            #expect(try Self.eventually { try shell("test -e \(file)").status == 0 })
+            #expect(try inode() == number, "a rename keeps the inode number")
+            // The identifier stays what it was put as: the rename changed only the name.
+            try runJSON(store, ["put", "--domain", "d", "file.bin", dir + "/new.bin"])
+            #expect(
+                try Self.eventually {
+                    try shell("cat \(file) | sha256sum | cut -d' ' -f1").output == Self.sha256(new) + "\n"
+                }, "a change of content shows the new bytes, not the kept pages")
+        }
+    }
+
+    @Test(
+        "§13: mounted read-only (ro) by default: another user's write through --allow-other is EROFS, not EACCES, and so is setfattr; -o rw lets setfattr pin"
+    )
+    func readOnlyByDefault() throws {
+        try withTemporaryDirectory { dir in
+            // Another user must reach the mount point.
+            chmod(dir, 0o755)
+            let store = dir + "/store"
+            try TestData.write(Array("hello\n".utf8), to: dir + "/a.txt")
+            try runJSON(store, ["put", "--domain", "d", "a.txt", dir + "/a.txt"])
+            let mount = try MountProcess(store: store, domain: "d", at: dir + "/mnt", arguments: ["--allow-other"])
+            let file = mount.mountPoint + "/a.txt"
+            let options = try shell("findmnt -n -o OPTIONS \(mount.mountPoint)").output
+            #expect(options.split(separator: ",").first == "ro", "\(options)")
+            let other = try shell(
+                "setpriv --reuid=65534 --regid=65534 --clear-groups sh -c 'cat \(file); echo x >> \(file)'")
+            #expect(other.output.hasPrefix("hello\n") && other.output.contains("Read-only file system"), "\(other)")
+            let pin = try shell("setfattr -n user.chunkcache.pin -v 1 \(file)")
+            #expect(pin.status != 0 && pin.output.contains("Read-only file system"), "\(pin)")
+            #expect(try mount.unmount().exitCode == 0)
+            let writable = try MountProcess(store: store, domain: "d", at: dir + "/mnt", arguments: ["-o", "rw"])
+            defer { _ = try? writable.unmount() }
+            let pinned = try shell("setfattr -n user.chunkcache.pin -v 1 \(file)")
+            #expect(pinned.status == 0, "-o rw: setfattr pins: \(pinned)")
+            let write = try shell("echo x >> \(file)")
+            #expect(
+                write.status != 0 && write.output.contains("Read-only file system"),
+                "-o rw still refuses writes: \(write)")
+        }
+    }
+
+    @Test(
         "§13 issue 20: the mount follows other processes' put, mv and rm at once; a file open before a put keeps its version's bytes"
     )
     func followsChanges() throws {
@@ -237,14 +317,14 @@ struct MountTests {
     /// The mount downloads nothing but what is read (`--fill-below 0`) unless `fillBelow` says otherwise: the
     /// tests that watch what is cached would race a background fill.
     static func withMountedOrigin(
-        fillBelow: String = "0",
+        fillBelow: String = "0", arguments: [String] = [],
         _ body: (_ dir: String, _ store: String, _ server: NginxServer, _ mount: MountProcess, _ movie: [UInt8])
             async throws -> Void
     ) async throws {
         let movie = TestData.random(count: 8 << 20, seed: 20)
         try await withSyncedOrigin(["movie.bin": movie, "small/a.txt": Array("hello\n".utf8)]) { dir, store, server in
             let mount = try MountProcess(
-                store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", fillBelow])
+                store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", fillBelow] + arguments)
             do {
                 try await body(dir, store, server, mount, movie)
             } catch {
@@ -318,7 +398,7 @@ struct MountTests {
         "§13 §12 issue 20: user.chunkcache.state goes dataless → partial → pinned → cached; cachedBytes and du follow; setfattr pins and unpins",
         .requires(NginxServer.self))
     func extendedAttributes() async throws {
-        try await Self.withMountedOrigin { _, store, _, mount, movie in
+        try await Self.withMountedOrigin(arguments: ["-o", "rw"]) { _, store, _, mount, movie in
             let file = mount.mountPoint + "/movie.bin"
             func attribute(_ name: String) throws -> String {
                 try shell("getfattr --absolute-names --only-values -n user.chunkcache.\(name) \(file)").output
@@ -348,6 +428,97 @@ struct MountTests {
             #expect(wrong.status != 0 && wrong.output.contains("Invalid argument"), "\(wrong)")
             let unknown = try shell("getfattr --absolute-names -n user.chunkcache.nothing \(file)")
             #expect(unknown.status != 0 && unknown.output.contains("No such attribute"), "\(unknown)")
+        }
+    }
+
+    @Test(
+        "§12 §13: a pin the bound cannot hold fails (ENOSPC through setfattr, insufficientQuota through pin) and leaves the store exactly as it was: the item unpinned, pinnedBytes the first pin's, a third file still reads",
+        .requires(NginxServer.self))
+    func failedPinChangesNothing() async throws {
+        let (a, b, c) = (
+            TestData.random(count: 24 << 20, seed: 50), TestData.random(count: 24 << 20, seed: 51),
+            TestData.random(count: 4 << 20, seed: 52)
+        )
+        try await Self.withSyncedOrigin(["a.bin": a, "b.bin": b, "c.bin": c]) { dir, store, server in
+            try runJSON(store, ["init", "--max-size", "32MiB", "--min-free", "0"])
+            let mount = try MountProcess(
+                store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", "0", "-o", "rw"])
+            defer { _ = try? mount.unmount() }
+            let mnt = mount.mountPoint
+            func state(_ name: String) throws -> String {
+                try shell("getfattr --absolute-names --only-values -n user.chunkcache.state \(mnt)/\(name)").output
+            }
+            let first = try shell("setfattr -n user.chunkcache.pin -v 1 \(mnt)/a.bin")
+            let firstState = try state("a.bin")
+            #expect(first.status == 0 && firstState == "pinned", "\(first), state \(firstState)")
+            let pinnedBefore = try runJSON(store, ["stat"]).int("pinnedBytes")
+            #expect(pinnedBefore >= 24 << 20, "the first pin holds its file: \(pinnedBefore)")
+            let second = try shell("setfattr -n user.chunkcache.pin -v 1 \(mnt)/b.bin")
+            #expect(second.status != 0 && second.output.contains("No space left on device"), "\(second)")
+            #expect(try state("b.bin") != "pinned", "a failed pin leaves the item unpinned")
+            #expect(try runJSON(store, ["stat"]).int("pinnedBytes") == pinnedBefore)
+            func listed(_ name: String) throws -> String? {
+                let items = try runJSON(store, ["ls", "--domain", "web"]).array("items") as? [[String: Any]]
+                return items?.first { $0["id"] as? String == name }?["metadataVersion"] as? String
+            }
+            let before = try listed("b.bin")
+            let refused = try runCLI(["--store", store, "--json", "pin", "--domain", "web", "b.bin"])
+            expectError(refused, exit: 1, code: "insufficientQuota", mentions: [store])
+            #expect(try state("b.bin") != "pinned", "a failed pin through the command line leaves it unpinned")
+            #expect(try listed("b.bin") == before, "pin through the command line changed nothing")
+            #expect(try runJSON(store, ["stat"]).int("pinnedBytes") == pinnedBefore)
+            let read = try shell("sha256sum < \(mnt)/c.bin | cut -d' ' -f1")
+            #expect(read.output.trimmingCharacters(in: .newlines) == Self.sha256(c), "a third file reads: \(read)")
+            // A pin the bound holds but whose download fails (the origin gone) is undone as well.
+            try runJSON(store, ["unpin", "--domain", "web", "a.bin"])
+            await server.stop()
+            let offline = try shell("setfattr -n user.chunkcache.pin -v 1 \(mnt)/b.bin")
+            #expect(offline.status != 0, "\(offline)")
+            #expect(try state("b.bin") != "pinned", "a pin whose download failed leaves the item unpinned")
+            #expect(try runJSON(store, ["stat"]).int("pinnedBytes") == 0)
+        }
+    }
+
+    @Test(
+        "§13 §12: eviction by evict and by the bound reaches st_blocks (du) within a second: a file's blocks count what the store still holds of it",
+        .requires(NginxServer.self))
+    func diskUsageFollowsEviction() async throws {
+        let files = [
+            "a.bin": TestData.random(count: 8 << 20, seed: 70), "b.bin": TestData.random(count: 16 << 20, seed: 71),
+            "c.bin": TestData.random(count: 16 << 20, seed: 72),
+        ]
+        try await Self.withSyncedOrigin(files) { dir, store, _ in
+            try runJSON(store, ["init", "--max-size", "24MiB", "--min-free", "0"])
+            let mount = try MountProcess(
+                store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", "0"])
+            defer { _ = try? mount.unmount() }
+            func blocks(_ name: String) throws -> Int {
+                Int(try TestData.status(mount.mountPoint + "/" + name).st_blocks) * 512
+            }
+            func cached(_ name: String) throws -> Int {
+                let asked = "getfattr --absolute-names --only-values -n user.chunkcache.cachedBytes"
+                return Int(try shell("\(asked) \(mount.mountPoint)/\(name)").output) ?? -1
+            }
+            func read(_ name: String) throws { _ = try shell("cat \(mount.mountPoint)/\(name) > /dev/null") }
+            try read("a.bin")
+            #expect(try Self.eventually { try blocks("a.bin") == 8 << 20 }, "all of it cached")
+            try runJSON(store, ["evict", "--domain", "web", "a.bin"])
+            #expect(try cached("a.bin") == 0)
+            let start = Date()
+            #expect(try Self.eventually { try blocks("a.bin") == 0 }, "after evict: \((try? blocks("a.bin")) ?? -1)")
+            #expect(Date().timeIntervalSince(start) < 2, "within a second (and a margin for a loaded machine)")
+            // By the bound: b.bin and c.bin do not both fit in 24 MiB; whichever the policy evicts from, each
+            // file's blocks follow what the store holds of it.
+            try read("b.bin")
+            #expect(try Self.eventually { try blocks("b.bin") == 16 << 20 })
+            try read("c.bin")
+            #expect(try cached("b.bin") + cached("c.bin") < 32 << 20, "the bound evicted")
+            for name in ["b.bin", "c.bin"] {
+                #expect(
+                    try Self.eventually { try blocks(name) == (try cached(name) + 511) / 512 * 512 },
+                    "\(name) after eviction by the bound: \((try? blocks(name)) ?? -1) bytes of blocks, \((try? cached(name)) ?? -1) cached"
+                )
+            }
         }
     }
 
@@ -417,6 +588,49 @@ struct MountTests {
         }
     }
 
+    /// A `FaultOrigin` serving `movie.bin` (16 MiB) with `behaviour`, as the origin of domain `web` of a new
+    /// store (`dir/store`) that has fetched its first byte (so the store knows the file); the origin stops when
+    /// `body` ends.
+    static func withFaultOrigin(
+        behaviour: String, _ body: (_ dir: String, _ store: String, _ origin: FaultOrigin) async throws -> Void
+    ) async throws {
+        try await withTemporaryDirectory { dir in
+            try FileManager.default.createDirectory(atPath: dir + "/origin", withIntermediateDirectories: true)
+            try TestData.write(TestData.random(count: 16 << 20, seed: 21), to: dir + "/origin/movie.bin")
+            let origin = try await FaultOrigin.start(root: URL(fileURLWithPath: dir + "/origin"))
+            defer { Task { await origin.stop() } }
+            let store = dir + "/store"
+            try runJSON(store, ["domain", "add", "web", "--origin", origin.baseURL(behaviour: behaviour)])
+            try runJSON(store, ["fetch", "--domain", "web", "movie.bin", "--range", "0:1"])
+            try await body(dir, store, origin)
+        }
+    }
+
+    @Test(
+        "§13 §10: a mounted read from an origin that accepts the connection and never answers fails ETIMEDOUT after one wait of the domain's --read-timeout, not one per kernel retry",
+        .requires(FaultOrigin.self))
+    func boundedWaitForASilentOrigin() async throws {
+        try await Self.withFaultOrigin(behaviour: "plain") { dir, store, origin in
+            // Now the origin takes every request and answers none.
+            let set = try runJSON(
+                store, ["domain", "set", "web", "--origin", origin.baseURL(behaviour: "stall"), "--read-timeout", "2s"])
+            #expect(set["readTimeout"] as? Double == 2, "\(set)")
+            let tooShort = try runCLI(["--store", store, "--json", "domain", "set", "web", "--read-timeout", "0.01s"])
+            expectError(tooShort, exit: 64, code: "invalidArgument", mentions: ["--read-timeout", "0.1s"])
+            let mount = try MountProcess(
+                store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", "0"])
+            defer { _ = try? mount.unmount() }
+            let start = Date()
+            let read = try shell(
+                "python3 -c 'import os; fd = os.open(\"\(mount.mountPoint)/movie.bin\", os.O_RDONLY); os.pread(fd, 65536, 6 << 20)'"
+            )
+            let waited = Date().timeIntervalSince(start)
+            #expect(read.status != 0 && read.output.contains("Connection timed out"), "ETIMEDOUT: \(read)")
+            #expect(waited >= 1.8 && waited < 3.5, "one wait of 2 s, not two: \(waited) s")
+            await origin.stop()
+        }
+    }
+
     @Test(
         "§13 issue 20: SIGTERM with a reader inside frees the mount point at once; the reader finishes byte-exact, then the mount exits 0"
     )
@@ -451,15 +665,8 @@ struct MountTests {
         "§13 issue 20: unmounted while the kernel's read-ahead still waits on the origin, the mount exits 0 at once and prints nothing of libfuse's",
         .requires(FaultOrigin.self))
     func unmountedUnderPendingReads() async throws {
-        try await withTemporaryDirectory { dir in
-            try FileManager.default.createDirectory(atPath: dir + "/origin", withIntermediateDirectories: true)
-            try TestData.write(TestData.random(count: 16 << 20, seed: 21), to: dir + "/origin/movie.bin")
-            let origin = try await FaultOrigin.start(root: URL(fileURLWithPath: dir + "/origin"))
-            defer { Task { await origin.stop() } }
-            let store = dir + "/store"
-            // Every GET waits 100 ms: the reads the kernel sends ahead of `head` are still waiting when it exits.
-            try runJSON(store, ["domain", "add", "web", "--origin", origin.baseURL(behaviour: "slow")])
-            try runJSON(store, ["fetch", "--domain", "web", "movie.bin", "--range", "0:1"])
+        // Every GET waits 100 ms: the reads the kernel sends ahead of `head` are still waiting when it exits.
+        try await Self.withFaultOrigin(behaviour: "slow") { dir, store, origin in
             let mount = try MountProcess(
                 store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", "0"])
             let head = try shell("head -c 1 \(dir)/mnt/movie.bin | wc -c; fusermount3 -u \(dir)/mnt")
@@ -574,6 +781,62 @@ struct MountTests {
             #expect(try Self.eventually { kill(pid_t(pid), 0) != 0 }, "the background process ended")
             let refused = try runCLI(["--store", store, "--json", "mount", "--domain", "nothing", dir + "/mnt"])
             expectError(refused, exit: 1, code: "noSuchItem", mentions: ["nothing"])
+            // §13: a mount point that does not exist is a clear error, in the foreground and the background.
+            for foreground in [true, false] {
+                let missing = try runCLI(
+                    ["--store", store, "--json", "mount", "--domain", "d", dir + "/missing"]
+                        + (foreground ? ["--foreground"] : []))
+                expectError(missing, exit: 1, code: "invalidArgument", mentions: [dir + "/missing"])
+            }
+        }
+    }
+
+    @Test(
+        "§13: without --foreground, the mount's background process holds none of the caller's standard streams and leaves its session: $(chunkcache mount …) returns"
+    )
+    func backgroundLeavesTheStreams() throws {
+        try withTemporaryDirectory { dir in
+            let store = dir + "/store"
+            try TestData.write(Array("hello\n".utf8), to: dir + "/a.txt")
+            try runJSON(store, ["put", "--domain", "d", "a.txt", dir + "/a.txt"])
+            try FileManager.default.createDirectory(atPath: dir + "/mnt", withIntermediateDirectories: true)
+            let script = """
+                out=$(\(ChunkCacheBinary.path!) --store \(store) --json mount --domain d \(dir)/mnt) || exit 1
+                echo "$out"
+                """
+            let caller = try ShellProcess(script)
+            let returned = caller.wait(timeout: 10)
+            defer { _ = try? shell("fusermount3 -u \(dir)/mnt") }
+            guard let returned else {
+                _ = try? shell("fusermount3 -u \(dir)/mnt")
+                Issue.record("$(chunkcache mount …) had not returned after 10 s: \(caller.wait())")
+                return
+            }
+            #expect(returned.status == 0, "\(returned)")
+            let started = try JSONSerialization.jsonObject(with: Data(returned.output.utf8)) as? [String: Any]
+            let pid = try #require(started?["pid"] as? Int, "\(returned)")
+            #expect(try shell("cat \(dir)/mnt/a.txt").output == "hello\n")
+            let streams = try shell("readlink /proc/\(pid)/fd/0 /proc/\(pid)/fd/1 /proc/\(pid)/fd/2")
+            #expect(streams.output == "/dev/null\n/dev/null\n/dev/null\n", "\(streams)")
+            let session = try shell("ps -o sid= -p \(pid)").output.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(session == String(pid), "the background process leads a session of its own: \(session)")
+        }
+    }
+
+    @Test("§7 §13: mount --help prints --fill-below's default as a size people read (256 MiB), no Swift value dump")
+    func helpPrintsSizes() throws {
+        let help = try runCLI(["mount", "--help"])
+        #expect(help.exitCode == 0 && help.stdout.contains("(default: 256 MiB)"), "\(help.stdout)")
+        for command in ["mount", "init", "fetch", "domain add", "domain set", "changes", "sweep"] {
+            let shown = try runCLI(command.split(separator: " ").map(String.init) + ["--help"])
+            #expect(
+                !shown.stdout.contains("(bytes:") && !shown.stdout.contains("(seconds:"),
+                "\(command) --help: \(shown.stdout)")
+        }
+        // A size as printed is accepted back.
+        try withTemporaryDirectory { dir in
+            let made = try runJSON(dir + "/store", ["init", "--max-size", "256 MiB", "--min-free", "0"])
+            #expect(try made.int("maxSize") == 256 << 20, "\(made)")
         }
     }
 

@@ -12,14 +12,18 @@ extension ChunkCache {
     ///   - headers: Sent with every origin request; their values are stored and never printed.
     ///   - pipelineDepth: Origin requests in flight per process, 1…128.
     ///   - readAhead: The largest sequential read-ahead window, 0…1 GiB.
+    ///   - readTimeout: How long an origin request may send nothing before it fails (0.1 s…1 h); nil:
+    ///     ``DomainInfo/defaultReadTimeout``.
     /// - Returns: The new domain, at domain version 1.
     /// - Throws: `fileExists` when the domain exists; `invalidArgument` for a setting out of range.
     public func addDomain(
         _ name: String, origin: Origin? = nil, headers: [OriginHeader] = [],
-        pipelineDepth: Int = DomainInfo.defaultPipelineDepth, readAhead: Int64 = DomainInfo.defaultReadAhead
+        pipelineDepth: Int = DomainInfo.defaultPipelineDepth, readAhead: Int64 = DomainInfo.defaultReadAhead,
+        readTimeout: Duration? = nil
     ) async throws -> DomainInfo {
         try Records.validate(domain: name, item: nil)
-        try DomainInfo.validate(pipelineDepth: pipelineDepth, readAhead: readAhead, headerCount: headers.count)
+        try DomainInfo.validate(
+            pipelineDepth: pipelineDepth, readAhead: readAhead, readTimeout: readTimeout, headerCount: headers.count)
         let dbs = store.dbs
         do {
             return try await store.writer.write { txn in
@@ -34,6 +38,7 @@ extension ChunkCache {
                 record.headers = headers
                 record.pipelineDepth = pipelineDepth
                 record.readAhead = readAhead
+                record.readTimeout = readTimeout?.seconds
                 _ = try txn.bump(&record, named: name, dbs)
                 return try Self.info(name, record, in: txn, dbs)
             }
@@ -51,16 +56,19 @@ extension ChunkCache {
     ///   - headers: Replaces all the headers; `[]` removes them.
     ///   - pipelineDepth: Origin requests in flight per process, 1…128.
     ///   - readAhead: The largest sequential read-ahead window, 0…1 GiB.
+    ///   - readTimeout: How long an origin request may send nothing before it fails (0.1 s…1 h).
     ///   - changeHistory: How much of the change log to keep; what it no longer keeps is compacted with the
     ///     next change, and anchors before it expire.
     /// - Throws: `noSuchItem` for an unknown domain; `invalidArgument` for a setting out of range.
     public func setDomain(
         _ name: String, origin: Origin? = nil, headers: [OriginHeader]? = nil, pipelineDepth: Int? = nil,
-        readAhead: Int64? = nil,
+        readAhead: Int64? = nil, readTimeout: Duration? = nil,
         changeHistory: ChangeHistory? = nil
     ) async throws -> DomainInfo {
         try Records.validate(domain: name, item: nil)
-        try DomainInfo.validate(pipelineDepth: pipelineDepth, readAhead: readAhead, headerCount: headers?.count ?? 0)
+        try DomainInfo.validate(
+            pipelineDepth: pipelineDepth, readAhead: readAhead, readTimeout: readTimeout,
+            headerCount: headers?.count ?? 0)
         let dbs = store.dbs
         do {
             return try await store.writer.write { txn in
@@ -70,6 +78,7 @@ extension ChunkCache {
                 if let headers { record.headers = headers }
                 if let pipelineDepth { record.pipelineDepth = pipelineDepth }
                 if let readAhead { record.readAhead = readAhead }
+                if let readTimeout { record.readTimeout = readTimeout.seconds }
                 if let changeHistory {
                     guard changeHistory.changes >= 1, changeHistory.seconds > 0 else {
                         throw CacheError(
@@ -162,7 +171,9 @@ extension ChunkCache {
         return DomainInfo(
             name: name, origin: record.origin, headerNames: record.headers.map(\.name),
             pipelineDepth: record.pipelineDepth,
-            readAhead: record.readAhead, domainVersion: DomainVersion(rawValue: record.version), items: items,
+            readAhead: record.readAhead,
+            readTimeout: record.readTimeout.map { .seconds($0) } ?? DomainInfo.defaultReadTimeout,
+            domainVersion: DomainVersion(rawValue: record.version), items: items,
             cachedBytes: cached, importFinished: record.importFinishedEpoch == record.importEpoch,
             changeHistory: record.history,
             importsFinished: Int(record.importsFinished))
@@ -173,7 +184,7 @@ extension DomainRecord {
     /// True when the origin settings are the same: changing them to what they are is not a change.
     func hasSameSettings(as other: DomainRecord) -> Bool {
         origin == other.origin && headers == other.headers && pipelineDepth == other.pipelineDepth
-            && readAhead == other.readAhead
+            && readAhead == other.readAhead && readTimeout == other.readTimeout
             && history == other.history
     }
 }

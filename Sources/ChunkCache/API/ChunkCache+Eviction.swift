@@ -53,29 +53,62 @@ extension ChunkCache {
 
     /// Pins an item ("available offline", `pin`): exempts it from eviction and downloads what of its newest
     /// version is absent. A metadata change (D4); pinned items are in the working set.
+    ///
+    /// A pin that fails changes nothing (CONTRACT §12): one the store's bound cannot hold beside what is
+    /// pinned already and the local domains is refused before anything is written, and one whose download
+    /// fails is unpinned again.
     /// - Parameters:
     ///   - item: The file to pin.
     ///   - progress: Updated as the download proceeds.
     /// - Returns: The item as pinned, and the bytes downloaded.
+    /// - Throws: `insufficientQuota` when the bound cannot hold the item pinned; the download's errors.
     public func pin(_ item: ItemIdentifier, progress: DownloadProgress? = nil) async throws -> (
         change: ItemChange, downloadedBytes: Int64
     ) {
         var downloaded: Int64 = 0
-        let change: ItemChange
-        do {
-            change = try await setPinned(true, item)
-        } catch let error as CacheError where error.code == .noSuchItem {
+        if try await pinnable(item) == nil {
             // An origin item the store has not seen yet: the fetch discovers it (or confirms it is gone).
             let fetched = try await fetchContents(for: item, version: nil, request: FetchRequest(progress: progress))
             try? FileSystem.unlink(fetched.url.path)
             downloaded = fetched.downloadedBytes
-            change = try await setPinned(true, item)
         }
+        let wasPinned = try await pinnable(item) ?? false
+        let change = try await setPinned(true, item)
         guard change.item.kind == .file else { return (change, 0) }
-        let fetched = try await fetchContents(for: item, version: nil, request: FetchRequest(progress: progress))
-        try? FileSystem.unlink(fetched.url.path)
-        await waitForDownloads()
-        return (change, downloaded + fetched.downloadedBytes)
+        do {
+            let fetched = try await fetchContents(for: item, version: nil, request: FetchRequest(progress: progress))
+            try? FileSystem.unlink(fetched.url.path)
+            await waitForDownloads()
+            return (change, downloaded + fetched.downloadedBytes)
+        } catch {
+            // The download failed (the origin, the disk): the item is left unpinned, as it was.
+            if !wasPinned { _ = try? await setPinned(false, item) }
+            throw error
+        }
+    }
+
+    /// Whether `item` is pinned already, after checking that the store's bound can hold it pinned: what
+    /// cannot be evicted once it is (the pinned items, the local domains, all of its newest version) must
+    /// fit where eviction could make room. A file of a domain without an origin takes no more room pinned.
+    /// `nil` when the catalogue does not know the item.
+    /// - Throws: `insufficientQuota` naming the item and the bound, before anything is written.
+    private func pinnable(_ item: ItemIdentifier) async throws -> Bool? {
+        let store = self.store
+        return try await runBlocking(doing: "pinning \(item)", store: store.path) { () throws -> Bool? in
+            guard let status = try self.status(of: item) else { return nil }
+            let file = status.item
+            guard file.kind == .file, !file.isPinned,
+                try store.environment.read({ txn in try Records.domain(item.domain, in: txn, store.dbs).origin })
+                    != nil,
+                !store.space.couldFit(file.documentSize)
+            else {
+                return file.isPinned
+            }
+            throw CacheError(
+                .insufficientQuota,
+                "cannot pin \(item) (\(formatSize(file.documentSize))): the bound of the store at \(store.path) cannot hold it beside what is pinned already and the local domains' files; nothing was changed: unpin other items, or raise the bound with `chunkcache init --max-size`/`--min-free`"
+            )
+        }
     }
 
     /// Unpins an item: eviction may drop its cached content again.

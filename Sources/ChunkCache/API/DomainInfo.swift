@@ -9,6 +9,9 @@ public struct DomainInfo: Sendable, Hashable {
     public var headerNames: [String]
     public var pipelineDepth: Int
     public var readAhead: Int64
+    /// How long an origin request may send nothing before it fails `serverUnreachable` (a mounted read:
+    /// `ETIMEDOUT`): one bounded wait per read.
+    public var readTimeout: Duration = DomainInfo.defaultReadTimeout
     public var domainVersion: DomainVersion
     /// Items of every kind (files, folders, symlinks).
     public var items: Int
@@ -29,10 +32,22 @@ public struct DomainInfo: Sendable, Hashable {
     public static let defaultReadAhead: Int64 = 4 << 20
     public static let readAheadRange: ClosedRange<Int64> = 0...(1 << 30)
     public static let maxHeaders = 64
+    /// The read timeout unless set: CONTRACT §10's idle timeout.
+    public static let defaultReadTimeout: Duration = .seconds(30)
+    /// Read timeouts allowed, in seconds.
+    public static let readTimeoutRange: ClosedRange<Double> = 0.1...3600
 
     /// Checks the settings given (nil ones are not checked), as `addDomain` and `setDomain` do.
     /// - Throws: `invalidArgument` naming the flag at fault and what to give.
-    public static func validate(pipelineDepth: Int?, readAhead: Int64?, headerCount: Int) throws(CacheError) {
+    public static func validate(
+        pipelineDepth: Int?, readAhead: Int64?, readTimeout: Duration? = nil, headerCount: Int
+    ) throws(CacheError) {
+        if let readTimeout, !readTimeoutRange.contains(readTimeout.seconds) {
+            throw CacheError(
+                .invalidArgument,
+                "--read-timeout \(readTimeout.seconds)s is outside 0.1s…1h; give how long a read may wait for the origin, e.g. 10s"
+            )
+        }
         if let pipelineDepth, !pipelineDepthRange.contains(pipelineDepth) {
             throw CacheError(
                 .invalidArgument,
@@ -48,5 +63,13 @@ public struct DomainInfo: Sendable, Hashable {
             throw CacheError(
                 .invalidArgument, "\(headerCount) --header options are more than \(maxHeaders); give fewer")
         }
+    }
+}
+
+extension Duration {
+    /// The duration in seconds.
+    public var seconds: Double {
+        let (whole, fraction) = components
+        return Double(whole) + Double(fraction) / 1e18
     }
 }

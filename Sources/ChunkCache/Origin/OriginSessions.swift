@@ -142,9 +142,11 @@ final class OriginSessions: Sendable {
 
     private func settings(of record: DomainRecord) -> OriginSession.Settings? {
         guard let origin = record.origin else { return nil }
+        var policy = policy.withLock { $0 }
+        if let readTimeout = record.readTimeout { policy.idleTimeout = .seconds(readTimeout) }
         return OriginSession.Settings(
             origin: origin, headers: record.headers, pipelineDepth: record.pipelineDepth, readAhead: record.readAhead,
-            policy: policy.withLock { $0 })
+            policy: policy)
     }
 
     /// The session of `domain` as `record` configures it, made anew when its settings changed.

@@ -30,6 +30,9 @@ struct DomainRecord: StoreRecord {
     var importFinishedEpoch: UInt64 = 0
     /// How many times an import's end was recorded: once per epoch (G4).
     var importsFinished: UInt64 = 0
+    /// How long an origin request may send nothing before it fails `serverUnreachable` (`--read-timeout`),
+    /// in seconds; nil: CONTRACT §10's idle timeout (``DomainInfo/defaultReadTimeout``).
+    var readTimeout: Double?
 
     static let remedy = "run `chunkcache verify` to list the damage; put the domain's files into a new domain"
 
@@ -60,6 +63,7 @@ struct DomainRecord: StoreRecord {
         w.append(importEpoch)
         w.append(importFinishedEpoch)
         w.append(importsFinished)
+        w.append(readTimeout ?? 0)
     }
 }
 
@@ -118,5 +122,11 @@ extension DomainRecord {
         importEpoch = try r.read()
         importFinishedEpoch = try r.read()
         importsFinished = try r.read()
+        guard r.offset < r.buffer.count else { return }  // written before the read timeout was a setting
+        let timeout = try r.readDouble()
+        guard timeout == 0 || DomainInfo.readTimeoutRange.contains(timeout) else {
+            throw RecordDamage(problem: "has an impossible read timeout")
+        }
+        readTimeout = timeout == 0 ? nil : timeout
     }
 }

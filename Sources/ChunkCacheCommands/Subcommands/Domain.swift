@@ -26,7 +26,7 @@ struct Domain: AsyncParsableCommand {
             let info = try await cache.addDomain(
                 name, origin: try settings.parsedOrigin(), headers: try settings.parsedHeaders() ?? [],
                 pipelineDepth: settings.pipelineDepth ?? DomainInfo.defaultPipelineDepth,
-                readAhead: settings.readAhead?.bytes ?? DomainInfo.defaultReadAhead)
+                readAhead: settings.readAhead?.bytes ?? DomainInfo.defaultReadAhead, readTimeout: settings.timeout)
             global.emit(info.json, summary: "added domain " + info.summary)
         }
     }
@@ -62,7 +62,9 @@ struct Domain: AsyncParsableCommand {
             }
             let info = try await cache.setDomain(
                 name, origin: try settings.parsedOrigin(), headers: try settings.parsedHeaders(),
-                pipelineDepth: settings.pipelineDepth, readAhead: settings.readAhead?.bytes, changeHistory: history)
+                pipelineDepth: settings.pipelineDepth, readAhead: settings.readAhead?.bytes,
+                readTimeout: settings.timeout,
+                changeHistory: history)
             global.emit(info.json, summary: "domain " + info.summary)
         }
     }
@@ -155,12 +157,23 @@ struct DomainSettings: ParsableArguments {
     @Option(name: .customLong("read-ahead"), help: "The largest sequential read-ahead window, 0…1GiB (default 4MiB).")
     var readAhead: ByteSize?
 
+    @Option(
+        name: .customLong("read-timeout"),
+        help: ArgumentHelp(
+            "How long a read waits for an origin that sends nothing before it fails (a mounted read: ETIMEDOUT), 0.1s…1h (default 30s).",
+            valueName: "duration"))
+    var readTimeout: Duration?
+
+    /// `--read-timeout` as the engine takes it.
+    var timeout: Swift.Duration? { readTimeout.map { .milliseconds(Int64(($0.seconds * 1000).rounded())) } }
+
     func validate() throws {
         _ = try parsedOrigin()
         _ = try parsedHeaders()
         try usage { () throws(CacheError) in
             try DomainInfo.validate(
-                pipelineDepth: pipelineDepth, readAhead: readAhead?.bytes, headerCount: headerLines.count)
+                pipelineDepth: pipelineDepth, readAhead: readAhead?.bytes, readTimeout: timeout,
+                headerCount: headerLines.count)
         }
     }
 
@@ -201,6 +214,7 @@ extension DomainInfo {
             ("endpoint", origin?.endpoint.map { .string($0) } ?? .null),
             ("region", origin?.region.map { .string($0) } ?? .null),
             ("pipelineDepth", .int(Int64(pipelineDepth))), ("readAhead", .int(readAhead)),
+            ("readTimeout", .double(readTimeout.seconds)),
             ("domainVersion", domainVersion.json),
             ("items", .int(Int64(items))), ("cachedBytes", .int(cachedBytes)),
             ("importFinished", .bool(importFinished)), ("importsFinished", .int(Int64(importsFinished))),
@@ -223,6 +237,6 @@ extension DomainInfo {
             } ?? "no origin"
         let headers = headerNames.isEmpty ? "" : ", headers \(headerNames.joined(separator: ", "))"
         return
-            "\(name): \(source), pipeline depth \(pipelineDepth), read-ahead \(formatSize(readAhead))\(headers); \(items) items, \(formatSize(cachedBytes)) cached; domain version \(domainVersion)"
+            "\(name): \(source), pipeline depth \(pipelineDepth), read-ahead \(formatSize(readAhead)), read timeout \(Duration(argument: "\(readTimeout.seconds)s").map(\.description) ?? "?")\(headers); \(items) items, \(formatSize(cachedBytes)) cached; domain version \(domainVersion)"
     }
 }

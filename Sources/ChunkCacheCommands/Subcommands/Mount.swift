@@ -16,7 +16,7 @@ struct Mount: AsyncParsableCommand {
         discussion: """
             Folders and files come from the catalogue; a read fetches just its bytes (from the origin when \
             not cached). The mount follows every change to the domain, whoever makes it. Extended attributes: \
-            user.chunkcache.state, .version, .cachedBytes; `setfattr -n user.chunkcache.pin -v 1 FILE` pins \
+            user.chunkcache.state, .version, .cachedBytes; on a mount made with -o rw, `setfattr -n user.chunkcache.pin -v 1 FILE` pins \
             (0 unpins). Unmount with `fusermount3 -u MOUNTPOINT`, or SIGINT/SIGTERM to the mount's process. \
             Without --foreground the mount runs in the background once it is in place.
             """)
@@ -44,7 +44,11 @@ struct Mount: AsyncParsableCommand {
     @Flag(help: "Let other users read the mount (root, or user_allow_other in /etc/fuse.conf).")
     var allowOther = false
 
-    @Option(name: .short, help: ArgumentHelp("Mount options: ro, allow_other.", valueName: "options"))
+    @Option(
+        name: .short,
+        help: ArgumentHelp(
+            "Mount options: ro (the default), rw (lets `setfattr` pin; writes are still refused), allow_other.",
+            valueName: "options"))
     var options: String?
 
     /// Set in the environment of the background process the command starts.
@@ -64,25 +68,25 @@ struct Mount: AsyncParsableCommand {
     func run() async throws {
         if !foreground {
             // What can be refused is refused here, where the user sees it; the background process mounts.
+            try DomainMount.checkMountPoint(mountPoint)
             try await DomainMount.checkDomain(domain, of: try await global.openCache())
             return try startInBackground()
         }
         let inBackground = ProcessInfo.processInfo.environment[Self.backgroundVariable] != nil
-        if inBackground {
-            // The background process leaves the terminal's session, so its Ctrl-C does not reach the mount.
-            _ = setsid()
-        }
         var mountOptions = MountOptions()
         mountOptions.allowOther = allowOther || parsedOptions.contains("allow_other")
-        mountOptions.readOnly = parsedOptions.contains("ro")
+        // Read-only by default; the last of `-o ro`/`-o rw` given wins.
+        mountOptions.readOnly = parsedOptions.last(where: { $0 == "ro" || $0 == "rw" }) != "rw"
         mountOptions.fillBelow = fillBelow.bytes
         mountOptions.syncEvery = syncEvery.map { .milliseconds(Int64($0.seconds * 1000)) }
         let cache = try await global.openCache()
         let json = global.json
         let (domain, mountPoint) = (self.domain, self.mountPoint)
         try await DomainMount.serve(cache, domain: domain, at: mountPoint, options: mountOptions) {
-            // In the background the command that started this process says it.
-            guard !inBackground else { return }
+            // In the background the command that started this process says it, and this one lets go of the
+            // caller's streams: a caller that reads them to their end (`$(chunkcache mount …)`, `| tee`)
+            // would otherwise wait until the unmount.
+            guard !inBackground else { return Self.detachStandardStreams() }
             let line =
                 json
                 ? JSON.object([("mounted", .string(mountPoint)), ("domain", .string(domain))]).rendered
@@ -92,31 +96,69 @@ struct Mount: AsyncParsableCommand {
         }
     }
 
+    /// Points standard input, output and error at `/dev/null`, as a daemon does once it runs: nothing this
+    /// process writes afterwards reaches the caller's terminal or pipes.
+    private static func detachStandardStreams() {
+        let null = open("/dev/null", O_RDWR)
+        guard null >= 0 else { return }
+        for stream in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] { _ = dup2(null, stream) }
+        if null > STDERR_FILENO { close(null) }
+    }
+
     /// Runs this command again with `--foreground` as a background process, and returns once the mount is in
     /// place, or fails with the background process's status (it printed its error on the same stdout and
     /// stderr).
     private func startInBackground() throws {
-        let executable = try FileSystem.symlinkTarget("/proc/self/exe")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = Array(CommandLine.arguments.dropFirst()) + ["--foreground"]
-        var environment = ProcessInfo.processInfo.environment
-        environment[Self.backgroundVariable] = "1"
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        let pid = try Self.spawnInSessionOfItsOwn(Array(CommandLine.arguments.dropFirst()) + ["--foreground"])
         let canonical = (try? FileSystem.canonicalPath(mountPoint)) ?? mountPoint
         // Mounted once /proc/self/mountinfo lists the mount point as a chunkcache file system.
-        while process.isRunning {
+        var status: Int32 = 0
+        while waitpid(pid, &status, WNOHANG) == 0 {
             if MountTable.isMounted(canonical, type: "fuse.chunkcache") {
                 return global.emit(
                     .object([
-                        ("mounted", .string(mountPoint)), ("domain", .string(domain)),
-                        ("pid", .int(Int64(process.processIdentifier))),
-                    ]), summary: "mounted domain \(domain) at \(mountPoint) (process \(process.processIdentifier))")
+                        ("mounted", .string(mountPoint)), ("domain", .string(domain)), ("pid", .int(Int64(pid))),
+                    ]), summary: "mounted domain \(domain) at \(mountPoint) (process \(pid))")
             }
             ThisProcess.sleepBlocking(for: Swift.Duration.milliseconds(10))
         }
-        throw ExitCode(process.terminationStatus == 0 ? 1 : process.terminationStatus)
+        let exited = status & 0x7f == 0 ? (status >> 8) & 0xff : 1
+        throw ExitCode(exited == 0 ? 1 : exited)
+    }
+
+    /// Starts this executable with `arguments` and ``backgroundVariable`` set, as the leader of a new session
+    /// (so the terminal's Ctrl-C and hang-up never reach it), its standard input `/dev/null` and no other
+    /// descriptor of this process's; its standard output and error are this process's until it mounted
+    /// (``detachStandardStreams()``).
+    private static func spawnInSessionOfItsOwn(_ arguments: [String]) throws -> pid_t {
+        let executable = try FileSystem.symlinkTarget("/proc/self/exe")
+        var environment = ProcessInfo.processInfo.environment
+        environment[backgroundVariable] = "1"
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in argv + envp { free(pointer) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
+        // Nothing else of this process's: a pipe or socket its own caller waits on would stay open. (This
+        // process ends once the mount is in place, so its own descriptors may all close on exec.)
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
+            if let fd = Int32(name), fd > STDERR_FILENO { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // glibc's POSIX_SPAWN_SETSID, which its header shows only to _GNU_SOURCE.
+        posix_spawnattr_setflags(&attributes, 0x80)
+        var pid = pid_t()
+        let failed = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard failed == 0 else {
+            throw CacheError(
+                .invalidArgument,
+                "cannot start the mount's background process (\(String(cString: strerror(failed)))); run it with --foreground"
+            )
+        }
+        return pid
     }
 }
