@@ -72,7 +72,7 @@ extension ChunkCache {
     /// Waits until `domain`'s version passes `version`, or `timeout` passes: the working-set signal of E2 (the
     /// seed's `signalEnumerator(for: .workingSet)` after each bump). Every bump wakes it, from any process: a
     /// change to the domain's items and a change of its settings
-    /// (``setDomain(_:origin:headers:pipelineDepth:readAhead:changeHistory:)``,
+    /// (``setDomain(_:origin:headers:pipelineDepth:readAhead:readTimeout:changeHistory:)``,
     /// ``setNonMaterializingProcesses(_:forDomain:)``) alike. The wait holds no thread.
     ///
     /// ```swift
