@@ -75,7 +75,7 @@ import Testing
     }
 
     @Test(
-        "a put that publishes between an opener's look at the pending manifests and its rollback keeps its manifest: the rollback drops only what is still pending when it writes"
+        "§2 §6: a put that publishes between an opener's look at the pending manifests and its rollback keeps its manifest: the rollback drops only what is still pending when it writes"
     )
     func publishBetweenAnOpenersLookAndItsRollback() async throws {
         try await withTemporaryDirectory { dir in

@@ -66,13 +66,15 @@ extension ChunkCache {
         change: ItemChange, downloadedBytes: Int64
     ) {
         var downloaded: Int64 = 0
-        if try await pinnable(item) == nil {
+        var known = try await pinnable(item)
+        if known == nil {
             // An origin item the store has not seen yet: the fetch discovers it (or confirms it is gone).
             let fetched = try await fetchContents(for: item, version: nil, request: FetchRequest(progress: progress))
             try? FileSystem.unlink(fetched.url.path)
             downloaded = fetched.downloadedBytes
+            known = try await pinnable(item)
         }
-        let wasPinned = try await pinnable(item) ?? false
+        let wasPinned = known ?? false
         let change = try await setPinned(true, item)
         guard change.item.kind == .file else { return (change, 0) }
         do {

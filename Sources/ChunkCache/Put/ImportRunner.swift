@@ -14,17 +14,24 @@ struct ImportRunner {
     let cancellation: CancellationFlag
     let hooks: ImportHooks
     private(set) var tally = ImportTally()
+    /// The first tree's listing when the import's start already walked it (before moving it into the staging
+    /// area): the tree keeps its entries' identities through the rename, so it is not walked again.
+    private var listing: TreeListing?
 
     /// Items published per transaction, and ingested bytes per transaction.
     static let batchItems = 512
     static let batchBytes: Int64 = 64 << 20
 
-    init(store: Store, domain: String, writer: WriterToken, cancellation: CancellationFlag, hooks: ImportHooks) {
+    init(
+        store: Store, domain: String, writer: WriterToken, cancellation: CancellationFlag, hooks: ImportHooks,
+        listing: TreeListing? = nil
+    ) {
         self.store = store
         self.domain = domain
         self.writer = writer
         self.cancellation = cancellation
         self.hooks = hooks
+        self.listing = listing
     }
 
     /// Runs the job until it is gone; returns whether this run recorded `importDidFinish`, and why the
@@ -98,10 +105,15 @@ struct ImportRunner {
     private mutating func take(_ source: ImportJobRecord.Source, deletingUnseen: Bool) throws {
         let (root, identity) = try Self.checkTree(source.root)
         let entries: [TreeEntry]
-        do {
-            entries = try TreeEntry.walk(root, rootIdentity: identity, refusing: StoreFootprint(store))
-        } catch {
-            throw CacheError.wrap(error, store: store.path, doing: "listing \(root) to import")
+        if let listing, listing.root == identity {
+            entries = listing.entries
+            self.listing = nil
+        } else {
+            do {
+                entries = try TreeEntry.walk(root, rootIdentity: identity, refusing: StoreFootprint(store))
+            } catch {
+                throw CacheError.wrap(error, store: store.path, doing: "listing \(root) to import")
+            }
         }
         hooks.afterWalk(root)
         var seen: Set<String> = []
@@ -488,4 +500,10 @@ struct ImportTally {
     var newChunks = 0
     /// Entries that could not be taken in.
     var failures: [ImportFailure] = []
+}
+
+/// A tree's entries as one walk listed them, and the identity of its root folder then.
+struct TreeListing: Sendable {
+    let root: FileIdentity
+    let entries: [TreeEntry]
 }

@@ -77,7 +77,7 @@ public final class ImportOperation: Sendable {
 }
 
 /// One entry of a directory tree, by its path relative to the root.
-struct TreeEntry {
+struct TreeEntry: Sendable {
     var relativePath: String
     var kind: ItemKind
     var symlinkTarget = ""
@@ -282,7 +282,7 @@ extension ChunkCache {
         let store = self.store
         let path = url.standardizedFileURL.path
         let what = "importing \(path) as domain \"\(domain)\""
-        let writer = try await runBlocking(doing: what, store: store.path) { _ in
+        let (writer, listing) = try await runBlocking(doing: what, store: store.path) { _ in
             try Self.beginImport(domain, path: path, copy: copy, hooks: hooks, store: store)
         }
         let task = Task.detached { () async throws -> ImportResult in
@@ -290,7 +290,8 @@ extension ChunkCache {
             do {
                 return try await runBlocking(doing: what, store: store.path) { cancellation in
                     var runner = ImportRunner(
-                        store: store, domain: domain, writer: writer, cancellation: cancellation, hooks: hooks)
+                        store: store, domain: domain, writer: writer, cancellation: cancellation, hooks: hooks,
+                        listing: listing)
                     let outcome = try runner.run()
                     return try Self.importResult(domain, runner.tally, outcome, copy: copy, store: store)
                 }
@@ -307,12 +308,12 @@ extension ChunkCache {
 
     /// The first steps of an import, undone on any error: checks, the domain and its job in one transaction,
     /// the move into the staging area (without `copy`), then `hooks.domainCreated`. Returns the writer that
-    /// runs the job, holding the domain's claim in ``Store/runningImports`` for it.
+    /// runs the job, holding the domain's claim in ``Store/runningImports`` for it, and the tree's listing.
     @available(*, noasync)
     private static func beginImport(_ domain: String, path: String, copy: Bool, hooks: ImportHooks, store: Store)
-        throws -> WriterToken
+        throws -> (WriterToken, TreeListing)
     {
-        let root = try checkImportable(domain, path: path, removing: !copy, store: store)
+        let (root, listing) = try checkImportable(domain, path: path, removing: !copy, store: store)
         let writer = try store.writerToken()
         guard store.runningImports.claim(domain) else {
             throw CacheError(
@@ -346,7 +347,7 @@ extension ChunkCache {
             store.runningImports.release(domain)
             throw CacheError.wrap(error, store: store.path, doing: "importing \(root) as domain \"\(domain)\"")
         }
-        return writer
+        return (writer, listing)
     }
 
     /// A new name in the store's staging area, which is made on first use.
@@ -399,7 +400,9 @@ extension ChunkCache {
     /// Checks that `domain` is new and `path` a directory that can be imported (moved into the store when
     /// `removing`); returns its canonical path.
     @available(*, noasync)
-    private static func checkImportable(_ domain: String, path: String, removing: Bool, store: Store) throws -> String {
+    private static func checkImportable(_ domain: String, path: String, removing: Bool, store: Store) throws -> (
+        root: String, listing: TreeListing
+    ) {
         let exists: Bool
         do {
             exists = try store.environment.read { txn in try txn.contains(store.dbs.domains, key: Keys.domain(domain)) }
@@ -411,11 +414,12 @@ extension ChunkCache {
         }
         let (root, identity) = try ImportRunner.checkTree(path)
         try StoreFootprint(store).refuse(root: root, identity: identity)
-        // Listed once before anything is made, so a tree that cannot be listed, or holds a file of the store
-        // (a hard link of `data.mdb`, a bind mount), is refused while nothing needs undoing; the runner's
-        // own listing checks again.
-        _ = try TreeEntry.walk(root, rootIdentity: identity, refusing: StoreFootprint(store))
-        guard removing else { return root }
+        // Listed before anything is made, so a tree that cannot be listed, or holds a file of the store (a
+        // hard link of `data.mdb`, a bind mount), is refused while nothing needs undoing; the runner takes
+        // this listing rather than walking the tree again.
+        let listing = TreeListing(
+            root: identity, entries: try TreeEntry.walk(root, rootIdentity: identity, refusing: StoreFootprint(store)))
+        guard removing else { return (root, listing) }
         // A rename cannot cross filesystems: say so before anything is made (the rename's EXDEV stays the
         // judge, for bind mounts of one filesystem).
         if let storeFolder = FileIdentity(ofPath: store.path), storeFolder.device != identity.device {
@@ -428,7 +432,7 @@ extension ChunkCache {
                 "\(root) cannot be moved into the store: its folder \(parent) is not writable; pass --copy to leave it in place"
             )
         }
-        return root
+        return (root, listing)
     }
 
     /// Removes what the import took in, deepest first, then the root; anything that appeared in the tree
