@@ -18,6 +18,10 @@ const unsigned int CLinuxShims_RENAME_NOREPLACE = RENAME_NOREPLACE;
 
 int CLinuxShims_ficlone(int dst_fd, int src_fd) { return ioctl(dst_fd, FICLONE, src_fd); }
 
+int CLinuxShims_punch_hole(int fd, int64_t offset, int64_t len) {
+    return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, len);
+}
+
 ssize_t CLinuxShims_copy_file_range(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out, size_t len,
                                     unsigned int flags) {
     loff_t in = off_in ? *off_in : 0, out = off_out ? *off_out : 0;

@@ -13,7 +13,7 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
             Init.self, Put.self, Import.self, Fetch.self, Versions.self, Stat.self, Domain.self, Ls.self, Changes.self,
             Anchor.self,
             Mark.self, Rm.self, Mv.self, Reimport.self, Pin.self, Unpin.self, Evict.self, Gc.self, Verify.self,
-            Recover.self, Sweep.self, Mount.self, Bench.self,
+            Recover.self, Sweep.self, Settle.self, Mount.self, Bench.self,
             VerifyWalk.self,
         ])
 
@@ -288,5 +288,6 @@ extension Gc: NamedAfterItsType {}
 extension Verify: NamedAfterItsType {}
 extension Recover: NamedAfterItsType {}
 extension Sweep: NamedAfterItsType {}
+extension Settle: NamedAfterItsType {}
 extension Mount: NamedAfterItsType {}
 extension Bench: NamedAfterItsType {}

@@ -19,6 +19,10 @@ int CLinuxShims_ficlone(int dst_fd, int src_fd);
 ssize_t CLinuxShims_copy_file_range(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out, size_t len,
                                     unsigned int flags);
 
+/// Frees the disk of `len` bytes at `offset` of `fd`, leaving a hole and the file's length
+/// (`fallocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)`, which needs `_GNU_SOURCE`). Returns 0 or -1 with errno set.
+int CLinuxShims_punch_hole(int fd, int64_t offset, int64_t len);
+
 /// `renameat2(2)`, which needs `_GNU_SOURCE`. Returns 0 or -1 with errno set.
 int CLinuxShims_renameat2(int old_dir_fd, const char *old_path, int new_dir_fd, const char *new_path,
                           unsigned int flags);

@@ -50,6 +50,20 @@ enum BufferReader {
                             from: UnsafeRawBufferPointer(
                                 rebasing: bytes[Int(lower - chunk.location)..<Int(upper - chunk.location)]))
                     }
+                case .filled(let checksum):
+                    let whole = lower == chunk.location && upper == chunk.end
+                    guard
+                        let bytes = store.dbs.fillFiles.read(
+                            manifestID: plan.version.manifestID, at: chunk.location,
+                            into: whole
+                                ? target : UnsafeMutableRawBufferPointer(rebasing: context.buffer[..<Int(chunk.length)]),
+                            checksum: checksum)
+                    else { return .damaged(DamagedChunk(index: index, digest: nil)) }
+                    if !whole {
+                        target.copyMemory(
+                            from: UnsafeRawBufferPointer(
+                                rebasing: bytes[Int(lower - chunk.location)..<Int(upper - chunk.location)]))
+                    }
                 case .absent:
                     throw ChunkVanished(index: index)
                 }

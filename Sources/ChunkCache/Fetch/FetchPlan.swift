@@ -32,7 +32,9 @@ enum Absence: Sendable {
 /// A stored chunk that failed its check (XXH3 or the zstd frame checksum) while a fetch read it.
 struct DamagedChunk: Sendable, Equatable {
     let index: Int64
-    let digest: ChunkDigest
+    /// The stored chunk's digest; nil for a fill (``ManifestEntry/filled(checksum:)``), lost or settled since
+    /// the read's snapshot.
+    let digest: ChunkDigest?
 }
 
 /// What writing or reading a plan's chunks came to: every chunk done, or, on an origin domain, a stored chunk

@@ -203,7 +203,7 @@ enum FetchPlanner {
             switch try cursor.entry(index, in: txn) {
             case .absent: return nil
             case .zero: zeros = true
-            case .stored: break
+            case .stored, .filled: break
             }
         }
         return zeros

@@ -154,6 +154,14 @@ enum RangeAssembler {
                 else { return .damaged(DamagedChunk(index: index, digest: digest)) }
                 try run.append(bytes, at: range.location)
                 written += range.length
+            case .filled(let checksum):
+                guard
+                    let bytes = store.dbs.fillFiles.read(
+                        manifestID: plan.version.manifestID, at: range.location,
+                        into: try run.space(length, at: range.location), checksum: checksum)
+                else { return .damaged(DamagedChunk(index: index, digest: nil)) }
+                try run.append(bytes, at: range.location)
+                written += range.length
             case .absent:
                 throw ChunkVanished(index: index)
             }

@@ -43,20 +43,37 @@ extension WriteTransaction {
     @available(*, noasync)
     mutating func makeAbsent(manifest: UInt64, page: Int64, slots: Set<Int>?, _ dbs: Databases) throws -> Int64 {
         var dropped: [ChunkDigest] = []
+        var fills: [(index: Int64, length: Int64)] = []
         var slot = -1
         let rewrite = try withValue(dbs.manifests, key: Keys.manifestPage(manifest, page: page)) { raw -> [UInt8]? in
             guard let entries = ManifestPage.entries(ofStored: raw) else { return nil }
             return try ManifestPage.rewrite(entries) { entry in
                 slot += 1
-                guard slots?.contains(slot) ?? true, case .stored(let digest) = entry else { return nil }
-                dropped.append(digest)
-                return .absent(digest)
+                guard slots?.contains(slot) ?? true else { return nil }
+                switch entry {
+                case .stored(let digest):
+                    dropped.append(digest)
+                    return .absent(digest)
+                case .filled:
+                    // A fill keeps the hash its manifest knew, as a stored chunk does.
+                    let index = page * ManifestPage.entriesPerPage + Int64(slot)
+                    let record = try withValue(dbs.fills, key: FillKeys.fill(manifest, index), FillKeys.parseRecord) ?? nil
+                    fills.append((index, Int64(record?.length ?? 0)))
+                    return .absent(record?.expected)
+                case .zero, .absent:
+                    return nil
+                }
             }
         }
         guard var rewritten = rewrite ?? nil else { return 0 }
         rewritten.removeLast(Seal.size)  // ManifestPage.store seals what it is given
         try ManifestPage.store(&rewritten, manifest: manifest, page: page, in: &self, dbs)
         var bytes: Int64 = 0
+        for fill in fills {
+            try forgetFill(manifest, fill.index, punching: true, dbs)
+            bytes += fill.length
+        }
+        if !fills.isEmpty { try removeFillFileIfDone(manifest, dbs) }
         for digest in dropped {
             bytes += Int64(try intactChunkRef(digest, dbs)?.rawLength ?? 0)
             try releaseChunk(digest, dbs)

@@ -50,6 +50,16 @@ public struct StoreStatistics: Sendable, Hashable {
     public var hotBytes: Int64 = 0
     /// Chunks the hot tier keeps decoded.
     public var hotChunks: Int64 = 0
+    /// Downloaded chunks not settled yet: served from their fills, waiting to be named, checked, deduplicated
+    /// and compressed (CONTRACT §10).
+    public var unsettledChunks: Int64 = 0
+    /// Their raw bytes.
+    public var unsettledBytes: Int64 = 0
+    /// The disk the fill files take (part of `fileBytes`): the unsettled bytes, and settled ones whose
+    /// version still has fills.
+    public var fillBytes: Int64 = 0
+    /// Fills the settler dropped because their bytes did not hash to what the store knew of them.
+    public var settleMismatches: Int64 = 0
 
     /// `logicalBytes / uniqueBytes`: how many times each unique byte is used (zero chunks count as saved).
     public var dedupRatio: Double { uniqueBytes == 0 ? 1 : Double(logicalBytes) / Double(uniqueBytes) }
@@ -80,11 +90,31 @@ extension ChunkCache {
                     deltaChunks: Int64(try txn.counter(dbs, MetaKey.deltaChunks)),
                     deltaSavedBytes: Int64(try txn.counter(dbs, MetaKey.deltaSavedBytes)))
                 try stats.readHotTier(in: txn, dbs, maxSize: store.space.maxSize)
+                try stats.readFills(in: txn, dbs)
                 return stats
             }
             stats.fileBytes = StoreFiles.diskBytes(of: store.path)
             return stats
         }
+    }
+}
+
+extension StoreStatistics {
+    /// Counts the fills (a scan of `fills`: one short record each) and reads their counters.
+    mutating func readFills(in txn: borrowing ReadTransaction, _ dbs: Databases) throws {
+        var chunks: Int64 = 0
+        var bytes: Int64 = 0
+        try txn.scan(dbs.fills, prefix: []) { key, value in
+            if FillKeys.parse(key) != nil, let record = FillKeys.parseRecord(value) {
+                chunks += 1
+                bytes += Int64(record.length)
+            }
+            return true
+        }
+        unsettledChunks = chunks
+        unsettledBytes = bytes
+        fillBytes = Int64(try txn.counter(dbs, MetaKey.fillBytes))
+        settleMismatches = Int64(try txn.counter(dbs, MetaKey.settleMismatches))
     }
 }
 

@@ -458,6 +458,8 @@ enum Verifier {
                     case .zero: root.add(nil)
                     case .absent(let digest?): root.add(digest)
                     case .absent(nil): rootKnown = false
+                    // Named only once settled: the root cannot be derived until then.
+                    case .filled: rootKnown = false
                     }
                 }
                 return nil

@@ -1,3 +1,4 @@
+import FileIO
 import Foundation
 import OriginKit
 import Synchronization
@@ -16,9 +17,24 @@ struct ChunkMismatch: Error {
     let actual: ChunkDigest?
 }
 
-/// Turns one response's bytes into stored chunks (CONTRACT §10): cuts them at chunk boundaries, hashes each
-/// with SHA-256 and checks it against the known hash, compresses it, and stores chunks in batched write
-/// transactions while the response goes on; each chunk's flight ends when its transaction commits.
+/// How a download's chunks go into the store.
+enum SinkMode: Sendable {
+    /// As fills (``FillFiles``): served and written as they arrive, settled later (CONTRACT §10). Absent
+    /// entries only.
+    case fill
+    /// As fills over a fill whose bytes failed their check (or absent entries).
+    case refill
+    /// Hashed, checked against the digest and compressed now, overwriting a stored chunk that failed its
+    /// check: the digest is known and the chunk is already named, so there is nothing to settle.
+    case replaceStored
+}
+
+/// Turns one response's bytes into stored chunks (CONTRACT §10): cuts them at chunk boundaries, hands each
+/// to the readers waiting for it, and writes it into the version's fill file as it arrives; batches of fills
+/// are recorded in write transactions while the response goes on, and each chunk's flight ends when its
+/// transaction commits. Nothing is hashed or compressed on the way: the settler (``Settler``) does that
+/// later. A chunk that replaces a damaged stored copy (``SinkMode/replaceStored``) is hashed, checked and
+/// compressed here instead.
 ///
 /// Bytes of chunks the download did not claim (another download has them, or the store holds them) are
 /// skipped. A batch is committed when it reaches ``batchBytes`` or holds a chunk a fetch waits for, so a
@@ -34,15 +50,15 @@ final class ChunkSink: @unchecked Sendable {
     private var current: (index: Int64, bytes: [UInt8])?
     private var batch: [(chunk: ClaimedChunk, raw: [UInt8])] = []
     private var batchSize = 0
-    /// Chunks hashed, checked, handed over and compressed, not yet committed.
-    private var encoded: [(chunk: ClaimedChunk, stored: DownloadedChunk)] = []
+    /// Chunks handed over and written into the fill file (or hashed, checked and compressed, when replacing
+    /// a stored chunk), not yet committed.
+    private var encoded: [(chunk: ClaimedChunk, stored: SunkChunk)] = []
     private var encodedSize = 0
 
     /// Raw bytes a batch gathers before it is committed.
     static let batchBytes = 4 << 20
 
-    /// The chunks replace damaged stored copies (``WriteTransaction/storeDownloaded(_:manifestID:replacing:_:)``).
-    private let replacing: Bool
+    private let mode: SinkMode
     /// A fetch that takes its range's bytes as they arrive, before they are stored.
     private let direct: DirectBytes?
 
@@ -51,11 +67,10 @@ final class ChunkSink: @unchecked Sendable {
 
     init(
         store: Store, version: VersionRecord, item: String, session: OriginSession, claimed: [ClaimedChunk],
-        counters: DownloadProgress,
-        replacing: Bool = false, direct: DirectBytes? = nil
+        counters: DownloadProgress, mode: SinkMode = .fill, direct: DirectBytes? = nil
     ) {
         self.itemKey = Keys.item(domain: session.domain, id: item)
-        self.replacing = replacing
+        self.mode = mode
         self.direct = direct
         self.store = store
         self.version = version
@@ -145,9 +160,10 @@ final class ChunkSink: @unchecked Sendable {
         }
     }
 
-    /// Hashes and checks the batch on the blocking pool, hands its chunks to the readers served from the
-    /// download (``DirectBytes``, ``Flight/arrived(_:)``) and compresses them, in one hop. A chunk that fails
-    /// its hash check goes back to be downloaded again, and ``ChunkMismatch`` says which.
+    /// Hands the batch's chunks to the readers served from the download (``DirectBytes``,
+    /// ``Flight/arrived(_:)``) and writes them into the fill file, in one hop on the blocking pool. When
+    /// replacing a stored chunk, hashes and checks it first and compresses it: one that fails its hash check
+    /// goes back to be downloaded again, and ``ChunkMismatch`` says which.
     private func encodeBatch() async throws {
         guard !batch.isEmpty else { return }
         let pending = batch
@@ -155,10 +171,17 @@ final class ChunkSink: @unchecked Sendable {
         batchSize = 0
         let store = self.store
         let direct = self.direct
-        let result: ([DownloadedChunk], ChunkMismatch?)
+        let version = self.version
+        let mode = self.mode
+        let result: ([SunkChunk], ChunkMismatch?)
         do {
             result = try await runBlocking(doing: "storing downloaded chunks", store: store.path) {
-                try Self.encode(pending.map { ($0.chunk, $0.raw) }, store: store, direct: direct)
+                let chunks = pending.map { ($0.chunk, $0.raw) }
+                if mode == .replaceStored {
+                    let (encoded, mismatch) = try Self.encode(chunks, store: store, direct: direct)
+                    return (encoded.map(SunkChunk.stored), mismatch)
+                }
+                return (try Self.fill(chunks, of: version, store: store, direct: direct).map(SunkChunk.filled), nil)
             }
         } catch {
             failFlights(of: pending.map(\.chunk), error)
@@ -167,7 +190,7 @@ final class ChunkSink: @unchecked Sendable {
         let (chunks, mismatch) = result
         for ((chunk, _), stored) in zip(pending, chunks) {
             encoded.append((chunk, stored))
-            encodedSize += stored.rawLength
+            encodedSize += stored.length
         }
         for (chunk, _) in pending.dropFirst(chunks.count) { claimed[chunk.index] = chunk }  // downloaded again
         if let mismatch { throw mismatch }
@@ -201,26 +224,72 @@ final class ChunkSink: @unchecked Sendable {
         }
     }
 
-    /// Stores encoded chunks in one write transaction.
-    private func commit(_ chunks: [DownloadedChunk]) async throws {
+    /// Records the batch's chunks in one write transaction.
+    private func commit(_ chunks: [SunkChunk]) async throws {
         let store = self.store
         let manifestID = version.manifestID
-        let replacing = self.replacing
-        let admission = PolicyAdmission(
-            itemKey: itemKey,
-            chunks: chunks.filter { $0.digest != nil }.map {
-                ($0.index, UInt32(max(0, $0.encoded.count - ChunkCodec.headerSize)))
-            })
-        let bytes = chunks.reduce(Int64(0)) { $0 + Int64($1.encoded.count) }
+        let itemKey = self.itemKey
+        let refill = mode == .refill
+        let bytes = chunks.reduce(Int64(0)) { $0 + Int64($1.length) }
+        let filled: [FilledChunk] = chunks.compactMap { if case .filled(let fill) = $0 { fill } else { nil } }
+        let downloaded: [DownloadedChunk] = chunks.compactMap {
+            if case .stored(let stored) = $0 { stored } else { nil }
+        }
         // Downloads can be made again: a crash may lose the last batch, never damage the store. The writer
         // makes room for them first (CONTRACT §12), and the policy takes them into its window.
         _ = try await store.writer.write(
             durability: .deferMeta, reserving: bytes, doing: "storing downloaded chunks"
         ) { txn in
-            try txn.storeDownloaded(chunks, manifestID: manifestID, replacing: replacing, store.dbs)
-            try txn.policyAdmit(admission, manifestID: manifestID, store.dbs)
-            try txn.addToCounter(store.dbs, PolicyMeta.misses, Int64(admission.chunks.count))
+            var admitted: [(index: Int64, storedBytes: UInt32)] = []
+            if !filled.isEmpty {
+                let recorded = try txn.recordFills(filled, manifestID: manifestID, refill: refill, store.dbs)
+                admitted = recorded.filter { !$0.isZero }.map { ($0.index, UInt32($0.length)) }
+            }
+            if !downloaded.isEmpty {
+                try txn.storeDownloaded(downloaded, manifestID: manifestID, replacing: true, store.dbs)
+                admitted += downloaded.filter { $0.digest != nil }.map {
+                    ($0.index, UInt32(max(0, $0.encoded.count - ChunkCodec.headerSize)))
+                }
+            }
+            try txn.policyAdmit(PolicyAdmission(itemKey: itemKey, chunks: admitted), manifestID: manifestID, store.dbs)
+            try txn.addToCounter(store.dbs, PolicyMeta.misses, Int64(admitted.count))
         }
+        if !filled.isEmpty { store.settler.fillsArrived(in: store) }
+    }
+
+    /// Hands each chunk of a batch to the readers waiting for it, then writes it into the version's fill file:
+    /// the readers first, the store behind them.
+    private static func fill(
+        _ pending: [(ClaimedChunk, [UInt8])], of version: VersionRecord, store: Store, direct: DirectBytes?
+    ) throws -> [FilledChunk] {
+        let zeros = pending.map { $0.1.withUnsafeBytes(isAllZero) }
+        for ((chunk, raw), isZero) in zip(pending, zeros) {
+            chunk.flight.arrived(raw)
+            if let direct { try raw.withUnsafeBytes { try direct.take(chunk.index, $0, isZero: isZero) } }
+        }
+        var filled: [FilledChunk] = []
+        filled.reserveCapacity(pending.count)
+        for ((chunk, raw), isZero) in zip(pending, zeros) {
+            let offset = chunk.index << version.layout.shift
+            var checksum: UInt64 = 0
+            if !isZero {
+                try raw.withUnsafeBytes { bytes in
+                    checksum = ChunkCodec.checksum(bytes)
+                    do throws(Errno) {
+                        try store.dbs.fillFiles.write(bytes, manifestID: version.manifestID, at: offset)
+                    } catch {
+                        throw CacheError.file(
+                            error, path: store.dbs.fillFiles.path(of: version.manifestID),
+                            doing: "writing downloaded chunks")
+                    }
+                }
+            }
+            filled.append(
+                FilledChunk(
+                    index: chunk.index, offset: offset, checksum: checksum, length: raw.count, isZero: isZero,
+                    bytes: isZero ? [] : raw))
+        }
+        return filled
     }
 
     /// The chunks of a batch hashed and encoded, up to the first that fails its check. Every chunk is hashed
@@ -292,5 +361,19 @@ struct ChunkEncoder {
             encoded = Array(scratch[..<count])
         }
         return DownloadedChunk(index: index, digest: digest, encoded: encoded, rawLength: raw.count)
+    }
+}
+
+/// A downloaded chunk ready to be recorded: a fill, or a stored chunk that replaces a damaged one.
+enum SunkChunk: Sendable {
+    case filled(FilledChunk)
+    case stored(DownloadedChunk)
+
+    /// Its raw length.
+    var length: Int {
+        switch self {
+        case .filled(let fill): fill.length
+        case .stored(let stored): stored.rawLength
+        }
     }
 }

@@ -280,6 +280,14 @@ struct ColdFill: Sendable {
                             stored, rawCount: length, decompressor: context.decompressor, buffer: context.buffer,
                             digest: digest, bases: context.bases(in: txn, dbs))
                         try direct.take(index, raw, isZero: false)
+                    case .filled(let checksum):
+                        let buffer = UnsafeMutableRawBufferPointer(rebasing: context.buffer[..<length])
+                        guard
+                            let raw = dbs.fillFiles.read(
+                                manifestID: version.manifestID, at: index << layout.shift, into: buffer,
+                                checksum: checksum)
+                        else { throw ChunkVanished(index: index) }
+                        try direct.take(index, raw, isZero: false)
                     case .absent:
                         throw ChunkVanished(index: index)
                     }
@@ -302,13 +310,28 @@ struct ColdFill: Sendable {
         return target
     }
 
-    /// Downloads chunk `index` of `version` again and overwrites the stored copy of `digest`, which failed its
-    /// check on read (CONTRACT §10 "Integrity"), waiting until it is stored.
-    func replace(_ version: VersionRecord, index: Int64, digest: ChunkDigest) async throws {
-        let (flight, claimed) = session.chunks.claim(ChunkKey(manifestID: version.manifestID, index: index))
+    /// Downloads chunk `index` of `version` again and overwrites the copy that failed its check on read
+    /// (CONTRACT §10 "Integrity"): the stored chunk `digest`, or, when nil, the fill. Waits until it is stored.
+    /// Nothing is downloaded when the entry changed since the read (a fill settled or evicted meanwhile):
+    /// the fetch plans again.
+    func replace(_ version: VersionRecord, index: Int64, digest: ChunkDigest?) async throws {
+        let key = ChunkKey(manifestID: version.manifestID, index: index)
+        let (flight, claimed) = session.chunks.claim(key)
         if claimed {
-            let run = [ClaimedChunk(index: index, flight: flight, expected: digest)]
-            startDownload(run, of: version, replacing: true)
+            let current = try store.environment.read { txn in
+                var cursor = ManifestCursor(manifestID: version.manifestID, dbs: store.dbs)
+                return try cursor.entry(index, in: txn)
+            }
+            switch (current, digest) {
+            case (.stored(let stored), let digest?) where stored == digest:
+                let run = [ClaimedChunk(index: index, flight: flight, expected: digest)]
+                startDownload(run, of: version, mode: .replaceStored)
+            case (.filled, nil):
+                let run = [ClaimedChunk(index: index, flight: flight, expected: nil)]
+                startDownload(run, of: version, mode: .refill)
+            default:
+                session.chunks.finish(key, flight, with: .success(()))
+            }
         }
         try await flight.wait()
     }
@@ -326,25 +349,25 @@ struct ColdFill: Sendable {
     /// Downloads one run of consecutive claimed chunks in one ranged request pinned to the version, storing
     /// them as they arrive. A chunk failing its hash check is downloaded once more, then `corruptData`.
     /// Every outcome ends the run's flights.
-    /// Starts ``download(_:of:replacing:direct:)`` as a task of its own, counted at once in the session's
+    /// Starts ``download(_:of:mode:direct:)`` as a task of its own, counted at once in the session's
     /// running downloads (``ChunkCache/waitForDownloads()``).
     @discardableResult
     private func startDownload(
-        _ run: [ClaimedChunk], of version: VersionRecord, replacing: Bool = false, direct: DirectBytes? = nil
+        _ run: [ClaimedChunk], of version: VersionRecord, mode: SinkMode = .fill, direct: DirectBytes? = nil
     ) -> Task<Void, Never> {
         session.downloads.begin()
         return Task {
             defer { session.downloads.end() }
-            await download(run, of: version, replacing: replacing, direct: direct)
+            await download(run, of: version, mode: mode, direct: direct)
         }
     }
 
     private func download(
-        _ run: [ClaimedChunk], of version: VersionRecord, replacing: Bool = false, direct: DirectBytes? = nil
+        _ run: [ClaimedChunk], of version: VersionRecord, mode: SinkMode = .fill, direct: DirectBytes? = nil
     ) async {
         let sink = ChunkSink(
             store: store, version: version, item: item, session: session, claimed: run, counters: counters,
-            replacing: replacing, direct: direct)
+            mode: mode, direct: direct)
         let expected = String(decoding: version.contentVersion, as: UTF8.self)
         let session = self.session
         let item = self.item

@@ -103,6 +103,7 @@ extension WriteTransaction {
         for key in pageKeys { try delete(dbs.manifests, key: key) }
         try delete(dbs.pending, key: Keys.manifest(manifestID))
         try policyForget(manifest: manifestID, dbs)
+        try removeFills(of: manifestID, dbs)
     }
 
     /// Whether `manifestID` is pending now, written by `writer`: not published since, nor rolled back.

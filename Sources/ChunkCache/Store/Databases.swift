@@ -24,6 +24,10 @@ import LMDBKit
 /// - `bases`: (base digest, delta digest) → nothing: which delta chunks are made against each base chunk, so
 ///   that a base is never deleted under a delta (``WriteTransaction/detachDeltas(from:_:)``, CONTRACT §14).
 /// - `hot`: the hot tier's read counts per chunk digest and its queues (``HotTier``).
+/// - `fills`: (manifest id, chunk index) → the SHA-256 the manifest knew for a chunk now waiting as a fill (32
+///   bytes), or nothing when it knew none: the settler's work list, in version and chunk order
+///   (``FillFiles``, ``Settler``). Key (manifest id, `UInt64.max`) holds the bytes the version's fill file
+///   takes (``FillLedger``).
 struct Databases: Sendable {
     let meta: Database
     let domains: Database
@@ -39,6 +43,9 @@ struct Databases: Sendable {
     let policyQueue: Database
     let bases: Database
     let hot: Database
+    let fills: Database
+    /// The fill files beside `data.mdb`, whose records `fills` and the manifests keep (``FillFiles``).
+    let fillFiles: FillFiles
     /// Manifest pages already checked in the snapshot being read (not a database: a memo beside them).
     let checkedManifestPages = CheckedPageMemo()
     /// Whether the write transaction under way logged a change (not a database either: the writer's note).
@@ -46,17 +53,17 @@ struct Databases: Sendable {
 
     static let names = [
         "meta", "domains", "items", "versions", "manifests", "chunks", "refs", "pending", "changes", "listing",
-        "policy", "policyQueue", "bases", "hot",
+        "policy", "policyQueue", "bases", "hot", "fills",
     ]
 
     @available(*, noasync)
-    static func open(in txn: inout WriteTransaction) throws -> Databases {
+    static func open(in txn: inout WriteTransaction, storePath: String) throws -> Databases {
         var handles: [Database] = []
         for name in names { handles.append(try txn.openDatabase(name, create: true)) }
         return Databases(
             meta: handles[0], domains: handles[1], items: handles[2], versions: handles[3],
             manifests: handles[4], chunks: handles[5], refs: handles[6], pending: handles[7],
             changes: handles[8], listing: handles[9], policy: handles[10], policyQueue: handles[11],
-            bases: handles[12], hot: handles[13])
+            bases: handles[12], hot: handles[13], fills: handles[14], fillFiles: FillFiles(storePath: storePath))
     }
 }

@@ -9,6 +9,10 @@ public enum ManifestEntry: Hashable, Sendable {
     case zero
     /// Not in the cache (never downloaded, or dropped by `verify --repair`); the digest when known.
     case absent(ChunkDigest?)
+    /// Downloaded and not settled yet: its raw bytes wait at their own offset in the version's fill file,
+    /// checked by this XXH3 of them (CONTRACT §10; the hash the manifest knew before, if any, is kept beside
+    /// them for the settler, which names the chunk).
+    case filled(checksum: UInt64)
 }
 
 /// The on-disk form of a manifest page: up to 1024 entries of 33 bytes, `[tag][digest]`, then the page's
@@ -21,6 +25,7 @@ enum ManifestPage {
     private static let zeroTag: UInt8 = 2
     private static let absentTag: UInt8 = 3
     private static let absentUnknownTag: UInt8 = 4
+    private static let filledTag: UInt8 = 5
 
     static func page(ofChunk index: Int64) -> Int64 { index / entriesPerPage }
 
@@ -35,6 +40,10 @@ enum ManifestPage {
         case .absent(let digest):
             bytes.append(digest == nil ? absentUnknownTag : absentTag)
             bytes.append(contentsOf: digest?.bytes ?? Array(repeating: 0, count: 32))
+        case .filled(let checksum):
+            bytes.append(filledTag)
+            withUnsafeBytes(of: checksum.littleEndian) { bytes.append(contentsOf: $0) }
+            bytes.append(contentsOf: repeatElement(0, count: 24))
         }
     }
 
@@ -73,21 +82,22 @@ enum ManifestPage {
         case zeroTag: return .zero
         case absentTag: return .absent(digest())
         case absentUnknownTag: return .absent(nil)
+        case filledTag: return .filled(checksum: UInt64(littleEndian: page.loadUnaligned(fromByteOffset: offset + 1, as: UInt64.self)))
         default: throw CacheError(.corruptData, "a manifest entry has an unknown tag; run `chunkcache verify`")
         }
     }
 
     /// Rewrites a page's entries (``entries(ofStored:)``) with `transform`, returning the new stored page,
     /// sealed, when anything changed.
-    static func rewrite(_ page: UnsafeRawBufferPointer, _ transform: (ManifestEntry) -> ManifestEntry?)
-        throws(CacheError) -> [UInt8]?
+    static func rewrite(_ page: UnsafeRawBufferPointer, _ transform: (ManifestEntry) throws -> ManifestEntry?)
+        throws -> [UInt8]?
     {
         var out: [UInt8] = []
         out.reserveCapacity(page.count + Seal.size)
         var changed = false
         for slot in 0..<(page.count / entrySize) {
             let entry = try entry(in: page, at: slot)
-            if let replacement = transform(entry) {
+            if let replacement = try transform(entry) {
                 append(replacement, to: &out)
                 changed = true
             } else {

@@ -23,6 +23,10 @@ enum MetaKey {
     static let deltaChunks = "deltaChunks"
     /// What the delta chunks would take stored plain, less what they take.
     static let deltaSavedBytes = "deltaSavedBytes"
+    /// The bytes the fill files take (``FillFiles``): counted toward the bound beside `data.mdb`'s pages.
+    static let fillBytes = "fillBytes"
+    /// Fills the settler dropped because their bytes did not hash to what the manifest knew (CONTRACT §10).
+    static let settleMismatches = "settleMismatches"
 }
 
 extension TransactionReading where Self: ~Copyable {

@@ -29,13 +29,18 @@ final class Store: Sendable {
     let reserve: SpaceReserve
     /// Wakes the waiters of changes, in this process and others.
     let changes: ChangeSignal
+    /// Settles downloaded chunks behind the readers (CONTRACT §10, ``Settler``).
+    let settler = Settler()
     /// This process's lease on the pending manifests it writes, taken at its first ingest.
     private let lease = Mutex<WriterLease?>(nil)
 
-    /// 3 adds delta chunks and the `bases` database (CONTRACT §14). A store of format 2 has the same records and
-    /// no delta: it is migrated by recording 3 when opened, which an older chunkcache then refuses cleanly.
-    static let formatVersion: UInt64 = 3
+    /// 3 adds delta chunks and the `bases` database (CONTRACT §14); 4 adds fills (the `fills` database and
+    /// manifest entries that name them). Older formats have the same records and neither: they are migrated by
+    /// recording 4 when opened, which an older chunkcache then refuses cleanly.
+    static let formatVersion: UInt64 = 4
     static let formatBeforeDeltas: UInt64 = 2
+    /// Format 3 had no fills (``FillFiles``): it opens as format 4 unchanged, since it has none to read.
+    static let formatBeforeFills: UInt64 = 3
 
     private init(
         path: String, environment: Environment, dbs: Databases, layout: ChunkLayout, maxSize: Int64, minFree: Int64,
@@ -177,7 +182,7 @@ final class Store: Sendable {
         }
         do {
             return try environment.write { txn in
-                let dbs = try Databases.open(in: &txn)
+                let dbs = try Databases.open(in: &txn, storePath: path)
                 let storedShift = try txn.counter(dbs, MetaKey.chunkShift)
                 if storedShift == 0 {
                     // Only a data file an older chunkcache began and never finished has no chunk size.
@@ -189,7 +194,7 @@ final class Store: Sendable {
                     )
                 }
                 var format = try txn.counter(dbs, MetaKey.format)
-                if format == formatBeforeDeltas {
+                if format == formatBeforeDeltas || format == formatBeforeFills {
                     try txn.setCounter(dbs, MetaKey.format, formatVersion)
                     format = formatVersion
                 }
@@ -253,7 +258,7 @@ final class Store: Sendable {
                 directory: staging, maxDatabases: Databases.names.count + 2,
                 mapSize: Int(SpaceBound.mapSize(forBound: settings.maxSize)))
             // The commit syncs the file before it is renamed; the environment closes at the end of this scope.
-            try environment.write { txn in try initialize(&txn, try Databases.open(in: &txn), settings: settings) }
+            try environment.write { txn in try initialize(&txn, try Databases.open(in: &txn, storePath: path), settings: settings) }
         } catch {
             throw CacheError.wrap(error, store: path, doing: "creating")
         }

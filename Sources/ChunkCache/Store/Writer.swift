@@ -71,8 +71,10 @@ final class Writer: Sendable {
 
     /// Runs `body` in one write transaction from synchronous code, waiting for the writer queue.
     @available(*, noasync)
-    func writeAndWait<R>(_ body: (inout WriteTransaction) throws -> R) throws -> R {
-        try queue.sync { try transaction(body) }
+    func writeAndWait<R>(durability: Environment.Durability = .full, _ body: (inout WriteTransaction) throws -> R)
+        throws -> R
+    {
+        try queue.sync { try transaction(durability: durability, body) }
     }
 
     /// Starts `body` in a write transaction and calls `completion` with its outcome on the writer queue.

@@ -23,6 +23,8 @@ struct Stat: AsyncParsableCommand {
                 ("evictedBytes", .int(s.evictedBytes)), ("deltaChunks", .int(s.deltaChunks)),
                 ("deltaSavedBytes", .int(s.deltaSavedBytes)), ("hotSize", .int(s.hotSize)),
                 ("hotBytes", .int(s.hotBytes)), ("hotChunks", .int(s.hotChunks)),
+                ("unsettledChunks", .int(s.unsettledChunks)), ("unsettledBytes", .int(s.unsettledBytes)),
+                ("fillBytes", .int(s.fillBytes)), ("settleMismatches", .int(s.settleMismatches)),
             ]),
             summary: """
                 store \(cache.path) (\(cache.layout) chunks)
@@ -33,6 +35,7 @@ struct Stat: AsyncParsableCommand {
                 \(s.hits) hits, \(s.misses) misses, evicted \(formatSize(s.evictedBytes))
                 \(s.deltaChunks) delta chunks, saving \(formatSize(s.deltaSavedBytes)) over plain
                 hot \(formatSize(s.hotBytes)) in \(s.hotChunks) chunks, of \(formatSize(s.hotSize))
+                unsettled \(formatSize(s.unsettledBytes)) in \(s.unsettledChunks) chunks, fill files \(formatSize(s.fillBytes)), \(s.settleMismatches) dropped at settling
                 """)
     }
 }

@@ -1,0 +1,24 @@
+extension ChunkCache {
+    /// Settles every downloaded chunk the store holds unsettled, and returns what it did (CONTRACT §10).
+    ///
+    /// A chunk downloaded from an origin is served to its reader as it arrives and stored first as a *fill*:
+    /// its raw bytes at their place in the version, checked by XXH3 on every read. Settling names it by
+    /// SHA-256, checks that against the hash the store knew for it (a mismatch drops it, so the next read
+    /// downloads it again, and is counted in ``SettleResult/mismatched``), deduplicates it against the
+    /// store and compresses it. A process settles in the background once its downloads have been quiet for a
+    /// moment; this settles all of it now, after this process's downloads are stored, waiting for another
+    /// process's settling to finish first.
+    public func settle() async throws -> SettleResult {
+        await waitForDownloads()
+        let store = self.store
+        return try await runBlocking(doing: "settling downloaded chunks", store: store.path) {
+            try Settler.settleAll(store)
+        }
+    }
+
+    /// Whether this process settles downloaded chunks in the background (the default) or only when
+    /// ``settle()`` is called.
+    public func settleInBackground(_ enabled: Bool) {
+        store.settler.setBackground(enabled)
+    }
+}

@@ -1,0 +1,251 @@
+import Crypto
+import FileIO
+import Foundation
+import LMDBKit
+import Synchronization
+
+/// What settling did (``ChunkCache/ChunkCache/settle()``).
+public struct SettleResult: Sendable, Hashable, Codable {
+    /// Fills named, checked and stored as chunks.
+    public var settled: Int
+    /// Their raw bytes.
+    public var settledBytes: Int64
+    /// Fills dropped because their bytes did not hash to what the manifest knew (the next read downloads them
+    /// again).
+    public var mismatched: Int
+    /// Fills dropped because their bytes were lost (a system crash before the page cache reached the disk).
+    public var lost: Int
+
+    public init(settled: Int = 0, settledBytes: Int64 = 0, mismatched: Int = 0, lost: Int = 0) {
+        self.settled = settled
+        self.settledBytes = settledBytes
+        self.mismatched = mismatched
+        self.lost = lost
+    }
+
+    mutating func add(_ other: SettleResult) {
+        settled += other.settled
+        settledBytes += other.settledBytes
+        mismatched += other.mismatched
+        lost += other.lost
+    }
+}
+
+/// Settles fills (CONTRACT §10, "stored behind"): reads each fill's bytes from its file, names it by SHA-256,
+/// checks that against the hash its manifest knew (a mismatch drops it, so the next read downloads it again,
+/// and is counted), deduplicates it against the store, compresses it, and records it as a stored chunk;
+/// a version's fill file goes once none of its fills is left.
+///
+/// Work runs in batches of ``batchBytes``: a read snapshot lists and reads them, the hashing and compression
+/// run outside any transaction, and one write transaction records the batch, checking again that each entry
+/// is still the fill it read (a fill evicted, refilled or settled by another process meanwhile is left to
+/// that). Fills are settled in the background when the process has downloaded nothing for ``idleTime``, one
+/// settler per store across processes (`fills/.settling` is locked while one runs).
+final class Settler: Sendable {
+    /// Raw bytes a batch settles.
+    static let batchBytes = 8 << 20
+    /// How long downloads must have been quiet before background settling takes a batch.
+    static let idleTime: Duration = .milliseconds(200)
+
+    private struct State {
+        var running = false
+        var lastFill: ContinuousClock.Instant?
+        /// Background settling is off (``ChunkCache/ChunkCache/settle()`` alone settles).
+        var paused = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Notes that fills were recorded now, and starts background settling behind them.
+    func fillsArrived(in store: Store) {
+        let start = state.withLock { state -> Bool in
+            state.lastFill = .now
+            guard !state.running, !state.paused else { return false }
+            state.running = true
+            return true
+        }
+        guard start else { return }
+        Task.detached(priority: .background) { await self.settleInBackground(store) }
+    }
+
+    /// Stops or resumes background settling in this process (tests and commands that settle when they choose).
+    func setBackground(_ enabled: Bool) { state.withLock { $0.paused = !enabled } }
+
+    private func settleInBackground(_ store: Store) async {
+        defer { state.withLock { $0.running = false } }
+        while true {
+            // Idle first: the cores belong to the readers while downloads arrive.
+            while let last = state.withLock({ $0.lastFill }), last.duration(to: .now) < Self.idleTime {
+                try? await Task.sleep(for: Self.idleTime)
+            }
+            if state.withLock({ $0.paused }) { return }
+            do {
+                let round = try await runBlocking(doing: "settling downloaded chunks", store: store.path) {
+                    try Self.withSettlingLock(store, waiting: false) { try Self.settleBatch(store) }
+                }
+                guard let round, round.settled + round.mismatched + round.lost > 0 else { return }
+            } catch {
+                Diagnostics.report("settle downloaded chunks", error)
+                return
+            }
+        }
+    }
+
+    /// Settles every fill the store holds, waiting for another settler to finish first. Blocking.
+    @available(*, noasync)
+    static func settleAll(_ store: Store) throws -> SettleResult {
+        var total = SettleResult()
+        try withSettlingLock(store, waiting: true) {
+            while true {
+                let round = try settleBatch(store)
+                guard round.settled + round.mismatched + round.lost > 0 else { break }
+                total.add(round)
+            }
+        }
+        return total
+    }
+
+    /// Runs `body` holding the store's settling lock; nil when `waiting` is false and another settler holds it.
+    @available(*, noasync)
+    private static func withSettlingLock<R>(_ store: Store, waiting: Bool, _ body: () throws -> R) throws -> R? {
+        let directory = store.dbs.fillFiles.directory
+        try? FileSystem.makeDirectory(directory, mode: 0o700)
+        let path = directory + "/.settling"
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o600)
+        } catch {
+            throw CacheError.file(error, path: path, doing: "settling downloaded chunks")
+        }
+        defer { try? fd.close() }
+        if waiting {
+            do { try fd.lock(.exclusive) } catch { throw CacheError.file(error, path: path, doing: "settling") }
+        } else {
+            guard (try? fd.tryLock(.exclusive)) == true else { return nil }
+        }
+        return try body()
+    }
+
+    /// One fill read for settling.
+    private struct Candidate {
+        let manifestID: UInt64
+        let index: Int64
+        let checksum: UInt64
+        let length: Int
+        let expected: ChunkDigest?
+    }
+
+    /// What became of one candidate outside the transaction.
+    private enum Outcome {
+        case settled(ChunkDigest, encoded: [UInt8]?)
+        case mismatched
+        case lost
+    }
+
+    /// Settles the first fills, up to ``batchBytes``, in key order. Blocking.
+    @available(*, noasync)
+    static func settleBatch(_ store: Store) throws -> SettleResult {
+        let dbs = store.dbs
+        let shift = store.layout.shift
+        let candidates = try store.environment.read { txn in try listFills(dbs, in: txn) }
+        guard !candidates.isEmpty else { return SettleResult() }
+        var outcomes: [Outcome] = []
+        var buffer = [UInt8](repeating: 0, count: store.layout.chunkSize)
+        var encoder = ChunkEncoder(store: store, largest: store.layout.chunkSize)
+        for candidate in candidates {
+            let outcome = try buffer.withUnsafeMutableBytes { space -> Outcome in
+                let target = UnsafeMutableRawBufferPointer(rebasing: space[..<candidate.length])
+                guard
+                    let bytes = dbs.fillFiles.read(
+                        manifestID: candidate.manifestID, at: candidate.index << shift, into: target,
+                        checksum: candidate.checksum)
+                else { return .lost }
+                let digest = ChunkDigest(hashing: bytes)
+                if let expected = candidate.expected, expected != digest { return .mismatched }
+                let known = try store.environment.read { txn in
+                    try digest.withUnsafeBytes { try txn.contains(dbs.refs, key: $0) }
+                }
+                if known { return .settled(digest, encoded: nil) }
+                return .settled(digest, encoded: try encoder.encode(bytes, index: candidate.index, digest: digest).encoded)
+            }
+            outcomes.append(outcome)
+        }
+        // A crash that undoes the batch leaves its fills as they were, to settle again.
+        let result = try store.writer.writeAndWait(durability: .deferMeta) { txn in
+            try record(candidates, outcomes, in: &txn, dbs)
+        }
+        if result.mismatched > 0 {
+            Diagnostics.report(
+                "keep \(result.mismatched) downloaded chunk(s) of the store at \(store.path)",
+                CacheError(
+                    .corruptData,
+                    "their bytes do not hash to what the store knew of them; they were dropped and are downloaded again when read: check the origin"
+                ))
+        }
+        return result
+    }
+
+    /// The first fills in key order, up to ``batchBytes``; records whose entry is no longer a fill are skipped.
+    private static func listFills(_ dbs: Databases, in txn: borrowing ReadTransaction) throws -> [Candidate] {
+        var candidates: [Candidate] = []
+        var bytes = 0
+        var records: [(UInt64, Int64, Int, ChunkDigest?)] = []
+        try txn.scan(dbs.fills, prefix: []) { key, value in
+            guard let (manifestID, index) = FillKeys.parse(key), let record = FillKeys.parseRecord(value) else {
+                return true
+            }
+            records.append((manifestID, index, record.length, record.expected))
+            bytes += record.length
+            return bytes < batchBytes
+        }
+        for (manifestID, index, length, expected) in records {
+            var cursor = ManifestCursor(manifestID: manifestID, dbs: dbs)
+            guard case .filled(let checksum) = try? cursor.entry(index, in: txn) else { continue }
+            candidates.append(
+                Candidate(manifestID: manifestID, index: index, checksum: checksum, length: length, expected: expected))
+        }
+        return candidates
+    }
+
+    /// Records a batch's outcomes, each only where its entry is still the fill that was read.
+    @available(*, noasync)
+    private static func record(
+        _ candidates: [Candidate], _ outcomes: [Outcome], in txn: inout WriteTransaction, _ dbs: Databases
+    ) throws -> SettleResult {
+        var result = SettleResult()
+        var manifests = Set<UInt64>()
+        for (candidate, outcome) in zip(candidates, outcomes) {
+            var cursor = ManifestCursor(manifestID: candidate.manifestID, dbs: dbs)
+            guard case .filled(let checksum) = try? cursor.entry(candidate.index, in: txn),
+                checksum == candidate.checksum
+            else { continue }
+            let entry: ManifestEntry
+            switch outcome {
+            case .settled(let digest, let encoded):
+                if try !txn.retainChunk(digest, dbs) {
+                    guard let encoded else { continue }  // its twin went meanwhile: the next batch settles it
+                    try encoded.withUnsafeBytes {
+                        try txn.insertChunk(digest, encoded: $0, rawLength: candidate.length, dbs)
+                    }
+                }
+                entry = .stored(digest)
+                result.settled += 1
+                result.settledBytes += Int64(candidate.length)
+            case .mismatched:
+                entry = .absent(candidate.expected)
+                result.mismatched += 1
+            case .lost:
+                entry = .absent(candidate.expected)
+                result.lost += 1
+            }
+            try txn.rewriteEntries(of: candidate.manifestID, at: [candidate.index], dbs) { _, _ in entry }
+            let dropped: Bool
+            if case .settled = outcome { dropped = false } else { dropped = true }
+            try txn.forgetFill(candidate.manifestID, candidate.index, punching: dropped, dbs)
+            manifests.insert(candidate.manifestID)
+        }
+        if result.mismatched > 0 { try txn.addToCounter(dbs, MetaKey.settleMismatches, Int64(result.mismatched)) }
+        for manifestID in manifests { try txn.removeFillFileIfDone(manifestID, dbs) }
+        return result
+    }
+}

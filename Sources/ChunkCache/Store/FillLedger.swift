@@ -1,0 +1,206 @@
+import LMDBKit
+
+/// A downloaded chunk on its way into the store as a fill (``FillFiles``): its bytes are written into the fill
+/// file before the transaction that records it.
+struct FilledChunk: Sendable {
+    let index: Int64
+    /// Where its bytes start in the item (and in the fill file).
+    let offset: Int64
+    /// The XXH3 of its bytes; ignored for a zero chunk.
+    let checksum: UInt64
+    let length: Int
+    /// All zeros: recorded as a zero entry, nothing written.
+    let isZero: Bool
+    /// The bytes, kept until the transaction that records them, which writes them again if another process
+    /// removed the fill file meanwhile.
+    let bytes: [UInt8]
+}
+
+/// The keys of the `fills` database and what they hold.
+enum FillKeys {
+    /// The key of the fill of chunk `index` of `manifestID`.
+    static func fill(_ manifestID: UInt64, _ index: Int64) -> [UInt8] { Keys.manifestPage(manifestID, page: index) }
+
+    /// The key that holds the bytes the version's fill file takes: after every chunk index.
+    static func file(_ manifestID: UInt64) -> [UInt8] {
+        var w = ByteWriter()
+        w.appendBigEndian(manifestID)
+        w.appendBigEndian(UInt64.max)
+        return w.bytes
+    }
+
+    /// A fill's record: its length (4 bytes, little-endian), then the hash its manifest knew, if any.
+    static func record(length: Int, expected: ChunkDigest?) -> [UInt8] {
+        var w = ByteWriter()
+        w.append(UInt32(length))
+        if let expected { w.append(raw: expected.bytes) }
+        return w.bytes
+    }
+
+    /// The length and known hash of a fill's record; nil when it is neither 4 nor 36 bytes long.
+    static func parseRecord(_ value: UnsafeRawBufferPointer) -> (length: Int, expected: ChunkDigest?)? {
+        guard value.count == 4 || value.count == 36 else { return nil }
+        let length = Int(UInt32(littleEndian: value.loadUnaligned(as: UInt32.self)))
+        return (length, value.count == 36 ? ChunkDigest(raw: UnsafeRawBufferPointer(rebasing: value[4...])) : nil)
+    }
+
+    /// The manifest id and chunk index of a fill key; nil for a file key or a damaged key.
+    static func parse(_ key: UnsafeRawBufferPointer) -> (manifestID: UInt64, index: Int64)? {
+        guard let (manifest, index) = Keys.parseManifestPage(key) else { return nil }
+        return (manifest, index)
+    }
+}
+
+/// The fills' records, inside write transactions: what is recorded when downloads land, settle, are evicted or
+/// go with their version. `meta`'s ``MetaKey/fillBytes`` counts the bytes every fill file takes (a settled
+/// chunk's bytes stay in its file until the version has no fill left and the file goes), so the bound
+/// (``SpaceBound``) counts them.
+extension WriteTransaction {
+    /// Records downloaded chunks of `manifestID` whose bytes are in its fill file: each `absent` entry becomes
+    /// `filled` (or `zero`), keeping the hash the manifest knew for the settler. With `refill`, a `filled`
+    /// entry takes the new bytes' checksum too (its old bytes failed their check). Other entries (a chunk
+    /// another process stored meanwhile) stay as they are. Returns the chunks recorded.
+    @available(*, noasync)
+    mutating func recordFills(_ chunks: [FilledChunk], manifestID: UInt64, refill: Bool, _ dbs: Databases) throws
+        -> [FilledChunk]
+    {
+        if chunks.contains(where: { !$0.isZero }) && !dbs.fillFiles.isLinked(manifestID) {
+            // Another process removed the file after these bytes went in: they are written again, into a new one.
+            for chunk in chunks where !chunk.isZero {
+                try chunk.bytes.withUnsafeBytes {
+                    try dbs.fillFiles.write($0, manifestID: manifestID, at: chunk.offset)
+                }
+            }
+        }
+        var recorded: [FilledChunk] = []
+        var records: [(index: Int64, value: [UInt8])] = []
+        var forgotten: [Int64] = []
+        var addedBytes: Int64 = 0
+        try rewriteEntries(of: manifestID, at: chunks.map(\.index), dbs) { position, current in
+            let chunk = chunks[position]
+            let expected: ChunkDigest?
+            switch current {
+            case .absent(let digest): expected = digest
+            case .filled where refill: expected = nil
+            default: return nil
+            }
+            recorded.append(chunk)
+            if chunk.isZero {
+                if case .filled = current { forgotten.append(chunk.index) }
+                return .zero
+            }
+            if case .absent = current {
+                records.append((chunk.index, FillKeys.record(length: chunk.length, expected: expected)))
+                addedBytes += Int64(chunk.length)
+            }
+            return .filled(checksum: chunk.checksum)
+        }
+        for index in forgotten { try forgetFill(manifestID, index, punching: true, dbs) }
+        for record in records { try put(dbs.fills, key: FillKeys.fill(manifestID, record.index), value: record.value) }
+        if addedBytes > 0 { try addFileBytes(addedBytes, manifestID: manifestID, dbs) }
+        return recorded
+    }
+
+    /// Forgets the fill of chunk `index` (settled, evicted or lost): its record goes, and with `punching`, its
+    /// bytes' disk is freed at once (an eviction; a settled chunk's bytes go with the file). Returns the hash
+    /// the manifest knew for it.
+    @available(*, noasync)
+    @discardableResult
+    mutating func forgetFill(_ manifestID: UInt64, _ index: Int64, punching: Bool, _ dbs: Databases) throws
+        -> ChunkDigest?
+    {
+        let key = FillKeys.fill(manifestID, index)
+        guard let record = try withValue(dbs.fills, key: key, FillKeys.parseRecord) else { return nil }
+        try delete(dbs.fills, key: key)
+        if punching, let record {
+            let offset = index << Int64(try counter(dbs, MetaKey.chunkShift))
+            dbs.fillFiles.punch(manifestID: manifestID, at: offset, length: Int64(record.length))
+            try addFileBytes(-Int64(record.length), manifestID: manifestID, dbs)
+        }
+        return record?.expected
+    }
+
+    /// Removes the fill file of `manifestID` when no fill of it is left, and its bytes from the count.
+    @available(*, noasync)
+    mutating func removeFillFileIfDone(_ manifestID: UInt64, _ dbs: Databases) throws {
+        var left = false
+        try scan(dbs.fills, prefix: Keys.manifest(manifestID)) { key, _ in
+            left = FillKeys.parse(key) != nil
+            return !left
+        }
+        guard !left else { return }
+        try removeFillFile(manifestID, dbs)
+    }
+
+    /// Forgets every fill of `manifestID` and removes its file (the version is dropped).
+    @available(*, noasync)
+    mutating func removeFills(of manifestID: UInt64, _ dbs: Databases) throws {
+        var keys: [[UInt8]] = []
+        try scan(dbs.fills, prefix: Keys.manifest(manifestID)) { key, _ in
+            keys.append(Array(key))
+            return true
+        }
+        guard !keys.isEmpty else { return }
+        for key in keys where FillKeys.parse(key.withUnsafeBytes { $0 }) != nil { try delete(dbs.fills, key: key) }
+        try removeFillFile(manifestID, dbs)
+    }
+
+    @available(*, noasync)
+    private mutating func removeFillFile(_ manifestID: UInt64, _ dbs: Databases) throws {
+        let key = FillKeys.file(manifestID)
+        if let bytes = try fileBytes(manifestID, dbs) {
+            try delete(dbs.fills, key: key)
+            try addToCounter(dbs, MetaKey.fillBytes, -bytes)
+        }
+        // Inside the transaction: a writer of this version's fills checks the file is still linked in its own.
+        dbs.fillFiles.remove(manifestID)
+    }
+
+    @available(*, noasync)
+    private mutating func addFileBytes(_ bytes: Int64, manifestID: UInt64, _ dbs: Databases) throws {
+        let key = FillKeys.file(manifestID)
+        var w = ByteWriter()
+        w.append(max(0, (try fileBytes(manifestID, dbs) ?? 0) + bytes))
+        try put(dbs.fills, key: key, value: w.bytes)
+        try addToCounter(dbs, MetaKey.fillBytes, bytes)
+    }
+
+    /// The bytes the fill file of `manifestID` takes, as recorded; nil when none is.
+    func fileBytes(_ manifestID: UInt64, _ dbs: Databases) throws -> Int64? {
+        try withValue(dbs.fills, key: FillKeys.file(manifestID)) {
+            $0.count == 8 ? Int64(littleEndian: $0.loadUnaligned(as: Int64.self)) : 0
+        }
+    }
+
+    /// Rewrites manifest entries at `indices` (ascending) of `manifestID`: `transform` gets each one's position
+    /// in `indices` and current entry, and returns its replacement or nil to keep it. A missing page is skipped
+    /// (the version went); a damaged one is `corruptData`.
+    @available(*, noasync)
+    mutating func rewriteEntries(
+        of manifestID: UInt64, at indices: [Int64], _ dbs: Databases,
+        _ transform: (Int, ManifestEntry) throws -> ManifestEntry?
+    ) throws {
+        var position = 0
+        while position < indices.count {
+            let pageIndex = ManifestPage.page(ofChunk: indices[position])
+            var end = position
+            while end < indices.count && ManifestPage.page(ofChunk: indices[end]) == pageIndex { end += 1 }
+            defer { position = end }
+            let key = Keys.manifestPage(manifestID, page: pageIndex)
+            // Copied out: the page is rewritten below, which ends the stored value's life.
+            guard let stored = try withValue(dbs.manifests, key: key, { ManifestPage.entries(ofStored: $0).map { Array($0) } })
+            else { continue }
+            guard var entries = stored else { throw ManifestPage.damaged(manifestID, page: pageIndex, in: self, dbs) }
+            var changed = false
+            for at in position..<end {
+                let slot = Int(indices[at] - pageIndex * ManifestPage.entriesPerPage)
+                let current = try entries.withUnsafeBytes { try ManifestPage.entry(in: $0, at: slot) }
+                if let replacement = try transform(at, current) {
+                    ManifestPage.replace(slot: slot, with: replacement, in: &entries)
+                    changed = true
+                }
+            }
+            if changed { try ManifestPage.store(&entries, manifest: manifestID, page: pageIndex, in: &self, dbs) }
+        }
+    }
+}
