@@ -52,6 +52,9 @@ final class CLIProcess: @unchecked Sendable {
         env["COLUMNS"] = nil
         // A crash is reported by its signal; the backtracer would only slow it down and flood the log.
         env["SWIFT_BACKTRACE"] = "enable=no"
+        // A command that downloaded settles before it ends, so what a test reads next is settled; the
+        // settler a command leaves behind by default has tests of its own.
+        env["CHUNKCACHE_SETTLE"] = "wait"
         for (key, value) in environment { env[key] = value }
         process.executableURL = URL(fileURLWithPath: ChunkCacheBinary.path ?? "chunkcache")
         process.arguments = arguments

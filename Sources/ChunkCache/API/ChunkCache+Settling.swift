@@ -22,3 +22,9 @@ extension ChunkCache {
         store.settler.setBackground(enabled)
     }
 }
+
+extension ChunkCache {
+    /// Whether this process downloaded chunks that may still wait to be settled: a short-lived command then
+    /// leaves settling to a process of its own (``settle()``) rather than to its own exit.
+    package var downloadedFills: Bool { store.settler.filledHere }
+}

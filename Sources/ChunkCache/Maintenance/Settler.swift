@@ -68,6 +68,9 @@ final class Settler: Sendable {
         Task.detached(priority: .background) { await self.settleInBackground(store) }
     }
 
+    /// Whether this process recorded fills since it opened the store.
+    var filledHere: Bool { state.withLock { $0.lastFill != nil } }
+
     /// Stops or resumes background settling in this process (tests and commands that settle when they choose).
     func setBackground(_ enabled: Bool) { state.withLock { $0.paused = !enabled } }
 

@@ -94,8 +94,9 @@ final class SpaceBound: Sendable {
     @available(*, noasync)
     func afterCommit() {
         let allowed = Double(allowedBytes())
-        guard Double(environment.usedBytes) > Self.highWater * allowed,
-            let live = try? environment.liveBytes(), Double(live) > Self.highWater * allowed,
+        let fills = fillBytes()
+        guard Double(environment.usedBytes + fills) > Self.highWater * allowed,
+            let live = try? environment.liveBytes(), Double(live + fills) > Self.highWater * allowed,
             !queued.exchange(true, ordering: .acquiringAndReleasing)
         else { return }
         enqueue { [self] in
@@ -117,7 +118,7 @@ final class SpaceBound: Sendable {
         var total = EvictionResult(versions: 0, bytes: 0, pinnedSkipped: 0)
         while true {
             let target = Int64(Self.lowWater * Double(allowedBytes())) - extra
-            let live = Int64(try environment.liveBytes())
+            let live = Int64(try environment.liveBytes() + fillBytes())
             guard live > target else { break }
             let want = live - target
             let dbs = self.dbs
@@ -160,11 +161,11 @@ final class SpaceBound: Sendable {
         let need = Self.pagesNeeded(for: bytes)
         let high = Self.highWater * Double(allowedBytes())
         // The file's extent first (no read of the free list): live pages are never more.
-        guard Double(Int64(environment.usedBytes) + need) > high else { return }
-        let live = Int64((try? environment.liveBytes()) ?? environment.usedBytes)
+        guard Double(Int64(environment.usedBytes + fillBytes()) + need) > high else { return }
+        let live = Int64(((try? environment.liveBytes()) ?? environment.usedBytes) + fillBytes())
         guard Double(live + need) > high else { return }
         if evicting { _ = try evictToLowWater(below: need) }
-        let after = Int64((try? environment.liveBytes()) ?? environment.usedBytes)
+        let after = Int64(((try? environment.liveBytes()) ?? environment.usedBytes) + fillBytes())
         let allowed = allowedBytes()
         guard after + need > allowed else { return }
         throw refusal(of: bytes, doing: what, allowed: allowed)
@@ -179,12 +180,18 @@ final class SpaceBound: Sendable {
         let need = Self.pagesNeeded(for: bytes)
         let allowed = allowedBytes()
         // The file's extent first (no read of the free list): live pages are never more.
-        guard Int64(environment.usedBytes) + need > allowed else { return true }
-        let live = Int64((try? environment.liveBytes()) ?? environment.usedBytes)
+        guard Int64(environment.usedBytes + fillBytes()) + need > allowed else { return true }
+        let live = Int64(((try? environment.liveBytes()) ?? environment.usedBytes) + fillBytes())
         guard live + need > allowed else { return true }
         let dbs = self.dbs
         let evictable = (try? environment.read { txn in try txn.heldChunks(dbs).evictableBytes }) ?? 0
         return live - evictable + need <= allowed
+    }
+
+    /// The bytes the fill files take (``FillFiles``), which count toward the bound beside `data.mdb`'s pages.
+    private func fillBytes() -> Int {
+        let dbs = self.dbs
+        return Int((try? environment.read { txn in try txn.counter(dbs, MetaKey.fillBytes) }) ?? 0)
     }
 
     /// What `bytes` of content take in pages: a chunk of 64 KiB and its header fill 17 pages of 4 KiB, and

@@ -151,6 +151,7 @@ extension TransactionReading where Self: ~Copyable {
         var held = HeldChunks()
         var shared: [ChunkDigest: (entries: UInt64, ref: ChunkRef)] = [:]
         for manifest in evictableManifests {
+            held.evictableBytes += try unsettledBytes(ofManifest: manifest, dbs)
             try forEachStoredChunk(ofManifest: manifest, dbs) { digest, ref in
                 if ref.count == 1 {
                     held.evictableBytes += Int64(ref.storedLength)
@@ -165,6 +166,7 @@ extension TransactionReading where Self: ~Copyable {
         var pinnedShared: [ChunkDigest: UInt32] = [:]
         for itemKey in pinnedItems {
             for version in try Records.versions(ofItemKey: itemKey, in: self, dbs) {
+                held.pinnedBytes += try unsettledBytes(ofManifest: version.manifestID, dbs)
                 try forEachStoredChunk(ofManifest: version.manifestID, dbs) { digest, ref in
                     if ref.count == 1 {
                         held.pinnedBytes += Int64(ref.storedLength)
@@ -176,6 +178,16 @@ extension TransactionReading where Self: ~Copyable {
         }
         held.pinnedBytes += pinnedShared.values.reduce(Int64(0)) { $0 + Int64($1) }
         return held
+    }
+
+    /// The raw bytes of a manifest's fills: each is its version's alone, as a chunk of one reference is.
+    private func unsettledBytes(ofManifest manifest: UInt64, _ dbs: Databases) throws -> Int64 {
+        var bytes: Int64 = 0
+        try scan(dbs.fills, prefix: Keys.manifest(manifest)) { key, value in
+            if FillKeys.parse(key) != nil, let record = FillKeys.parseRecord(value) { bytes += Int64(record.length) }
+            return true
+        }
+        return bytes
     }
 
     /// The `items` keys of pinned files, in every domain.

@@ -73,6 +73,7 @@ struct Fetch: AsyncParsableCommand {
         // Chunks downloaded for this fetch may still be committing behind it: keep them before exiting.
         await cache.waitForDownloads()
         await display.finish()
+        try await SettleBehind.afterDownloads(cache)
         // The fetch set the item's last use; this process ends before the batch would be written.
         do { try await cache.flushUsage() } catch {
             FileHandle.standardError.write(

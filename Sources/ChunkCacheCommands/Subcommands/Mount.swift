@@ -109,7 +109,9 @@ struct Mount: AsyncParsableCommand {
     /// place, or fails with the background process's status (it printed its error on the same stdout and
     /// stderr).
     private func startInBackground() throws {
-        let pid = try Self.spawnInSessionOfItsOwn(Array(CommandLine.arguments.dropFirst()) + ["--foreground"])
+        let pid = try DetachedProcess.spawn(
+            Array(CommandLine.arguments.dropFirst()) + ["--foreground"], setting: [Self.backgroundVariable: "1"],
+            what: "the mount's background process", instead: "run it with --foreground")
         let canonical = (try? FileSystem.canonicalPath(mountPoint)) ?? mountPoint
         // Mounted once /proc/self/mountinfo lists the mount point as a chunkcache file system.
         var status: Int32 = 0
@@ -124,41 +126,5 @@ struct Mount: AsyncParsableCommand {
         }
         let exited = status & 0x7f == 0 ? (status >> 8) & 0xff : 1
         throw ExitCode(exited == 0 ? 1 : exited)
-    }
-
-    /// Starts this executable with `arguments` and ``backgroundVariable`` set, as the leader of a new session
-    /// (so the terminal's Ctrl-C and hang-up never reach it), its standard input `/dev/null` and no other
-    /// descriptor of this process's; its standard output and error are this process's until it mounted
-    /// (``detachStandardStreams()``).
-    private static func spawnInSessionOfItsOwn(_ arguments: [String]) throws -> pid_t {
-        let executable = try FileSystem.symlinkTarget("/proc/self/exe")
-        var environment = ProcessInfo.processInfo.environment
-        environment[backgroundVariable] = "1"
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for pointer in argv + envp { free(pointer) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
-        // Nothing else of this process's: a pipe or socket its own caller waits on would stay open. (This
-        // process ends once the mount is in place, so its own descriptors may all close on exec.)
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
-            if let fd = Int32(name), fd > STDERR_FILENO { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // glibc's POSIX_SPAWN_SETSID, which its header shows only to _GNU_SOURCE.
-        posix_spawnattr_setflags(&attributes, 0x80)
-        var pid = pid_t()
-        let failed = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        guard failed == 0 else {
-            throw CacheError(
-                .invalidArgument,
-                "cannot start the mount's background process (\(String(cString: strerror(failed)))); run it with --foreground"
-            )
-        }
-        return pid
     }
 }
