@@ -242,9 +242,10 @@ final class Settler: Sendable {
                 result.lost += 1
             }
             try txn.rewriteEntries(of: candidate.manifestID, at: [candidate.index], dbs) { _, _ in entry }
-            let dropped: Bool
-            if case .settled = outcome { dropped = false } else { dropped = true }
-            try txn.forgetFill(candidate.manifestID, candidate.index, punching: dropped, dbs)
+            // Its bytes leave the fill file at once, settled or dropped: a version being settled must not take
+            // its room twice, in the file and in `chunks`, or a bounded store would evict to make room for it.
+            // A reader whose snapshot still names the fill reads a hole, fails the check and plans again.
+            try txn.forgetFill(candidate.manifestID, candidate.index, punching: true, dbs)
             manifests.insert(candidate.manifestID)
         }
         if result.mismatched > 0 { try txn.addToCounter(dbs, MetaKey.settleMismatches, Int64(result.mismatched)) }
