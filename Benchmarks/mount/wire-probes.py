@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""The wire's floors and the first read of Benchmarks/cold.sh, timed inside one Python process (no process
+start, no connect where the floor is a GET on a kept-alive connection), as pread-latency.py times its preads.
+
+    wire-probes.py gets URL --original FILE --reads N [--size 4096] [--seed S]
+        N Range GETs of SIZE bytes with http.client on one kept-alive connection, placed as pread-latency.py
+        places its preads (one in each 1/N of the file, SIZE-aligned, in random order); a first GET that makes
+        the connection is left out. Prints p50 and p99 in microseconds as JSON.
+    wire-probes.py round-trip URL --original FILE
+        One 1-byte Range GET on a fresh connection: connect, request, the byte. Prints milliseconds as JSON.
+    wire-probes.py first-read PATH --original FILE [--size 4096]
+        Opens PATH and reads its first SIZE bytes. Prints milliseconds (the open included) as JSON.
+
+Every answer is compared with the same bytes of FILE (the origin's copy); a difference exits non-zero.
+"""
+import argparse, http.client, json, os, random, sys, time
+from urllib.parse import urlsplit
+
+
+def expected(original, offset, size):
+    with open(original, "rb") as f:
+        f.seek(offset)
+        return f.read(size)
+
+
+def check(data, original, offset, what):
+    if data != expected(original, offset, len(data)) or not data:
+        sys.exit(f"wire-probes.py: {what} gave other bytes at {offset} than {original}")
+
+
+def ranged_get(connection, path, offset, size):
+    connection.request("GET", path, headers={"Range": f"bytes={offset}-{offset + size - 1}"})
+    response = connection.getresponse()
+    body = response.read()
+    if response.status != 206:
+        sys.exit(f"wire-probes.py: GET {path} bytes {offset}+{size}: HTTP {response.status}")
+    return body
+
+
+def gets(args):
+    url = urlsplit(args.url)
+    length = os.path.getsize(args.original)
+    slot = length // args.reads
+    rng = random.Random(args.seed)
+    slots = list(range(args.reads))
+    rng.shuffle(slots)
+    offsets = [s * slot + rng.randrange(0, (slot - args.size) // args.size + 1) * args.size for s in slots]
+    connection = http.client.HTTPConnection(url.hostname, url.port)
+    ranged_get(connection, url.path, length - args.size, args.size)
+    times, answers = [], []
+    for offset in offsets:
+        start = time.perf_counter_ns()
+        body = ranged_get(connection, url.path, offset, args.size)
+        times.append((time.perf_counter_ns() - start) / 1000)
+        answers.append((offset, body))
+    connection.close()
+    for offset, body in answers:
+        check(body, args.original, offset, f"GET {args.url}")
+    times.sort()
+    pick = lambda q: times[min(len(times) - 1, int(q * len(times)))]
+    print(json.dumps({"p50": round(pick(0.5), 1), "p99": round(pick(0.99), 1), "reads": len(times)}))
+
+
+def round_trip(args):
+    url = urlsplit(args.url)
+    start = time.perf_counter_ns()
+    connection = http.client.HTTPConnection(url.hostname, url.port)
+    body = ranged_get(connection, url.path, 0, 1)
+    elapsed = (time.perf_counter_ns() - start) / 1e6
+    connection.close()
+    check(body, args.original, 0, f"GET {args.url}")
+    print(json.dumps({"ms": round(elapsed, 3)}))
+
+
+def first_read(args):
+    start = time.perf_counter_ns()
+    fd = os.open(args.url, os.O_RDONLY)
+    data = os.pread(fd, args.size, 0)
+    elapsed = (time.perf_counter_ns() - start) / 1e6
+    os.close(fd)
+    check(data, args.original, 0, args.url)
+    print(json.dumps({"ms": round(elapsed, 3)}))
+
+
+parser = argparse.ArgumentParser()
+parser.add_argument("action", choices=["gets", "round-trip", "first-read"])
+parser.add_argument("url", help="the item's URL (gets, round-trip) or the file's path (first-read)")
+parser.add_argument("--original", required=True)
+parser.add_argument("--reads", type=int, default=100)
+parser.add_argument("--size", type=int, default=4096)
+parser.add_argument("--seed", type=int, default=20)
+args = parser.parse_args()
+{"gets": gets, "round-trip": round_trip, "first-read": first_read}[args.action](args)
