@@ -372,7 +372,7 @@ verdict() {
 }
 row() { echo "| $1 | $2 | $3 | $4 | $5 | $6 |"; }
 put_rate() { local t; t="$(fig "put-s-$1")"; [[ -n $t ]] && mbps "$size" "$t" | xargs printf '%.0f' || echo "—"; }
-highest() { awk -v k="$1" '$1 == k && $2 > m { m = $2 } END { if (NR) printf "%.0f", m; else print "—" }' "$work/figures" 2>/dev/null; }
+highest() { awk -v k="$1" '$1 == k { n++; if ($2 > m) m = $2 } END { if (n) printf "%.0f", m; else print "—" }' "$work/figures" 2>/dev/null; }
 table() {
     local net kind r1 r2 how a
     echo "| row | chunkcache | floor(s) | ratio | goal | met/missed |"
