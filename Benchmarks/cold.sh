@@ -134,7 +134,10 @@ if { wants ttfb || wants rss; } && [[ ! -f $data/origin/$big_name ]]; then
     truncate -s "$big_size" "$work/big"
     mv "$work/big" "$data/origin/$big_name"
 fi
-start_origin "$data/origin" "$work/origin-run" "$ROOT"
+# The servers' messages (the proxy's asyncio notices when a mount drops its connections) go to a log of their own.
+stamp="$(date -u +%Y%m%d-%H%M%S)"
+origin_log="$results_dir/cold-$stamp-origin.log"
+start_origin "$data/origin" "$work/origin-run" "$ROOT" 2>"$origin_log"
 pids+=($ORIGIN_PIDS)
 declare -A url=([loopback]="$ORIGIN_URL" [20ms]="$ORIGIN_URL_20MS")
 step "origin: $ORIGIN_URL (20 ms: $ORIGIN_URL_20MS), data in $data"
@@ -474,7 +477,6 @@ table() {
     fi
 }
 
-stamp="$(date -u +%Y%m%d-%H%M%S)"
 out="$results_dir/cold-$stamp.md"
 {
     echo "### Issue 27: the cold path beside its floors ($(date -u '+%F %R UTC'))"
@@ -489,5 +491,5 @@ out="$results_dir/cold-$stamp.md"
     table
     if ((${#failed[@]})); then echo; echo "FAILED (rows left empty; see the messages above the table): ${failed[*]}"; fi
 } | tee "$out"
-echo "== saved: $out" >&2
+echo "== saved: $out (the servers' messages: $origin_log)" >&2
 ((${#failed[@]} == 0))
