@@ -9,7 +9,7 @@
 # How to run it: as root (FUSE mounts), on a machine as quiet as you can get (note the load it prints).
 #   CHUNKCACHE_BIN=/tmp/bin/chunkcache Benchmarks/cold.sh     every row: 1 GiB, 3 runs, both networks (11-15 min
 #                                                               on 2 cores, plus ~1 min making the data once)
-#   Benchmarks/cold.sh --size 256M --runs 1                    a smoke of every row (~2 min); figures say little
+#   Benchmarks/cold.sh --size 256M --runs 1                    a smoke of every row (2-3 min); figures say little
 #   Benchmarks/cold.sh --only fetch,settle --net loopback      some rows only
 # Copy the binary somewhere of your own first: a build under your feet changes what is measured. Without
 # CHUNKCACHE_BIN the script builds a release binary into .build-peers. The data (a random file, a tar of
