@@ -54,6 +54,8 @@ final class ChunkSink: @unchecked Sendable {
     /// a stored chunk), not yet committed.
     private var encoded: [(chunk: ClaimedChunk, stored: SunkChunk)] = []
     private var encodedSize = 0
+    /// The commit under way (``commitBatch(waiting:)``).
+    private var committing: Task<Void, any Error>?
 
     /// Raw bytes a batch gathers before it is committed.
     static let batchBytes = 4 << 20
@@ -132,7 +134,7 @@ final class ChunkSink: @unchecked Sendable {
 
     /// Commits what is left after the response ended. Claimed chunks the response did not bring fail.
     func finish() async throws {
-        try await commitBatch()
+        try await commitBatch(waiting: true)
         if !claimed.isEmpty {
             throw OriginFailure.invalidResponse(detail: "the response ended before chunk \(claimed.keys.min() ?? 0)")
         }
@@ -196,25 +198,32 @@ final class ChunkSink: @unchecked Sendable {
         if let mismatch { throw mismatch }
     }
 
-    /// Encodes what is left of the batch, stores every encoded chunk in one write transaction, then ends
-    /// their flights.
-    private func commitBatch() async throws {
+    /// Encodes what is left of the batch and starts its commit, one write transaction that stores every
+    /// encoded chunk and then ends their flights. The commit runs while the response goes on arriving; the
+    /// next one waits for it (one at a time, in order), and so does the end of the response (`waiting`).
+    private func commitBatch(waiting: Bool = false) async throws {
         try await encodeBatch()
-        guard !encoded.isEmpty else { return }
-        let pending = encoded
-        encoded.removeAll()
-        encodedSize = 0
-        do {
-            try await commit(pending.map(\.stored))
-        } catch {
-            // The chunks left `claimed` and `encoded`: their flights end here, or their waiters would wait forever.
-            failFlights(of: pending.map(\.chunk), error)
-            throw error
+        if !encoded.isEmpty {
+            let pending = encoded
+            encoded.removeAll()
+            encodedSize = 0
+            try await committing?.value
+            committing = Task { [self] in
+                do {
+                    try await commit(pending.map(\.stored))
+                } catch {
+                    // The chunks left `claimed` and `encoded`: their flights end here, or their waiters would
+                    // wait forever.
+                    failFlights(of: pending.map(\.chunk), error)
+                    throw error
+                }
+                for (chunk, _) in pending {
+                    session.chunks.finish(
+                        ChunkKey(manifestID: version.manifestID, index: chunk.index), chunk.flight, with: .success(()))
+                }
+            }
         }
-        for (chunk, _) in pending {
-            session.chunks.finish(
-                ChunkKey(manifestID: version.manifestID, index: chunk.index), chunk.flight, with: .success(()))
-        }
+        if waiting { try await committing?.value }
     }
 
     private func failFlights(of chunks: [ClaimedChunk], _ error: any Error) {

@@ -100,7 +100,7 @@ final class FillFiles: Sendable {
         let fd: FileDescriptor
         do {
             fd = try FileDescriptor.open(path, creating ? O_RDWR | O_CREAT : O_RDWR, mode: 0o600)
-        } catch where creating && error == .noSuchFile {
+        } catch  where creating && error == .noSuchFile {
             try? FileSystem.makeDirectory(directory, mode: 0o700)
             fd = try FileDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o600)
         }

@@ -99,7 +99,8 @@ extension WriteTransaction {
                 } catch { return error }
             }
             if let failure {
-                throw CacheError.file(failure, path: dbs.fillFiles.path(of: manifestID), doing: "storing downloaded chunks")
+                throw CacheError.file(
+                    failure, path: dbs.fillFiles.path(of: manifestID), doing: "storing downloaded chunks")
             }
         }
         for index in forgotten { try forgetFill(manifestID, index, punching: true, dbs) }
@@ -195,7 +196,9 @@ extension WriteTransaction {
             defer { position = end }
             let key = Keys.manifestPage(manifestID, page: pageIndex)
             // Copied out: the page is rewritten below, which ends the stored value's life.
-            guard let stored = try withValue(dbs.manifests, key: key, { ManifestPage.entries(ofStored: $0).map { Array($0) } })
+            guard
+                let stored = try withValue(
+                    dbs.manifests, key: key, { ManifestPage.entries(ofStored: $0).map { Array($0) } })
             else { continue }
             guard var entries = stored else { throw ManifestPage.damaged(manifestID, page: pageIndex, in: self, dbs) }
             var changed = false
