@@ -51,6 +51,9 @@
 # /usr/bin/time (scripts/install-deps.sh).
 set -euo pipefail
 export LC_ALL=C
+# A `fetch` leaves no settler running behind it here: row 2 times settling on its own, and a settler running
+# beside the next tool's run would slow that tool.
+export CHUNKCACHE_SETTLE=off
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 
@@ -148,7 +151,8 @@ note_load() { loads+=("$1 $(cut -d' ' -f1-3 /proc/loadavg)"); }
 
 # same OUT ORIGINAL WHAT: fail loudly unless OUT holds ORIGINAL's bytes.
 same() { cmp -s "$1" "$2" || { echo "cold.sh: $3 gave other bytes than $2" >&2; exit 1; }; }
-stored_bytes() { "$CC" --store "$1" stat --json | jq .storedBytes; }
+# What the store holds: its stored chunks and, before they settle, its fills' raw bytes.
+stored_bytes() { "$CC" --store "$1" stat --json | jq '.storedBytes + (.unsettledBytes // 0)'; }
 
 # ---- 1 and 2: fetch --out beside curl -o and rclone copyto; settling beside put ----------------------------
 

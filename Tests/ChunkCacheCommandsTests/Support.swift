@@ -78,7 +78,9 @@ final class CLIProcess: @unchecked Sendable {
     func wait(timeout: Double = 60) -> CLIResult {
         if exited.wait(timeout: .now() + timeout) == .timedOut {
             Issue.record("chunkcache \(arguments.joined(separator: " ")) ran longer than \(timeout) s; killed")
-            process.terminate()
+            // SIGKILL, not SIGTERM: a process that hangs may be past handling a signal (a mount whose FUSE
+            // workers still wait on the device), and the test must end either way.
+            kill9()
             exited.wait()
         }
         process.waitUntilExit()
