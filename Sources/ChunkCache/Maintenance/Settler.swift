@@ -132,7 +132,7 @@ final class Settler: Sendable {
     }
 
     /// One fill read for settling.
-    private struct Candidate {
+    private struct Candidate: Sendable {
         let manifestID: UInt64
         let index: Int64
         let checksum: UInt64
@@ -141,7 +141,7 @@ final class Settler: Sendable {
     }
 
     /// What became of one candidate outside the transaction.
-    private enum Outcome {
+    private enum Outcome: Sendable {
         case settled(ChunkDigest, encoded: [UInt8]?)
         case mismatched
         case lost
@@ -151,32 +151,22 @@ final class Settler: Sendable {
     @available(*, noasync)
     static func settleBatch(_ store: Store) throws -> SettleResult {
         let dbs = store.dbs
-        let shift = store.layout.shift
         let limit = batchBytes(store)
         let candidates = try store.environment.read { txn in try listFills(dbs, upTo: limit, in: txn) }
         guard !candidates.isEmpty else { return SettleResult() }
-        var outcomes: [Outcome] = []
-        var buffer = [UInt8](repeating: 0, count: store.layout.chunkSize)
-        var encoder = ChunkEncoder(store: store, largest: store.layout.chunkSize)
-        for candidate in candidates {
-            let outcome = try buffer.withUnsafeMutableBytes { space -> Outcome in
-                let target = UnsafeMutableRawBufferPointer(rebasing: space[..<candidate.length])
-                guard
-                    let bytes = dbs.fillFiles.read(
-                        manifestID: candidate.manifestID, at: candidate.index << shift, into: target,
-                        checksum: candidate.checksum)
-                else { return .lost }
-                let digest = ChunkDigest(hashing: bytes)
-                if let expected = candidate.expected, expected != digest { return .mismatched }
-                let known = try store.environment.read { txn in
-                    try digest.withUnsafeBytes { try txn.contains(dbs.refs, key: $0) }
+        // Hashing and compressing take the time: every core takes chunks, each with its own buffers.
+        let results = Mutex<[Result<Outcome, any Error>?]>(Array(repeating: nil, count: candidates.count))
+        SharedWork.forEachIndex(below: candidates.count) { claim in
+            var buffer = [UInt8](repeating: 0, count: store.layout.chunkSize)
+            var encoder = ChunkEncoder(store: store, largest: store.layout.chunkSize)
+            while let index = claim() {
+                let outcome = Result {
+                    try examine(candidates[index], store: store, buffer: &buffer, encoder: &encoder)
                 }
-                if known { return .settled(digest, encoded: nil) }
-                return .settled(
-                    digest, encoded: try encoder.encode(bytes, index: candidate.index, digest: digest).encoded)
+                results.withLock { $0[index] = outcome }
             }
-            outcomes.append(outcome)
         }
+        let outcomes = try results.withLock { try $0.map { try $0!.get() } }
         // A crash that undoes the batch leaves its fills as they were, to settle again.
         let result = try store.writer.writeAndWait(durability: .deferMeta) { txn in
             try record(candidates, outcomes, in: &txn, dbs)
@@ -190,6 +180,28 @@ final class Settler: Sendable {
                 ))
         }
         return result
+    }
+
+    /// Reads a fill, checks it and names it; compresses it when the store lacks a chunk of that name.
+    private static func examine(
+        _ candidate: Candidate, store: Store, buffer: inout [UInt8], encoder: inout ChunkEncoder
+    ) throws -> Outcome {
+        let dbs = store.dbs
+        return try buffer.withUnsafeMutableBytes { space -> Outcome in
+            let target = UnsafeMutableRawBufferPointer(rebasing: space[..<candidate.length])
+            guard
+                let bytes = dbs.fillFiles.read(
+                    manifestID: candidate.manifestID, at: candidate.index << store.layout.shift, into: target,
+                    checksum: candidate.checksum)
+            else { return .lost }
+            let digest = ChunkDigest(hashing: bytes)
+            if let expected = candidate.expected, expected != digest { return .mismatched }
+            let known = try store.environment.read { txn in
+                try digest.withUnsafeBytes { try txn.contains(dbs.refs, key: $0) }
+            }
+            if known { return .settled(digest, encoded: nil) }
+            return .settled(digest, encoded: try encoder.encode(bytes, index: candidate.index, digest: digest).encoded)
+        }
     }
 
     /// The first fills in key order, up to `limit` bytes; records whose entry is no longer a fill are skipped.
