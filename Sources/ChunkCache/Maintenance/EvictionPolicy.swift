@@ -304,7 +304,8 @@ extension WriteTransaction {
         for (slot, record) in found { try policyForget(slot, record, dbs) }
     }
 
-    /// Takes the stored chunks of a manifest (an unpinned item's) into probation, as if just admitted to main.
+    /// Takes the stored chunks and fills of a manifest (an unpinned item's) into probation, as if just admitted
+    /// to main.
     @available(*, noasync)
     mutating func policyAdopt(manifest manifestID: UInt64, itemKey: [UInt8], _ dbs: Databases) throws {
         var chunks: [(Int64, UInt32)] = []
@@ -312,9 +313,17 @@ extension WriteTransaction {
             guard let (_, page) = Keys.parseManifestPage(key), let entries = ManifestPage.entries(ofStored: value)
             else { return true }
             for slot in 0..<(entries.count / ManifestPage.entrySize) {
-                guard case .stored(let digest) = try ManifestPage.entry(in: entries, at: slot) else { continue }
-                let stored = try intactChunkRef(digest, dbs)?.storedLength ?? 0
-                chunks.append((page * ManifestPage.entriesPerPage + Int64(slot), stored))
+                let index = page * ManifestPage.entriesPerPage + Int64(slot)
+                switch try ManifestPage.entry(in: entries, at: slot) {
+                case .stored(let digest):
+                    chunks.append((index, try intactChunkRef(digest, dbs)?.storedLength ?? 0))
+                case .filled:
+                    // A fill is evicted as a stored chunk is (its raw bytes are what it takes).
+                    let record = try withValue(dbs.fills, key: FillKeys.fill(manifestID, index), FillKeys.parseRecord)
+                    chunks.append((index, UInt32(record??.length ?? 0)))
+                case .zero, .absent:
+                    continue
+                }
             }
             return true
         }

@@ -106,8 +106,20 @@ final class Settler: Sendable {
                 guard round.settled + round.mismatched + round.lost > 0 else { break }
                 total.add(round)
             }
+            try removeFilesWithoutFills(store)
         }
         return total
+    }
+
+    /// Removes fill files no fill names: a process killed inside the transaction that wrote into one leaves
+    /// bytes no record names. In a write transaction, so no writer of fills runs meanwhile.
+    @available(*, noasync)
+    private static func removeFilesWithoutFills(_ store: Store) throws {
+        let ids = store.dbs.fillFiles.manifestIDs()
+        guard !ids.isEmpty else { return }
+        try store.writer.writeAndWait(durability: .deferMeta) { txn in
+            for id in ids { try txn.removeFillFileIfDone(id, store.dbs) }
+        }
     }
 
     /// Runs `body` holding the store's settling lock; nil when `waiting` is false and another settler holds it.
@@ -167,8 +179,11 @@ final class Settler: Sendable {
             }
         }
         let outcomes = try results.withLock { try $0.map { try $0!.get() } }
-        // A crash that undoes the batch leaves its fills as they were, to settle again.
-        let result = try store.writer.writeAndWait(durability: .deferMeta) { txn in
+        // A crash that undoes the batch leaves its fills as they were, to settle again. Its chunks take about
+        // the room their fills leave, plus their headers and LMDB's pages that readers' snapshots still hold:
+        // room is made for that much, so a store at its bound stays within it.
+        let settledBytes = Int64(candidates.reduce(0) { $0 + $1.length })
+        let result = try store.writer.writeAndWait(durability: .deferMeta, reserving: settledBytes / 8) { txn in
             try record(candidates, outcomes, in: &txn, dbs)
         }
         if result.mismatched > 0 {

@@ -69,12 +69,13 @@ final class Writer: Sendable {
         }
     }
 
-    /// Runs `body` in one write transaction from synchronous code, waiting for the writer queue.
+    /// Runs `body` in one write transaction from synchronous code, waiting for the writer queue; `durability` and
+    /// `reserving` as for ``write(durability:reserving:doing:_:)``.
     @available(*, noasync)
-    func writeAndWait<R>(durability: Environment.Durability = .full, _ body: (inout WriteTransaction) throws -> R)
-        throws -> R
-    {
-        try queue.sync { try transaction(durability: durability, body) }
+    func writeAndWait<R>(
+        durability: Environment.Durability = .full, reserving: Int64 = 0, _ body: (inout WriteTransaction) throws -> R
+    ) throws -> R {
+        try queue.sync { try transaction(durability: durability, reserving: reserving, body) }
     }
 
     /// Starts `body` in a write transaction and calls `completion` with its outcome on the writer queue.
