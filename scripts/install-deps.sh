@@ -8,9 +8,9 @@
 #   strace: a test kills the first open of a store at each of its writes (strace -e inject=…:signal=KILL).
 #   libfuse3-dev, fuse3: `chunkcache mount` links libfuse 3 and unmounts with fusermount3; attr (getfattr,
 #   setfattr) and sqlite3: the mount's tests read through it with them. rclone: Benchmarks/mount.sh sets
-#   `rclone mount` beside `chunkcache mount`.
+#   `rclone mount` beside `chunkcache mount`. time: /usr/bin/time, the peak RSS of Benchmarks/cold.sh's commands.
 set -euo pipefail
-packages=(liblmdb-dev libzstd-dev libxxhash-dev pkg-config xfsprogs lmdb-utils zstd jq nginx-light curl openssl strace fuse3 libfuse3-dev attr sqlite3 rclone)
+packages=(liblmdb-dev libzstd-dev libxxhash-dev pkg-config xfsprogs lmdb-utils zstd jq nginx-light curl openssl strace fuse3 libfuse3-dev attr sqlite3 rclone time)
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 missing=()

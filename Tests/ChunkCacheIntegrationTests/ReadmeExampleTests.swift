@@ -22,7 +22,8 @@ private func readmeExample(store: String, file: String, origin: String) async th
     _ = try await cache.addDomain("web", origin: try Origin(origin))
     let movie = try await cache.fetchContents(for: ItemIdentifier(domain: "web", "movie.mkv"))
 
-    await cache.waitForDownloads()  // before exiting: the downloads are stored behind the fetches
+    await cache.waitForDownloads()  // before exiting: downloads are kept raw behind the fetches (fills)
+    _ = try await cache.settle()  // named, deduplicated, compressed; a process does it when idle
 
     let read = try readStart(of: report, in: cache)
     return (result, movie, read)

@@ -56,7 +56,8 @@ enum BufferReader {
                         let bytes = store.dbs.fillFiles.read(
                             manifestID: plan.version.manifestID, at: chunk.location,
                             into: whole
-                                ? target : UnsafeMutableRawBufferPointer(rebasing: context.buffer[..<Int(chunk.length)]),
+                                ? target
+                                : UnsafeMutableRawBufferPointer(rebasing: context.buffer[..<Int(chunk.length)]),
                             checksum: checksum)
                     else { return .damaged(DamagedChunk(index: index, digest: nil)) }
                     if !whole {

@@ -57,7 +57,8 @@ extension WriteTransaction {
                 case .filled:
                     // A fill keeps the hash its manifest knew, as a stored chunk does.
                     let index = page * ManifestPage.entriesPerPage + Int64(slot)
-                    let record = try withValue(dbs.fills, key: FillKeys.fill(manifest, index), FillKeys.parseRecord) ?? nil
+                    let record =
+                        try withValue(dbs.fills, key: FillKeys.fill(manifest, index), FillKeys.parseRecord) ?? nil
                     fills.append((index, Int64(record?.length ?? 0)))
                     return .absent(record?.expected)
                 case .zero, .absent:

@@ -36,14 +36,16 @@ public struct SettleResult: Sendable, Hashable, Codable {
 /// and is counted), deduplicates it against the store, compresses it, and records it as a stored chunk;
 /// a version's fill file goes once none of its fills is left.
 ///
-/// Work runs in batches of ``batchBytes``: a read snapshot lists and reads them, the hashing and compression
+/// Work runs in batches of ``batchBytes(_:)``: a read snapshot lists and reads them, the hashing and compression
 /// run outside any transaction, and one write transaction records the batch, checking again that each entry
 /// is still the fill it read (a fill evicted, refilled or settled by another process meanwhile is left to
 /// that). Fills are settled in the background when the process has downloaded nothing for ``idleTime``, one
 /// settler per store across processes (`fills/.settling` is locked while one runs).
 final class Settler: Sendable {
-    /// Raw bytes a batch settles.
-    static let batchBytes = 8 << 20
+    /// Raw bytes a batch settles: 8 MiB, or a 32nd of a smaller store's bound. While a batch commits its
+    /// chunks are in `data.mdb` before their fills' room is reused, so a bounded store may pass its mark by
+    /// about one batch.
+    static func batchBytes(_ store: Store) -> Int { Int(min(8 << 20, max(256 << 10, store.maxSize / 32))) }
     /// How long downloads must have been quiet before background settling takes a batch.
     static let idleTime: Duration = .milliseconds(200)
 
@@ -145,12 +147,13 @@ final class Settler: Sendable {
         case lost
     }
 
-    /// Settles the first fills, up to ``batchBytes``, in key order. Blocking.
+    /// Settles the first fills, up to ``batchBytes(_:)``, in key order. Blocking.
     @available(*, noasync)
     static func settleBatch(_ store: Store) throws -> SettleResult {
         let dbs = store.dbs
         let shift = store.layout.shift
-        let candidates = try store.environment.read { txn in try listFills(dbs, in: txn) }
+        let limit = batchBytes(store)
+        let candidates = try store.environment.read { txn in try listFills(dbs, upTo: limit, in: txn) }
         guard !candidates.isEmpty else { return SettleResult() }
         var outcomes: [Outcome] = []
         var buffer = [UInt8](repeating: 0, count: store.layout.chunkSize)
@@ -169,7 +172,8 @@ final class Settler: Sendable {
                     try digest.withUnsafeBytes { try txn.contains(dbs.refs, key: $0) }
                 }
                 if known { return .settled(digest, encoded: nil) }
-                return .settled(digest, encoded: try encoder.encode(bytes, index: candidate.index, digest: digest).encoded)
+                return .settled(
+                    digest, encoded: try encoder.encode(bytes, index: candidate.index, digest: digest).encoded)
             }
             outcomes.append(outcome)
         }
@@ -188,8 +192,10 @@ final class Settler: Sendable {
         return result
     }
 
-    /// The first fills in key order, up to ``batchBytes``; records whose entry is no longer a fill are skipped.
-    private static func listFills(_ dbs: Databases, in txn: borrowing ReadTransaction) throws -> [Candidate] {
+    /// The first fills in key order, up to `limit` bytes; records whose entry is no longer a fill are skipped.
+    private static func listFills(_ dbs: Databases, upTo limit: Int, in txn: borrowing ReadTransaction) throws
+        -> [Candidate]
+    {
         var candidates: [Candidate] = []
         var bytes = 0
         var records: [(UInt64, Int64, Int, ChunkDigest?)] = []
@@ -199,7 +205,7 @@ final class Settler: Sendable {
             }
             records.append((manifestID, index, record.length, record.expected))
             bytes += record.length
-            return bytes < batchBytes
+            return bytes < limit
         }
         for (manifestID, index, length, expected) in records {
             var cursor = ManifestCursor(manifestID: manifestID, dbs: dbs)
@@ -242,9 +248,10 @@ final class Settler: Sendable {
                 result.lost += 1
             }
             try txn.rewriteEntries(of: candidate.manifestID, at: [candidate.index], dbs) { _, _ in entry }
-            let dropped: Bool
-            if case .settled = outcome { dropped = false } else { dropped = true }
-            try txn.forgetFill(candidate.manifestID, candidate.index, punching: dropped, dbs)
+            // Its bytes leave the fill file at once, settled or dropped: a version being settled must not take
+            // its room twice, in the file and in `chunks`, or a bounded store would evict to make room for it.
+            // A reader whose snapshot still names the fill reads a hole, fails the check and plans again.
+            try txn.forgetFill(candidate.manifestID, candidate.index, punching: true, dbs)
             manifests.insert(candidate.manifestID)
         }
         if result.mismatched > 0 { try txn.addToCounter(dbs, MetaKey.settleMismatches, Int64(result.mismatched)) }

@@ -29,9 +29,9 @@ enum SinkMode: Sendable {
     case replaceStored
 }
 
-/// Turns one response's bytes into stored chunks (CONTRACT §10): cuts them at chunk boundaries, hands each
-/// to the readers waiting for it, and writes it into the version's fill file as it arrives; batches of fills
-/// are recorded in write transactions while the response goes on, and each chunk's flight ends when its
+/// Turns one response's bytes into stored chunks (CONTRACT §10): cuts them at chunk boundaries and hands each
+/// to the readers waiting for it as it arrives; batches of them are written into the version's fill file
+/// and recorded by write transactions while the response goes on, and each chunk's flight ends when its
 /// transaction commits. Nothing is hashed or compressed on the way: the settler (``Settler``) does that
 /// later. A chunk that replaces a damaged stored copy (``SinkMode/replaceStored``) is hashed, checked and
 /// compressed here instead.
@@ -54,6 +54,8 @@ final class ChunkSink: @unchecked Sendable {
     /// a stored chunk), not yet committed.
     private var encoded: [(chunk: ClaimedChunk, stored: SunkChunk)] = []
     private var encodedSize = 0
+    /// The commit under way (``commitBatch(waiting:)``).
+    private var committing: Task<Void, any Error>?
 
     /// Raw bytes a batch gathers before it is committed.
     static let batchBytes = 4 << 20
@@ -132,7 +134,7 @@ final class ChunkSink: @unchecked Sendable {
 
     /// Commits what is left after the response ended. Claimed chunks the response did not bring fail.
     func finish() async throws {
-        try await commitBatch()
+        try await commitBatch(waiting: true)
         if !claimed.isEmpty {
             throw OriginFailure.invalidResponse(detail: "the response ended before chunk \(claimed.keys.min() ?? 0)")
         }
@@ -161,7 +163,7 @@ final class ChunkSink: @unchecked Sendable {
     }
 
     /// Hands the batch's chunks to the readers served from the download (``DirectBytes``,
-    /// ``Flight/arrived(_:)``) and writes them into the fill file, in one hop on the blocking pool. When
+    /// ``Flight/arrived(_:)``) and takes their checksums, in one hop on the blocking pool. When
     /// replacing a stored chunk, hashes and checks it first and compresses it: one that fails its hash check
     /// goes back to be downloaded again, and ``ChunkMismatch`` says which.
     private func encodeBatch() async throws {
@@ -181,7 +183,7 @@ final class ChunkSink: @unchecked Sendable {
                     let (encoded, mismatch) = try Self.encode(chunks, store: store, direct: direct)
                     return (encoded.map(SunkChunk.stored), mismatch)
                 }
-                return (try Self.fill(chunks, of: version, store: store, direct: direct).map(SunkChunk.filled), nil)
+                return (try Self.fill(chunks, of: version, direct: direct).map(SunkChunk.filled), nil)
             }
         } catch {
             failFlights(of: pending.map(\.chunk), error)
@@ -196,25 +198,32 @@ final class ChunkSink: @unchecked Sendable {
         if let mismatch { throw mismatch }
     }
 
-    /// Encodes what is left of the batch, stores every encoded chunk in one write transaction, then ends
-    /// their flights.
-    private func commitBatch() async throws {
+    /// Encodes what is left of the batch and starts its commit, one write transaction that stores every
+    /// encoded chunk and then ends their flights. The commit runs while the response goes on arriving; the
+    /// next one waits for it (one at a time, in order), and so does the end of the response (`waiting`).
+    private func commitBatch(waiting: Bool = false) async throws {
         try await encodeBatch()
-        guard !encoded.isEmpty else { return }
-        let pending = encoded
-        encoded.removeAll()
-        encodedSize = 0
-        do {
-            try await commit(pending.map(\.stored))
-        } catch {
-            // The chunks left `claimed` and `encoded`: their flights end here, or their waiters would wait forever.
-            failFlights(of: pending.map(\.chunk), error)
-            throw error
+        if !encoded.isEmpty {
+            let pending = encoded
+            encoded.removeAll()
+            encodedSize = 0
+            try await committing?.value
+            committing = Task { [self] in
+                do {
+                    try await commit(pending.map(\.stored))
+                } catch {
+                    // The chunks left `claimed` and `encoded`: their flights end here, or their waiters would
+                    // wait forever.
+                    failFlights(of: pending.map(\.chunk), error)
+                    throw error
+                }
+                for (chunk, _) in pending {
+                    session.chunks.finish(
+                        ChunkKey(manifestID: version.manifestID, index: chunk.index), chunk.flight, with: .success(()))
+                }
+            }
         }
-        for (chunk, _) in pending {
-            session.chunks.finish(
-                ChunkKey(manifestID: version.manifestID, index: chunk.index), chunk.flight, with: .success(()))
-        }
+        if waiting { try await committing?.value }
     }
 
     private func failFlights(of chunks: [ClaimedChunk], _ error: any Error) {
@@ -257,39 +266,23 @@ final class ChunkSink: @unchecked Sendable {
         if !filled.isEmpty { store.settler.fillsArrived(in: store) }
     }
 
-    /// Hands each chunk of a batch to the readers waiting for it, then writes it into the version's fill file:
-    /// the readers first, the store behind them.
+    /// Hands each chunk of a batch to the readers waiting for it, then takes its checksum for the fill the
+    /// commit writes: the readers first, the store behind them.
     private static func fill(
-        _ pending: [(ClaimedChunk, [UInt8])], of version: VersionRecord, store: Store, direct: DirectBytes?
+        _ pending: [(ClaimedChunk, [UInt8])], of version: VersionRecord, direct: DirectBytes?
     ) throws -> [FilledChunk] {
         let zeros = pending.map { $0.1.withUnsafeBytes(isAllZero) }
         for ((chunk, raw), isZero) in zip(pending, zeros) {
             chunk.flight.arrived(raw)
             if let direct { try raw.withUnsafeBytes { try direct.take(chunk.index, $0, isZero: isZero) } }
         }
-        var filled: [FilledChunk] = []
-        filled.reserveCapacity(pending.count)
-        for ((chunk, raw), isZero) in zip(pending, zeros) {
-            let offset = chunk.index << version.layout.shift
-            var checksum: UInt64 = 0
-            if !isZero {
-                try raw.withUnsafeBytes { bytes in
-                    checksum = ChunkCodec.checksum(bytes)
-                    do throws(Errno) {
-                        try store.dbs.fillFiles.write(bytes, manifestID: version.manifestID, at: offset)
-                    } catch {
-                        throw CacheError.file(
-                            error, path: store.dbs.fillFiles.path(of: version.manifestID),
-                            doing: "writing downloaded chunks")
-                    }
-                }
-            }
-            filled.append(
-                FilledChunk(
-                    index: chunk.index, offset: offset, checksum: checksum, length: raw.count, isZero: isZero,
-                    bytes: isZero ? [] : raw))
+        return zip(pending, zeros).map { item, isZero in
+            let (chunk, raw) = item
+            return FilledChunk(
+                index: chunk.index, offset: chunk.index << version.layout.shift,
+                checksum: isZero ? 0 : raw.withUnsafeBytes(ChunkCodec.checksum), length: raw.count, isZero: isZero,
+                bytes: isZero ? [] : raw)
         }
-        return filled
     }
 
     /// The chunks of a batch hashed and encoded, up to the first that fails its check. Every chunk is hashed

@@ -13,10 +13,10 @@ import Synchronization
 /// (``Settler``) later names each fill by SHA-256, checks it against the hash its manifest knew, deduplicates
 /// and compresses it into `chunks`, and removes the file once the version has no fill left.
 ///
-/// Every change that could race another process runs inside an LMDB write transaction (whose lock spans
-/// processes): a file is removed only by a transaction that sees no fill of its version, and a writer checks,
-/// in the transaction that records its fills, that the file it wrote into is still linked. Blocking: called
-/// on the blocking pool or a thread that may block (<doc:Concurrency>).
+/// Every write runs inside an LMDB write transaction (whose lock spans processes): fills are written by the
+/// transaction that records them, and a file is removed only by one that sees no fill of its version left,
+/// so the two never race. Blocking: called on the writer queue, the blocking pool, or a thread that may
+/// block (<doc:Concurrency>).
 final class FillFiles: Sendable {
     /// The folder, `STORE/fills`.
     let directory: String
@@ -40,14 +40,6 @@ final class FillFiles: Sendable {
     /// Writes a chunk's bytes at `offset` of the version's fill file, creating it (and the folder) when missing.
     func write(_ bytes: UnsafeRawBufferPointer, manifestID: UInt64, at offset: Int64) throws(Errno) {
         try file(of: manifestID, creating: true).descriptor.writeAll(toAbsoluteOffset: offset, bytes)
-    }
-
-    /// Checks, inside the write transaction that records fills of `manifestID`, that the file this process
-    /// wrote them into is still the one at the path; false when another process removed it meanwhile (the
-    /// fills are then written again by the caller before it records them).
-    func isLinked(_ manifestID: UInt64) -> Bool {
-        guard let file = cached(manifestID), let st = try? file.descriptor.status() else { return false }
-        return st.st_nlink > 0
     }
 
     /// Reads `buffer.count` bytes at `offset` of the version's fill file and checks them against `checksum`.
@@ -108,7 +100,7 @@ final class FillFiles: Sendable {
         let fd: FileDescriptor
         do {
             fd = try FileDescriptor.open(path, creating ? O_RDWR | O_CREAT : O_RDWR, mode: 0o600)
-        } catch where creating && error == .noSuchFile {
+        } catch  where creating && error == .noSuchFile {
             try? FileSystem.makeDirectory(directory, mode: 0o700)
             fd = try FileDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o600)
         }

@@ -1,7 +1,8 @@
+import FileIO
 import LMDBKit
 
 /// A downloaded chunk on its way into the store as a fill (``FillFiles``): its bytes are written into the fill
-/// file before the transaction that records it.
+/// file by the transaction that records it.
 struct FilledChunk: Sendable {
     let index: Int64
     /// Where its bytes start in the item (and in the fill file).
@@ -11,8 +12,7 @@ struct FilledChunk: Sendable {
     let length: Int
     /// All zeros: recorded as a zero entry, nothing written.
     let isZero: Bool
-    /// The bytes, kept until the transaction that records them, which writes them again if another process
-    /// removed the fill file meanwhile.
+    /// The bytes, which the transaction that records them writes into the fill file.
     let bytes: [UInt8]
 }
 
@@ -56,25 +56,18 @@ enum FillKeys {
 /// chunk's bytes stay in its file until the version has no fill left and the file goes), so the bound
 /// (``SpaceBound``) counts them.
 extension WriteTransaction {
-    /// Records downloaded chunks of `manifestID` whose bytes are in its fill file: each `absent` entry becomes
-    /// `filled` (or `zero`), keeping the hash the manifest knew for the settler. With `refill`, a `filled`
+    /// Records downloaded chunks of `manifestID` and writes their bytes into its fill file: each `absent` entry
+    /// becomes `filled` (or `zero`), keeping the hash the manifest knew for the settler. With `refill`, a `filled`
     /// entry takes the new bytes' checksum too (its old bytes failed their check). Other entries (a chunk
     /// another process stored meanwhile) stay as they are. Returns the chunks recorded.
     @available(*, noasync)
     mutating func recordFills(_ chunks: [FilledChunk], manifestID: UInt64, refill: Bool, _ dbs: Databases) throws
         -> [FilledChunk]
     {
-        if chunks.contains(where: { !$0.isZero }) && !dbs.fillFiles.isLinked(manifestID) {
-            // Another process removed the file after these bytes went in: they are written again, into a new one.
-            for chunk in chunks where !chunk.isZero {
-                try chunk.bytes.withUnsafeBytes {
-                    try dbs.fillFiles.write($0, manifestID: manifestID, at: chunk.offset)
-                }
-            }
-        }
         var recorded: [FilledChunk] = []
         var records: [(index: Int64, value: [UInt8])] = []
         var forgotten: [Int64] = []
+        var written: [FilledChunk] = []
         var addedBytes: Int64 = 0
         try rewriteEntries(of: manifestID, at: chunks.map(\.index), dbs) { position, current in
             let chunk = chunks[position]
@@ -93,7 +86,22 @@ extension WriteTransaction {
                 records.append((chunk.index, FillKeys.record(length: chunk.length, expected: expected)))
                 addedBytes += Int64(chunk.length)
             }
+            written.append(chunk)
             return .filled(checksum: chunk.checksum)
+        }
+        // Written here, under the writer's lock, after the bound made room for them (CONTRACT §12): no other
+        // process removes the file meanwhile, and the store's files never pass the bound, even for a moment.
+        for chunk in written {
+            let failure = chunk.bytes.withUnsafeBytes { bytes -> Errno? in
+                do throws(Errno) {
+                    try dbs.fillFiles.write(bytes, manifestID: manifestID, at: chunk.offset)
+                    return nil
+                } catch { return error }
+            }
+            if let failure {
+                throw CacheError.file(
+                    failure, path: dbs.fillFiles.path(of: manifestID), doing: "storing downloaded chunks")
+            }
         }
         for index in forgotten { try forgetFill(manifestID, index, punching: true, dbs) }
         for record in records { try put(dbs.fills, key: FillKeys.fill(manifestID, record.index), value: record.value) }
@@ -188,7 +196,9 @@ extension WriteTransaction {
             defer { position = end }
             let key = Keys.manifestPage(manifestID, page: pageIndex)
             // Copied out: the page is rewritten below, which ends the stored value's life.
-            guard let stored = try withValue(dbs.manifests, key: key, { ManifestPage.entries(ofStored: $0).map { Array($0) } })
+            guard
+                let stored = try withValue(
+                    dbs.manifests, key: key, { ManifestPage.entries(ofStored: $0).map { Array($0) } })
             else { continue }
             guard var entries = stored else { throw ManifestPage.damaged(manifestID, page: pageIndex, in: self, dbs) }
             var changed = false

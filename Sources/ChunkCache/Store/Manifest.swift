@@ -82,7 +82,9 @@ enum ManifestPage {
         case zeroTag: return .zero
         case absentTag: return .absent(digest())
         case absentUnknownTag: return .absent(nil)
-        case filledTag: return .filled(checksum: UInt64(littleEndian: page.loadUnaligned(fromByteOffset: offset + 1, as: UInt64.self)))
+        case filledTag:
+            return .filled(
+                checksum: UInt64(littleEndian: page.loadUnaligned(fromByteOffset: offset + 1, as: UInt64.self)))
         default: throw CacheError(.corruptData, "a manifest entry has an unknown tag; run `chunkcache verify`")
         }
     }

@@ -258,7 +258,9 @@ final class Store: Sendable {
                 directory: staging, maxDatabases: Databases.names.count + 2,
                 mapSize: Int(SpaceBound.mapSize(forBound: settings.maxSize)))
             // The commit syncs the file before it is renamed; the environment closes at the end of this scope.
-            try environment.write { txn in try initialize(&txn, try Databases.open(in: &txn, storePath: path), settings: settings) }
+            try environment.write { txn in
+                try initialize(&txn, try Databases.open(in: &txn, storePath: path), settings: settings)
+            }
         } catch {
             throw CacheError.wrap(error, store: path, doing: "creating")
         }

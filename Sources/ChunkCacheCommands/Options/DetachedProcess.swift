@@ -48,7 +48,8 @@ enum DetachedProcess {
         var pid = pid_t()
         let failed = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         guard failed == 0 else {
-            throw CacheError(.invalidArgument, "cannot start \(what) (\(String(cString: strerror(failed)))); \(instead)")
+            throw CacheError(
+                .invalidArgument, "cannot start \(what) (\(String(cString: strerror(failed)))); \(instead)")
         }
         return pid
     }

@@ -21,7 +21,8 @@ struct Settle: AsyncParsableCommand {
                 ("mismatched", .int(Int64(result.mismatched))), ("lost", .int(Int64(result.lost))),
             ]),
             summary: "settled \(result.settled) chunks (\(formatSize(result.settledBytes)))"
-                + (result.mismatched > 0 ? ", dropped \(result.mismatched) that did not match the hash the store knew" : "")
+                + (result.mismatched > 0
+                    ? ", dropped \(result.mismatched) that did not match the hash the store knew" : "")
                 + (result.lost > 0 ? ", dropped \(result.lost) whose bytes were lost" : ""))
     }
 }
