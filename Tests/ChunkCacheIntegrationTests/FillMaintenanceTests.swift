@@ -135,11 +135,15 @@ import Testing
                 }
                 return try #require(manifest)
             }
-            // A record past the version's last chunk, a file for a manifest that does not exist, a counter off by 7.
+            // A record past the version's last chunk (its 100 bytes counted in the file, as a fill's are), a file for
+            // a manifest that does not exist, a counter off by 7.
             try await store.writer.write { txn in
                 try txn.put(
                     dbs.fills, key: FillKeys.fill(manifest, 99), value: FillKeys.record(length: 100, expected: nil))
-                try txn.addToCounter(dbs, MetaKey.fillBytes, 7)
+                var count = ByteWriter()
+                count.append((try txn.fileBytes(manifest, dbs) ?? 0) + 100)
+                try txn.put(dbs.fills, key: FillKeys.file(manifest), value: count.bytes)
+                try txn.addToCounter(dbs, MetaKey.fillBytes, 100 + 7)
             }
             let orphan = dbs.fillFiles.path(of: 0xABCDEF)
             try TestData.write([1, 2, 3], to: orphan)

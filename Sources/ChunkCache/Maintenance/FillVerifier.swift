@@ -166,7 +166,7 @@ extension Verifier {
 
     /// Drops what ``checkFills(in:_:cancellation:observer:)`` found wrong, in one write transaction, each only
     /// where it is still as found: a damaged fill's entry becomes `absent` with the hash its manifest knew (its
-    /// record forgotten, its bytes punched out), an orphan record is deleted (its bytes go with its file), an orphan file removed, and the
+    /// record forgotten, its bytes punched out), an orphan record is deleted (its bytes punched out), an orphan file removed, and the
     /// counter set to its recount. Nothing else changes. Returns how many fills were dropped.
     @available(*, noasync)
     static func repairFills(_ found: FillFindings, in store: Store) throws -> Int {
@@ -185,13 +185,12 @@ extension Verifier {
             for place in found.orphanRecords {
                 var cursor = ManifestCursor(manifestID: place.manifestID, dbs: dbs)
                 if case .filled? = try? cursor.entry(place.index, in: txn) { continue }
-                // Its bytes stay counted in the file until the file goes, as a settled fill's do.
-                try txn.forgetFill(place.manifestID, place.index, punching: false, dbs)
+                try txn.forgetFill(place.manifestID, place.index, punching: true, dbs)
                 touched.insert(place.manifestID)
             }
             for manifestID in touched.sorted() { try txn.removeFillFileIfDone(manifestID, dbs) }
             for manifestID in found.orphanFiles where try !txn.hasFills(manifestID, dbs) {
-                // Inside the transaction: a download writing into it meanwhile writes its fills again.
+                // Inside the transaction: fills are written only by the one that records them.
                 dbs.fillFiles.remove(manifestID)
             }
             try txn.setCounter(dbs, MetaKey.fillBytes, UInt64(bitPattern: try txn.recountFillBytes(dbs)))

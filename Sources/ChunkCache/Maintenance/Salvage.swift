@@ -490,7 +490,9 @@ private struct PageBases: BaseValues {
 extension ChunkCache {
     /// Salvages everything readable of the store at `source` into a new store at `destination`, as
     /// `sqlite3 .recover` does: domains with their origin settings, items, versions with their manifests,
-    /// and chunks, each re-hashed with SHA-256 and checked against its name. The new store verifies clean.
+    /// and chunks, each re-hashed with SHA-256 and checked against its name. Downloaded chunks not settled yet
+    /// (fills) are settled on the way: checked against their XXH3 and the SHA-256 their manifest knew, and
+    /// stored as chunks. The new store verifies clean.
     ///
     /// The old store is read straight from the pages of its `data.mdb`, never through LMDB, which trusts its
     /// pages and crashes the process on a damaged one; a damaged page loses only the records it held.

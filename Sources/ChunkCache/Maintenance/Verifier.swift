@@ -498,8 +498,10 @@ enum Verifier {
 }
 
 extension ChunkCache {
-    /// Re-hashes every chunk with SHA-256, checks every record against its seal, and checks that every
-    /// manifest's chunks are there and that it hashes to its version's root.
+    /// Re-hashes every chunk with SHA-256, checks every downloaded chunk not settled yet (a fill: its bytes
+    /// against their XXH3 and the SHA-256 its manifest knew, its record against its manifest entry), checks
+    /// every record against its seal, and checks that every manifest's chunks are there and that it hashes to
+    /// its version's root.
     ///
     /// Damaged records are reported in ``VerifyReport/damagedRecords`` and ``VerifyReport/damagedVersions``;
     /// finding them is not an error.
@@ -512,7 +514,9 @@ extension ChunkCache {
     ///
     /// - Parameters:
     ///   - repair: Remove the corrupt chunks and mark the manifest entries that used them `absent`,
-    ///     so fetches needing them report `versionNoLongerAvailable` (or fall back) instead of bad bytes.
+    ///     so fetches needing them report `versionNoLongerAvailable` (or fall back) instead of bad bytes; drop
+    ///     the corrupt fills the same way (an origin domain downloads them again when read), and mend the
+    ///     fills' orphan records and files and their counter.
     ///   - walking: Called, on the walking thread, with the database and the key about to be checked, for
     ///     every record; the key is valid only during the call.
     public func verify(
