@@ -44,6 +44,18 @@ import Testing
         try handle.close()
     }
 
+    /// The manifest id of the store's only version.
+    static func manifestID(in store: Store) throws -> UInt64 {
+        try store.environment.read { txn in
+            var manifest: UInt64?
+            try txn.scan(store.dbs.versions, prefix: []) { _, value in
+                manifest = VersionRecord(ifIntact: value)?.manifestID
+                return false
+            }
+            return try #require(manifest)
+        }
+    }
+
     /// Opens a store with an origin serving `a.bin`, background settling off, and fetches all of it as fills.
     static func withFills(_ body: (ChunkCache, String) async throws -> Void) async throws {
         try await ColdPathTests.withOrigin(["a.bin": bytes]) { cache, _, root in
@@ -121,20 +133,43 @@ import Testing
     }
 
     @Test(
+        "§10 a fill whose bytes do not hash to the SHA-256 its manifest knew is named by verify and dropped by --repair, that hash kept",
+        .requires(NginxServer.self))
+    func mismatchedFillRepaired() async throws {
+        try await Self.withFills { cache, _ in
+            let store = cache.store
+            let manifest = try Self.manifestID(in: store)
+            // The hash the manifest knew for chunk 3, as if the origin had served other bytes than it promised.
+            let promised = [UInt8](repeating: 7, count: Self.chunk).withUnsafeBytes { ChunkDigest(hashing: $0) }
+            try await store.writer.write { txn in
+                try txn.put(
+                    store.dbs.fills, key: FillKeys.fill(manifest, 3),
+                    value: FillKeys.record(length: Self.chunk, expected: promised))
+            }
+            let report = try await cache.verify()
+            #expect(report.corruptFills.count == 1, "\(report)")
+            #expect(report.corruptFills.first?.hasPrefix("fill 3 of") == true)
+            #expect(
+                report.corruptFills.first?.hasSuffix("its bytes do not hash to the SHA-256 its manifest knew") == true)
+            #expect(try await cache.verify(repair: true).repaired == 1)
+            let repaired = try await cache.verify()
+            #expect(Self.isClean(repaired) && repaired.fillsChecked == 3, "\(repaired)")
+            let entry = try store.environment.read { txn in
+                var cursor = ManifestCursor(manifestID: manifest, dbs: store.dbs)
+                return try cursor.entry(3, in: txn)
+            }
+            #expect(entry == .absent(promised))
+        }
+    }
+
+    @Test(
         "§10 fills the store cannot account for: a record whose entry is no fill, a fill file of no version and a wrong fillBytes are reported, and --repair mends only them",
         .requires(NginxServer.self))
     func orphanFillsRepaired() async throws {
         try await Self.withFills { cache, _ in
             let store = cache.store
             let dbs = store.dbs
-            let manifest = try store.environment.read { txn in
-                var manifest: UInt64?
-                try txn.scan(dbs.versions, prefix: []) { _, value in
-                    manifest = VersionRecord(ifIntact: value)?.manifestID
-                    return false
-                }
-                return try #require(manifest)
-            }
+            let manifest = try Self.manifestID(in: store)
             // A record past the version's last chunk (its 100 bytes counted in the file, as a fill's are), a file for
             // a manifest that does not exist, a counter off by 7.
             try await store.writer.write { txn in
