@@ -27,6 +27,17 @@ struct FillFindings {
     /// Fill files of manifests with no fill and no count.
     var orphanFiles: [UInt64] = []
     var counterIsWrong = false
+    /// How reports name each manifest, found once (a scan of `versions`), since a lost file names every fill.
+    var manifestNames: [UInt64: String] = [:]
+
+    /// How reports name a fill, for example `fill 2 of the manifest of version "v" of item "a" in domain "d"`.
+    mutating func name<T: TransactionReading & ~Copyable>(
+        _ manifestID: UInt64, _ index: Int64, in txn: borrowing T, _ dbs: Databases
+    ) -> String {
+        let manifest = manifestNames[manifestID] ?? RecordNames.manifest(manifestID, in: txn, dbs)
+        manifestNames[manifestID] = manifest
+        return "fill \(index) of \(manifest)"
+    }
 
     var needsRepair: Bool {
         !damaged.isEmpty || !orphanRecords.isEmpty || !orphanFileCounts.isEmpty || !orphanFiles.isEmpty
@@ -62,7 +73,7 @@ extension Verifier {
             } else if let (manifestID, index) = FillKeys.parse(key) {
                 let record = FillKeys.parseRecord(value)
                 if record == nil {
-                    found.damagedRecords.append("the record of \(name(manifestID, index, in: txn, dbs))")
+                    found.damagedRecords.append("the record of \(found.name(manifestID, index, in: txn, dbs))")
                 }
                 records[FillFindings.Place(manifestID: manifestID, index: index)] = .some(record)
             } else {
@@ -74,7 +85,7 @@ extension Verifier {
             of: entries, records: records, files: files, in: txn, store, cancellation: cancellation, into: &found)
         for place in records.keys.sorted() where entries[place] == nil {
             found.inconsistencies.append(
-                "\(name(place.manifestID, place.index, in: txn, dbs)) has a record in `fills` but its entry is not a fill"
+                "\(found.name(place.manifestID, place.index, in: txn, dbs)) has a record in `fills` but its entry is not a fill"
             )
             found.orphanRecords.append(place)
         }
@@ -158,7 +169,7 @@ extension Verifier {
                 }
             }
             if let problem {
-                found.corrupt.append("\(name(place.manifestID, place.index, in: txn, dbs)): \(problem)")
+                found.corrupt.append("\(found.name(place.manifestID, place.index, in: txn, dbs)): \(problem)")
                 found.damaged.append((place, checksum))
             }
         }
@@ -196,13 +207,6 @@ extension Verifier {
             try txn.setCounter(dbs, MetaKey.fillBytes, UInt64(bitPattern: try txn.recountFillBytes(dbs)))
             return dropped
         }
-    }
-
-    /// How reports name a fill, for example `fill 2 of the manifest of version "v" of item "a" in domain "d"`.
-    private static func name<T: TransactionReading & ~Copyable>(
-        _ manifestID: UInt64, _ index: Int64, in txn: borrowing T, _ dbs: Databases
-    ) -> String {
-        "fill \(index) of \(RecordNames.manifest(manifestID, in: txn, dbs))"
     }
 }
 
