@@ -144,4 +144,91 @@ struct VerifyTests {
                 ])
         }
     }
+
+    /// A store whose domain "web" has an nginx origin serving `a.bin` (4 chunks), and the commands run on it with
+    /// nothing settled: what the fetches download stays a fill.
+    struct FillStore {
+        let dir: String
+        let bytes = TestData.random(count: 4 * 65536, seed: 2703)
+        var store: String { dir + "/store" }
+
+        func run(_ arguments: [String], in store: String? = nil) throws -> [String: Any] {
+            let result = try runCLI(
+                ["--store", store ?? self.store, "--json"] + arguments, env: ["CHUNKCACHE_SETTLE": "off"])
+            try #require(result.exitCode == 0 && !result.terminatedBySignal, "\(result)")
+            return try result.json()
+        }
+
+        /// Fetches all of `a.bin` into a file, expects its bytes, and returns how many came from the origin.
+        func fetch(in store: String? = nil) throws -> Int64 {
+            let out = dir + "/out-\(UUID().uuidString)"
+            let fetched = try run(["fetch", "--domain", "web", "a.bin", "--out", out], in: store)
+            #expect(try Array(Data(contentsOf: URL(fileURLWithPath: out))) == bytes)
+            return try fetched.int("downloadedBytes")
+        }
+
+        static func with(_ body: (FillStore) async throws -> Void) async throws {
+            try await withTemporaryDirectory { dir in
+                let fills = FillStore(dir: dir)
+                try FileManager.default.createDirectory(atPath: dir + "/origin", withIntermediateDirectories: true)
+                try TestData.write(fills.bytes, to: dir + "/origin/a.bin")
+                let server = try await NginxServer.start(root: URL(fileURLWithPath: dir + "/origin"))
+                defer { Task { await server.stop() } }
+                _ = try fills.run(["domain", "add", "web", "--origin", server.baseURL])
+                #expect(try fills.fetch() == Int64(fills.bytes.count))
+                try await body(fills)
+            }
+        }
+    }
+
+    @Test(
+        "§10 verify checks downloads not settled yet: a fill whose bytes changed is listed in corruptFills, --repair makes it absent, the next fetch downloads it",
+        .requires(NginxServer.self))
+    func damagedFill() async throws {
+        try await FillStore.with { fills in
+            let store = fills.store
+            let bytes = fills.bytes
+            let clean = try fills.run(["verify"])
+            #expect(try clean.int("fillsChecked") == 4 && clean.int("chunksChecked") == 0)
+            #expect(clean["corruptFills"] as? [String] == [])
+
+            let files = try FileManager.default.contentsOfDirectory(atPath: store + "/fills").filter {
+                !$0.hasPrefix(".")
+            }
+            let fill = try #require(files.first)
+            let handle = try #require(FileHandle(forUpdatingAtPath: store + "/fills/" + fill))
+            try handle.seek(toOffset: 65536 + 77)
+            try handle.write(contentsOf: [bytes[65536 + 77] ^ 0xFF])
+            try handle.close()
+            let report = try fills.run(["verify"])
+            let corrupt = try #require(report["corruptFills"] as? [String], "\(report)")
+            #expect(corrupt.count == 1 && corrupt.first?.hasPrefix("fill 1 of the manifest of version") == true)
+            #expect(try report.array("corrupt").isEmpty && report.array("inconsistencies").isEmpty)
+
+            #expect(try fills.run(["verify", "--repair"]).int("repaired") == 1)
+            let repaired = try fills.run(["verify"])
+            #expect(try repaired.int("fillsChecked") == 3 && repaired.array("corruptFills").isEmpty)
+            #expect(try fills.fetch() == 65536, "only the dropped fill is downloaded again")
+            let after = try fills.run(["verify"])
+            #expect(try after.int("fillsChecked") == 4 && after.array("corruptFills").isEmpty)
+            #expect(try after.array("inconsistencies").isEmpty && after.array("damagedRecords").isEmpty)
+        }
+    }
+
+    @Test(
+        "§10 recover settles downloads not settled yet: the new store holds them as chunks, verifies clean and reads them without the origin",
+        .requires(NginxServer.self))
+    func recoverFills() async throws {
+        try await FillStore.with { fills in
+            let target = fills.dir + "/recovered"
+            let report = try fills.run(["recover", "--to", target])
+            let taken = try #require(report["fills"] as? [String: Any], "\(report)")
+            #expect(try taken.int("recovered") == 4 && taken.int("lost") == 0)
+            #expect(try report.int("versionsWithAbsentChunks") == 0)
+            let verified = try fills.run(["verify"], in: target)
+            #expect(try verified.int("chunksChecked") == 4 && verified.int("fillsChecked") == 0)
+            #expect(try verified.array("corruptFills").isEmpty && verified.array("inconsistencies").isEmpty)
+            #expect(try fills.fetch(in: target) == 0)
+        }
+    }
 }

@@ -20,6 +20,10 @@ public struct RecoveryReport: Sendable, Hashable {
     /// Distinct chunks: taken (each re-hashed with SHA-256 and checked against its name), and lost (unreadable,
     /// failing their hash, or used by no version that could be taken).
     public var chunks = Count()
+    /// Downloaded chunks the old store had not settled yet (fills, CONTRACT §10): taken (their bytes read from
+    /// the old store's fill files, checked against their XXH3 and the SHA-256 their manifest knew, and stored
+    /// as settled chunks), and lost (missing or failing a check: `absent` in the new store).
+    public var fills = Count()
     /// Versions of origin domains kept with some chunks `absent` (a later fetch downloads them again).
     public var versionsWithAbsentChunks = 0
     /// What was skipped, named: damaged pages of the old data file (with the database and the keys they
@@ -42,6 +46,12 @@ public struct RecoveryReport: Sendable, Hashable {
 /// manifest page is lost is kept for an origin domain, the entry `absent` (its hash kept, so a fetch downloads
 /// and checks it again; a lost page's entries are `absent` without a hash), and dropped for a local domain,
 /// whose bytes nothing else holds: dropping it lets fetches fall back to another version rather than fail.
+///
+/// A fill (a downloaded chunk not settled yet, ``FillFiles``) is settled on the way: its bytes are read from the
+/// old store's fill file (read-only), checked against the XXH3 its entry holds and the SHA-256 its record in
+/// `fills` knew, and stored as a chunk named by its SHA-256, so the new store holds no fill and no fill file. A
+/// fill whose bytes are missing or fail a check is lost as a chunk is (`absent` with the hash its manifest
+/// knew).
 enum Salvage {
     @available(*, noasync)
     static func recover(source: String, into destination: Store) throws -> RecoveryReport {
@@ -50,10 +60,11 @@ enum Salvage {
         report.readEarlierSnapshot = pages.usedOlderMeta
         var damage: [String] = []
         let trees = Dictionary(
-            uniqueKeysWithValues: ["meta", "domains", "items", "versions", "manifests", "chunks", "refs"].compactMap {
-                name in
-                pages.tree(named: name).map { (name, $0) }
-            })
+            uniqueKeysWithValues: ["meta", "domains", "items", "versions", "manifests", "chunks", "refs", "fills"]
+                .compactMap {
+                    name in
+                    pages.tree(named: name).map { (name, $0) }
+                })
         for name in ["domains", "items", "versions", "manifests", "chunks"] where trees[name] == nil {
             damage.append("the database `\(name)` cannot be found: its entry in the main database is damaged")
         }
@@ -140,6 +151,7 @@ enum Salvage {
         seen = 0
         var versionsRecovered = 0
         var recoveredChunks = 0
+        var fills = RecoveryReport.Count()
         var failedChunks = Set<ChunkDigest>()
         let token = try destination.writerToken()
         let decompressor = Decompressor()
@@ -166,8 +178,8 @@ enum Salvage {
                 let itemName = RecordNames.item(item.identifier, domain: parts.domain)
                 let outcome = try salvageVersion(
                     version, key: Array(key), of: itemName, domain: parts.domain, origin: isOrigin, pages: pages,
-                    trees: trees, into: destination,
-                    token: token, decompressor: decompressor, failed: &failedChunks)
+                    trees: trees, source: source, into: destination,
+                    token: token, decompressor: decompressor, failed: &failedChunks, fills: &fills)
                 switch outcome {
                 case .kept(let newChunks, let absent):
                     versionsRecovered += 1
@@ -179,6 +191,7 @@ enum Salvage {
                 return true
             }
         }
+        report.fills = fills
         report.versions = count(recovered: versionsRecovered, seen: seen, recorded: trees["versions"]?.entries)
         seen = 0
         if let tree = trees["chunks"] {
@@ -217,8 +230,9 @@ enum Salvage {
     @available(*, noasync)
     private static func salvageVersion(
         _ version: VersionRecord, key: [UInt8], of itemName: String, domain: String, origin: Bool, pages: PageFile,
-        trees: [String: PageFile.Tree],
-        into destination: Store, token: WriterToken, decompressor: Decompressor, failed: inout Set<ChunkDigest>
+        trees: [String: PageFile.Tree], source: String,
+        into destination: Store, token: WriterToken, decompressor: Decompressor, failed: inout Set<ChunkDigest>,
+        fills: inout RecoveryReport.Count
     ) throws -> VersionOutcome {
         let dbs = destination.dbs
         let chunkSize = version.layout.chunkSize
@@ -233,6 +247,7 @@ enum Salvage {
         defer { baseRoom.deallocate() }
         var newChunks = 0
         var absent = false
+        var fillFile = OldFillFile(path: source + "/" + FillFiles.folder + "/" + String(version.manifestID, radix: 16))
         func rollBack(_ why: String) throws -> VersionOutcome {
             try destination.writer.writeAndWait { txn in try txn.dropManifest(manifest, dbs) }
             return .dropped(why)
@@ -266,18 +281,40 @@ enum Salvage {
                 continue
             }
             // The page's chunks, checked, then written with the page in one transaction.
-            var taken: [(ChunkDigest, [UInt8]?, Int)] = []
+            var taken: [TakenChunk] = []
             for (slot, entry) in stored.enumerated() {
+                let index = first + Int64(slot)
+                if case .filled(let checksum) = entry {
+                    let rawLength = Int(min(Int64(chunkSize), version.size - index * Int64(chunkSize)))
+                    let expected = trees["fills"].flatMap {
+                        pages.get($0, key: FillKeys.fill(version.manifestID, index))
+                    }
+                    .flatMap { $0.withUnsafeBytes { FillKeys.parseRecord($0)?.expected } }
+                    if let chunk = try settled(
+                        fillFile.read(
+                            at: index << version.layout.shift, into: buffer, length: rawLength, checksum: checksum),
+                        expected: expected, in: destination)
+                    {
+                        taken.append(chunk)
+                        entries.append(.stored(chunk.digest))
+                        fills.recovered += 1
+                        continue
+                    }
+                    fills.lost += 1
+                    guard origin else { return try rollBack("fill \(index) is lost or fails its check") }
+                    entries.append(.absent(expected))
+                    absent = true
+                    continue
+                }
                 guard case .stored(let digest) = entry else {
                     entries.append(entry)
                     continue
                 }
-                let index = first + Int64(slot)
                 // A chunk an earlier version already brought over was checked then: count one more reference.
                 if try destination.environment.read({ txn in
                     try digest.withUnsafeBytes { try txn.contains(dbs.refs, key: $0) }
                 }) {
-                    taken.append((digest, nil, 0))
+                    taken.append(TakenChunk(digest: digest, encoded: nil, rawLength: 0))
                     entries.append(entry)
                     continue
                 }
@@ -293,7 +330,7 @@ enum Salvage {
                     let cold = destination.codecs.withCompressor {
                         ChunkCodec.cooled(value, rawCount: rawLength, compressor: $0)
                     }
-                    taken.append((digest, cold, rawLength))
+                    taken.append(TakenChunk(digest: digest, encoded: cold, rawLength: rawLength))
                     entries.append(entry)
                     continue
                 }
@@ -323,11 +360,36 @@ enum Salvage {
         return .kept(newChunks: newChunks, absentEntries: absent)
     }
 
+    /// A chunk a manifest page takes: its stored value, or nil when the new store holds it already.
+    struct TakenChunk {
+        let digest: ChunkDigest
+        let encoded: [UInt8]?
+        let rawLength: Int
+        /// A fill settled on the way, not a chunk of the old store: not counted with the chunks.
+        var fromFill = false
+    }
+
+    /// The chunk a fill's `bytes` make, named by their SHA-256, or nil when they are missing or do not hash to
+    /// `expected`.
+    private static func settled(_ bytes: UnsafeRawBufferPointer?, expected: ChunkDigest?, in destination: Store)
+        throws -> TakenChunk?
+    {
+        guard let bytes else { return nil }
+        let digest = ChunkDigest(hashing: bytes)
+        guard expected == nil || expected == digest else { return nil }
+        let known = try destination.environment.read { txn in
+            try digest.withUnsafeBytes { try txn.contains(destination.dbs.refs, key: $0) }
+        }
+        return TakenChunk(
+            digest: digest, encoded: known ? nil : try encoded(bytes, codecs: destination.codecs),
+            rawLength: bytes.count, fromFill: true)
+    }
+
     /// Stores a manifest page and its checked chunks (retaining those already stored) in one transaction;
-    /// returns how many chunks were new.
+    /// returns how many chunks of the old store were new.
     @available(*, noasync)
     private static func writePage(
-        _ entries: [ManifestEntry], manifest: UInt64, page: Int64, chunks: [(ChunkDigest, [UInt8]?, Int)],
+        _ entries: [ManifestEntry], manifest: UInt64, page: Int64, chunks: [TakenChunk],
         into destination: Store
     ) throws -> Int {
         let dbs = destination.dbs
@@ -336,15 +398,16 @@ enum Salvage {
         for entry in entries { ManifestPage.append(entry, to: &bytes) }
         return try destination.writer.writeAndWait { txn in
             var inserted = 0
-            for (digest, value, rawLength) in chunks where try !txn.retainChunk(digest, dbs) {
+            for chunk in chunks where try !txn.retainChunk(chunk.digest, dbs) {
+                let digest = chunk.digest
                 // Checked just before, by this process, the only writer of the new store.
-                guard let value else {
+                guard let value = chunk.encoded else {
                     throw CacheError(
                         .corruptData,
                         "chunk \(digest) left the new store while it was being recovered; run recover again")
                 }
-                try value.withUnsafeBytes { try txn.insertChunk(digest, encoded: $0, rawLength: rawLength, dbs) }
-                inserted += 1
+                try value.withUnsafeBytes { try txn.insertChunk(digest, encoded: $0, rawLength: chunk.rawLength, dbs) }
+                if !chunk.fromFill { inserted += 1 }
             }
             try ManifestPage.store(&bytes, manifest: manifest, page: page, in: &txn, dbs)
             return inserted
@@ -370,12 +433,44 @@ enum Salvage {
                 return nil
             }
             guard ChunkCodec.isDelta(stored) else { return value }
-            var plain = [UInt8](repeating: 0, count: ChunkCodec.encodedBound(rawCount: rawLength))
-            let length = try plain.withUnsafeMutableBytes { output in
-                try codecs.withCompressor { try ChunkCodec.encode(bytes, compressor: $0, into: output) }
-            }
-            return Array(plain[..<length])
+            return try encoded(bytes, codecs: codecs)
         }
+    }
+
+    /// `bytes` encoded as a plain chunk.
+    private static func encoded(_ bytes: UnsafeRawBufferPointer, codecs: CodecPool) throws -> [UInt8] {
+        var plain = [UInt8](repeating: 0, count: ChunkCodec.encodedBound(rawCount: bytes.count))
+        let length = try plain.withUnsafeMutableBytes { output in
+            try codecs.withCompressor { try ChunkCodec.encode(bytes, compressor: $0, into: output) }
+        }
+        return Array(plain[..<length])
+    }
+}
+
+/// The fill file of one version of the old store, for ``Salvage``: opened read-only when first read, never
+/// written.
+private struct OldFillFile: ~Copyable {
+    let path: String
+    private var descriptor: FileDescriptor?
+    private var opened = false
+
+    init(path: String) { self.path = path }
+
+    deinit { try? descriptor?.close() }
+
+    /// The `length` bytes at `offset`, in `buffer`, when they are there and pass `checksum`; else nil.
+    mutating func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer, length: Int, checksum: UInt64)
+        -> UnsafeRawBufferPointer?
+    {
+        if !opened {
+            opened = true
+            descriptor = try? FileDescriptor.open(path, O_RDONLY)
+        }
+        guard length > 0, length <= buffer.count, let descriptor else { return nil }
+        let target = UnsafeMutableRawBufferPointer(rebasing: buffer[..<length])
+        guard (try? descriptor.readAll(fromAbsoluteOffset: offset, into: target)) == length else { return nil }
+        let bytes = UnsafeRawBufferPointer(target)
+        return ChunkCodec.checksum(bytes) == checksum ? bytes : nil
     }
 }
 
@@ -395,7 +490,9 @@ private struct PageBases: BaseValues {
 extension ChunkCache {
     /// Salvages everything readable of the store at `source` into a new store at `destination`, as
     /// `sqlite3 .recover` does: domains with their origin settings, items, versions with their manifests,
-    /// and chunks, each re-hashed with SHA-256 and checked against its name. The new store verifies clean.
+    /// and chunks, each re-hashed with SHA-256 and checked against its name. Downloaded chunks not settled yet
+    /// (fills) are settled on the way: checked against their XXH3 and the SHA-256 their manifest knew, and
+    /// stored as chunks. The new store verifies clean.
     ///
     /// The old store is read straight from the pages of its `data.mdb`, never through LMDB, which trusts its
     /// pages and crashes the process on a damaged one; a damaged page loses only the records it held.

@@ -10,7 +10,7 @@ public struct VerifyReport: Sendable, Hashable {
     /// Chunks whose bytes do not hash to their name, fail to decode, or that manifests need but the store
     /// lacks; sorted.
     public var corrupt: [ChunkDigest]
-    /// Chunks removed by `repair` (their manifest entries now say `absent`).
+    /// Chunks removed and fills dropped by `repair` (their manifest entries now say `absent`).
     public var repaired: Int
     /// Content versions that cannot be served as they were put: their record or a page of their manifest
     /// fails its check, a page is missing, or the manifest no longer hashes to the version's root; sorted.
@@ -25,8 +25,18 @@ public struct VerifyReport: Sendable, Hashable {
     /// manifest entries naming it (a chunk no manifest uses is garbage that is never freed; one used more
     /// often than counted would be freed while still in use), manifest pages no version or pending put
     /// owns, and a `stat` counter (`logicalBytes`, `uniqueBytes`, `storedBytes`) that differs from the sum
-    /// it stands for. `repair` does not change these; sorted.
+    /// it stands for. Of the fills (downloaded chunks not settled yet): a record in `fills` whose manifest entry
+    /// is no fill, a byte count of a version's fill file that has no fill, a fill file no manifest with fills
+    /// owns, and a `fillBytes` counter that differs from the sum of the byte counts. `repair` mends those of
+    /// the fills (the record, count or file goes, the counter is set to its recount) and no other; sorted.
     public var inconsistencies: [String] = []
+    /// Downloaded chunks not settled yet (fills, CONTRACT §10) whose bytes were read and checked.
+    public var fillsChecked = 0
+    /// Fills that cannot be served, each named with what is wrong, for example
+    /// `fill 2 of the manifest of version "v1" of item "doc" in domain "d": its bytes are missing or fail their
+    /// check`: bytes that fail their XXH3 or do not hash to the SHA-256 the manifest knew, or a fill without its
+    /// record in `fills`. `repair` makes each `absent` (downloaded again when read); sorted.
+    public var corruptFills: [String] = []
 }
 
 /// A content version that ``ChunkCache/verify(repair:walking:)`` found damaged. `repair` does not mend it: put the
@@ -62,6 +72,7 @@ enum Verifier {
         var damagedVersions: [DamagedVersion] = []
         var inconsistencies: [String] = []
         var lengthMismatches: [String] = []
+        var fills = FillFindings()
         try store.codecs.withDecoder { context in
             try store.environment.read { txn in
                 try txn.scan(dbs.chunks, prefix: []) { key, value in
@@ -125,17 +136,22 @@ enum Verifier {
                     }
                     return true
                 }
+                fills = try checkFills(in: txn, store, cancellation: cancellation, observer: observer)
+                damagedRecords += fills.damagedRecords
                 inconsistencies =
                     try checkConsistency(in: txn, dbs, observer: observer) + lengthMismatches
-                    + txn.hotInconsistencies(dbs)
+                    + txn.hotInconsistencies(dbs) + fills.inconsistencies
             }
         }
         let sorted = corrupt.sorted()
         var report = VerifyReport(
             chunksChecked: checked, corrupt: sorted, repaired: 0,
             damagedVersions: damagedVersions.sorted(), damagedRecords: damagedRecords.sorted(),
-            inconsistencies: inconsistencies.sorted())
-        guard repair, !sorted.isEmpty else { return report }
+            inconsistencies: inconsistencies.sorted(), fillsChecked: fills.checked, corruptFills: fills.corrupt.sorted()
+        )
+        guard repair else { return report }
+        if fills.needsRepair { report.repaired += try repairFills(fills, in: store) }
+        guard !sorted.isEmpty else { return report }
         try store.writer.writeAndWait { txn in
             for digest in sorted {
                 try digest.withUnsafeBytes { key in
@@ -163,7 +179,7 @@ enum Verifier {
             }
             for (key, page) in rewritten { try txn.put(dbs.manifests, key: key, value: page) }
         }
-        report.repaired = sorted.count
+        report.repaired += sorted.count
         return report
     }
 
@@ -458,8 +474,12 @@ enum Verifier {
                     case .zero: root.add(nil)
                     case .absent(let digest?): root.add(digest)
                     case .absent(nil): rootKnown = false
-                    // Named only once settled: the root cannot be derived until then.
-                    case .filled: rootKnown = false
+                    case .filled:
+                        // Named by the hash its manifest knew, if it knew one; else only once settled.
+                        let index = first + Int64(slot)
+                        let record = try txn.withValue(
+                            dbs.fills, key: FillKeys.fill(version.manifestID, index), FillKeys.parseRecord)
+                        if let expected = record??.expected { root.add(expected) } else { rootKnown = false }
                     }
                 }
                 return nil
@@ -478,8 +498,10 @@ enum Verifier {
 }
 
 extension ChunkCache {
-    /// Re-hashes every chunk with SHA-256, checks every record against its seal, and checks that every
-    /// manifest's chunks are there and that it hashes to its version's root.
+    /// Re-hashes every chunk with SHA-256, checks every downloaded chunk not settled yet (a fill: its bytes
+    /// against their XXH3 and the SHA-256 its manifest knew, its record against its manifest entry), checks
+    /// every record against its seal, and checks that every manifest's chunks are there and that it hashes to
+    /// its version's root.
     ///
     /// Damaged records are reported in ``VerifyReport/damagedRecords`` and ``VerifyReport/damagedVersions``;
     /// finding them is not an error.
@@ -492,7 +514,9 @@ extension ChunkCache {
     ///
     /// - Parameters:
     ///   - repair: Remove the corrupt chunks and mark the manifest entries that used them `absent`,
-    ///     so fetches needing them report `versionNoLongerAvailable` (or fall back) instead of bad bytes.
+    ///     so fetches needing them report `versionNoLongerAvailable` (or fall back) instead of bad bytes; drop
+    ///     the corrupt fills the same way (an origin domain downloads them again when read), and mend the
+    ///     fills' orphan records and files and their counter.
     ///   - walking: Called, on the walking thread, with the database and the key about to be checked, for
     ///     every record; the key is valid only during the call.
     public func verify(

@@ -7,7 +7,8 @@ struct Recover: AsyncParsableCommand {
         discussion: """
             Reads the store's data file page by page without LMDB (a damaged page loses only what it held) and writes \
             domains, items, versions and chunks (each re-hashed with SHA-256) into the new store --to, which verifies \
-            clean. Nothing in the damaged store is written; stop the processes using it first. A version of a domain \
+            clean. Downloaded chunks not settled yet are settled on the way: checked against their XXH3 and the SHA-256 their \
+            manifest knew and stored as chunks. Nothing in the damaged store is written; stop the processes using it first. A version of a domain \
             without an origin that lost a chunk is left out (put its file again); one of an origin domain keeps the \
             chunk absent, downloaded again when fetched.
             """)
@@ -32,6 +33,7 @@ struct Recover: AsyncParsableCommand {
                 ("domains", count(report.domains)), ("items", count(report.items)),
                 ("versions", count(report.versions)),
                 ("chunks", count(report.chunks)),
+                ("fills", count(report.fills)),
                 ("versionsWithAbsentChunks", .int(Int64(report.versionsWithAbsentChunks))),
                 ("readEarlierSnapshot", .bool(report.readEarlierSnapshot)),
                 ("damage", .array(report.damage.map { .string($0) })),
@@ -42,6 +44,7 @@ struct Recover: AsyncParsableCommand {
                         phrase(report.domains, "domains"), phrase(report.items, "items"),
                         phrase(report.versions, "versions"),
                         phrase(report.chunks, "chunks"),
+                        phrase(report.fills, "unsettled downloads (settled on the way)"),
                     ].joined(separator: "; ")
             ]
                 + (report.versionsWithAbsentChunks > 0

@@ -6,15 +6,17 @@ struct Verify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Re-hash every chunk, check every manifest, and recount references and counters.",
         discussion: """
-            Exits 0 with its report whether or not it finds corruption. --repair removes corrupt chunks and marks the manifest \
-            entries that used them absent. The walk runs in a child process: LMDB trusts its pages, and a damaged one can crash \
+            Exits 0 with its report whether or not it finds corruption. Downloaded chunks not settled yet (fills) are checked \
+            too: their bytes against their XXH3 and the SHA-256 their manifest knew, and their records against the manifests. \
+            --repair removes corrupt chunks and drops corrupt fills, marking the manifest entries that used them absent (a fetch \
+            downloads them again), and mends the fills' records, files and counter that disagree. The walk runs in a child process: LMDB trusts its pages, and a damaged one can crash \
             the process reading it; such a crash is reported as damage (corruptData), naming the signal and where the walk was, \
             and `chunkcache recover --to NEWSTORE` salvages what can be read.
             """)
 
     @OptionGroup var global: GlobalOptions
 
-    @Flag(help: "Remove corrupt chunks.")
+    @Flag(help: "Remove corrupt chunks and fills.")
     var repair = false
 
     func run() async throws {
@@ -60,7 +62,7 @@ struct VerifyWalk: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Flag(help: "Remove corrupt chunks.")
+    @Flag(help: "Remove corrupt chunks and fills.")
     var repair = false
 
     func run() async throws {
@@ -96,16 +98,20 @@ struct VerifyWalk: AsyncParsableCommand {
             ),
             ("damagedRecords", .array(report.damagedRecords.map { .string($0) })),
             ("inconsistencies", .array(report.inconsistencies.map { .string($0) })),
+            ("fillsChecked", .int(Int64(report.fillsChecked))),
+            ("corruptFills", .array(report.corruptFills.map { .string($0) })),
         ])
     }
 
     static func summary(_ report: VerifyReport) -> String {
         ([
-            "\(report.chunksChecked) chunks checked, \(report.corrupt.count) corrupt, \(report.repaired) repaired, "
+            "\(report.chunksChecked) chunks checked, \(report.corrupt.count) corrupt, "
+                + "\(report.fillsChecked) fills checked, \(report.corruptFills.count) corrupt, \(report.repaired) repaired, "
                 + "\(report.damagedVersions.count) damaged versions, \(report.damagedRecords.count) damaged records, "
                 + "\(report.inconsistencies.count) inconsistencies"
         ]
             + report.corrupt.map { "corrupt: \($0)" }
+            + report.corruptFills.map { "corrupt: \($0)" }
             + report.damagedVersions.map {
                 "damaged: version \"\($0.contentVersion)\" of item \"\($0.item ?? "?")\" in domain \"\($0.domain)\": \($0.problem)"
             }
