@@ -85,6 +85,10 @@ public final class ChunkCache: Sendable {
                 store.release()
                 throw CacheError.wrap(error, store: store.path, doing: "rolling back interrupted ingests")
             }
+            // A process killed inside the transaction that wrote fills leaves bytes no record names.
+            do { try Settler.removeFilesWithoutFills(store) } catch {
+                Diagnostics.report("remove fill files no record names in \(store.path)", error)
+            }
             let swept = store.sweepHandOffFiles(olderThan: handOffGracePeriod)
             let cache = ChunkCache(store: store, handOffGracePeriod: handOffGracePeriod, sweptAtOpen: swept)
             return (cache, resumingImports ? try cache.hasImportJobs() : false)

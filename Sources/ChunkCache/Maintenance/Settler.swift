@@ -113,12 +113,19 @@ final class Settler: Sendable {
 
     /// Removes fill files no fill names: a process killed inside the transaction that wrote into one leaves
     /// bytes no record names. In a write transaction, so no writer of fills runs meanwhile.
+    /// Opening the store does it too (a `readdir` of `fills/`, and a write only when one is found).
     @available(*, noasync)
-    private static func removeFilesWithoutFills(_ store: Store) throws {
-        let ids = store.dbs.fillFiles.manifestIDs()
+    static func removeFilesWithoutFills(_ store: Store) throws {
+        let dbs = store.dbs
+        let ids = dbs.fillFiles.manifestIDs()
         guard !ids.isEmpty else { return }
+        let unnamed = try store.environment.read { txn in
+            try ids.filter { try !txn.hasFillRecords($0, dbs) }
+        }
+        guard !unnamed.isEmpty else { return }
+        // Checked again in the transaction: a writer may have recorded fills in one meanwhile.
         try store.writer.writeAndWait(durability: .deferMeta) { txn in
-            for id in ids { try txn.removeFillFileIfDone(id, store.dbs) }
+            for id in unnamed { try txn.removeFillFileIfDone(id, dbs) }
         }
     }
 

@@ -131,12 +131,7 @@ extension WriteTransaction {
     /// Removes the fill file of `manifestID` when no fill of it is left, and its bytes from the count.
     @available(*, noasync)
     mutating func removeFillFileIfDone(_ manifestID: UInt64, _ dbs: Databases) throws {
-        var left = false
-        try scan(dbs.fills, prefix: Keys.manifest(manifestID)) { key, _ in
-            left = FillKeys.parse(key) != nil
-            return !left
-        }
-        guard !left else { return }
+        guard try !hasFillRecords(manifestID, dbs) else { return }
         try removeFillFile(manifestID, dbs)
     }
 
@@ -212,5 +207,17 @@ extension WriteTransaction {
             }
             if changed { try ManifestPage.store(&entries, manifest: manifestID, page: pageIndex, in: &self, dbs) }
         }
+    }
+}
+
+extension TransactionReading where Self: ~Copyable {
+    /// Whether any fill of `manifestID` is recorded (its file's byte count aside).
+    func hasFillRecords(_ manifestID: UInt64, _ dbs: Databases) throws -> Bool {
+        var found = false
+        try scan(dbs.fills, prefix: Keys.manifest(manifestID)) { key, _ in
+            found = FillKeys.parse(key) != nil
+            return !found
+        }
+        return found
     }
 }
