@@ -94,7 +94,8 @@ final class Settler: Sendable {
         }
     }
 
-    /// Settles every fill the store holds, waiting for another settler to finish first. Blocking.
+    /// Settles every fill the store holds, waiting for another settler to finish first, and removes fill files
+    /// no record names. Blocking.
     @available(*, noasync)
     static func settleAll(_ store: Store) throws -> SettleResult {
         var total = SettleResult()
@@ -104,8 +105,22 @@ final class Settler: Sendable {
                 guard round.settled + round.mismatched + round.lost > 0 else { break }
                 total.add(round)
             }
+            try removeUnrecordedFillFiles(store)
         }
         return total
+    }
+
+    /// Removes the fill files no record names: bytes a process wrote before it died, ahead of the transaction
+    /// that would have recorded them, which nothing else removes (nor counts toward the bound). Inside a write
+    /// transaction, as every removal of a fill file: a live writer that wrote into one finds it unlinked when it
+    /// records its fills, and writes them again.
+    @available(*, noasync)
+    private static func removeUnrecordedFillFiles(_ store: Store) throws {
+        let ids = store.dbs.fillFiles.manifestIDs()
+        guard !ids.isEmpty else { return }
+        try store.writer.writeAndWait(durability: .deferMeta) { txn in
+            for id in ids where try txn.fileBytes(id, store.dbs) == nil { store.dbs.fillFiles.remove(id) }
+        }
     }
 
     /// Runs `body` holding the store's settling lock; nil when `waiting` is false and another settler holds it.
@@ -169,7 +184,8 @@ final class Settler: Sendable {
                     try digest.withUnsafeBytes { try txn.contains(dbs.refs, key: $0) }
                 }
                 if known { return .settled(digest, encoded: nil) }
-                return .settled(digest, encoded: try encoder.encode(bytes, index: candidate.index, digest: digest).encoded)
+                return .settled(
+                    digest, encoded: try encoder.encode(bytes, index: candidate.index, digest: digest).encoded)
             }
             outcomes.append(outcome)
         }
