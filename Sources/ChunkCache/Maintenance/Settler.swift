@@ -105,21 +105,21 @@ final class Settler: Sendable {
                 guard round.settled + round.mismatched + round.lost > 0 else { break }
                 total.add(round)
             }
-            try removeUnrecordedFillFiles(store)
+            try removeUnrecordedFillFiles(store, among: store.dbs.fillFiles.manifestIDs())
         }
         return total
     }
 
-    /// Removes the fill files no record names: bytes a process wrote before it died, ahead of the transaction
-    /// that would have recorded them, which nothing else removes (nor counts toward the bound). Inside a write
-    /// transaction, as every removal of a fill file: a live writer that wrote into one finds it unlinked when it
-    /// records its fills, and writes them again.
+    /// Removes the fill files of `manifestIDs` that no record names: those a settled batch emptied, and bytes a
+    /// process wrote before it died, ahead of the transaction that would have recorded them (which nothing
+    /// else removes, nor counts toward the bound). Inside a write transaction, as every removal of a fill
+    /// file: a live writer that wrote into one finds it unlinked when it records its fills, and writes them
+    /// again; one that recorded fills into it since keeps it.
     @available(*, noasync)
-    private static func removeUnrecordedFillFiles(_ store: Store) throws {
-        let ids = store.dbs.fillFiles.manifestIDs()
-        guard !ids.isEmpty else { return }
+    private static func removeUnrecordedFillFiles(_ store: Store, among manifestIDs: [UInt64]) throws {
+        guard !manifestIDs.isEmpty else { return }
         try store.writer.writeAndWait(durability: .deferMeta) { txn in
-            for id in ids where try txn.fileBytes(id, store.dbs) == nil { store.dbs.fillFiles.remove(id) }
+            for id in manifestIDs where try txn.fileBytes(id, store.dbs) == nil { store.dbs.fillFiles.remove(id) }
         }
     }
 
@@ -189,10 +189,12 @@ final class Settler: Sendable {
             }
             outcomes.append(outcome)
         }
-        // A crash that undoes the batch leaves its fills as they were, to settle again.
-        let result = try store.writer.writeAndWait(durability: .deferMeta) { txn in
+        // A crash that undoes the batch leaves its fills as they were, to settle again: the files of versions
+        // left without a fill go only once it committed.
+        let (result, emptied) = try store.writer.writeAndWait(durability: .deferMeta) { txn in
             try record(candidates, outcomes, in: &txn, dbs)
         }
+        try removeUnrecordedFillFiles(store, among: emptied)
         if result.mismatched > 0 {
             Diagnostics.report(
                 "keep \(result.mismatched) downloaded chunk(s) of the store at \(store.path)",
@@ -230,7 +232,7 @@ final class Settler: Sendable {
     @available(*, noasync)
     private static func record(
         _ candidates: [Candidate], _ outcomes: [Outcome], in txn: inout WriteTransaction, _ dbs: Databases
-    ) throws -> SettleResult {
+    ) throws -> (SettleResult, emptied: [UInt64]) {
         var result = SettleResult()
         var manifests = Set<UInt64>()
         for (candidate, outcome) in zip(candidates, outcomes) {
@@ -264,7 +266,7 @@ final class Settler: Sendable {
             manifests.insert(candidate.manifestID)
         }
         if result.mismatched > 0 { try txn.addToCounter(dbs, MetaKey.settleMismatches, Int64(result.mismatched)) }
-        for manifestID in manifests { try txn.removeFillFileIfDone(manifestID, dbs) }
-        return result
+        let emptied = try manifests.sorted().filter { try txn.removeFillFileIfDone($0, dbs, unlinking: false) }
+        return (result, emptied)
     }
 }
