@@ -94,8 +94,8 @@ final class Settler: Sendable {
         }
     }
 
-    /// Settles every fill the store holds, waiting for another settler to finish first, and removes fill files
-    /// no record names. Blocking.
+    /// Settles every fill the store holds, waiting for another settler to finish first, and removes the fill
+    /// files no fill is left in. Blocking.
     @available(*, noasync)
     static func settleAll(_ store: Store) throws -> SettleResult {
         var total = SettleResult()
@@ -105,22 +105,47 @@ final class Settler: Sendable {
                 guard round.settled + round.mismatched + round.lost > 0 else { break }
                 total.add(round)
             }
-            try removeUnrecordedFillFiles(store, among: store.dbs.fillFiles.manifestIDs())
+            let ids = try fillFileIDs(store)
+            if !ids.isEmpty {
+                try store.writer.writeAndWait(durability: .deferMeta) { txn in
+                    try removeEmptiedFillFiles(among: ids, in: &txn, store.dbs)
+                }
+            }
         }
         return total
     }
 
-    /// Removes the fill files of `manifestIDs` that no record names: those a settled batch emptied, and bytes a
-    /// process wrote before it died, ahead of the transaction that would have recorded them (which nothing
-    /// else removes, nor counts toward the bound). Inside a write transaction, as every removal of a fill
-    /// file: a live writer that wrote into one finds it unlinked when it records its fills, and writes them
-    /// again; one that recorded fills into it since keeps it.
+    /// Removes the fill files of `manifestIDs` that no fill is left in, with their counted bytes: bytes a process
+    /// wrote before it died, ahead of the transaction that would have recorded them (which nothing else
+    /// removes, nor counts toward the bound), and the count of a file whose removal a kill undid after the
+    /// unlink. Inside a write transaction, as every removal of a fill file: a live writer that wrote into one
+    /// finds it unlinked when it records its fills, and writes them again.
     @available(*, noasync)
-    private static func removeUnrecordedFillFiles(_ store: Store, among manifestIDs: [UInt64]) throws {
-        guard !manifestIDs.isEmpty else { return }
-        try store.writer.writeAndWait(durability: .deferMeta) { txn in
-            for id in manifestIDs where try txn.fileBytes(id, store.dbs) == nil { store.dbs.fillFiles.remove(id) }
+    private static func removeEmptiedFillFiles(
+        among manifestIDs: [UInt64], in txn: inout WriteTransaction, _ dbs: Databases
+    ) throws {
+        for id in manifestIDs {
+            if try txn.fileBytes(id, dbs) == nil {
+                dbs.fillFiles.remove(id)
+            } else {
+                try txn.removeFillFileIfDone(id, dbs)
+            }
         }
+    }
+
+    /// The manifest ids of the fill files on disk and of those the store counts bytes of.
+    @available(*, noasync)
+    private static func fillFileIDs(_ store: Store) throws -> [UInt64] {
+        var ids = Set(store.dbs.fillFiles.manifestIDs())
+        try store.environment.read { txn in
+            try txn.scan(store.dbs.fills, prefix: []) { key, _ in
+                if key.count == 16, key.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == UInt64.max {
+                    ids.insert(UInt64(bigEndian: key.loadUnaligned(as: UInt64.self)))
+                }
+                return true
+            }
+        }
+        return ids.sorted()
     }
 
     /// Runs `body` holding the store's settling lock; nil when `waiting` is false and another settler holds it.
@@ -189,12 +214,12 @@ final class Settler: Sendable {
             }
             outcomes.append(outcome)
         }
-        // A crash that undoes the batch leaves its fills as they were, to settle again: the files of versions
-        // left without a fill go only once it committed.
-        let (result, emptied) = try store.writer.writeAndWait(durability: .deferMeta) { txn in
+        // A crash that undoes the batch leaves its fills as they were, to settle again, except in the files of
+        // versions it left without a fill, which it unlinked before its commit (so their bytes are never on disk
+        // twice, in the file and in `data.mdb`): those the next settle finds lost and drops.
+        let result = try store.writer.writeAndWait(durability: .deferMeta) { txn in
             try record(candidates, outcomes, in: &txn, dbs)
         }
-        try removeUnrecordedFillFiles(store, among: emptied)
         if result.mismatched > 0 {
             Diagnostics.report(
                 "keep \(result.mismatched) downloaded chunk(s) of the store at \(store.path)",
@@ -232,7 +257,7 @@ final class Settler: Sendable {
     @available(*, noasync)
     private static func record(
         _ candidates: [Candidate], _ outcomes: [Outcome], in txn: inout WriteTransaction, _ dbs: Databases
-    ) throws -> (SettleResult, emptied: [UInt64]) {
+    ) throws -> SettleResult {
         var result = SettleResult()
         var manifests = Set<UInt64>()
         for (candidate, outcome) in zip(candidates, outcomes) {
@@ -266,7 +291,7 @@ final class Settler: Sendable {
             manifests.insert(candidate.manifestID)
         }
         if result.mismatched > 0 { try txn.addToCounter(dbs, MetaKey.settleMismatches, Int64(result.mismatched)) }
-        let emptied = try manifests.sorted().filter { try txn.removeFillFileIfDone($0, dbs, unlinking: false) }
-        return (result, emptied)
+        for manifestID in manifests { try txn.removeFillFileIfDone(manifestID, dbs) }
+        return result
     }
 }

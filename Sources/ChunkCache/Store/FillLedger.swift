@@ -120,21 +120,16 @@ extension WriteTransaction {
         return record?.expected
     }
 
-    /// Removes the fill file of `manifestID` when no fill of it is left, and its bytes from the count. With
-    /// `unlinking` false, the file stays on disk for the caller to remove once this transaction committed
-    /// (``Settler``: a settled batch killed before its commit must find its fills' bytes again); returns
-    /// whether no fill is left.
+    /// Removes the fill file of `manifestID` when no fill of it is left, and its bytes from the count.
     @available(*, noasync)
-    @discardableResult
-    mutating func removeFillFileIfDone(_ manifestID: UInt64, _ dbs: Databases, unlinking: Bool = true) throws -> Bool {
+    mutating func removeFillFileIfDone(_ manifestID: UInt64, _ dbs: Databases) throws {
         var left = false
         try scan(dbs.fills, prefix: Keys.manifest(manifestID)) { key, _ in
             left = FillKeys.parse(key) != nil
             return !left
         }
-        guard !left else { return false }
-        try removeFillFile(manifestID, dbs, unlinking: unlinking)
-        return true
+        guard !left else { return }
+        try removeFillFile(manifestID, dbs)
     }
 
     /// Forgets every fill of `manifestID` and removes its file (the version is dropped).
@@ -151,14 +146,14 @@ extension WriteTransaction {
     }
 
     @available(*, noasync)
-    private mutating func removeFillFile(_ manifestID: UInt64, _ dbs: Databases, unlinking: Bool = true) throws {
+    private mutating func removeFillFile(_ manifestID: UInt64, _ dbs: Databases) throws {
         let key = FillKeys.file(manifestID)
         if let bytes = try fileBytes(manifestID, dbs) {
             try delete(dbs.fills, key: key)
             try addToCounter(dbs, MetaKey.fillBytes, -bytes)
         }
         // Inside the transaction: a writer of this version's fills checks the file is still linked in its own.
-        if unlinking { dbs.fillFiles.remove(manifestID) }
+        dbs.fillFiles.remove(manifestID)
     }
 
     @available(*, noasync)
@@ -193,9 +188,7 @@ extension WriteTransaction {
             defer { position = end }
             let key = Keys.manifestPage(manifestID, page: pageIndex)
             // Copied out: the page is rewritten below, which ends the stored value's life.
-            guard
-                let stored = try withValue(
-                    dbs.manifests, key: key, { ManifestPage.entries(ofStored: $0).map { Array($0) } })
+            guard let stored = try withValue(dbs.manifests, key: key, { ManifestPage.entries(ofStored: $0).map { Array($0) } })
             else { continue }
             guard var entries = stored else { throw ManifestPage.damaged(manifestID, page: pageIndex, in: self, dbs) }
             var changed = false
