@@ -60,6 +60,38 @@ import Testing
         try fillFiles(of: cache).reduce(0) { $0 + (try fileSizes(cache.path + "/fills/" + $1).allocated) }
     }
 
+    /// Runs `body` while the store's writer is held: no write transaction of this process begins until it
+    /// returns, or until `limit` passed (a body that waits for the store would wait for ever: the writer is let
+    /// go then, and the result says so). Returns what `body` returned and whether the writer was still held.
+    static func withWriterHeld<R: Sendable>(
+        _ cache: ChunkCache, limit: Duration = .seconds(60), _ body: () async throws -> R
+    ) async throws -> (R, heldThroughout: Bool) {
+        // The writer queue runs one closure at a time: while this one waits, no transaction begins.
+        let gate = DispatchSemaphore(value: 0)
+        let held = Mutex(true)
+        cache.store.writer.enqueue { gate.wait() }
+        let release: @Sendable () -> Bool = {
+            let was = held.withLock { (isHeld: inout Bool) -> Bool in
+                defer { isHeld = false }
+                return isHeld
+            }
+            if was { gate.signal() }
+            return was
+        }
+        let watchdog = Task {
+            try await Task.sleep(for: limit)
+            _ = release()
+        }
+        defer { watchdog.cancel() }
+        do {
+            let result = try await body()
+            return (result, release())
+        } catch {
+            _ = release()
+            throw error
+        }
+    }
+
     /// The whole item's bytes through `fetchContents`, the hand-off removed after.
     static func fetchWhole(_ cache: ChunkCache, _ name: String) async throws -> (bytes: [UInt8], result: FetchResult) {
         let result = try await cache.fetchContents(for: ItemIdentifier(domain: "web", name))
@@ -83,31 +115,11 @@ import Testing
             }
             try await server.clearAccessLog()
 
-            // The writer queue runs one closure at a time: while this one waits, no transaction begins.
-            let gate = DispatchSemaphore(value: 0)
-            let held = Mutex(true)
-            cache.store.writer.enqueue { gate.wait() }
-            let release: @Sendable () -> Void = {
-                if held.withLock({
-                    let was = $0
-                    $0 = false
-                    return was
-                }) {
-                    gate.signal()
-                }
+            let ((partial, full, unsettledWhileHeld), stillHeld) = try await Self.withWriterHeld(cache) {
+                let partial = try await ColdPathTests.fetch(cache, "ranged.bin", (1 << 20) + 100, 5000)
+                let full = try await cache.fetchContents(for: ItemIdentifier(domain: "web", "whole.bin"))
+                return (partial, full, try await cache.statistics().unsettledChunks)
             }
-            // A reader that waited for the store would wait for ever: the watchdog lets the writer go after a
-            // minute, and the test fails on it, rather than hang.
-            let watchdog = Task {
-                try await Task.sleep(for: .seconds(60))
-                release()
-            }
-            defer { watchdog.cancel() }
-            let partial = try await ColdPathTests.fetch(cache, "ranged.bin", (1 << 20) + 100, 5000)
-            let full = try await cache.fetchContents(for: ItemIdentifier(domain: "web", "whole.bin"))
-            let unsettledWhileHeld = try await cache.statistics().unsettledChunks
-            let stillHeld = held.withLock { $0 }
-            release()
             #expect(stillHeld, "both fetches returned while the writer was held")
             #expect(unsettledWhileHeld == 0, "no fill was recorded while the writer was held")
 
@@ -137,6 +149,27 @@ import Testing
             let warm = try await Self.fetchWhole(cache, "whole.bin")
             #expect(warm.bytes == whole && warm.result.downloadedBytes == 0)
             try await WireSpeedTests.expectVerifiesClean(cache)
+        }
+    }
+
+    @Test(
+        "§10 served as it arrives: a whole-file fetch of a file the store holds part of is served from its download while the store's writer is held",
+        .requires(NginxServer.self))
+    func partlyHeldFileServedWhileTheStoreLags() async throws {
+        let bytes = TestData.random(count: 3 << 20, seed: 2703)
+        try await Self.withOrigin(["a.bin": bytes]) { cache, _, _ in
+            // One chunk held (a fill), the rest absent.
+            try ColdPathTests.expectBytes(try await ColdPathTests.fetch(cache, "a.bin", 0, 1), bytes)
+            await cache.waitForDownloads()
+            let (whole, stillHeld) = try await Self.withWriterHeld(cache, limit: .seconds(3)) {
+                try await Self.fetchWhole(cache, "a.bin")
+            }
+            #expect(whole.bytes == bytes && whole.result.downloadedBytes == Int64(bytes.count - Self.chunk))
+            // The fetch's own file serves only when its download brings every chunk of the file; otherwise it
+            // is written from the store once the download is committed, which waits for the writer.
+            withKnownIssue("the streamed file is given up when the store holds part of the file") {
+                #expect(stillHeld, "the fetch returned while the writer was held")
+            }
         }
     }
 
