@@ -614,9 +614,9 @@ final class CrashHarness {
 
     /// Runs the operation once to the end and returns how long it took, process start to exit: the span the
     /// kills are spread over.
-    func timed(_ arguments: [String]) throws -> Double {
+    func timed(_ arguments: [String], environment: [String: String?] = [:]) throws -> Double {
         let start = ContinuousClock.now
-        try run(arguments)
+        try run(arguments, environment: environment)
         let elapsed = ContinuousClock.now - start
         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }

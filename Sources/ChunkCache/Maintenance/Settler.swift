@@ -96,7 +96,8 @@ final class Settler: Sendable {
         }
     }
 
-    /// Settles every fill the store holds, waiting for another settler to finish first. Blocking.
+    /// Settles every fill the store holds, waiting for another settler to finish first, and removes the fill
+    /// files no fill is left in. Blocking.
     @available(*, noasync)
     static func settleAll(_ store: Store) throws -> SettleResult {
         var total = SettleResult()
@@ -111,16 +112,22 @@ final class Settler: Sendable {
         return total
     }
 
-    /// Removes fill files no fill names: a process killed inside the transaction that wrote into one leaves
-    /// bytes no record names. In a write transaction, so no writer of fills runs meanwhile.
+    /// Removes fill files no fill names, with their counted bytes: a process killed inside the transaction that
+    /// wrote into one leaves bytes no record names, which nothing else removes nor counts toward the bound. In a
+    /// write transaction, so no writer of fills runs meanwhile.
     /// Opening the store does it too (a `readdir` of `fills/`, and a write only when one is found).
     @available(*, noasync)
     static func removeFilesWithoutFills(_ store: Store) throws {
         let dbs = store.dbs
-        let ids = dbs.fillFiles.manifestIDs()
-        guard !ids.isEmpty else { return }
+        var ids = Set(dbs.fillFiles.manifestIDs())
         let unnamed = try store.environment.read { txn in
-            try ids.filter { try !txn.hasFillRecords($0, dbs) }
+            // And the versions whose file's bytes are counted: a kill may have undone the removal of the count
+            // after the file was unlinked.
+            try txn.scan(dbs.fills, prefix: []) { key, _ in
+                if let id = FillKeys.manifestID(ofFileKey: key) { ids.insert(id) }
+                return true
+            }
+            return try ids.sorted().filter { try !txn.hasFillRecords($0, dbs) }
         }
         guard !unnamed.isEmpty else { return }
         // Checked again in the transaction: a writer may have recorded fills in one meanwhile.
@@ -186,7 +193,9 @@ final class Settler: Sendable {
             }
         }
         let outcomes = try results.withLock { try $0.map { try $0!.get() } }
-        // A crash that undoes the batch leaves its fills as they were, to settle again. Its chunks take about
+        // A crash that undoes the batch leaves its fills as they were, to settle again, except in the files of
+        // versions it left without a fill, which it unlinked before its commit (so their bytes are never on disk
+        // twice): those the next settle finds lost and drops, to download again. Its chunks take about
         // the room their fills leave, plus their headers and LMDB's pages that readers' snapshots still hold:
         // room is made for that much, so a store at its bound stays within it.
         let settledBytes = Int64(candidates.reduce(0) { $0 + $1.length })
