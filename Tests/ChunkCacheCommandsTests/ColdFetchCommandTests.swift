@@ -44,6 +44,39 @@ import Testing
     }
 
     @Test(
+        "§10 stored behind: a fetch command ends once its output is complete and leaves a settler behind it, which settles what it downloaded; with CHUNKCACHE_SETTLE=off the downloads stay fills",
+        .requires(NginxServer.self))
+    func settlerLeftBehind() async throws {
+        let bytes = TestData.random(count: 3 << 20, seed: 43)
+        try await Self.withMovie(bytes) { store, server in
+            try runJSON(store, ["domain", "add", "web", "--origin", server.baseURL])
+            let out = (store as NSString).deletingLastPathComponent + "/movie.out"
+            let fetch = ["--store", store, "--json", "fetch", "--domain", "web", "movie.bin"]
+            let left = try runCLI(fetch + ["--out", out], env: ["CHUNKCACHE_SETTLE": nil])
+            #expect(left.exitCode == 0, "\(left)")
+            #expect(try TestData.read(out, count: bytes.count + 1) == bytes)
+            var stats = try runJSON(store, ["stat"])
+            let deadline = Date().addingTimeInterval(20)
+            while try stats.int("unsettledChunks") > 0 && Date() < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                stats = try runJSON(store, ["stat"])
+            }
+            #expect(try stats.int("unsettledChunks") == 0 && stats.int("fillBytes") == 0, "\(stats)")
+            #expect(try stats.int("chunks") == 48 && stats.int("uniqueBytes") == 3 << 20, "settled: \(stats)")
+            // Off: nothing settles behind the command.
+            try runJSON(store, ["evict", "--domain", "web", "movie.bin"])
+            let kept = try runCLI(fetch + ["--out", out, "--force"], env: ["CHUNKCACHE_SETTLE": "off"])
+            #expect(kept.exitCode == 0, "\(kept)")
+            try await Task.sleep(for: .seconds(1))
+            stats = try runJSON(store, ["stat"])
+            #expect(try stats.int("unsettledChunks") == 48 && stats.int("unsettledBytes") == 3 << 20, "\(stats)")
+            #expect(try runJSON(store, ["settle"]).int("settled") == 48)
+            let report = try runJSON(store, ["verify"])
+            #expect(try report.int("repaired") == 0 && (report["corrupt"] as? [Any])?.isEmpty == true, "\(report)")
+        }
+    }
+
+    @Test(
         "§10 A19 (issue 18): read-ahead continues across processes: 48 sequential 64 KiB fetch commands make a handful of GETs, not 48",
         .requires(NginxServer.self))
     func readAheadAcrossProcesses() async throws {

@@ -24,6 +24,17 @@ extension ChunkCache {
 }
 
 extension ChunkCache {
+    /// Settles like ``settle()``, unless another process settles the store now: then nothing (it takes what
+    /// there is). A command that downloaded leaves this running behind it; a queue of them would each wait
+    /// for the one before only to find nothing left.
+    package func settleUnlessSettling() async throws -> SettleResult {
+        await waitForDownloads()
+        let store = self.store
+        return try await runBlocking(doing: "settling downloaded chunks", store: store.path) {
+            try Settler.settleAll(store, waiting: false)
+        }
+    }
+
     /// Whether this process downloaded chunks that may still wait to be settled: a short-lived command then
     /// leaves settling to a process of its own (``settle()``) rather than to its own exit.
     package var downloadedFills: Bool { store.settler.filledHere }

@@ -97,11 +97,12 @@ final class Settler: Sendable {
     }
 
     /// Settles every fill the store holds, waiting for another settler to finish first, and removes the fill
-    /// files no fill is left in. Blocking.
+    /// files no fill is left in; unless `waiting`, does nothing when another settler runs (it settles what
+    /// there is). Blocking.
     @available(*, noasync)
-    static func settleAll(_ store: Store) throws -> SettleResult {
+    static func settleAll(_ store: Store, waiting: Bool = true) throws -> SettleResult {
         var total = SettleResult()
-        try withSettlingLock(store, waiting: true) {
+        try withSettlingLock(store, waiting: waiting) {
             while true {
                 let round = try settleBatch(store)
                 guard round.settled + round.mismatched + round.lost > 0 else { break }

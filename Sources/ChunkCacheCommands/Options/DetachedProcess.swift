@@ -73,7 +73,7 @@ enum SettleBehind {
         default:
             // A settler that cannot start leaves the fills to the next one: nothing is lost.
             _ = try? DetachedProcess.spawn(
-                ["--store", cache.path, "settle"], quiet: true, what: "the settler",
+                ["--store", cache.path, "settle", "--unless-settling"], quiet: true, what: "the settler",
                 instead: "run `chunkcache settle`")
         }
     }

@@ -12,9 +12,12 @@ struct Settle: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
+    @Flag(help: ArgumentHelp("Settle nothing when another process settles the store now.", visibility: .hidden))
+    var unlessSettling = false
+
     func run() async throws {
         let cache = try await global.openCache()
-        let result = try await cache.settle()
+        let result = try await unlessSettling ? cache.settleUnlessSettling() : cache.settle()
         global.emit(
             .object([
                 ("settled", .int(Int64(result.settled))), ("settledBytes", .int(result.settledBytes)),
