@@ -117,43 +117,25 @@ extension WriteTransaction {
     mutating func storeDownloaded(
         _ chunks: [DownloadedChunk], manifestID: UInt64, replacing: Bool = false, _ dbs: Databases
     ) throws -> Int {
-        var inserted = 0
-        var index = 0
-        while index < chunks.count {
-            let pageIndex = ManifestPage.page(ofChunk: chunks[index].index)
-            var end = index
-            while end < chunks.count && ManifestPage.page(ofChunk: chunks[end].index) == pageIndex { end += 1 }
-            defer { index = end }
-            let key = Keys.manifestPage(manifestID, page: pageIndex)
-            // Copied out: the page is rewritten below, which ends the stored value's life.
-            guard
-                let stored = try withValue(
-                    dbs.manifests, key: key, { ManifestPage.entries(ofStored: $0).map { Array($0) } })
-            else { continue }
-            guard var entries = stored else { throw ManifestPage.damaged(manifestID, page: pageIndex, in: self, dbs) }
-            for chunk in chunks[index..<end] {
-                let slot = Int(chunk.index - pageIndex * ManifestPage.entriesPerPage)
-                let current = try entries.withUnsafeBytes { try ManifestPage.entry(in: $0, at: slot) }
-                if replacing, case .stored(let digest) = current, digest == chunk.digest {
-                    try replaceChunk(digest, encoded: chunk.encoded, dbs)
-                    continue
-                }
-                guard case .absent = current else { continue }
-                let entry: ManifestEntry
-                if let digest = chunk.digest {
-                    if try !retainChunk(digest, dbs) {
-                        try chunk.encoded.withUnsafeBytes {
-                            try insertChunk(digest, encoded: $0, rawLength: chunk.rawLength, dbs)
-                        }
-                        inserted += 1
-                    }
-                    entry = .stored(digest)
-                } else {
-                    entry = .zero
-                }
-                ManifestPage.replace(slot: slot, with: entry, in: &entries)
+        var replaced: [(digest: ChunkDigest, encoded: [UInt8])] = []
+        var named: [(digest: ChunkDigest, chunk: DownloadedChunk)] = []
+        try rewriteEntries(of: manifestID, at: chunks.map(\.index), dbs) { position, current in
+            let chunk = chunks[position]
+            if replacing, case .stored(let digest) = current, digest == chunk.digest {
+                replaced.append((digest, chunk.encoded))
+                return nil
             }
-            try ManifestPage.store(&entries, manifest: manifestID, page: pageIndex, in: &self, dbs)
+            guard case .absent = current else { return nil }
+            guard let digest = chunk.digest else { return .zero }
+            named.append((digest, chunk))
+            return .stored(digest)
+        }
+        for (digest, encoded) in replaced { try replaceChunk(digest, encoded: encoded, dbs) }
+        var inserted = 0
+        for (digest, chunk) in named {
+            guard try !retainChunk(digest, dbs) else { continue }
+            try chunk.encoded.withUnsafeBytes { try insertChunk(digest, encoded: $0, rawLength: chunk.rawLength, dbs) }
+            inserted += 1
         }
         return inserted
     }
