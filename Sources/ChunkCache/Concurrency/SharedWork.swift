@@ -55,14 +55,15 @@ final class SharedWork: Sendable {
 
 extension SharedWork {
     /// Shares the indices `0..<count` out among this thread and helpers of `pool` (one per spare thread of the
-    /// pool, at most one per index): each thread that turns up runs `body` once, which calls its `claim` for
+    /// pool, or of `threads` in all, at most one per index): each thread that turns up runs `body` once, which calls its `claim` for
     /// the next unclaimed index until it returns `nil`. Every index is claimed exactly once.
     static func forEachIndex(
-        below count: Int, on pool: BlockingPool = .shared, _ body: @escaping @Sendable (_ claim: () -> Int?) -> Void
+        below count: Int, on pool: BlockingPool = .shared, threads: Int? = nil,
+        _ body: @escaping @Sendable (_ claim: () -> Int?) -> Void
     ) {
         guard count > 0 else { return }
         let counter = IndexCounter()
-        run(helpers: min(count, pool.threadCount) - 1, on: pool) {
+        run(helpers: max(0, min(count, threads ?? pool.threadCount, pool.threadCount) - 1), on: pool) {
             body { counter.claim(below: count) }
         }
     }

@@ -46,6 +46,8 @@ final class Settler: Sendable {
     /// chunks are in `data.mdb` before their fills' room is reused, so a bounded store may pass its mark by
     /// about one batch.
     static func batchBytes(_ store: Store) -> Int { Int(min(8 << 20, max(256 << 10, store.maxSize / 32))) }
+    /// Raw bytes a background batch settles, on one thread (``settleBatch(_:inBackground:)``).
+    static let backgroundBatchBytes = 1 << 20
     /// How long downloads must have been quiet before background settling takes a batch.
     static let idleTime: Duration = .milliseconds(200)
 
@@ -86,7 +88,7 @@ final class Settler: Sendable {
             if state.withLock({ $0.paused }) { return }
             do {
                 let round = try await runBlocking(doing: "settling downloaded chunks", store: store.path) {
-                    try Self.withSettlingLock(store, waiting: false) { try Self.settleBatch(store) }
+                    try Self.withSettlingLock(store, waiting: false) { try Self.settleBatch(store, inBackground: true) }
                 }
                 guard let round, round.settled + round.mismatched + round.lost > 0 else { return }
             } catch {
@@ -176,14 +178,19 @@ final class Settler: Sendable {
 
     /// Settles the first fills, up to ``batchBytes(_:)``, in key order. Blocking.
     @available(*, noasync)
-    static func settleBatch(_ store: Store) throws -> SettleResult {
+    ///
+    /// - Parameter inBackground: Settling behind this process's own work: one pool thread and at most
+    ///   ``backgroundBatchBytes``, so a fetch that needs the pool waits for little (a cancelled one must
+    ///   return within 100 ms, A16). An explicit settle takes every core and full batches.
+    static func settleBatch(_ store: Store, inBackground: Bool = false) throws -> SettleResult {
         let dbs = store.dbs
-        let limit = batchBytes(store)
+        let limit = inBackground ? min(batchBytes(store), backgroundBatchBytes) : batchBytes(store)
         let candidates = try store.environment.read { txn in try listFills(dbs, upTo: limit, in: txn) }
         guard !candidates.isEmpty else { return SettleResult() }
         // Hashing and compressing take the time: every core takes chunks, each with its own buffers.
         let results = Mutex<[Result<Outcome, any Error>?]>(Array(repeating: nil, count: candidates.count))
-        SharedWork.forEachIndex(below: candidates.count) { claim in
+        let width = inBackground ? 1 : BlockingPool.shared.threadCount
+        SharedWork.forEachIndex(below: candidates.count, threads: width) { claim in
             var buffer = [UInt8](repeating: 0, count: store.layout.chunkSize)
             var encoder = ChunkEncoder(store: store, largest: store.layout.chunkSize)
             while let index = claim() {
