@@ -102,17 +102,7 @@ extension ChunkCache {
 extension StoreStatistics {
     /// Counts the fills (a scan of `fills`: one short record each) and reads their counters.
     mutating func readFills(in txn: borrowing ReadTransaction, _ dbs: Databases) throws {
-        var chunks: Int64 = 0
-        var bytes: Int64 = 0
-        try txn.scan(dbs.fills, prefix: []) { key, value in
-            if FillKeys.parse(key) != nil, let record = FillKeys.parseRecord(value) {
-                chunks += 1
-                bytes += Int64(record.length)
-            }
-            return true
-        }
-        unsettledChunks = chunks
-        unsettledBytes = bytes
+        (unsettledChunks, unsettledBytes) = try txn.fillRecords(under: [], dbs)
         fillBytes = Int64(try txn.counter(dbs, MetaKey.fillBytes))
         settleMismatches = Int64(try txn.counter(dbs, MetaKey.settleMismatches))
     }
@@ -182,12 +172,7 @@ extension TransactionReading where Self: ~Copyable {
 
     /// The raw bytes of a manifest's fills: each is its version's alone, as a chunk of one reference is.
     private func unsettledBytes(ofManifest manifest: UInt64, _ dbs: Databases) throws -> Int64 {
-        var bytes: Int64 = 0
-        try scan(dbs.fills, prefix: Keys.manifest(manifest)) { key, value in
-            if FillKeys.parse(key) != nil, let record = FillKeys.parseRecord(value) { bytes += Int64(record.length) }
-            return true
-        }
-        return bytes
+        try fillRecords(under: Keys.manifest(manifest), dbs).bytes
     }
 
     /// The `items` keys of pinned files, in every domain.

@@ -211,6 +211,19 @@ extension WriteTransaction {
 }
 
 extension TransactionReading where Self: ~Copyable {
+    /// The fills recorded under `prefix` (a manifest's key, or empty for all) and their raw bytes.
+    func fillRecords(under prefix: [UInt8], _ dbs: Databases) throws -> (count: Int64, bytes: Int64) {
+        var total: (count: Int64, bytes: Int64) = (0, 0)
+        try scan(dbs.fills, prefix: prefix) { key, value in
+            if FillKeys.parse(key) != nil, let record = FillKeys.parseRecord(value) {
+                total.count += 1
+                total.bytes += Int64(record.length)
+            }
+            return true
+        }
+        return total
+    }
+
     /// Whether any fill of `manifestID` is recorded (its file's byte count aside).
     func hasFillRecords(_ manifestID: UInt64, _ dbs: Databases) throws -> Bool {
         var found = false
