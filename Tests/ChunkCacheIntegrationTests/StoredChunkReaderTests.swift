@@ -77,14 +77,21 @@ import Testing
         TestData.random(count: chunk, seed: 31) + TestData.text(count: chunk, seed: 32)
         + [UInt8](repeating: 0, count: chunk) + TestData.text(count: 1000, seed: 33)
 
+    /// A fresh store holding ``mixed`` as version "v1" of "mixed" in domain "d"; with the digest of its raw chunk 0.
+    static func withMixed(_ body: (ChunkCache, ItemIdentifier, ChunkDigest) async throws -> Void) async throws {
+        try await withTemporaryDirectory { dir in
+            let cache = try await makeCache(dir)
+            let id = ItemIdentifier(domain: "d", "mixed")
+            try await put(cache, mixed, as: id, version: "v1", in: dir)
+            try await body(cache, id, try IntegrityTests.digest(ofChunk: 0, item: id, version: "v1", in: cache))
+        }
+    }
+
     @Test(
         "§2 one reader of stored chunks: a raw chunk is borrowed from the map, a zstd chunk and a short tail decoded into the buffer, a zero chunk read as zero without a buffer, each byte-exact"
     )
     func storedKinds() async throws {
-        try await withTemporaryDirectory { dir in
-            let cache = try await makeCache(dir)
-            let id = ItemIdentifier(domain: "d", "mixed")
-            try await put(cache, Self.mixed, as: id, version: "v1", in: dir)
+        try await Self.withMixed { cache, id, _ in
             let raw = try Self.read(0, of: id, version: "v1", in: cache)
             #expect(raw.outcome == .bytes(Self.slice(Self.mixed, 0)))
             #expect(raw.askedForBuffer && !raw.inBuffer, "a raw chunk is served from LMDB's map")
@@ -117,11 +124,7 @@ import Testing
         "§2 one reader of stored chunks: a damaged stored chunk is reported with its digest and the check it fails, never served; an absent entry and a chunk the store lacks are told apart"
     )
     func unreadableStored() async throws {
-        try await withTemporaryDirectory { dir in
-            let cache = try await makeCache(dir)
-            let id = ItemIdentifier(domain: "d", "mixed")
-            try await put(cache, Self.mixed, as: id, version: "v1", in: dir)
-            let digest = try IntegrityTests.digest(ofChunk: 0, item: id, version: "v1", in: cache)
+        try await Self.withMixed { cache, id, digest in
             let stranger = try #require(ChunkDigest(bytes: [UInt8](repeating: 7, count: 32)))
             #expect(try Self.read(0, of: id, version: "v1", in: cache, entry: .absent(digest)).outcome == .absent)
             #expect(
@@ -141,11 +144,7 @@ import Testing
         "§2 one reader of stored chunks: asked to check names, a chunk whose bytes pass their checksum but hash to another name is damaged"
     )
     func nameChecked() async throws {
-        try await withTemporaryDirectory { dir in
-            let cache = try await makeCache(dir)
-            let id = ItemIdentifier(domain: "d", "mixed")
-            try await put(cache, Self.mixed, as: id, version: "v1", in: dir)
-            let digest = try IntegrityTests.digest(ofChunk: 0, item: id, version: "v1", in: cache)
+        try await Self.withMixed { cache, _, digest in
             let other = try #require(ChunkDigest(bytes: [UInt8](repeating: 9, count: 32)))
             let store = cache.store
             let (named, misnamed): (Bool, String?) = try store.environment.read { txn in
