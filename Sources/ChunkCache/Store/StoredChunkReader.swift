@@ -11,8 +11,9 @@ import ZstdKit
 /// only where asked (`verify`, `recover`). What a failure means is the caller's: a fetch of an origin domain
 /// downloads a damaged chunk again, `verify` counts it, the hot tier leaves it cold.
 ///
-/// Reads allocate nothing: plain bytes are borrowed from LMDB's map (raw chunks) or decoded into the caller's
-/// buffer, and a delta's bases into the decode context's room. Used by one thread at a time, as its context is.
+/// A read that succeeds allocates nothing: plain bytes are borrowed from LMDB's map (raw chunks) or decoded into
+/// the caller's buffer, and a delta's bases into the decode context's room. Used by one thread at a time, as its
+/// context is.
 struct StoredChunkReader {
     let dbs: Databases
     let decompressor: Decompressor
