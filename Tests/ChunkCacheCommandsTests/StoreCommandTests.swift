@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 @Suite("§2 §7 init, put, stat and dedup through the CLI")
-struct StoreTests {
+struct StoreCommandTests {
     @Test("D2 put of identical bytes: newChunks 0, same contentVersion, domainVersion not bumped")
     func identicalPut() throws {
         try withTemporaryDirectory { dir in
