@@ -23,7 +23,8 @@ struct ColdFill: Sendable {
         let version: VersionRecord
         let item: ItemRecord
         let domainVersion: DomainVersion
-        /// The retrieved range of the fetch and its bytes (``DirectBytes``), or nil: plan again.
+        /// The retrieved range of the fetch and its bytes (``DirectBytes``), or nil: the fetch fills its range
+        /// of the version and reads it from the store.
         let downloaded: (range: ByteRange, bytes: [UInt8])?
     }
 
@@ -36,8 +37,8 @@ struct ColdFill: Sendable {
     ///   - refresh: Ask even when the store knows the item (its version is stale).
     ///   - direct: The fetch may take its range's bytes before they are stored (a small hand-off).
     ///   - streamed: The fetch's own file, which the bytes of its range are written into as they arrive.
-    /// - Returns: What the origin holds, or nil when a concurrent fetch discovered the item meanwhile (plan
-    ///   again).
+    /// - Returns: What the origin holds, also when a concurrent fetch discovered it (as the store recorded it);
+    ///   nil when that discovery did not record the version `pinned` (discover again, refreshing).
     func discover(
         pinned: [UInt8]?, minimal: ByteRange?, alignment: Int, refresh: Bool = false, direct: Bool = false,
         streamed: StreamedFile? = nil
@@ -45,13 +46,13 @@ struct ColdFill: Sendable {
         let (flight, claimed) = session.discoveries.claim(item)
         guard claimed else {
             try await flight.wait()
-            return nil
+            return try recordedVersion(pinned)
         }
-        // A discovery that ended between this fetch's plan and its claim recorded what this one would: plan
-        // again rather than ask twice.
-        if !refresh, try recorded(pinned) {
+        // A discovery that ended between this fetch's plan and its claim recorded what this one would: take
+        // its answer rather than ask twice.
+        if !refresh, let recorded = try recordedVersion(pinned) {
             session.discoveries.finish(item, flight, with: .success(()))
-            return nil
+            return recorded
         }
         let range = Self.discoveryRange(minimal, alignment: alignment, chunkSize: Int64(store.layout.chunkSize))
         let state = DiscoveryState()
@@ -140,7 +141,7 @@ struct ColdFill: Sendable {
             try await flight.wait()
             guard let recorded = state.recorded else {
                 try await finished()
-                return nil
+                return try recordedVersion(pinned)
             }
             if let direct = state.direct {
                 do {
@@ -165,13 +166,20 @@ struct ColdFill: Sendable {
         }
     }
 
-    /// Whether the store holds the item (at version `pinned`, when given).
-    private func recorded(_ pinned: [UInt8]?) throws -> Bool {
+    /// The item's version as the store recorded it: `pinned`, or when nil the newest; nil when the store
+    /// holds no such version.
+    private func recordedVersion(_ pinned: [UInt8]?) throws -> Discovered? {
         let itemKey = Keys.item(domain: session.domain, id: item)
-        return try store.environment.read { txn in
-            guard try txn.contains(store.dbs.items, key: itemKey) else { return false }
-            guard let pinned else { return true }
-            return try txn.contains(store.dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: pinned))
+        let dbs = store.dbs
+        return try store.environment.read { txn -> Discovered? in
+            guard try txn.contains(dbs.items, key: itemKey) else { return nil }
+            let versions = try Records.versions(ofItemKey: itemKey, in: txn, dbs)
+            let version = pinned.map { pinned in versions.first { $0.contentVersion == pinned } } ?? versions.first
+            guard let version else { return nil }
+            return Discovered(
+                version: version, item: try Records.item(item, domain: session.domain, key: itemKey, in: txn, dbs),
+                domainVersion: DomainVersion(rawValue: try Records.domain(session.domain, in: txn, dbs).version),
+                downloaded: nil)
         }
     }
 
@@ -313,7 +321,7 @@ struct ColdFill: Sendable {
     /// Downloads chunk `index` of `version` again and overwrites the copy that failed its check on read
     /// (CONTRACT §10 "Integrity"): the stored chunk `digest`, or, when nil, the fill. Waits until it is stored.
     /// Nothing is downloaded when the entry changed since the read (a fill settled or evicted meanwhile):
-    /// the fetch plans again.
+    /// the fetch reads its plan again, and what is absent then is its one refill.
     func replace(_ version: VersionRecord, index: Int64, digest: ChunkDigest?) async throws {
         let key = ChunkKey(manifestID: version.manifestID, index: index)
         let (flight, claimed) = session.chunks.claim(key)
