@@ -157,7 +157,12 @@ extension ChunkCache {
         do {
             var flags: MaterializationFlags = []
             let made = try HandOff.make(size: downloaded.version.size, in: store.tmpPath) { file in
-                flags = try bytes.withUnsafeBytes { try Self.write($0, of: downloaded, to: file) }
+                let writer = HandOffWriter(file: file, holesForZeros: downloaded.version.isWhole(downloaded.range))
+                let leftHoles = try bytes.withUnsafeBytes {
+                    try writer.write(
+                        chunks: $0, at: downloaded.range.location, chunkSize: downloaded.version.layout.chunkSize)
+                }
+                if leftHoles { flags = .knownSparseRanges }
                 return .complete
             }
             guard case .file(let path) = made else { preconditionFailure("downloaded bytes are never damaged") }
@@ -167,29 +172,6 @@ extension ChunkCache {
             throw CacheError.wrap(
                 error, store: store.path, doing: "writing the downloaded range of \(downloaded.item.identifier)")
         }
-    }
-
-    /// Writes a filled range's bytes at their offsets, by the warm path's rule (CONTRACT §3): when the range is
-    /// the whole file its zero chunks stay holes and the result says `knownSparseRanges`; inside any other
-    /// range every byte is written.
-    private static func write(_ bytes: UnsafeRawBufferPointer, of filled: DownloadedRange, to file: FileDescriptor)
-        throws -> MaterializationFlags
-    {
-        guard filled.version.isWhole(filled.range) else {
-            try file.writeAll(toAbsoluteOffset: filled.range.location, bytes)
-            return []
-        }
-        var flags: MaterializationFlags = []
-        let chunkSize = filled.version.layout.chunkSize
-        for start in stride(from: 0, to: bytes.count, by: chunkSize) {
-            let chunk = UnsafeRawBufferPointer(rebasing: bytes[start..<min(start + chunkSize, bytes.count)])
-            if isAllZero(chunk) {
-                flags = .knownSparseRanges
-            } else {
-                try file.writeAll(toAbsoluteOffset: Int64(start), chunk)
-            }
-        }
-        return flags
     }
 
     /// A range downloaded from the origin, for a hand-off written from its bytes.
