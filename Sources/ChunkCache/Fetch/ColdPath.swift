@@ -297,7 +297,7 @@ extension ChunkCache {
     /// The version a discovery pins its request to, for a fetch that asks for `asked` (CONTRACT §3, §10): a
     /// strict fetch's own; a non-strict fetch's when the origin still serves it by name though the item moved
     /// on (an S3 `VersionId`), so the version asked for serves whenever the origin keeps it, and the origin's
-    /// current one only when it lacks it (its refusal moves the fetch on, ``ColdStep/moveOn``). An HTTP ETag
+    /// current one only when it lacks it (its refusal moves the fetch on, ``ColdStep/again(_:)``). An HTTP ETag
     /// or date names only what the server holds now: asking for it unpinned gets the same answer in one
     /// request fewer when it is gone.
     static func discoveryPin(_ asked: [UInt8]?, strict: Bool, origin: any RemoteOrigin) -> [UInt8]? {

@@ -17,11 +17,6 @@ struct HandOffWriter: Sendable {
     /// Zero chunks stay holes: the range written is the whole file.
     let holesForZeros: Bool
 
-    /// Writes `bytes` at `offset`, whatever they hold.
-    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) {
-        try file.writeAll(toAbsoluteOffset: offset, bytes)
-    }
-
     /// Writes consecutive buffers with one `pwritev` from `offset`.
     func write(vectors: UnsafeMutableBufferPointer<iovec>, at offset: Int64) throws(Errno) {
         try file.writeAll(toAbsoluteOffset: offset, vectors: vectors)
@@ -32,7 +27,7 @@ struct HandOffWriter: Sendable {
     @discardableResult
     func write(chunk: UnsafeRawBufferPointer, at offset: Int64, isZero: Bool) throws(Errno) -> Bool {
         if isZero && holesForZeros { return true }
-        try write(chunk, at: offset)
+        try file.writeAll(toAbsoluteOffset: offset, chunk)
         return false
     }
 
@@ -41,7 +36,7 @@ struct HandOffWriter: Sendable {
     /// - Returns: Whether a zero chunk was left a hole.
     func write(chunks bytes: UnsafeRawBufferPointer, at offset: Int64, chunkSize: Int) throws(Errno) -> Bool {
         guard holesForZeros else {
-            try write(bytes, at: offset)
+            try file.writeAll(toAbsoluteOffset: offset, bytes)
             return false
         }
         var leftHoles = false
