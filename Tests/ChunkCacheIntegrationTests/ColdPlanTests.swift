@@ -88,6 +88,18 @@ import Testing
             #expect(try readRange(path, range) == Array(bytes[Int(range.location)..<Int(range.end)]))
             unlink(path)
             #expect(Self.plans(cache) == 1)
+            // Warm once the chunks are recorded: the fetch serves the plan made on the caller's thread.
+            await cache.waitForDownloads()
+            let warm = cache.fetchPartialContents(
+                for: Self.item, version: nil, request: FetchRequest(),
+                minimalRange: ByteRange(location: 700_000, length: 1000), aligningTo: 4096, options: []
+            ) { url, _, range, _, _ in continuation.yield((url, range)) }
+            #expect(warm.totalUnitCount == 65_536)
+            let (warmURL, warmRange) = try #require(await it.next())
+            let warmPath = try #require(warmURL).path
+            #expect(try readRange(warmPath, warmRange) == Array(bytes[Int(range.location)..<Int(range.end)]))
+            unlink(warmPath)
+            #expect(Self.plans(cache) == 2)
         }
     }
 }

@@ -245,16 +245,16 @@ extension ChunkCache {
 
     /// A fetch through the async API.
     ///
-    /// The warm attempt first (``FetchJob``), with nothing of the cold path allocated, unless the caller
-    /// planned already and found the store lacking (`missing`); what is absent on an origin domain goes to the
-    /// cold path (``throughOrigin(_:options:request:servesFromDownload:streamed:first:serve:)``) with the plan
+    /// The warm attempt first (``FetchJob``), with nothing of the cold path allocated, from the caller's own
+    /// plan when it made one (`planned`), which goes straight to the cold path when it missed; what is absent
+    /// on an origin domain goes to the cold path (``throughOrigin(_:options:request:servesFromDownload:streamed:first:serve:)``) with the plan
     /// the miss made, which serves it once filled. Task cancellation reaches both: it sets the flag the
     /// assembler checks before each chunk.
     ///
     /// - Parameter beforeChunk: Called before each chunk is read; tests set it to act at a known point.
     func fetch(
         _ item: ItemIdentifier, version: [UInt8]?, minimalRange: ByteRange?, alignment: Int, options: FetchOptions,
-        request: FetchRequest, destination: FetchDestination, missing: Absence? = nil,
+        request: FetchRequest, destination: FetchDestination, planned: PlanOutcome? = nil,
         strategies: Set<CloneStrategy> = cloneStrategies,
         inspectClone: (@Sendable (FileDescriptor) -> Void)? = nil, beforeChunk: (@Sendable (Int64) -> Void)? = nil
     ) async throws -> FetchResult {
@@ -263,10 +263,16 @@ extension ChunkCache {
             item: item, minimalRange: minimalRange, alignment: alignment, options: options, request: request,
             destination: destination, strategies: strategies, inspectClone: inspectClone, beforeChunk: beforeChunk)
         let absence: Absence
-        if let missing {
+        if case .miss(let missing) = planned {
             absence = missing
         } else {
-            switch try await fetchFromStore(job, .planning(version)) {
+            let source: PlanSource
+            if case .serve(let plan) = planned {
+                source = .planned(plan, requested: version)
+            } else {
+                source = .planning(version)
+            }
+            switch try await fetchFromStore(job, source) {
             case .served(let served):
                 await readAhead(after: served, item)
                 return served

@@ -33,7 +33,7 @@ extension ChunkCache {
                 try Self.validate(minimalRange, of: item, alignment: alignment)
                 let result = try await self.fetch(
                     item, version: version?.contentVersion, minimalRange: minimalRange, alignment: alignment,
-                    options: options, request: request, destination: .handOff, missing: planned?.missing)
+                    options: options, request: request, destination: .handOff, planned: planned)
                 progress.finish(result.retrievedRange.length)
                 if !once.call(result.url, result.item, result.retrievedRange, result.flags, nil) {
                     // Cancelled after the file was made: nobody will own it, so remove it. Best effort: a
@@ -80,7 +80,7 @@ extension ChunkCache {
             work: {
                 let result = try await self.fetch(
                     item, version: version?.contentVersion, minimalRange: nil, alignment: 1, options: options,
-                    request: request, destination: .handOff, missing: planned?.missing)
+                    request: request, destination: .handOff, planned: planned)
                 progress.finish(result.retrievedRange.length)
                 if !once.call(result.url, result.item, result.retrievedRange, result.flags, nil) {
                     try? FileSystem.unlink(result.url.path)  // as above: nobody will own it
@@ -100,8 +100,9 @@ extension ChunkCache {
     }
 
     /// A completion-handler fetch's plan, made once, on the caller's thread (one short catalogue read), so its
-    /// `Progress` is determinate when it is returned (``expectedRange(_:minimal:alignment:)``) and a miss goes
-    /// straight to the cold path with it. Nil when planning failed: the fetch plans again and reports why.
+    /// `Progress` is determinate when it is returned (``expectedRange(_:minimal:alignment:)``): the fetch
+    /// serves it when the store still holds its range, and a miss goes straight to the cold path with it.
+    /// Nil when planning failed: the fetch plans again and reports why.
     private func planOnCaller(
         _ item: ItemIdentifier, version: ItemVersion?, minimal: ByteRange?, alignment: Int, options: FetchOptions,
         request: FetchRequest

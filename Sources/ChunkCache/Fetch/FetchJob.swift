@@ -207,6 +207,9 @@ struct ServedRead: ServedBytes, Sendable {
 /// a cold one), or carried from a miss through its fill (``ColdPlan``), which is only checked.
 enum PlanSource: Sendable {
     case planning([UInt8]?)
+    /// A plan of the fetch of `requested` made in an earlier snapshot (a completion-handler fetch plans on
+    /// the caller's thread): written when the store still holds its range, else planned again here.
+    case planned(FetchPlan, requested: [UInt8]?)
     case serving(ColdPlan)
 
     /// Runs `body` with the plan in one snapshot, or returns what is missing.
@@ -215,15 +218,26 @@ enum PlanSource: Sendable {
     /// against the snapshot (``FetchPlanner/holding(_:in:_:)``), and a chunk that left the store since the
     /// fill, even from a parallel worker's newer snapshot (``ChunkVanished``), is returned missing for its one
     /// refill.
+    /// The version asked for, when this plans.
+    private var requested: [UInt8]? {
+        switch self {
+        case .planning(let version), .planned(_, let version): version
+        case .serving(let cold): cold.version.contentVersion
+        }
+    }
+
     func inSnapshot<R>(
         store: Store, item: ItemIdentifier, minimal: ByteRange?, alignment: Int, options: FetchOptions,
         request: FetchRequest, _ body: (FetchPlan, borrowing ReadTransaction) throws -> FetchOutcome<R>?
     ) throws -> FetchOutcome<R>? {
         switch self {
-        case .planning(let version):
+        case .planning, .planned:
             return try ChunkCache.inFreshSnapshots(of: store, fetching: item) { txn -> FetchOutcome<R>? in
+                if case .planned(let plan, _) = self, try FetchPlanner.stillHolds(plan, in: txn, store.dbs) {
+                    return try body(plan, txn)
+                }
                 switch try FetchPlanner.plan(
-                    store: store, domain: item.domain, item: item.rawValue, requested: version, minimal: minimal,
+                    store: store, domain: item.domain, item: item.rawValue, requested: requested, minimal: minimal,
                     alignment: alignment, options: options, request: request, in: txn)
                 {
                 case .serve(let plan): return try body(plan, txn)

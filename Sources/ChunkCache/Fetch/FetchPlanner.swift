@@ -173,6 +173,13 @@ enum FetchPlanner {
         return plan
     }
 
+    /// Whether the store still holds every chunk of `plan`'s range (a plan made in an earlier snapshot).
+    static func stillHolds<T: TransactionReading & ~Copyable>(_ plan: FetchPlan, in txn: borrowing T, _ dbs: Databases)
+        throws -> Bool
+    {
+        try availability(of: plan.version, range: plan.retrieved, in: txn, dbs) != nil
+    }
+
     /// The plan for serving the fetch from `version`, or nil when a chunk of its range is absent.
     private static func serving<T: TransactionReading & ~Copyable>(
         _ version: VersionRecord, item: ItemRecord, minimal: ByteRange?, alignment: Int, domainVersion: DomainVersion,
