@@ -110,7 +110,7 @@ extension ChunkCache {
                 switch try await serve(plan) {
                 case .served(let fromStore): served = fromStore
                 case .missing(let lost):
-                    try rounds.refill(lost)
+                    if case .damaged = lost { try rounds.change() } else { try rounds.refill() }
                     absence = lost
                     continue
                 }
@@ -468,11 +468,10 @@ struct ColdRounds {
         }
     }
 
-    /// What the fetch filled was `lost` before it read it: it is filled again. A chunk found damaged on read
-    /// counts as a change, as it always did: each read stops at the first one, so a range with several
-    /// damaged chunks replaces them one read at a time.
-    mutating func refill(_ lost: Absence) throws(CacheError) {
-        if case .damaged = lost { return try change() }
+    /// What the fetch filled left the store before it read it: it is filled again. (A chunk found damaged on
+    /// read counts as a change, as it always did: each read stops at the first one, so a range with several
+    /// damaged chunks replaces them one read at a time.)
+    mutating func refill() throws(CacheError) {
         refills += 1
         guard refills <= Self.maxRefills else {
             throw CacheError(
