@@ -5,7 +5,7 @@ import LMDBKit
 import OriginKit
 
 /// What a fetch tells the cold path about itself. Made in one place, where the cold path starts
-/// (``ChunkCache/throughOrigin(_:version:options:request:servesFromDownload:first:attempt:)``).
+/// (``ChunkCache/throughOrigin(_:options:request:servesFromDownload:streamed:first:serve:)``).
 struct ColdRequest: Sendable {
     let item: ItemIdentifier
     let strict: Bool
