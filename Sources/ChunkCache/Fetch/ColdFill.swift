@@ -221,10 +221,14 @@ struct ColdFill: Sendable {
         }
         if let directBytes, directBytes.isUrgent {
             Self.takeArriving(needed.awaited, notIn: needed.mine, into: directBytes)
-            do {
-                try takeStored(of: version, in: range, except: Set(needed.awaited.map(\.index)), into: directBytes)
-            } catch {
-                directBytes.fail(error)  // evicted or damaged since: the fetch waits for the store instead
+            // The store holds the chunks of the range nothing brings (none when every one is on its way).
+            if directBytes.missing.count > needed.awaited.count {
+                do {
+                    try takeStored(
+                        of: version, in: range, except: Set(needed.awaited.map(\.index)), into: directBytes)
+                } catch {
+                    directBytes.fail(error)  // evicted or damaged since: the fetch waits for the store instead
+                }
             }
         }
         do {
@@ -355,24 +359,13 @@ struct ColdFill: Sendable {
     }
 
     /// Downloads one run of consecutive claimed chunks in one ranged request pinned to the version, storing
-    /// them as they arrive. A chunk failing its hash check is downloaded once more, then `corruptData`.
-    /// Every outcome ends the run's flights.
-    /// Starts ``download(_:of:mode:direct:)`` as a task of its own, counted at once in the session's
-    /// running downloads (``ChunkCache/waitForDownloads()``).
+    /// them as they arrive, in a task of its own, counted at once in the session's running downloads
+    /// (``ChunkCache/waitForDownloads()``). A chunk failing its hash check is downloaded once more, then
+    /// `corruptData`. Every outcome ends the run's flights.
     @discardableResult
     private func startDownload(
         _ run: [ClaimedChunk], of version: VersionRecord, mode: SinkMode = .fill, direct: DirectBytes? = nil
     ) -> Task<Void, Never> {
-        session.downloads.begin()
-        return Task {
-            defer { session.downloads.end() }
-            await download(run, of: version, mode: mode, direct: direct)
-        }
-    }
-
-    private func download(
-        _ run: [ClaimedChunk], of version: VersionRecord, mode: SinkMode = .fill, direct: DirectBytes? = nil
-    ) async {
         let sink = ChunkSink(
             store: store, version: version, item: item, session: session, claimed: run, counters: counters,
             mode: mode, direct: direct)
@@ -380,35 +373,38 @@ struct ColdFill: Sendable {
         let session = self.session
         let item = self.item
         let counters = self.counters
-        var mismatches = 0
-        while let range = sink.remainingRange {
-            do {
-                try await session.requests.withPermit {
-                    counters.requested()
-                    try await session.origin.read(
-                        item, range: range, version: expected,
-                        object: { object in
-                            guard object.version == expected, object.size == version.size else {
-                                throw OriginFailure.versionChanged(current: object)
-                            }
-                        },
-                        deliver: { offset, bytes in try await sink.deliver(offset, bytes) })
+        session.downloads.begin()
+        return Task {
+            defer { session.downloads.end() }
+            var mismatches = 0
+            while let range = sink.remainingRange {
+                do {
+                    try await session.requests.withPermit {
+                        counters.requested()
+                        try await session.origin.read(
+                            item, range: range, version: expected,
+                            object: { object in
+                                guard object.version == expected, object.size == version.size else {
+                                    throw OriginFailure.versionChanged(current: object)
+                                }
+                            },
+                            deliver: { offset, bytes in try await sink.deliver(offset, bytes) })
+                    }
+                    try await sink.finish()
+                } catch is ChunkMismatch where mismatches == 0 {
+                    mismatches += 1
+                    sink.restart()
+                } catch let mismatch as ChunkMismatch {
+                    sink.abandon(
+                        CacheError(
+                            .corruptData,
+                            "chunk \(mismatch.index) of item \"\(item)\" at the origin of domain \"\(session.domain)\" hashes to \(mismatch.actual.map { "\($0)" } ?? "zeros"), not \(mismatch.expected), twice; the origin serves other bytes than the version it names: check it, then retry"
+                        ))
+                    return
+                } catch {
+                    sink.abandon(error)
+                    return
                 }
-                try await sink.finish()
-            } catch let mismatch as ChunkMismatch where mismatches == 0 {
-                mismatches += 1
-                _ = mismatch
-                sink.restart()
-            } catch let mismatch as ChunkMismatch {
-                sink.abandon(
-                    CacheError(
-                        .corruptData,
-                        "chunk \(mismatch.index) of item \"\(item)\" at the origin of domain \"\(session.domain)\" hashes to \(mismatch.actual.map { "\($0)" } ?? "zeros"), not \(mismatch.expected), twice; the origin serves other bytes than the version it names: check it, then retry"
-                    ))
-                return
-            } catch {
-                sink.abandon(error)
-                return
             }
         }
     }
@@ -416,7 +412,7 @@ struct ColdFill: Sendable {
     /// The absent chunks of `range`: those this call claimed (it must download them), and the flights of all
     /// of them, claimed here or by another download, to wait for.
     ///
-    /// A bounded read of the manifest's pages, page-cache hot, on the calling thread, as warm hand-offs are
+    /// Bounded reads of the manifest's pages, page-cache hot, on the calling thread, as warm hand-offs are
     /// (``BlockingPool``).
     private func claimAbsent(of version: VersionRecord, in range: ByteRange) throws -> (
         mine: [ClaimedChunk], awaited: [(index: Int64, flight: Flight)]
@@ -426,45 +422,42 @@ struct ColdFill: Sendable {
         let first = range.location >> layout.shift
         let last = (min(range.end, version.size) - 1) >> layout.shift
         guard last >= first else { return ([], []) }
-        let absent: [(Int64, ChunkDigest?)] = try store.environment.read { txn in
-            var cursor = ManifestCursor(manifestID: version.manifestID, dbs: store.dbs)
-            var absent: [(Int64, ChunkDigest?)] = []
-            for index in first...last {
-                if case .absent(let digest) = try cursor.entry(index, in: txn) { absent.append((index, digest)) }
-            }
-            return absent
-        }
-        var mine: [ClaimedChunk] = []
+        let absent = try absentEntries(of: version, among: first...last)
+        var claimed: [ClaimedChunk] = []
         var awaited: [(index: Int64, flight: Flight)] = []
         for (index, digest) in absent {
-            let (flight, claimed) = session.chunks.claim(ChunkKey(manifestID: version.manifestID, index: index))
-            if claimed { mine.append(ClaimedChunk(index: index, flight: flight, expected: digest)) }
+            let (flight, isMine) = session.chunks.claim(ChunkKey(manifestID: version.manifestID, index: index))
+            if isMine { claimed.append(ClaimedChunk(index: index, flight: flight, expected: digest)) }
             awaited.append((index, flight))
         }
-        return (try releaseStored(mine, of: version), awaited)
-    }
-
-    /// Ends at once the flights of claimed chunks a download stored between the manifest read and the claim
-    /// (it ends its flights only after its commit, so a second read sees every such chunk).
-    private func releaseStored(_ claimed: [ClaimedChunk], of version: VersionRecord) throws -> [ClaimedChunk] {
-        guard !claimed.isEmpty else { return claimed }
-        let stillAbsent: [Bool] = try store.environment.read { txn in
-            var cursor = ManifestCursor(manifestID: version.manifestID, dbs: store.dbs)
-            return try claimed.map { chunk in
-                if case .absent = try cursor.entry(chunk.index, in: txn) { return true }
-                return false
-            }
-        }
+        guard !claimed.isEmpty else { return ([], awaited) }
+        // A download stores its chunks before it ends their flights, so a second read sees every chunk stored
+        // between the first and the claim: those flights end at once.
+        let stillAbsent = Set(try absentEntries(of: version, among: claimed.map(\.index)).map(\.index))
         var mine: [ClaimedChunk] = []
-        for (chunk, absent) in zip(claimed, stillAbsent) {
-            if absent {
+        for chunk in claimed {
+            if stillAbsent.contains(chunk.index) {
                 mine.append(chunk)
             } else {
                 session.chunks.finish(
                     ChunkKey(manifestID: version.manifestID, index: chunk.index), chunk.flight, with: .success(()))
             }
         }
-        return mine
+        return (mine, awaited)
+    }
+
+    /// The entries of `indices` (ascending) of `version` that are absent, with the hash the manifest knows.
+    private func absentEntries(of version: VersionRecord, among indices: some Sequence<Int64>) throws -> [(
+        index: Int64, digest: ChunkDigest?
+    )] {
+        try store.environment.read { txn in
+            var cursor = ManifestCursor(manifestID: version.manifestID, dbs: store.dbs)
+            var absent: [(index: Int64, digest: ChunkDigest?)] = []
+            for index in indices {
+                if case .absent(let digest) = try cursor.entry(index, in: txn) { absent.append((index, digest)) }
+            }
+            return absent
+        }
     }
 
     /// Claimed chunks grouped into runs of consecutive indices of at most ``maxRequestBytes`` each.
