@@ -25,13 +25,14 @@ enum RangeAssembler {
         let first = plan.retrieved.location >> layout.shift
         let end = (plan.retrieved.end - 1) >> layout.shift + 1
         let count = end - first
+        let writer = HandOffWriter(file: file, holesForZeros: plan.wholeFile)
         let workers =
             try plan.retrieved.length >= FetchThresholds.parallelBytes
             && startsWithCompressedChunks(plan, store: store, from: first, in: txn)
             ? Int(min(count, Int64(BlockingPool.width))) : 1
         if workers == 1 {
             return try store.codecs.withDecoder { context in
-                try context.withRunWriter(into: file) { run -> Assembly in
+                try context.withRunWriter(into: writer) { run -> Assembly in
                     let stride = max(1, FetchThresholds.releaseStrideBytes >> layout.shift)
                     for lower in Swift.stride(from: first, to: end, by: Int(stride)) {
                         let upper = min(lower + stride, end)
@@ -56,7 +57,7 @@ enum RangeAssembler {
             do {
                 try store.codecs.withDecoder { context in
                     try store.environment.read { txn in
-                        try context.withRunWriter(into: file, gate: gate) { run -> Void in
+                        try context.withRunWriter(into: writer, gate: gate) { run -> Void in
                             while let indices = claims.next() {
                                 switch try writeChunks(
                                     indices, of: plan, store: store, run: &run,
@@ -129,9 +130,7 @@ enum RangeAssembler {
                 into: { try run.space(length, at: range.location) }, willNeed: indices.count > 1, in: txn)
             {
             case .zero:
-                // A hole in a whole file (the run breaks there); inside a partial range a hole would read as
-                // "not materialized" (A7), so zeros are written.
-                if !plan.wholeFile { try run.append(ZeroBytes.prefix(length), at: range.location) }
+                try run.appendZero(length, at: range.location)
             case .bytes(let bytes):
                 try run.append(bytes, at: range.location)
                 written += range.length
