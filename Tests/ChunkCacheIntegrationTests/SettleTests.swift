@@ -267,6 +267,33 @@ import Testing
     }
 
     @Test(
+        "§10 a crash never damages the store: freeing a settled batch's fill bytes after its commit frees only what no record names: a place filled again since keeps its bytes, a version with fills keeps its file",
+        .requires(NginxServer.self))
+    func releaseAfterCommitSparesRecordedFills() async throws {
+        let bytes = TestData.random(count: 4 * Self.chunk, seed: 2781)
+        try await Self.withOrigin(["a.bin": bytes]) { cache, _, _ in
+            let fetched = try await Self.fetchWhole(cache, "a.bin")
+            await cache.waitForDownloads()
+            let id = try Self.record(
+                of: ItemIdentifier(domain: "web", "a.bin"),
+                version: fetched.result.item.itemVersion.contentVersionString, in: cache
+            ).manifestID
+            // What a batch that settled chunk 1 and emptied the version would hand over, had both been filled
+            // again by the time it runs (another process evicted and fetched them meanwhile).
+            var handed = UnnamedFills()
+            handed.places = [(id, 1, Int64(Self.chunk))]
+            handed.versions = [id]
+            let (unnamed, dbs) = (handed, cache.store.dbs)
+            try await cache.store.writer.write { txn in try txn.releaseUnnamedFills(unnamed, dbs) }
+            #expect(Self.fillFiles(of: cache) == [String(id, radix: 16)], "the version's file is kept")
+            #expect(try Self.fillDiskBytes(of: cache) >= 4 * Int64(Self.chunk), "no recorded fill was punched")
+            try await Self.expectFillsVerifyClean(cache)
+            #expect(try await cache.settle() == SettleResult(settled: 4, settledBytes: 4 * Int64(Self.chunk)))
+            #expect(Self.fillFiles(of: cache).isEmpty)
+        }
+    }
+
+    @Test(
         "§10 stored behind: a settle of many batches, each read, hashed and compressed while the one before commits, settles every fill once into what a put stores, and frees every fill's bytes",
         .requires(NginxServer.self))
     func overlappedBatchesSettleEveryFill() async throws {
@@ -432,6 +459,37 @@ import Testing
             let stats = try await cache.statistics()
             #expect(stats.unsettledChunks == 0 && stats.fillBytes == 0)
             #expect(try await Self.fetchWhole(cache, "a.bin").bytes == bytes, "a.bin's settled chunks are untouched")
+        }
+    }
+
+    @Test(
+        "§12 Limits: while a batch settles, a store at its bound passes it by at most that batch: a 16 MiB store full of fills settles with every file it keeps within 16 MiB and one 512 KiB batch, nothing lost",
+        .requires(NginxServer.self))
+    func settlingAtTheBoundPassesItByOneBatchAtMost() async throws {
+        var files: [String: [UInt8]] = [:]
+        for n in 0..<4 { files["g\(n).bin"] = TestData.random(count: 4 << 20, seed: UInt64(2790 + n)) }
+        try await Self.withOrigin(files, maxSize: BoundTests.bound, minFree: 0) { cache, _, _ in
+            for n in 0..<4 { #expect(try await Self.fetchWhole(cache, "g\(n).bin").bytes == files["g\(n).bin"]) }
+            await cache.waitForDownloads()
+            #expect(try await cache.statistics().unsettledChunks > 0)
+            let store = cache.path
+            let peak = Mutex<Int64>(try BoundTests.keptFileBytes(store))
+            let settling = Atomic<Bool>(true)
+            let watcher = Task.detached {
+                while settling.load(ordering: .relaxed) {
+                    let now = (try? BoundTests.keptFileBytes(store)) ?? 0
+                    peak.withLock { $0 = max($0, now) }
+                    try? await Task.sleep(for: .milliseconds(1))
+                }
+            }
+            let settled = try await cache.settle()
+            settling.store(false, ordering: .relaxed)
+            await watcher.value
+            let most = BoundTests.bound + Int64(Settler.batchBytes(cache.store))
+            #expect(peak.withLock { $0 } <= most, "the store's files took \(peak.withLock { $0 }) bytes at most")
+            #expect(settled.settled > 0 && settled.lost == 0 && settled.mismatched == 0, "\(settled)")
+            #expect(try await cache.statistics().unsettledChunks == 0 && Self.fillFiles(of: cache).isEmpty)
+            try await Self.expectFillsVerifyClean(cache)
         }
     }
 

@@ -188,14 +188,13 @@ extension WriteTransaction {
     /// their file: ``Settler/removeFilesWithoutFills(_:)``).
     @available(*, noasync)
     func releaseUnnamedFills(_ unnamed: UnnamedFills, _ dbs: Databases) throws {
+        let done = try unnamed.versions.filter { try !hasFills($0, dbs) }
         let shift = Int64(try counter(dbs, MetaKey.chunkShift))
-        for place in unnamed.places where !unnamed.versions.contains(place.manifestID) {
+        for place in unnamed.places where !done.contains(place.manifestID) {
             guard try !contains(dbs.fills, key: FillKeys.fill(place.manifestID, place.index)) else { continue }
             dbs.fillFiles.punch(manifestID: place.manifestID, at: place.index << shift, length: place.length)
         }
-        for manifestID in unnamed.versions.sorted() where try !hasFills(manifestID, dbs) {
-            dbs.fillFiles.remove(manifestID)
-        }
+        for manifestID in done.sorted() { dbs.fillFiles.remove(manifestID) }
     }
 
     /// Forgets every fill of `manifestID` and removes its file (the version is dropped).
@@ -238,26 +237,6 @@ extension WriteTransaction {
     /// The bytes the fill file of `manifestID` takes, as recorded (0 when its count is damaged); nil when none is.
     func fileBytes(_ manifestID: UInt64, _ dbs: Databases) throws -> Int64? {
         try withValue(dbs.fills, key: FillKeys.file(manifestID)) { FillKeys.parseFileBytes($0) ?? 0 }
-    }
-
-    /// Whether anything of `manifestID` is recorded in `fills` (a fill or its file's byte count).
-    func hasFills(_ manifestID: UInt64, _ dbs: Databases) throws -> Bool {
-        var any = false
-        try scan(dbs.fills, prefix: Keys.manifest(manifestID)) { _, _ in
-            any = true
-            return false
-        }
-        return any
-    }
-
-    /// The sum of the byte counts of every fill file, as `fills` records them.
-    func recountFillBytes(_ dbs: Databases) throws -> Int64 {
-        var total: Int64 = 0
-        try scan(dbs.fills, prefix: []) { key, value in
-            if FillKeys.manifestID(ofFileKey: key) != nil, let bytes = FillKeys.parseFileBytes(value) { total += bytes }
-            return true
-        }
-        return total
     }
 
     /// Rewrites manifest entries at `indices` (ascending) of `manifestID`: `transform` gets each one's position
@@ -304,6 +283,26 @@ extension TransactionReading where Self: ~Copyable {
                 total.count += 1
                 total.bytes += Int64(record.length)
             }
+            return true
+        }
+        return total
+    }
+
+    /// Whether anything of `manifestID` is recorded in `fills` (a fill or its file's byte count).
+    func hasFills(_ manifestID: UInt64, _ dbs: Databases) throws -> Bool {
+        var any = false
+        try scan(dbs.fills, prefix: Keys.manifest(manifestID)) { _, _ in
+            any = true
+            return false
+        }
+        return any
+    }
+
+    /// The sum of the byte counts of every fill file, as `fills` records them.
+    func recountFillBytes(_ dbs: Databases) throws -> Int64 {
+        var total: Int64 = 0
+        try scan(dbs.fills, prefix: []) { key, value in
+            if FillKeys.manifestID(ofFileKey: key) != nil, let bytes = FillKeys.parseFileBytes(value) { total += bytes }
             return true
         }
         return total
