@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test(
-        "§10 (issue 18): a read-ahead state kept in the store continues the sequence; damaged or out-of-range bytes are no state"
+        "§10: a read-ahead state kept in the store continues the sequence; damaged or out-of-range bytes are no state"
     )
     func readAheadKeptInTheStore() {
         var state = ReadAhead()

@@ -1,5 +1,3 @@
-import ZstdKit
-
 /// What planning a fetch decided (``FetchPlanner/plan(store:domain:item:requested:minimal:alignment:options:request:in:)``):
 /// the plan that serves it from the store, or what the store lacks, which only an origin domain's fetch can
 /// fill (CONTRACT §10).
@@ -71,20 +69,25 @@ struct FetchPlan: Sendable {
 }
 
 extension FetchPlan {
-    /// Decodes a stored chunk of the plan (``ChunkCodec/decode(_:rawCount:decompressor:buffer:digest:)``). On an
-    /// origin domain a chunk that fails its check returns nil: the fetch downloads it again and succeeds
-    /// (CONTRACT §10); elsewhere it is `corruptData`.
-    func decode(
-        _ stored: UnsafeRawBufferPointer, rawCount: Int, decompressor: Decompressor,
-        buffer: UnsafeMutableRawBufferPointer,
-        digest: ChunkDigest, bases: some BaseValues
-    ) throws -> UnsafeRawBufferPointer? {
-        do {
-            return try ChunkCodec.decode(
-                stored, rawCount: rawCount, decompressor: decompressor, buffer: buffer, digest: digest, bases: bases)
-        } catch {
+    /// What a chunk of the plan that could not be read (``StoredChunkReader``) makes of the fetch. On an origin
+    /// domain a damaged or lost chunk is downloaded again and the fetch succeeds (CONTRACT §10): it is returned.
+    ///
+    /// - Throws: ``ChunkVanished`` for an `absent` entry (the fetch plans again); `corruptData` for a stored
+    ///   chunk the store lacks, and, on a domain without an origin, for a damaged one.
+    func damage(_ why: UnreadableChunk, index: Int64) throws -> DamagedChunk {
+        switch why {
+        case .absent:
+            throw ChunkVanished(index: index)
+        case .missing(let digest):
+            throw CacheError(
+                .corruptData,
+                "chunk \(digest) of item \"\(item.identifier)\" is missing from the store; run `chunkcache verify --repair`"
+            )
+        case .damaged(let digest, let error):
             guard fromOrigin else { throw error }
-            return nil
+            return DamagedChunk(index: index, digest: digest)
+        case .fillLost:
+            return DamagedChunk(index: index, digest: nil)
         }
     }
 }

@@ -265,31 +265,18 @@ struct ColdFill: Sendable {
         let dbs = store.dbs
         try store.environment.read { txn in
             try store.codecs.withDecoder { context in
+                let reader = StoredChunkReader(context, dbs)
                 var cursor = ManifestCursor(manifestID: version.manifestID, dbs: dbs)
                 for index in first...last where !absent.contains(index) {
-                    let length = Int(layout.range(ofChunk: index, length: version.size).length)
-                    switch try cursor.entry(index, in: txn) {
-                    case .zero:
-                        try [UInt8](repeating: 0, count: length).withUnsafeBytes {
-                            try direct.take(index, $0, isZero: true)
-                        }
-                    case .stored(let digest):
-                        guard let stored = try digest.withUnsafeBytes({ try txn.unsafeValue(dbs.chunks, key: $0) })
-                        else { throw ChunkVanished(index: index) }
-                        let raw = try ChunkCodec.decode(
-                            stored, rawCount: length, decompressor: context.decompressor, buffer: context.buffer,
-                            digest: digest, bases: context.bases(in: txn, dbs))
-                        try direct.take(index, raw, isZero: false)
-                    case .filled(let checksum):
-                        let buffer = UnsafeMutableRawBufferPointer(rebasing: context.buffer[..<length])
-                        guard
-                            let raw = dbs.fillFiles.read(
-                                manifestID: version.manifestID, at: index << layout.shift, into: buffer,
-                                checksum: checksum)
-                        else { throw ChunkVanished(index: index) }
-                        try direct.take(index, raw, isZero: false)
-                    case .absent:
-                        throw ChunkVanished(index: index)
+                    let chunk = layout.range(ofChunk: index, length: version.size)
+                    switch try reader.read(
+                        try cursor.entry(index, in: txn), of: version.manifestID, spanning: chunk,
+                        into: { context.buffer }, in: txn)
+                    {
+                    case .zero: try direct.take(index, ZeroBytes.prefix(Int(chunk.length)), isZero: true)
+                    case .bytes(let raw): try direct.take(index, raw, isZero: false)
+                    case .unreadable(.damaged(_, let error)): throw error
+                    case .unreadable: throw ChunkVanished(index: index)
                     }
                 }
             }
