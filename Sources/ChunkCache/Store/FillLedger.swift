@@ -74,9 +74,9 @@ struct UnnamedFills: Sendable {
 }
 
 /// The fills' records, inside write transactions: what is recorded when downloads land, settle, are evicted or
-/// go with their version. `meta`'s ``MetaKey/fillBytes`` counts the bytes every fill file takes (a settled
-/// chunk's bytes stay in its file until the version has no fill left and the file goes), so the bound
-/// (``SpaceBound``) counts them.
+/// go with their version. `meta`'s ``MetaKey/fillBytes`` counts the bytes every fill file takes, so the bound
+/// (``SpaceBound``) counts them; a forgotten fill's bytes leave the count in the transaction that forgets it,
+/// and the disk in it too (eviction) or right after its commit (settling: ``releaseUnnamedFills(_:_:)``).
 extension WriteTransaction {
     /// Records downloaded chunks of `manifestID` and writes their bytes into its fill file: each `absent` entry
     /// becomes `filled` (or `zero`), keeping the hash the manifest knew for the settler. With `refill`, a `filled`
@@ -172,9 +172,7 @@ extension WriteTransaction {
     @available(*, noasync)
     mutating func forgetFillFileIfDone(
         _ manifestID: UInt64, leavingFileFor unnamed: inout UnnamedFills, _ dbs: Databases
-    )
-        throws
-    {
+    ) throws {
         guard try !hasFillRecords(manifestID, dbs) else { return }
         try forgetFileBytes(manifestID, dbs)
         unnamed.versions.insert(manifestID)
