@@ -232,12 +232,25 @@ public final class Environment: @unchecked Sendable {
     /// function is unavailable from async code: call it from the one writer thread.
     /// The corresponding C functions are `mdb_txn_begin`, `mdb_txn_commit` and `mdb_txn_abort`.
     ///
+    /// What `body` left for after the commit (``WriteTransaction/afterCommit(_:)``) runs once the commit
+    /// succeeded, on this thread, before this returns; an abort or a failed commit drops it.
+    ///
     /// - Parameter durability: `.full` (the default) flushes data and metadata at commit. `.deferMeta`
     ///   (`MDB_NOMETASYNC` for this commit) flushes the data only: the database stays intact whatever happens,
     ///   but a system crash may undo this transaction. For writes that can be made again (a cache's
     ///   downloads). Only one thread of the process may write, so changing the flag around one commit is safe.
     @available(*, noasync, message: "a write transaction must begin and commit on one thread")
     public func write<R>(durability: Durability = .full, _ body: (inout WriteTransaction) throws -> R) throws -> R {
+        let (result, work) = try commit(durability: durability, body)
+        for piece in work { piece.run(self) }
+        return result
+    }
+
+    /// ``write(durability:_:)`` up to its commit: the result, and the work left for after it.
+    @available(*, noasync)
+    private func commit<R>(durability: Durability, _ body: (inout WriteTransaction) throws -> R) throws -> (
+        R, [any AfterCommit]
+    ) {
         if durability == .deferMeta { try check(mdb_env_set_flags(handle, UInt32(MDB_NOMETASYNC), 1)) }
         defer { if durability == .deferMeta { mdb_env_set_flags(handle, UInt32(MDB_NOMETASYNC), 0) } }
         var raw: OpaquePointer?
@@ -251,7 +264,7 @@ public final class Environment: @unchecked Sendable {
             throw error
         }
         try check(mdb_txn_commit(raw))
-        return result
+        return (result, txn.afterCommitWork)
     }
 
     /// What a commit flushes to disk.

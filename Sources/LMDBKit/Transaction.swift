@@ -104,9 +104,28 @@ public struct ReadTransaction: ~Copyable, TransactionReading {
     public let handle: OpaquePointer
 }
 
+/// Work a write transaction leaves for after its commit (``WriteTransaction/afterCommit(_:)``): what must not
+/// happen unless the transaction's changes last, such as freeing what they stopped naming.
+public protocol AfterCommit: AnyObject {
+    /// Does the work, once, on the thread that committed, after a successful commit and outside any transaction:
+    /// it may begin one in `environment`. Never runs when the transaction aborts.
+    func run(_ environment: Environment)
+}
+
 /// A write transaction. Only lives inside ``Environment/write(durability:_:)``, on the thread that began it.
 public struct WriteTransaction: ~Copyable, TransactionReading {
     public let handle: OpaquePointer
+    /// What ``Environment/write(durability:_:)`` runs once this has committed, in the order it was added.
+    var afterCommitWork: [any AfterCommit] = []
+
+    /// The work of type `Work` this transaction runs after it commits, added from `make` the first time it is
+    /// asked for: a transaction that leaves many pieces of one kind of work gathers them in one object, run once.
+    public mutating func afterCommit<Work: AfterCommit>(_ make: () -> Work) -> Work {
+        if let work = afterCommitWork.lazy.compactMap({ $0 as? Work }).first { return work }
+        let work = make()
+        afterCommitWork.append(work)
+        return work
+    }
 
     /// Opens or creates a named database. The corresponding C function is `mdb_dbi_open`.
     @available(*, noasync)

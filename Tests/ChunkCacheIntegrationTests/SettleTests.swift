@@ -228,20 +228,38 @@ import Testing
             "\(report.corruptFills) \(report.inconsistencies)", sourceLocation: sourceLocation)
     }
 
+    /// Two files at the origin (6 random chunks and 5 text chunks and a bit, from `seed` and `seed + 1`),
+    /// fetched whole and left as 12 fills, for `body` with the files, their total size and each fetch's result.
+    static func withTwoFilledFiles(
+        seed: UInt64,
+        _ body: (ChunkCache, _ files: [String: [UInt8]], _ total: Int64, _ fetched: [String: FetchResult])
+            async throws -> Void
+    ) async throws {
+        let files = [
+            "a.bin": TestData.random(count: 6 * chunk, seed: seed),
+            "b.bin": TestData.text(count: 5 * chunk + 123, seed: seed + 1),
+        ]
+        let total = Int64(files.values.reduce(0) { $0 + $1.count })
+        try await withOrigin(files) { cache, _, _ in
+            var fetched: [String: FetchResult] = [:]
+            for name in files.keys.sorted() {
+                let whole = try await fetchWhole(cache, name)
+                #expect(whole.bytes == files[name])
+                fetched[name] = whole.result
+            }
+            await cache.waitForDownloads()
+            let filled = try await cache.statistics()
+            #expect(filled.unsettledChunks == 12 && filled.fillBytes == total)
+            try await body(cache, files, total, fetched)
+        }
+    }
+
     @Test(
         "§10 a crash never damages the store: a settle whose batch is undone before it commits (as by a kill) leaves every fill as it was, bytes and file included; verify is clean, and the next settle settles every one, none lost",
         .requires(NginxServer.self))
     func settleUndoneBeforeItsCommitLosesNothing() async throws {
-        let files = [
-            "a.bin": TestData.random(count: 6 * Self.chunk, seed: 2761),
-            "b.bin": TestData.text(count: 5 * Self.chunk + 123, seed: 2762),
-        ]
-        let total = Int64(files.values.reduce(0) { $0 + $1.count })
-        try await Self.withOrigin(files) { cache, _, _ in
-            for name in files.keys.sorted() { #expect(try await Self.fetchWhole(cache, name).bytes == files[name]) }
-            await cache.waitForDownloads()
+        try await Self.withTwoFilledFiles(seed: 2761) { cache, files, total, _ in
             let before = try await cache.statistics()
-            #expect(before.unsettledChunks == 12 && before.fillBytes == total)
 
             struct Undone: Error {}
             cache.store.settler.beforeBatchCommit.withLock { $0 = { throw Undone() } }
@@ -422,6 +440,41 @@ import Testing
             }
             let settled = try await cache.settle()
             #expect(settled.settled == 32 && settled.mismatched == 0 && settled.lost == 0)
+            try await WireSpeedTests.expectVerifiesClean(cache)
+        }
+    }
+
+    @Test(
+        "§12 a crash never damages the store: an eviction undone before it commits leaves every fill readable, bytes and file included (here undone by a damaged manifest page of its last item, after it forgot the first item's fills); verify is clean, nothing is downloaded again, and the next settle settles every one, none lost",
+        .requires(NginxServer.self))
+    func evictionUndoneBeforeItsCommitLeavesEveryFillReadable() async throws {
+        try await Self.withTwoFilledFiles(seed: 2791) { cache, files, total, fetched in
+            let before = try await cache.statistics()
+            let version = try #require(fetched["b.bin"]).item.itemVersion.contentVersionString
+            let record = try Self.record(of: ItemIdentifier(domain: "web", "b.bin"), version: version, in: cache)
+            let lastPage = Keys.manifestPage(record.manifestID, page: 0)
+
+            // b.bin's page fails its seal: the eviction, which forgot a.bin's fills first, throws and aborts.
+            let flip: @Sendable (inout [UInt8]) -> Void = { $0[0] ^= 0x01 }
+            try await RecordIntegrityTests.damage(cache.store.dbs.manifests, key: lastPage, in: cache, flip)
+            await #expect(throws: (any Error).self) { _ = try await cache.evict(["a.bin", "b.bin"], inDomain: "web") }
+            try await RecordIntegrityTests.damage(cache.store.dbs.manifests, key: lastPage, in: cache, flip)
+
+            let after = try await cache.statistics()
+            #expect(
+                after.unsettledChunks == 12 && after.unsettledBytes == before.unsettledBytes
+                    && after.fillBytes == total,
+                "the undone eviction changed nothing: \(after.unsettledChunks) unsettled, \(after.fillBytes) fill bytes"
+            )
+            #expect(Self.fillFiles(of: cache).count == 2, "both fill files are still there")
+            #expect(try Self.fillDiskBytes(of: cache) >= total, "no fill's bytes were punched out")
+            try await Self.expectFillsVerifyClean(cache)
+            for name in files.keys.sorted() {
+                let again = try await Self.fetchWhole(cache, name)
+                #expect(again.bytes == files[name] && again.result.downloadedBytes == 0, "\(name) read from its fills")
+            }
+            #expect(try await cache.settle() == SettleResult(settled: 12, settledBytes: total))
+            #expect(Self.fillFiles(of: cache).isEmpty)
             try await WireSpeedTests.expectVerifiesClean(cache)
         }
     }

@@ -84,6 +84,44 @@ import Testing
         }
     }
 
+    /// Counts what transactions left for after their commits, and what the committed data held when it ran.
+    final class Tally: AfterCommit {
+        var pieces = 0
+        var runs: [[UInt8]?] = []
+        let db: Database
+        init(_ db: Database) { self.db = db }
+        func run(_ environment: Environment) {
+            runs.append(try? environment.write { txn in try txn.value(db, "key") })
+        }
+    }
+
+    @Test func workLeftForAfterTheCommitRunsOnceAfterItAndNeverAfterAnAbort() throws {
+        struct Abandon: Error {}
+        try withDatabase(mapSize: 1 << 20) { env, db in
+            let kept = try env.write { txn in
+                let first = txn.afterCommit { Tally(db) }
+                first.pieces += 1
+                try txn.put(db, key: bytes("key"), value: bytes("committed"))
+                let again = txn.afterCommit { Tally(db) }
+                again.pieces += 1
+                #expect(first === again, "one object per kind of work and transaction")
+                #expect(first.runs.isEmpty, "nothing runs before the commit")
+                return first
+            }
+            #expect(kept.pieces == 2 && kept.runs == [bytes("committed")], "ran once, after the commit, free to write")
+
+            let dropped = Tally(db)
+            #expect(throws: Abandon.self) {
+                try env.write { txn throws in
+                    _ = txn.afterCommit { dropped }
+                    try txn.put(db, key: bytes("key"), value: bytes("abandoned"))
+                    throw Abandon()
+                }
+            }
+            #expect(dropped.runs.isEmpty, "an aborted transaction's work never runs")
+        }
+    }
+
     @Test func aTinyMapFillsUpWithMapFullAndKeepsWhatWasCommitted() throws {
         try withDatabase(mapSize: 256 << 10) { env, db in
             let committed = TestData.random(count: 8 << 10, seed: 1)

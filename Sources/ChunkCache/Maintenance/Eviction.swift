@@ -74,7 +74,7 @@ extension WriteTransaction {
             try forgetFill(manifest, fill.index, dbs)
             bytes += fill.length
         }
-        if !fills.isEmpty { try removeFillFileIfDone(manifest, dbs) }
+        if !fills.isEmpty { try forgetFillFileIfDone(manifest, dbs) }
         for digest in dropped {
             bytes += Int64(try intactChunkRef(digest, dbs)?.rawLength ?? 0)
             try releaseChunk(digest, dbs)

@@ -177,8 +177,9 @@ extension Verifier {
 
     /// Drops what ``checkFills(in:_:cancellation:observer:)`` found wrong, in one write transaction, each only
     /// where it is still as found: a damaged fill's entry becomes `absent` with the hash its manifest knew (its
-    /// record forgotten, its bytes punched out), an orphan record is deleted (its bytes punched out), an orphan file removed, and the
-    /// counter set to its recount. Nothing else changes. Returns how many fills were dropped.
+    /// record forgotten), an orphan record is deleted, an orphan file removed, and the counter set to its
+    /// recount; the forgotten fills' bytes are punched out once this has committed. Nothing else changes.
+    /// Returns how many fills were dropped.
     @available(*, noasync)
     static func repairFills(_ found: FillFindings, in store: Store) throws -> Int {
         let dbs = store.dbs
@@ -199,7 +200,7 @@ extension Verifier {
                 try txn.forgetFill(place.manifestID, place.index, dbs)
                 touched.insert(place.manifestID)
             }
-            for manifestID in touched.sorted() { try txn.removeFillFileIfDone(manifestID, dbs) }
+            for manifestID in touched.sorted() { try txn.forgetFillFileIfDone(manifestID, dbs) }
             for manifestID in found.orphanFiles where try !txn.hasFills(manifestID, dbs) {
                 // Inside the transaction: fills are written only by the one that records them.
                 dbs.fillFiles.remove(manifestID)

@@ -172,7 +172,7 @@ final class Settler: Sendable {
         guard !unnamed.isEmpty else { return }
         // Checked again in the transaction: a writer may have recorded fills in one meanwhile.
         try store.writer.writeAndWait(durability: .deferMeta) { txn in
-            for id in unnamed { try txn.removeFillFileIfDone(id, dbs) }
+            for id in unnamed { try txn.forgetFillFileIfDone(id, dbs) }
         }
     }
 

@@ -73,10 +73,28 @@ struct UnnamedFills: Sendable {
     var isEmpty: Bool { places.isEmpty && versions.isEmpty }
 }
 
+/// The fill bytes one write transaction forgot, freed by ``WriteTransaction/releaseUnnamedFills(_:_:)`` in a
+/// transaction of their own once it has committed, however many it forgot.
+final class FillRelease: AfterCommit {
+    var unnamed = UnnamedFills()
+    private let dbs: Databases
+
+    init(_ dbs: Databases) { self.dbs = dbs }
+
+    func run(_ environment: Environment) {
+        guard !unnamed.isEmpty else { return }
+        // Failing here leaves bytes no record names, as a kill here would; they go with their file.
+        Diagnostics.attempt("free the disk of forgotten downloaded chunks") {
+            try environment.write { txn in try txn.releaseUnnamedFills(unnamed, dbs) }
+        }
+    }
+}
+
 /// The fills' records, inside write transactions: what is recorded when downloads land, settle, are evicted or
 /// go with their version. `meta`'s ``MetaKey/fillBytes`` counts the bytes every fill file takes, so the bound
 /// (``SpaceBound``) counts them; a forgotten fill's bytes leave the count in the transaction that forgets it,
-/// and the disk in it too (eviction) or right after its commit (settling: ``releaseUnnamedFills(_:_:)``).
+/// and the disk right after its commit (``releaseUnnamedFills(_:_:)``), never before: a kill before the commit
+/// undoes the forgetting, and the fills it restores must find their bytes.
 extension WriteTransaction {
     /// Records downloaded chunks of `manifestID` and writes their bytes into its fill file: each `absent` entry
     /// becomes `filled` (or `zero`), keeping the hash the manifest knew for the settler. With `refill`, a `filled`
@@ -131,15 +149,14 @@ extension WriteTransaction {
         return recorded
     }
 
-    /// Forgets the fill of chunk `index` (evicted, dropped by a repair, or refilled as zeros): its record goes,
-    /// and its bytes leave the count and the disk at once. Returns the hash the manifest knew for it.
+    /// Forgets the fill of chunk `index` (evicted, dropped by a repair, or refilled as zeros): its record goes
+    /// and its bytes leave the count, and the disk once this transaction has committed (``FillRelease``).
+    /// Returns the hash the manifest knew for it.
     @available(*, noasync)
     @discardableResult
     mutating func forgetFill(_ manifestID: UInt64, _ index: Int64, _ dbs: Databases) throws -> ChunkDigest? {
-        var unnamed = UnnamedFills()
-        let expected = try forgetFill(manifestID, index, leavingBytesFor: &unnamed, dbs)
-        try releaseUnnamedFills(unnamed, dbs)
-        return expected
+        let release = afterCommit { FillRelease(dbs) }
+        return try forgetFill(manifestID, index, leavingBytesFor: &release.unnamed, dbs)
     }
 
     /// Forgets the fill of chunk `index` (settled or lost): its record goes and its bytes leave the count, but
@@ -160,11 +177,12 @@ extension WriteTransaction {
         return record.expected
     }
 
-    /// Removes the fill file of `manifestID` when no fill of it is left, and its bytes from the count.
+    /// Drops the count of the fill file of `manifestID` when no fill of it is left; the file goes once this
+    /// transaction has committed (``FillRelease``).
     @available(*, noasync)
-    mutating func removeFillFileIfDone(_ manifestID: UInt64, _ dbs: Databases) throws {
-        guard try !hasFillRecords(manifestID, dbs) else { return }
-        try removeFillFile(manifestID, dbs)
+    mutating func forgetFillFileIfDone(_ manifestID: UInt64, _ dbs: Databases) throws {
+        let release = afterCommit { FillRelease(dbs) }
+        try forgetFillFileIfDone(manifestID, leavingFileFor: &release.unnamed, dbs)
     }
 
     /// Drops the count of the fill file of `manifestID` when no fill of it is left, and notes the file in
@@ -195,7 +213,8 @@ extension WriteTransaction {
         for manifestID in done.sorted() { dbs.fillFiles.remove(manifestID) }
     }
 
-    /// Forgets every fill of `manifestID` and removes its file (the version is dropped).
+    /// Forgets every fill of `manifestID` (the version is dropped); its file goes once this transaction has
+    /// committed (``FillRelease``).
     @available(*, noasync)
     mutating func removeFills(of manifestID: UInt64, _ dbs: Databases) throws {
         var keys: [[UInt8]] = []
@@ -205,14 +224,7 @@ extension WriteTransaction {
         }
         guard !keys.isEmpty else { return }
         for key in keys where FillKeys.parse(key.withUnsafeBytes { $0 }) != nil { try delete(dbs.fills, key: key) }
-        try removeFillFile(manifestID, dbs)
-    }
-
-    @available(*, noasync)
-    private mutating func removeFillFile(_ manifestID: UInt64, _ dbs: Databases) throws {
-        try forgetFileBytes(manifestID, dbs)
-        // Inside the transaction: a writer of this version's fills checks the file is still linked in its own.
-        dbs.fillFiles.remove(manifestID)
+        try forgetFillFileIfDone(manifestID, dbs)
     }
 
     /// Drops the count of the bytes the fill file of `manifestID` takes.
