@@ -573,6 +573,7 @@ struct MountTests {
     func hydrationInExtents() async throws {
         try await Self.withMountedOrigin(fillBelow: "16MiB") { _, _, server, mount, movie in
             let file = mount.mountPoint + "/movie.bin"
+            try await server.clearAccessLog()  // the mount's warm-up request
             _ = try shell("head -c 1 \(file) > /dev/null")
             #expect(try Self.eventually { Self.cachedBytes(file) == movie.count }, "\(Self.cachedBytes(file))")
             let ranges = try await Self.gets(of: "movie.bin", server)
@@ -629,6 +630,24 @@ struct MountTests {
             let chunk = Int64(offset / 65_536 * 65_536)
             #expect(ranges == [chunk..<(chunk + 65_536)], "\(ranges)")
             #expect(Self.cachedBytes(file) == 65_536)
+        }
+    }
+
+    @Test(
+        "§13 §10: the first read of a cold file through a fresh mount needs its GET alone: no HEAD, and the connection it goes on was open before the read",
+        .requires(NginxServer.self))
+    func firstReadIsItsGetAlone() async throws {
+        try await Self.withMountedOrigin { _, _, server, mount, movie in
+            let ready = try await server.accessLog()
+            let read = try shell(
+                "python3 -c 'import os, sys; fd = os.open(\"\(mount.mountPoint)/movie.bin\", os.O_RDONLY); sys.stdout.buffer.write(os.pread(fd, 4096, 0))' | sha256sum | cut -d' ' -f1"
+            )
+            #expect(read.output.trimmingCharacters(in: .newlines) == Self.sha256(Array(movie[0..<4096])))
+            let during = try await server.accessLog().dropFirst(ready.count)
+            #expect(during.map(\.method) == ["GET"], "\(during)")
+            #expect(
+                during.first.map { $0.connectionRequests > 1 } == true,
+                "the GET reused a connection the mount opened before it served: \(during), after \(ready)")
         }
     }
 
