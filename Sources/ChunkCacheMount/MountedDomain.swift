@@ -195,13 +195,17 @@ public final class MountedDomain: FuseFilesystem {
         guard count > 0 else { return request.reply(bytes: UnsafeRawBufferPointer(start: nil, count: 0)) }
         let buffer = buffers.take(count)
         let target = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
+        let miss: ReadMiss
         do {
-            if let served = try cache.readCached(
+            switch try cache.readCached(
                 file.item, version: file.version, at: offset, into: target, options: .strictVersioning)
             {
+            case .served(let served):
                 request.reply(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<served.bytesRead]))
                 buffers.give(buffer)
                 return
+            case .missing(let missing):
+                miss = missing
             }
         } catch {
             buffers.give(buffer)
@@ -213,11 +217,11 @@ public final class MountedDomain: FuseFilesystem {
             return request.fail(ETIMEDOUT)
         }
         fill.missed(file, range)
-        // Not all in the store: the origin's bytes are awaited in a task, which answers.
+        // Not all in the store: the origin's bytes are awaited in a task, which answers; it fills the plan
+        // the read above made, without planning again.
         Task { [cache, buffers, timedOut] in
             do {
-                let served = try await cache.read(
-                    file.item, version: file.version, at: offset, into: target, options: .strictVersioning)
+                let served = try await cache.read(miss)
                 request.reply(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<served.bytesRead]))
             } catch {
                 if error.mountErrno == ETIMEDOUT { timedOut.note(handle, range) }

@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// `chunkcache bench churn` (issue 10's churn measurement) in its smoke form against nginx on 127.0.0.1: the
+/// `chunkcache bench churn` (the churn measurement) in its smoke form against nginx on 127.0.0.1: the
 /// JSON it promises, a store that never passed its bound, eviction at work, and nothing left behind.
 @Suite("chunkcache bench churn", .serialized)
 struct BenchChurnTests {

@@ -2,9 +2,9 @@ import Foundation
 import TestSupport
 import Testing
 
-/// `chunkcache bench deltas` (CONTRACT §14, issue 21): the model of what a version series takes stored with and
+/// `chunkcache bench deltas` (CONTRACT §14): the model of what a version series takes stored with and
 /// without deltas, on a series whose figures are known in advance.
-@Suite("§14 chunkcache bench deltas (issue 21)")
+@Suite("§14 chunkcache bench deltas")
 struct BenchDeltasTests {
     /// A 1 MiB random version, and the same with 300 bytes inserted at 100,000: every chunk after the first is new.
     func series(in dir: String) throws -> (String, String) {
@@ -15,7 +15,7 @@ struct BenchDeltasTests {
         return (dir + "/v1.bin", dir + "/v2.bin")
     }
 
-    @Test("§14 issue 21: bench deltas --json: an insertion that shifts a version costs deltas of a few hundred bytes")
+    @Test("§14: bench deltas --json: an insertion that shifts a version costs deltas of a few hundred bytes")
     func insertionSeriesJSON() throws {
         try withTemporaryDirectory { dir in
             let (v1, v2) = try series(in: dir)
@@ -46,7 +46,7 @@ struct BenchDeltasTests {
     }
 
     @Test(
-        "§14 issue 21: bench deltas --aligned-bases: bases of two whole chunks still hold every shifted chunk's bytes")
+        "§14: bench deltas --aligned-bases: bases of two whole chunks still hold every shifted chunk's bytes")
     func alignedBases() throws {
         try withTemporaryDirectory { dir in
             let (v1, v2) = try series(in: dir)
@@ -59,7 +59,7 @@ struct BenchDeltasTests {
         }
     }
 
-    @Test("§14 issue 21: bench deltas prints a table, and takes no block size outside 64 bytes to the chunk size")
+    @Test("§14: bench deltas prints a table, and takes no block size outside 64 bytes to the chunk size")
     func textAndBadInput() throws {
         try withTemporaryDirectory { dir in
             let (v1, v2) = try series(in: dir)

@@ -84,7 +84,7 @@ struct BenchTests {
     }
 
     @Test(
-        "§14 issue 21: read-latency --hot times the same fetches once every chunk they touch is hot, beside the raw floor of the same run"
+        "§14: read-latency --hot times the same fetches once every chunk they touch is hot, beside the raw floor of the same run"
     )
     func readLatencyHot() throws {
         try withTemporaryDirectory { dir in
@@ -188,7 +188,7 @@ struct BenchTests {
     }
 
     @Test(
-        "dedup --json with deltas (§14, issue 21): a version with bytes inserted near its start is stored as deltas, a fifth or less of what the store without deltas takes"
+        "dedup --json with deltas (§14): a version with bytes inserted near its start is stored as deltas, a fifth or less of what the store without deltas takes"
     )
     func dedupWithDeltas() throws {
         try withTemporaryDirectory { dir in

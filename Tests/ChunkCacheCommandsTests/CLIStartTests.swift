@@ -3,7 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("§7 issue 20: a fast CLI start")
+@Suite("§7: a fast CLI start")
 struct CLIStartTests {
     /// Every place a command could put a store when none is named: `$CHUNKCACHE_STORE`, `$XDG_CACHE_HOME`
     /// and `~/.cache`, all inside `dir`.
@@ -17,7 +17,7 @@ struct CLIStartTests {
         try FileManager.default.subpathsOfDirectory(atPath: dir).sorted()
     }
 
-    @Test("§7 issue 20: --version prints the version (with --json, {\"version\"}), exits 0 and creates no store")
+    @Test("§7: --version prints the version (with --json, {\"version\"}), exits 0 and creates no store")
     func versionTouchesNoStore() throws {
         try withTemporaryDirectory { dir in
             let env = try storeEnvironment(dir)
@@ -125,7 +125,7 @@ struct CLIStartTests {
         }
     }
 
-    @Test("§7 issue 20: --help, COMMAND --help and help COMMAND print help, exit 0 and create no store")
+    @Test("§7: --help, COMMAND --help and help COMMAND print help, exit 0 and create no store")
     func helpTouchesNoStore() throws {
         try withTemporaryDirectory { dir in
             let env = try storeEnvironment(dir)

@@ -77,7 +77,7 @@ import Testing
     }
 
     @Test(
-        "§10 A19 (issue 18): read-ahead continues across processes: 48 sequential 64 KiB fetch commands make a handful of GETs, not 48",
+        "§10 A19: read-ahead continues across processes: 48 sequential 64 KiB fetch commands make a handful of GETs, not 48",
         .requires(NginxServer.self))
     func readAheadAcrossProcesses() async throws {
         let bytes = TestData.random(count: 8 << 20, seed: 42)
@@ -101,7 +101,7 @@ import Testing
     }
 
     @Test(
-        "§10 (issue 20): fetch --out of a whole cold 64 MiB file of a domain-synced item is byte-exact, asks no HEAD, makes 8 GETs of 8 MiB at --pipeline-depth 4, keeps peak RSS under 150 MiB; verify is clean",
+        "§10: fetch --out of a whole cold 64 MiB file of a domain-synced item is byte-exact, asks no HEAD, makes 8 GETs of 8 MiB at --pipeline-depth 4, keeps peak RSS under 150 MiB; verify is clean",
         .requires(NginxServer.self))
     func wholeFetchOutStreams() async throws {
         let bytes = TestData.random(count: 64 << 20, seed: 2005)

@@ -6,9 +6,9 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 10, "crash at any point": the real `chunkcache` binary is killed with SIGKILL at random moments of
+/// Crash at any point (CONTRACT §6): the real `chunkcache` binary is killed with SIGKILL at random moments of
 /// `put`, `import`, a cold `fetch` from an nginx origin, `evict`, `gc`, `domain sync` and the hot tier's
-/// re-encoding (issue 21), and after each kill fresh processes check what CONTRACT §6 ("nothing is lost on
+/// re-encoding, and after each kill fresh processes check what CONTRACT §6 ("nothing is lost on
 /// any error: a failed write leaves the store as it was before it"), §12 and §14 promise:
 ///
 /// - the store opens and `verify` finds no corrupt chunk, damaged version or record, and no inconsistency
@@ -24,7 +24,7 @@ import Glibc
 /// from `CHUNKCACHE_CRASH_SEED` uniformly between 0 and the operation's duration measured once in the same
 /// run. Every failure names the seed, the round and the delay; `scripts/crash-soak.sh` runs 100 kills per
 /// kind with a fresh seed.
-@Suite("Issue 10: crash at any point", .serialized)
+@Suite("§6 crash at any point", .serialized)
 struct CrashAtAnyPointTests {
     @Test(
         "kill -9 during put at random moments (storing deltas): the store opens, verify is clean, every committed version (and the killed one if it landed) reads byte-exact, stat agrees with a recount, no temp file stays (§6, §12, §14)"
@@ -460,7 +460,7 @@ struct CrashAtAnyPointTests {
     }
 
     @Test(
-        "kill -9 while the hot tier re-encodes chunks (promoting them in a fetch's last usage flush, cooling them in init --hot-size 0) at random moments: the store verifies clean, stat's counters (hotBytes, storedBytes) agree with a recount, every version reads byte-exact (§6, §14, issue 21)"
+        "kill -9 while the hot tier re-encodes chunks (promoting them in a fetch's last usage flush, cooling them in init --hot-size 0) at random moments: the store verifies clean, stat's counters (hotBytes, storedBytes) agree with a recount, every version reads byte-exact (§6, §14)"
     )
     func killedReencodes() throws {
         try withTemporaryDirectory { dir in

@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 10, "a damaged store never takes down its host": copies of a real store (several domains, items and
+/// A damaged store never takes down its host (CONTRACT §6): copies of a real store (several domains, items and
 /// versions, a few MiB so there are overflow pages and B-trees of more than one level) are damaged at random
 /// offsets of `data.mdb` — a single byte flipped in a B-tree page, a byte flipped anywhere, or a whole 4 KiB
 /// page zeroed — and the real `chunkcache` binary runs `verify`, `stat`, `fetch` of the items and
@@ -22,7 +22,7 @@ import Glibc
 ///
 /// `CHUNKCACHE_DAMAGE_SEEDS` copies (20 in CI), damage drawn from `CHUNKCACHE_DAMAGE_SEED`;
 /// `scripts/damage-soak.sh` runs 100 with a fresh seed. A failure names the seed and the copy.
-@Suite("Issue 10: a damaged store never takes down its host", .serialized)
+@Suite("§6 a damaged store never takes down its host", .serialized)
 struct DamagedStoreTests {
     static let copies = Int(ProcessInfo.processInfo.environment["CHUNKCACHE_DAMAGE_SEEDS"] ?? "") ?? 20
     static let seed = UInt64(ProcessInfo.processInfo.environment["CHUNKCACHE_DAMAGE_SEED"] ?? "") ?? 0xDA3A6E

@@ -6,7 +6,7 @@ import Testing
 @Suite("§14 hot tier commands")
 struct HotTierCommandTests {
     @Test(
-        "§14 issue 21: init --hot-size sets the hot tier (default the smaller of 10% of the bound and 1GiB); two fetches in two processes make chunks hot, stat prints hotSize, hotBytes and hotChunks; --hot-size 0 cools them"
+        "§14: init --hot-size sets the hot tier (default the smaller of 10% of the bound and 1GiB); two fetches in two processes make chunks hot, stat prints hotSize, hotBytes and hotChunks; --hot-size 0 cools them"
     )
     func hotSizeAndFigures() throws {
         try withTemporaryDirectory { dir in

@@ -10,7 +10,7 @@ import Glibc
 
 /// A mount's replies after its session ended must not reach libfuse: by then the request's channel is closed
 /// and the session's memory freed (a late reply printed "fuse: writing device: Bad file descriptor").
-@Suite("§13 FuseKit's reply gate (issue 20)")
+@Suite("§13 FuseKit's reply gate")
 struct ReplyGateTests {
     @Test("replies pass while the session serves and none after it ended; the end waits for a reply under way")
     func gate() async throws {

@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// What the store promises about its files, paths and secrets (issue 10 "Security"; CONTRACT §6, §10).
+/// What the store promises about its files, paths and secrets (CONTRACT §6, §10).
 @Suite(.serialized) struct SecurityTests {
     static let secret = "Bearer tok-77c1-NEVER-PRINTED"
 

@@ -74,6 +74,13 @@ final class CLIProcess: @unchecked Sendable {
     /// Sends `signal` (SIGTERM, SIGINT…).
     func send(_ signal: Int32) { kill(process.processIdentifier, signal) }
 
+    /// Whether the process ends within `seconds`; it is left running either way.
+    func ends(within seconds: Double) -> Bool {
+        guard exited.wait(timeout: .now() + seconds) == .success else { return false }
+        exited.signal()  // ``wait(timeout:)`` waits for the same signal
+        return true
+    }
+
     /// Waits for the process to end (killing it after `timeout` seconds) and collects its output.
     func wait(timeout: Double = 60) -> CLIResult {
         if exited.wait(timeout: .now() + timeout) == .timedOut {

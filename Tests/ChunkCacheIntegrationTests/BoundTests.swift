@@ -155,7 +155,7 @@ import Testing
     }
 
     @Test(
-        "§12 (issue 18): the bound is the store's disk use: an empty store bounded at 16 MiB takes at most 16 MiB with its space reserve, and stat's fileBytes is what its files take (tmp/ aside)"
+        "§12: the bound is the store's disk use: an empty store bounded at 16 MiB takes at most 16 MiB with its space reserve, and stat's fileBytes is what its files take (tmp/ aside)"
     )
     func emptyStoreWithinItsBound() async throws {
         try await withTemporaryDirectory { dir in
@@ -177,7 +177,7 @@ import Testing
     }
 
     @Test(
-        "§12 (issue 18): a store bounded at 16 MiB filled with 32 MiB through an origin keeps every file it keeps (data.mdb, lock.mdb, the reserve; tmp/ aside) within 16 MiB, and fileBytes says so",
+        "§12: a store bounded at 16 MiB filled with 32 MiB through an origin keeps every file it keeps (data.mdb, lock.mdb, the reserve; tmp/ aside) within 16 MiB, and fileBytes says so",
         .requires(NginxServer.self))
     func wholeDirectoryWithinItsBound() async throws {
         var files: [String: [UInt8]] = [:]
@@ -195,7 +195,7 @@ import Testing
     }
 
     @Test(
-        "§12 (issue 18): evictableBytes and pinnedBytes count chunks once: pinning a partly cached item moves all its bytes to pinnedBytes, none evictable",
+        "§12: evictableBytes and pinnedBytes count chunks once: pinning a partly cached item moves all its bytes to pinnedBytes, none evictable",
         .requires(NginxServer.self))
     func pinOfPartlyCachedItem() async throws {
         let bytes = TestData.random(count: 4 << 20, seed: 41)
@@ -223,7 +223,7 @@ import Testing
     }
 
     @Test(
-        "§12 (issue 18): evictableBytes counts a chunk two versions share once: two 4 MiB versions sharing 2 MiB make 6 MiB evictable (not 8), and a pin of one holds its 4 MiB, leaving the other's own 2 MiB evictable",
+        "§12: evictableBytes counts a chunk two versions share once: two 4 MiB versions sharing 2 MiB make 6 MiB evictable (not 8), and a pin of one holds its 4 MiB, leaving the other's own 2 MiB evictable",
         .requires(NginxServer.self))
     func versionsSharingChunks() async throws {
         let a = TestData.random(count: 4 << 20, seed: 42)
@@ -266,7 +266,7 @@ import Testing
     }
 
     @Test(
-        "§12 (issue 18): a local put that cannot fit even once every evictable chunk went is insufficientQuota and evicts nothing; one that fits after evicting part evicts only part",
+        "§12: a local put that cannot fit even once every evictable chunk went is insufficientQuota and evicts nothing; one that fits after evicting part evicts only part",
         .requires(NginxServer.self))
     func refusedPutEvictsNothing() async throws {
         var files: [String: [UInt8]] = [:]
@@ -302,7 +302,7 @@ import Testing
     }
 
     @Test(
-        "§12 (issue 18): fetches three at a time through an origin, with no pause for eviction, never take the files a 16 MiB store keeps past 16 MiB (LMDB's map leaves room for the others)",
+        "§12: fetches three at a time through an origin, with no pause for eviction, never take the files a 16 MiB store keeps past 16 MiB (LMDB's map leaves room for the others)",
         .requires(NginxServer.self))
     func concurrentFillWithinItsBound() async throws {
         var files: [String: [UInt8]] = [:]

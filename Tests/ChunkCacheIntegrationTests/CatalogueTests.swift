@@ -76,7 +76,7 @@ import Testing
     }
 
     @Test(
-        "§7 §11 D2 (issue 18): a put of an earlier version's bytes makes them current again: a change, a new domain version, newest in versions, served by fetch"
+        "§7 §11 D2: a put of an earlier version's bytes makes them current again: a change, a new domain version, newest in versions, served by fetch"
     )
     func revertByPut() async throws {
         try await withTemporaryDirectory { dir in
@@ -134,7 +134,7 @@ import Testing
     }
 
     @Test(
-        "§11 D2 (issue 18): the same bytes put without a version keep the version that holds them; a new --version name is a new version"
+        "§11 D2: the same bytes put without a version keep the version that holds them; a new --version name is a new version"
     )
     func sameBytesKeepTheirVersion() async throws {
         try await withTemporaryDirectory { dir in

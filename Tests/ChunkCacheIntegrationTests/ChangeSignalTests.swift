@@ -5,7 +5,7 @@ import Testing
 
 @testable import ChunkCache
 
-/// Waiters of changes are woken by a signal, not by polling (CONTRACT §11, E2, issue 18).
+/// Waiters of changes are woken by a signal, not by polling (CONTRACT §11, E2).
 @Suite(.serialized) struct ChangeSignalTests {
     /// Runs `chunkcache ARGS` to its end; returns when it exited.
     static func run(_ binary: String, _ arguments: [String]) async throws -> ContinuousClock.Instant {
@@ -36,7 +36,7 @@ import Testing
     }
 
     @Test(
-        "E2 §11 (issue 18): a put by another process wakes a waiter at once (a signal, not the next 100 ms poll)",
+        "E2 §11: a put by another process wakes a waiter at once (a signal, not the next 100 ms poll)",
         .enabled(if: ChunkCacheBinary.path != nil, "needs the built chunkcache executable"))
     func otherProcessWakesWaiter() async throws {
         try await withTemporaryDirectory { dir in
@@ -64,7 +64,7 @@ import Testing
         }
     }
 
-    @Test("E2 §11 (issue 18): a put in this process wakes a waiter at once")
+    @Test("E2 §11: a put in this process wakes a waiter at once")
     func sameProcessWakesWaiter() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -126,7 +126,7 @@ import Testing
         }
     }
 
-    @Test("E2 §11 (issue 18): a waiter with no change returns false at its timeout, not before and not long after")
+    @Test("E2 §11: a waiter with no change returns false at its timeout, not before and not long after")
     func waiterTimesOut() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -144,7 +144,7 @@ import Testing
         }
     }
 
-    @Test("E2 §11 (issue 18): removing the domain wakes its waiters at once, with noSuchItem")
+    @Test("E2 §11: removing the domain wakes its waiters at once, with noSuchItem")
     func removalWakesWaiter() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)

@@ -14,7 +14,7 @@ import Testing
         + TestData.random(count: chunk, seed: 32) + [UInt8](repeating: 0, count: chunk)
 
     @Test(
-        "A7 A8 §3 §10 (issue 18): a cold fetch whose retrieved range is the whole file keeps zero chunks as holes and says knownSparseRanges, as a warm one does",
+        "A7 A8 §3 §10: a cold fetch whose retrieved range is the whole file keeps zero chunks as holes and says knownSparseRanges, as a warm one does",
         .requires(NginxServer.self))
     func coldWholeFileKeepsHoles() async throws {
         try await ColdPathTests.withOrigin(["a.bin": Self.sparse]) { cache, _, _ in
@@ -44,7 +44,7 @@ import Testing
     }
 
     @Test(
-        "A11 B6 §7 §10 (issue 18): a version the store does not know, on an origin domain, is asked of the origin, never served by an older stored one",
+        "A11 B6 §7 §10: a version the store does not know, on an origin domain, is asked of the origin, never served by an older stored one",
         .requires(NginxServer.self))
     func unknownVersionAsksTheOrigin() async throws {
         let old = TestData.random(count: 1 << 20, seed: 33)

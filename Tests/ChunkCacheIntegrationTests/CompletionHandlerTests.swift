@@ -99,7 +99,7 @@ import Testing
         }
     }
 
-    // MARK: - import (issue 18)
+    // MARK: - import
 
     /// What an import's completion handler and `importDidFinish` saw.
     final class ImportWitness: Sendable {
@@ -163,7 +163,7 @@ import Testing
     }
 
     @Test(
-        "§8 G4 (issue 18): import's completion handler runs once the domain exists, before importDidFinish; the import then finishes with every file"
+        "§8 G4: import's completion handler runs once the domain exists, before importDidFinish; the import then finishes with every file"
     )
     func importCompletesWhenTheDomainExists() async throws {
         try await withTemporaryDirectory { dir in
@@ -205,7 +205,7 @@ import Testing
     }
 
     @Test(
-        "§8 A17 (issue 18): a Progress.cancel() once the imported domain exists reports no userCancelled and stops nothing: the import finishes, the domain intact"
+        "§8 A17: a Progress.cancel() once the imported domain exists reports no userCancelled and stops nothing: the import finishes, the domain intact"
     )
     func importCancelAfterTheDomainExists() async throws {
         try await withTemporaryDirectory { dir in
@@ -234,10 +234,10 @@ import Testing
         }
     }
 
-    // MARK: - Progress in bytes (issue 18)
+    // MARK: - Progress in bytes
 
     @Test(
-        "A16 §3 (issue 18): a fetch's Progress counts bytes: it ends with completed == total == the retrieved range's length"
+        "A16 §3: a fetch's Progress counts bytes: it ends with completed == total == the retrieved range's length"
     )
     func progressCountsBytesWarm() async throws {
         try await withTemporaryDirectory { dir in
@@ -368,7 +368,7 @@ import Testing
     }
 
     @Test(
-        "§10 (issue 18): a cold fetch's Progress moves monotonically with the download and ends at completed == total == the file's bytes; the request's counters still count",
+        "§10: a cold fetch's Progress moves monotonically with the download and ends at completed == total == the file's bytes; the request's counters still count",
         .requires(NginxServer.self))
     func progressCountsBytesCold() async throws {
         let bytes = TestData.random(count: 8 << 20, seed: 5)

@@ -62,7 +62,7 @@ import Testing
     }
 
     @Test(
-        "§14 (issue 21): a version with an insertion and an edit is stored as deltas against the one before, reads byte-exact whole and in part, and stat counts the deltas and what they saved"
+        "§14: a version with an insertion and an edit is stored as deltas against the one before, reads byte-exact whole and in part, and stat counts the deltas and what they saved"
     )
     func versionsStoredAsDeltas() async throws {
         try await withTemporaryDirectory { dir in
@@ -104,7 +104,7 @@ import Testing
     }
 
     @Test(
-        "§14 (issue 21): removing the versions a delta's base belongs to (gc --keep-versions 1) re-encodes the delta first: the kept version reads byte-exact, no delta's base is missing, counters match a recount"
+        "§14: removing the versions a delta's base belongs to (gc --keep-versions 1) re-encodes the delta first: the kept version reads byte-exact, no delta's base is missing, counters match a recount"
     )
     func removedBaseReencodesDeltas() async throws {
         try await withTemporaryDirectory { dir in
@@ -128,7 +128,7 @@ import Testing
     }
 
     @Test(
-        "§14 (issue 21): when the oldest of three versions goes, the deltas of its chunks are rebased: one of each chunk's deltas is stored plain and the other becomes a delta against it, so the two versions left keep their saving"
+        "§14: when the oldest of three versions goes, the deltas of its chunks are rebased: one of each chunk's deltas is stored plain and the other becomes a delta against it, so the two versions left keep their saving"
     )
     func removedBaseRebasesDeltas() async throws {
         try await withTemporaryDirectory { dir in
@@ -165,7 +165,7 @@ import Testing
     }
 
     @Test(
-        "§14 (issue 21): a base removed while another version still uses it as a plain chunk stays, and its deltas with it"
+        "§14: a base removed while another version still uses it as a plain chunk stays, and its deltas with it"
     )
     func sharedBaseStays() async throws {
         try await withTemporaryDirectory { dir in
@@ -187,7 +187,7 @@ import Testing
     }
 
     @Test(
-        "§14 (issue 21): a damaged base is corruptData for the delta read through it, never wrong bytes; verify names the base and its deltas, and repair drops them and their links"
+        "§14: a damaged base is corruptData for the delta read through it, never wrong bytes; verify names the base and its deltas, and repair drops them and their links"
     )
     func damagedBase() async throws {
         try await withTemporaryDirectory { dir in
@@ -222,7 +222,7 @@ import Testing
         }
     }
 
-    @Test("§14 (issue 21): a damaged delta frame is corruptData, and verify names that chunk alone")
+    @Test("§14: a damaged delta frame is corruptData, and verify names that chunk alone")
     func damagedDelta() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -239,7 +239,7 @@ import Testing
         }
     }
 
-    @Test("§14 (issue 21): recover of a store with deltas keeps every version readable, each delta only with its base")
+    @Test("§14: recover of a store with deltas keeps every version readable, each delta only with its base")
     func recoverWithDeltas() async throws {
         try await withTemporaryDirectory { dir in
             let id = ItemIdentifier(domain: "d", "doc")
@@ -260,7 +260,7 @@ import Testing
         }
     }
 
-    @Test("§14 (issue 21): a store of format 2 (before deltas) opens, is migrated to format 3, and reads as before")
+    @Test("§14: a store of format 2 (before deltas) opens, is migrated to format 3, and reads as before")
     func formatTwoMigrates() async throws {
         try await withTemporaryDirectory { dir in
             let id = ItemIdentifier(domain: "d", "doc")

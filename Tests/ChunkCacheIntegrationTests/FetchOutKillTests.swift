@@ -108,7 +108,7 @@ struct FetchOutKillTests {
     }
 
     @Test(
-        "kill -9 during a fetch to a path leaves nothing beside the destination: the file has no name until complete (O_TMPFILE); issue 19: the fault point is injected, not read from the environment"
+        "kill -9 during a fetch to a path leaves nothing beside the destination: the file has no name until complete (O_TMPFILE); the fault point is injected, not read from the environment"
     )
     func unnamedStagingLeavesNothing() async throws {
         try await withTemporaryDirectory { dir in
@@ -122,7 +122,7 @@ struct FetchOutKillTests {
     }
 
     @Test(
-        "kill -9 during a fetch to a path with a named staging file: the next fetch into the folder sweeps it; issue 19: the fault point is injected, not read from the environment"
+        "kill -9 during a fetch to a path with a named staging file: the next fetch into the folder sweeps it; the fault point is injected, not read from the environment"
     )
     func namedStagingIsSweptByTheNextFetch() async throws {
         try await withTemporaryDirectory { dir in
@@ -148,7 +148,7 @@ struct FetchOutKillTests {
     }
 
     @Test(
-        "issue 19: test hooks are not environment variables: with CHUNKCACHE_TEST_NAMED_STAGING=1 set, a fetch to a path still makes no named staging file"
+        "Test hooks are not environment variables: with CHUNKCACHE_TEST_NAMED_STAGING=1 set, a fetch to a path still makes no named staging file"
     )
     func environmentDoesNotSteerTheEngine() async throws {
         try await withTemporaryDirectory { dir in

@@ -74,7 +74,7 @@ struct HotTierTests {
     }
 
     @Test(
-        "§14 issue 21: a chunk read in two flushes is stored hot, stat hotBytes is its raw length, fetches return its bytes"
+        "§14: a chunk read in two flushes is stored hot, stat hotBytes is its raw length, fetches return its bytes"
     )
     func promotion() async throws {
         try await withTemporaryDirectory { dir in
@@ -99,7 +99,7 @@ struct HotTierTests {
         }
     }
 
-    @Test("§14 issue 21: one flush's reads do not make a chunk hot, however many")
+    @Test("§14: one flush's reads do not make a chunk hot, however many")
     func oneFlushIsNotHot() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -117,7 +117,7 @@ struct HotTierTests {
         }
     }
 
-    @Test("§14 issue 21: hot bytes never pass --hot-size; --hot-size 0 promotes nothing")
+    @Test("§14: hot bytes never pass --hot-size; --hot-size 0 promotes nothing")
     func budget() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -148,7 +148,7 @@ struct HotTierTests {
         }
     }
 
-    @Test("§14 issue 21: in a full tier, a chunk read more often than the least recently read hot one takes its place")
+    @Test("§14: in a full tier, a chunk read more often than the least recently read hot one takes its place")
     func displacement() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -176,7 +176,7 @@ struct HotTierTests {
         }
     }
 
-    @Test("§14 issue 21: cooling compresses hot chunks again; bytes, storedBytes and each stored length stay exact")
+    @Test("§14: cooling compresses hot chunks again; bytes, storedBytes and each stored length stay exact")
     func cooling() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -208,7 +208,7 @@ struct HotTierTests {
     }
 
     @Test(
-        "§14 issue 21: a flush finding more hot bytes than the size (a shrink whose cooling was killed) cools back within it"
+        "§14: a flush finding more hot bytes than the size (a shrink whose cooling was killed) cools back within it"
     )
     func overBudgetCoolsAtFlush() async throws {
         try await withTemporaryDirectory { dir in
@@ -230,7 +230,7 @@ struct HotTierTests {
         }
     }
 
-    @Test("§14 issue 21: chunks are promoted only while the store stays under its bound's low-water mark")
+    @Test("§14: chunks are promoted only while the store stays under its bound's low-water mark")
     func promotionKeepsTheBound() async throws {
         try await withTemporaryDirectory { dir in
             let id = ItemIdentifier(domain: "d", "bounded")
@@ -259,7 +259,7 @@ struct HotTierTests {
         }
     }
 
-    @Test("§14 issue 21: making room for the bound cools hot chunks before it evicts anything")
+    @Test("§14: making room for the bound cools hot chunks before it evicts anything")
     func boundCoolsFirst() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -279,7 +279,7 @@ struct HotTierTests {
         }
     }
 
-    @Test("§14 issue 21: verify checks hot chunks and finds a damaged one corrupt; a fetch of it is corruptData")
+    @Test("§14: verify checks hot chunks and finds a damaged one corrupt; a fetch of it is corruptData")
     func damagedHotChunk() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -308,7 +308,7 @@ struct HotTierTests {
         }
     }
 
-    @Test("§14 issue 21: removing a version whose chunks are hot takes them out of the hot tier's counts")
+    @Test("§14: removing a version whose chunks are hot takes them out of the hot tier's counts")
     func removedHotChunks() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
@@ -326,7 +326,7 @@ struct HotTierTests {
     }
 
     @Test(
-        "§14 issue 21: hot chunks serve as deltas' bases: a new version's deltas against them read byte-exact, and removing the base version re-encodes them from the hot bytes"
+        "§14: hot chunks serve as deltas' bases: a new version's deltas against them read byte-exact, and removing the base version re-encodes them from the hot bytes"
     )
     func hotBasesOfDeltas() async throws {
         try await withTemporaryDirectory { dir in
@@ -352,7 +352,7 @@ struct HotTierTests {
     }
 
     @Test(
-        "§14 issue 21: delta chunks read often turn hot too (decoded, their links to their bases dropped); cooled, they are stored plain and read the same"
+        "§14: delta chunks read often turn hot too (decoded, their links to their bases dropped); cooled, they are stored plain and read the same"
     )
     func hotDeltas() async throws {
         try await withTemporaryDirectory { dir in
@@ -376,7 +376,7 @@ struct HotTierTests {
         }
     }
 
-    @Test("§14 issue 21: recover keeps hot chunks, stored cold, and the new store verifies clean")
+    @Test("§14: recover keeps hot chunks, stored cold, and the new store verifies clean")
     func recoverKeepsHotChunks() async throws {
         try await withTemporaryDirectory { dir in
             let id = ItemIdentifier(domain: "d", "kept")

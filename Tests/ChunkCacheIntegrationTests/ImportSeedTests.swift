@@ -171,7 +171,7 @@ import Testing
     }
 
     @Test(
-        "E1 G1 (issue 18): a reimport of a tree whose file only got a new modification time moves nothing, and the next reimport matches it without reading"
+        "E1 G1: a reimport of a tree whose file only got a new modification time moves nothing, and the next reimport matches it without reading"
     )
     func touchedFileMovesNothing() async throws {
         try await withTemporaryDirectory { dir in
@@ -204,7 +204,7 @@ import Testing
     }
 
     @Test(
-        "§11 D2 (issue 18): a reimport of bytes an item holds under a named version keeps that version; an earlier version's bytes make it current again"
+        "§11 D2: a reimport of bytes an item holds under a named version keeps that version; an earlier version's bytes make it current again"
     )
     func reimportKeepsNamedVersion() async throws {
         try await withTemporaryDirectory { dir in
@@ -238,7 +238,7 @@ import Testing
     }
 
     @Test(
-        "§11 (issue 18): a new file reimported where a moved item still holds its path gets another identifier, never another name"
+        "§11: a new file reimported where a moved item still holds its path gets another identifier, never another name"
     )
     func reimportBesideAMovedItem() async throws {
         try await withTemporaryDirectory { dir in

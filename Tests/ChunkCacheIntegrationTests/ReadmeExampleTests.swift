@@ -37,7 +37,7 @@ private func readStart(of item: ItemIdentifier, in cache: ChunkCache) throws -> 
 }
 
 @Suite struct ReadmeExampleTests {
-    @Test("issue 19: the README's library example compiles and does what its comments say", .requires(NginxServer.self))
+    @Test("§9: the README's library example compiles and does what its comments say", .requires(NginxServer.self))
     func libraryExample() async throws {
         try await withTemporaryDirectory { dir in
             let report = TestData.text(count: 300_000, seed: 19)

@@ -5,7 +5,7 @@ import Testing
 
 @testable import ChunkCache
 
-/// Many readers, one writer and eviction at once, every byte checked (issue 10 "Soak"; CONTRACT §10, §12).
+/// Many readers, one writer and eviction at once, every byte checked (CONTRACT §10, §12).
 ///
 /// 64 readers: 24 threads reading into their own buffers (the synchronous core), 32 tasks fetching hand-off
 /// files, and 8 processes of the CLI; one writer putting and collecting versions of a local domain; a

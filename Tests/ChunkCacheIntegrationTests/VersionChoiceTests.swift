@@ -112,7 +112,7 @@ func caught(_ body: () async throws -> Void) async -> CacheError? {
     }
 
     @Test(
-        "B6 A11 §4 (issue 18): the async fetchContents with a version returns that version or versionNoLongerAvailable, as the seed's; options [] keeps the non-strict rule"
+        "B6 A11 §4: the async fetchContents with a version returns that version or versionNoLongerAvailable, as the seed's; options [] keeps the non-strict rule"
     )
     func asyncFetchContentsHonoursTheVersion() async throws {
         try await withTemporaryDirectory { dir in

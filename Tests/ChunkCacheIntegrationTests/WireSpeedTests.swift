@@ -5,7 +5,7 @@ import Testing
 
 @testable import ChunkCache
 
-/// The cold path at the wire's speed (CONTRACT §10, issue 20): a large cold fetch is written from the bytes as
+/// The cold path at the wire's speed (CONTRACT §10): a large cold fetch is written from the bytes as
 /// they arrive and the store is written behind it; reads into a buffer are served from the download.
 @Suite(.serialized) struct WireSpeedTests {
     /// Holds the store's writer (its serial queue) until `release()`: downloads can hash and hand over their
@@ -60,7 +60,7 @@ import Testing
     }
 
     @Test(
-        "§10 store behind (issue 20): a whole cold fetch --out is written from its download and returns while the store still commits behind it; byte-exact, stored, verify clean",
+        "§10 store behind: a whole cold fetch --out is written from its download and returns while the store still commits behind it; byte-exact, stored, verify clean",
         .requires(NginxServer.self))
     func wholeFetchServedWhileStoreBehind() async throws {
         var bytes = TestData.random(count: 3 << 20, seed: 2001)
@@ -94,7 +94,7 @@ import Testing
     }
 
     @Test(
-        "§10 (issue 20): a whole cold fetch of an unknown 20 MiB item streams into its hand-off: one discovery GET, then parallel GETs of at most 8 MiB; byte-exact and verify clean",
+        "§10: a whole cold fetch of an unknown 20 MiB item streams into its hand-off: one discovery GET, then parallel GETs of at most 8 MiB; byte-exact and verify clean",
         .requires(NginxServer.self))
     func wholeFetchOfUnknownItemStreams() async throws {
         let bytes = TestData.random(count: 20 << 20, seed: 2002)
@@ -115,7 +115,7 @@ import Testing
     }
 
     @Test(
-        "§10 §13 (issue 20): cold reads into a buffer through the async read are byte-exact at odd offsets and sizes, EOF included",
+        "§10 §13: cold reads into a buffer through the async read are byte-exact at odd offsets and sizes, EOF included",
         .requires(NginxServer.self))
     func asyncReadsAtOddOffsets() async throws {
         let size = (3 << 20) + 12_345
@@ -141,7 +141,7 @@ import Testing
     }
 
     @Test(
-        "§10 §13 (issue 20): concurrent cold reads of overlapping ranges share one download and are answered as their bytes arrive, before the store commits them",
+        "§10 §13: concurrent cold reads of overlapping ranges share one download and are answered as their bytes arrive, before the store commits them",
         .requires(NginxServer.self))
     func overlappingReadsShareTheDownload() async throws {
         let bytes = TestData.random(count: 4 << 20, seed: 2004)
@@ -173,7 +173,7 @@ import Testing
     }
 
     @Test(
-        "§10 §13 (issue 20): a cold read whose range the store holds part of is answered from the store and the download together, before the store commits the rest",
+        "§10 §13: a cold read whose range the store holds part of is answered from the store and the download together, before the store commits the rest",
         .requires(NginxServer.self))
     func partlyStoredReadServedFromDownload() async throws {
         let bytes = TestData.random(count: 4 << 20, seed: 2005)

@@ -10,7 +10,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 19, item 3: blocking work has one home. Parallel work shares out indices on the pool's threads, and
+/// Blocking work has one home. Parallel work shares out indices on the pool's threads, and
 /// descriptors are watched by the home's one waiting thread, which hands their jobs to the pool.
 @Suite struct BlockingHomeTests {
     /// The kernel's name of the calling thread, as `ps -L` and `top -H` show it.
@@ -42,7 +42,7 @@ import Glibc
     }
 
     @Test(
-        "issue 19 (item 3, one home for blocking work): parallel work claims each index once, on the calling thread and the blocking pool's threads only, never more than the pool's width"
+        "Blocking work has one home: parallel work claims each index once, on the calling thread and the blocking pool's threads only, never more than the pool's width"
     )
     func forEachIndexStaysOnThePool() async throws {
         let count = 10_000
@@ -65,7 +65,7 @@ import Glibc
     }
 
     @Test(
-        "issue 19 (item 3): a watched descriptor's job runs once per input on the home's one waiting thread (chunkcache-wait), not behind bulk work on the pool; a cancelled watch closes its descriptor"
+        "Blocking work has one home: a watched descriptor's job runs once per input on the home's one waiting thread (chunkcache-wait), not behind bulk work on the pool; a cancelled watch closes its descriptor"
     )
     func inputWatchRunsOnTheWaitingThread() throws {
         var ends: [Int32] = [0, 0]
@@ -102,7 +102,7 @@ import Glibc
     }
 
     @Test(
-        "issue 19 (item 3): a store's change signal is watched by the blocking home's waiting thread (chunkcache-wait), not a dispatch source, and a touch by another writer wakes a waiter"
+        "Blocking work has one home: a store's change signal is watched by the blocking home's waiting thread (chunkcache-wait), not a dispatch source, and a touch by another writer wakes a waiter"
     )
     func changeSignalWatchesThroughTheHome() async throws {
         let folder = try FileSystem.makeUniqueDirectory(in: NSTemporaryDirectory(), prefix: "chunkcache-signal.")

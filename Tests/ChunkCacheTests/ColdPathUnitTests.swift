@@ -10,6 +10,29 @@ import Testing
     static let chunk: Int64 = 64 << 10
     static let limit: Int64 = 4 << 20
 
+    @Test(
+        "§10 §12 a chunk that vanished between fill and read costs one refill: a second is transient and names the bound; the origin may move on twice"
+    )
+    func coldRoundsGoOneWay() {
+        var rounds = ColdRounds(item: ItemIdentifier(domain: "web", "a.bin"))
+        #expect(throws: Never.self) { try rounds.refill() }
+        do {
+            try rounds.refill()
+            Issue.record("a second refill was allowed")
+        } catch {
+            #expect(error.code == .transient)
+            #expect(error.message.contains("--max-size") && error.message.contains("twice"))
+        }
+        #expect(throws: Never.self) { try rounds.change() }
+        #expect(throws: Never.self) { try rounds.change() }
+        do {
+            try rounds.change()
+            Issue.record("a third change was allowed")
+        } catch {
+            #expect(error.code == .transient && error.message.contains("kept changing"))
+        }
+    }
+
     @Test("§10 A19: a domain whose session read-ahead could not make is not tried again by each warm fetch")
     func readAheadRemembersAnUnavailableSession() {
         let sessions = OriginSessions()
@@ -25,7 +48,7 @@ import Testing
     }
 
     @Test(
-        "§10 (issue 18): a read-ahead state kept in the store continues the sequence; damaged or out-of-range bytes are no state"
+        "§10: a read-ahead state kept in the store continues the sequence; damaged or out-of-range bytes are no state"
     )
     func readAheadKeptInTheStore() {
         var state = ReadAhead()

@@ -69,7 +69,7 @@ final class MemoryBases: BaseValues {
         return (old, new)
     }
 
-    @Test("§14 (issue 21): a delta's header round-trips its bases, their lengths and the plain length")
+    @Test("§14: a delta's header round-trips its bases, their lengths and the plain length")
     func layoutRoundTrip() throws {
         let store = MemoryBases()
         let (old, new) = Self.pair(seed: 1)
@@ -84,7 +84,7 @@ final class MemoryBases: BaseValues {
     }
 
     @Test(
-        "§14 (issue 21): a delta round-trips byte for byte against one base and against two, and is far smaller than plain"
+        "§14: a delta round-trips byte for byte against one base and against two, and is far smaller than plain"
     )
     func roundTrip() throws {
         let store = MemoryBases()
@@ -97,7 +97,7 @@ final class MemoryBases: BaseValues {
     }
 
     @Test(
-        "§14 (issue 21): a delta whose base is missing, damaged, or itself a delta is corruptData naming the delta, never other bytes"
+        "§14: a delta whose base is missing, damaged, or itself a delta is corruptData naming the delta, never other bytes"
     )
     func brokenBases() throws {
         let store = MemoryBases()
@@ -131,7 +131,7 @@ final class MemoryBases: BaseValues {
         #expect(try Self.decode(stored, rawCount: new.count, bases: store) == new)
     }
 
-    @Test("§14 (issue 21): a damaged delta frame or header is corruptData")
+    @Test("§14: a damaged delta frame or header is corruptData")
     func damagedDelta() throws {
         let store = MemoryBases()
         let (old, new) = Self.pair(seed: 4)

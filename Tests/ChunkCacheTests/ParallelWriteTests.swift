@@ -32,7 +32,9 @@ import Testing
             }
             let gate = gated ? WriteGate() : nil
             var rng = SplitMix64(seed: 0xB0B)
-            var writer = RunWriter(file: file, gate: gate, staging: staging, vectors: vectors, runStarts: runStarts)
+            var writer = RunWriter(
+                file: HandOffWriter(file: file, holesForZeros: false), gate: gate, staging: staging, vectors: vectors,
+                runStarts: runStarts)
             var offset = 0
             var end = 0
             var pieces = 0

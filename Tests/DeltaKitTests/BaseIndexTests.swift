@@ -38,12 +38,12 @@ enum Content: String, CaseIterable, Sendable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 }
 
-/// CONTRACT §14 (issue 21): a new chunk's base is found in the earlier version where a rolling match places its
+/// CONTRACT §14: a new chunk's base is found in the earlier version where a rolling match places its
 /// bytes, so an insertion that shifts the rest of a file still finds it.
-@Suite("§14 the rolling matcher (issue 21)")
+@Suite("§14 the rolling matcher")
 struct BaseIndexTests {
     @Test(
-        "§14 issue 21: an insertion of a few hundred bytes before the chunk is found at the bytes' old position",
+        "§14: an insertion of a few hundred bytes before the chunk is found at the bytes' old position",
         arguments: Content.allCases, [256, 1 << 10, 4 << 10])
     func insertionBeforeTheChunk(content: Content, blockSize: Int) throws {
         let old = content.bytes(count: 1 << 20, seed: 21)
@@ -57,7 +57,7 @@ struct BaseIndexTests {
         #expect(match.matchedBytes >= (64 << 10) - 2 * blockSize, "\(match)")
     }
 
-    @Test("§14 issue 21: an insertion inside the chunk gives a base holding the bytes on both sides of it")
+    @Test("§14: an insertion inside the chunk gives a base holding the bytes on both sides of it")
     func insertionInsideTheChunk() throws {
         let old = TestData.random(count: 1 << 20, seed: 23)
         let new = inserting(TestData.random(count: 500, seed: 24), into: old, at: (512 << 10) + 20_000)
@@ -68,7 +68,7 @@ struct BaseIndexTests {
         #expect(match.offset + Int64(match.length) >= (576 << 10) - 500)
     }
 
-    @Test("§14 issue 21: a chunk of fresh random bytes has no base", arguments: Content.allCases)
+    @Test("§14: a chunk of fresh random bytes has no base", arguments: Content.allCases)
     func freshBytesHaveNoBase(content: Content) throws {
         let old = content.bytes(count: 1 << 20, seed: 25)
         let fresh = TestData.random(count: 64 << 10, seed: 26)
@@ -77,7 +77,7 @@ struct BaseIndexTests {
         #expect(fresh.withUnsafeBytes { index.findBase(for: $0, at: 512 << 10, maxLength: 128 << 10) } == nil)
     }
 
-    @Test("§14 issue 21: the same offset is preferred when its blocks match, though the bytes also occur elsewhere")
+    @Test("§14: the same offset is preferred when its blocks match, though the bytes also occur elsewhere")
     func sameOffsetPreferred() throws {
         let half = TestData.random(count: 256 << 10, seed: 27)
         let old = half + half
@@ -91,7 +91,7 @@ struct BaseIndexTests {
         #expect(try #require(index.findBase(in: new, at: 64 << 10)).shift == 0)
     }
 
-    @Test("§14 issue 21: among shifts that match as many bytes, the smallest wins, and the base holds both")
+    @Test("§14: among shifts that match as many bytes, the smallest wins, and the base holds both")
     func smallestShiftWinsATie() throws {
         let (first, second) = (TestData.random(count: 16 << 10, seed: 28), TestData.random(count: 16 << 10, seed: 29))
         // The chunk (at 102,400) holds `first` then `second`; the earlier version has `first` 100 bytes before the
@@ -108,7 +108,7 @@ struct BaseIndexTests {
     }
 
     @Test(
-        "§14 issue 21: the likely shift (the previous chunk's) is tried before a roll, and wins when its blocks match")
+        "§14: the likely shift (the previous chunk's) is tried before a roll, and wins when its blocks match")
     func likelyShiftWins() throws {
         let copy = TestData.random(count: 128 << 10, seed: 60)
         // The copy is at 100,000 and at 281,072 in the earlier version; the chunk, at 200,000, holds its start.
@@ -133,7 +133,7 @@ struct BaseIndexTests {
                 == rolled)
     }
 
-    @Test("§14 issue 21: an empty or tiny earlier version, and an empty or tiny chunk, have no base")
+    @Test("§14: an empty or tiny earlier version, and an empty or tiny chunk, have no base")
     func tinyAndEmptyVersions() throws {
         let empty = BaseIndex()
         #expect(empty.length == 0 && empty.blockCount == 0)
@@ -158,7 +158,7 @@ struct BaseIndexTests {
     }
 
     @Test(
-        "§14 issue 21: the last, short chunk of a file longer than the earlier one gets a base inside the earlier one")
+        "§14: the last, short chunk of a file longer than the earlier one gets a base inside the earlier one")
     func chunkAtTheEndOfAShorterFile() throws {
         let old = TestData.random(count: 100_000, seed: 34)
         let new = inserting(TestData.random(count: 300, seed: 35), into: old, at: 10_000)
@@ -176,7 +176,7 @@ struct BaseIndexTests {
                     offset: 150_000 - (128 << 10), length: 128 << 10, shift: -300, matchedBytes: tail.matchedBytes))
     }
 
-    @Test("§14 issue 21: pieces of any size build the same index", arguments: [1, 7, 1000, 1024, 65_537, 1 << 20])
+    @Test("§14: pieces of any size build the same index", arguments: [1, 7, 1000, 1024, 65_537, 1 << 20])
     func piecesOfAnySize(piece: Int) throws {
         let old = TestData.text(count: 300_000, seed: 38)
         let new = inserting(TestData.random(count: 333, seed: 39), into: old, at: 100_000)
@@ -190,10 +190,10 @@ struct BaseIndexTests {
     }
 }
 
-@Suite("§14 the weak rolling checksum (issue 21)")
+@Suite("§14 the weak rolling checksum")
 struct RollingChecksumTests {
     @Test(
-        "§14 issue 21: the checksum rolled one byte on equals the checksum of the window there", arguments: [64, 1024])
+        "§14: the checksum rolled one byte on equals the checksum of the window there", arguments: [64, 1024])
     func rollingEqualsFresh(window: Int) {
         let bytes = TestData.text(count: 5000, seed: 40) + TestData.random(count: 3000, seed: 41)
         bytes.withUnsafeBytes { buffer in
@@ -208,7 +208,7 @@ struct RollingChecksumTests {
         }
     }
 
-    @Test("§14 issue 21: windows of different bytes rarely share a checksum")
+    @Test("§14: windows of different bytes rarely share a checksum")
     func fewCollisions() {
         let bytes = TestData.text(count: 1 << 20, seed: 42)
         var values = Set<UInt32>()

@@ -10,7 +10,7 @@ import Glibc
 /// The path wrappers: what each does, and the exact `Errno` of each way it fails.
 @Suite struct FileSystemTests {
     @Test(
-        "E2 (issue 18): a directory watch reports the names touched, created and written in it; touch creates then only sets times"
+        "E2: a directory watch reports the names touched, created and written in it; touch creates then only sets times"
     )
     func directoryWatchSeesTouches() throws {
         try withTemporaryDirectory { dir throws in

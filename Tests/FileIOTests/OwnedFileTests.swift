@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// The owning file handle that replaces `defer { close; unlink }` (issue 19, item 4: lifetimes in types).
+/// The owning file handle that replaces `defer { close; unlink }` (lifetimes in types).
 @Suite struct OwnedFileTests {
     /// Whether `descriptor` is still open on the file `identity` (its device and inode): a number another
     /// test reuses after the close is open on another file.
@@ -20,7 +20,7 @@ import Glibc
         return (status.st_dev, status.st_ino)
     }
 
-    @Test("issue 19: an OwnedFile closes its descriptor and removes its name when it ends, also on a throw")
+    @Test("An OwnedFile closes its descriptor and removes its name when it ends, also on a throw")
     func removedWhenNotKept() throws {
         struct Failed: Error {}
         try withTemporaryDirectory { dir throws in
@@ -39,7 +39,7 @@ import Glibc
         }
     }
 
-    @Test("issue 19: a kept OwnedFile keeps its name and its bytes, and still closes its descriptor")
+    @Test("A kept OwnedFile keeps its name and its bytes, and still closes its descriptor")
     func keptFileStays() throws {
         try withTemporaryDirectory { dir throws in
             let path = dir + "/kept"

@@ -6,7 +6,7 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 19, item 5: every system call goes through FileIO (or the C libraries' own wrappers, LMDBKit and
+/// Every system call goes through FileIO (or the C libraries' own wrappers, LMDBKit and
 /// ZstdKit): the rest of Sources names none of the calls that used to be made directly.
 @Suite struct SyscallHomeTests {
     /// The repository's Sources folder, found from this file's path.
@@ -29,7 +29,7 @@ import Glibc
     }
 
     @Test(
-        "issue 19 (item 5, every syscall through FileIO): no source outside FileIO calls usleep, madvise, fopen, sysconf, signal, raise, isatty, a dispatch signal source, or FileManager's removeItem or fileExists"
+        "Every system call goes through FileIO: no source outside FileIO calls usleep, madvise, fopen, sysconf, signal, raise, isatty, a dispatch signal source, or FileManager's removeItem or fileExists"
     )
     func noDirectSystemCalls() throws {
         let files = try Self.swiftFilesOutsideFileIO()
@@ -49,7 +49,7 @@ import Glibc
     }
 
     @Test(
-        "issue 19 (item 5): MappedPages finds where this process mapped a file (what LMDBKit read with fopen of /proc/self/maps) and drops its pages"
+        "Every system call goes through FileIO: MappedPages finds where this process mapped a file (what LMDBKit read with fopen of /proc/self/maps) and drops its pages"
     )
     func mappedPages() throws {
         let folder = try FileSystem.canonicalPath(
@@ -70,7 +70,7 @@ import Glibc
     }
 
     @Test(
-        "issue 19 (item 5): FileSystem.removeTree removes a folder and everything in it, and removes symbolic links without following them"
+        "Every system call goes through FileIO: FileSystem.removeTree removes a folder and everything in it, and removes symbolic links without following them"
     )
     func removeTree() throws {
         let folder = try FileSystem.makeUniqueDirectory(in: NSTemporaryDirectory(), prefix: "chunkcache-tree.")

@@ -2,7 +2,7 @@ import Foundation
 import FuzzTargets
 import Testing
 
-/// Issue 10's fuzzing, as CI runs it: every input the fuzzer kept (`Fuzz/corpus/TARGET/`, seeds and what
+/// The fuzzing, as CI runs it: every input the fuzzer kept (`Fuzz/corpus/TARGET/`, seeds and what
 /// `scripts/fuzz.sh` found) replays through its target without a broken invariant, a crash or a hang; and the
 /// inputs behind the bugs fuzzing found stay fixed.
 @Suite struct CorpusReplayTests {

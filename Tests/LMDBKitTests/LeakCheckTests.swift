@@ -12,7 +12,7 @@ import Glibc
 /// The leak check every `withTemporaryDirectory` runs (Tests/TestSupport/LeakCheck.swift) finds what a test
 /// left open in its own directory, and only there.
 @Suite struct LeakCheckTests {
-    @Test("issue 19: the leak check names a file descriptor left open in the test's directory, and nothing else")
+    @Test("The tests' leak check names a file descriptor left open in the test's directory, and nothing else")
     func findsALeakedDescriptor() throws {
         try withTemporaryDirectory { dir in
             let path = dir + "/left-open"
@@ -28,7 +28,7 @@ import Glibc
         }
     }
 
-    @Test("issue 19: withTemporaryDirectory fails a test whose body leaks a file descriptor")
+    @Test("withTemporaryDirectory fails a test whose body leaks a file descriptor")
     func theWrapperRecordsTheLeak() async throws {
         // The asynchronous form: its wait for the descriptor to close suspends, and blocks no thread other
         // tests need for the 5 seconds the check gives a leak.
@@ -47,7 +47,7 @@ import Glibc
         close(fd)
     }
 
-    @Test("issue 19: the leak check counts the read transactions open on an environment in the test's directory")
+    @Test("The tests' leak check counts the read transactions open on an environment in the test's directory")
     func findsAnOpenReadTransaction() throws {
         try withTemporaryDirectory { dir in
             var env: Environment? = try Environment.open(directory: dir, maxDatabases: 2, mapSize: 1 << 20)

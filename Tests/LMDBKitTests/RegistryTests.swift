@@ -56,7 +56,7 @@ import Testing
     }
 
     @Test(
-        "one registry (issue 19): SharedHandles joins, counts and closes on the last release; a stale holder counts down nothing"
+        "one registry: SharedHandles joins, counts and closes on the last release; a stale holder counts down nothing"
     )
     func sharedHandlesCountHolders() throws {
         final class Box: Sendable {

@@ -90,7 +90,7 @@ private func fill(_ env: Environment, _ db: Database, keys: [String]) throws {
     static let keys = ["b/2", "a/1", "b/10", "c/1", "b/1", "b/3", "ba", "b/"]
 
     @Test(
-        "a value is lent to a closure (issue 19, lifetimes in types): withValue returns what the closure makes of it, nil without calling it when absent; contains"
+        "a value is lent to a closure (lifetimes in types): withValue returns what the closure makes of it, nil without calling it when absent; contains"
     )
     func withValueLendsTheValueToItsClosure() throws {
         try withDatabase { env, db throws in

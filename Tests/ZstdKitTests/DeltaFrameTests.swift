@@ -40,12 +40,12 @@ func editedCopy(of base: [UInt8], shift: Int, count: Int) -> [UInt8] {
     return chunk
 }
 
-/// CONTRACT §14 (issue 21): a delta frame is a zstd frame made against a base of raw bytes, read back only against
+/// CONTRACT §14: a delta frame is a zstd frame made against a base of raw bytes, read back only against
 /// the same bytes.
-@Suite("§14 delta frames (issue 21)")
+@Suite("§14 delta frames")
 struct DeltaFrameTests {
     @Test(
-        "§14 issue 21: a delta frame decodes against its prefix to the same bytes, byte for byte",
+        "§14: a delta frame decodes against its prefix to the same bytes, byte for byte",
         arguments: Payload.allCases, [(0, 0), (1, 100), (4 << 10, 64 << 10), (64 << 10, 128 << 10), (1 << 20, 3000)])
     func roundTrip(payload: Payload, sizes: (source: Int, prefix: Int)) throws {
         let prefix = TestData.random(count: sizes.prefix, seed: 3)
@@ -56,7 +56,7 @@ struct DeltaFrameTests {
     }
 
     @Test(
-        "§14 issue 21: a chunk against a base holding its bytes a few hundred bytes later, with edits, is far smaller than its plain frame",
+        "§14: a chunk against a base holding its bytes a few hundred bytes later, with edits, is far smaller than its plain frame",
         arguments: [Payload.random, .compressible])
     func similarBaseShrinksTheFrame(payload: Payload) throws {
         let base =
@@ -69,7 +69,7 @@ struct DeltaFrameTests {
         #expect(try Decompressor().bytes(of: delta, against: base, count: chunk.count) == chunk)
     }
 
-    @Test("§14 issue 21: the end of a 4 MiB chunk still reaches the start of its 8 MiB base")
+    @Test("§14: the end of a 4 MiB chunk still reaches the start of its 8 MiB base")
     func windowCoversTheWholePrefix() throws {
         // zstd keeps a prefix in reach for the first window's worth of the chunk only (level 3's window is 2 MiB):
         // here the chunk's last megabyte is the base's first. Zeros elsewhere, so that zstd's hash table, sized
@@ -88,7 +88,7 @@ struct DeltaFrameTests {
         #expect(Compressor.deltaWindowLog(prefixCount: Int.max, sourceCount: 1) == Compressor.maxDeltaWindowLog)
     }
 
-    @Test("§14 issue 21: decoding against another base, a damaged one, a shorter one or none throws, never other bytes")
+    @Test("§14: decoding against another base, a damaged one, a shorter one or none throws, never other bytes")
     func wrongPrefixThrows() throws {
         // Random bytes: every byte of the base's part the chunk came from is referenced, so a damaged one matters.
         let base = TestData.random(count: 128 << 10, seed: 9)
@@ -111,7 +111,7 @@ struct DeltaFrameTests {
         #expect(try decompressor.bytes(of: delta, against: base, count: chunk.count) == chunk)
     }
 
-    @Test("§14 issue 21: a delta frame whose checksum flag is cleared is refused, as its base could not be checked")
+    @Test("§14: a delta frame whose checksum flag is cleared is refused, as its base could not be checked")
     func frameWithoutChecksumIsRefused() throws {
         let base = TestData.random(count: 64 << 10, seed: 11)
         let chunk = editedCopy(of: base, shift: 200, count: 32 << 10)
@@ -126,7 +126,7 @@ struct DeltaFrameTests {
         }
     }
 
-    @Test("§14 issue 21: an empty base gives a frame that decodes against an empty base and as a plain frame")
+    @Test("§14: an empty base gives a frame that decodes against an empty base and as a plain frame")
     func emptyPrefix() throws {
         let chunk = Payload.compressible.bytes(count: 64 << 10)
         let delta = try #require(try Compressor().deltaFrame(of: chunk, against: []))
@@ -134,7 +134,7 @@ struct DeltaFrameTests {
         #expect(try Decompressor().bytes(of: delta, count: chunk.count) == chunk)
     }
 
-    @Test("§14 issue 21: a delta that does not fit returns nil, and the contexts make and read plain frames as before")
+    @Test("§14: a delta that does not fit returns nil, and the contexts make and read plain frames as before")
     func contextsStayPlainAfterADelta() throws {
         let base = TestData.random(count: 128 << 10, seed: 13)
         let chunk = editedCopy(of: base, shift: 700, count: 64 << 10)

@@ -1,4 +1,3 @@
-import Dispatch
 import FileIO
 import Foundation
 import LMDBKit

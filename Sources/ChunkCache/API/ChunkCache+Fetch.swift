@@ -95,10 +95,10 @@ extension ChunkCache {
             return served
         case .missing(let absence):
             let cold = try throughOriginWaiting(
-                ColdTarget(item: item, minimal: minimalRange, alignment: alignment), version: version, options: options,
+                ColdTarget(item: item, minimal: minimalRange, alignment: alignment), options: options,
                 request: request, first: absence
-            ) { version in
-                try job.attempt(version, store: store, cancellation: CancellationFlag(), readsAreHits: false)
+            ) { plan in
+                try job.serve(plan, store: store, cancellation: CancellationFlag())
             }
             var served = cold.served
             served.record(cold.downloaded)
@@ -139,33 +139,44 @@ extension ChunkCache {
             return served.result
         case .missing(let absence):
             return try throughOriginWaiting(
-                ColdTarget(item: item, minimal: job.minimalRange, alignment: 1), version: version, options: options,
+                ColdTarget(item: item, minimal: job.minimalRange, alignment: 1), options: options,
                 request: request, first: absence
-            ) { version in
-                try job.attempt(version, store: store)
+            ) { plan in
+                try job.serve(plan, store: store)
             }.served.result
         }
     }
 
     /// Reads the item's bytes from `offset` into `buffer` from the store alone, on the calling thread: the
     /// warm half of ``read(_:version:at:into:options:request:)-yqvn``, for a caller that must not wait for the
-    /// origin on its thread. A FUSE session thread answers what this serves at once and hands a `nil` to a
-    /// task running the async ``read(_:version:at:into:options:request:)-12jps``.
+    /// origin on its thread. A FUSE session thread answers what this serves at once and hands a miss to a task,
+    /// which fetches it with ``read(_:)`` without planning again.
     ///
-    /// - Returns: What was read, as the blocking read returns it; `nil` when the store alone cannot serve
-    ///   the range (bytes or the item not cached yet, a damaged chunk): the async read then fetches them from
-    ///   the origin, or throws the error the blocking read would.
+    /// - Returns: What was read, as the blocking read returns it; or, when the store alone cannot serve the
+    ///   range (bytes or the item not cached yet, a damaged chunk), the miss and the plan it made, for
+    ///   ``read(_:)``, which fetches them from the origin.
     /// - Throws: The errors of the blocking read that need no origin: `invalidArgument`, `noSuchItem` (a
     ///   domain that does not exist), `versionNoLongerAvailable` (strict), `noPermission`.
     @available(*, noasync, message: "use the async read in a task")
     public func readCached(
         _ item: ItemIdentifier, version: ItemVersion?, at offset: Int64, into buffer: UnsafeMutableRawBufferPointer,
         options: FetchOptions = [], request: FetchRequest = FetchRequest()
-    ) throws -> ReadResult? {
+    ) throws -> CachedRead {
         let job = try BufferReadJob(item: item, offset: offset, buffer: buffer, options: options, request: request)
-        guard case .served(let served) = try job.attempt(version?.contentVersion, store: store) else { return nil }
-        startReadAhead(after: served, item)
-        return served.result
+        switch try job.attempt(version?.contentVersion, store: store) {
+        case .served(let served):
+            startReadAhead(after: served, item)
+            return .served(served.result)
+        case .missing(let absence):
+            return .missing(ReadMiss(job: job, absence: absence))
+        }
+    }
+
+    /// Fetches what ``readCached(_:version:at:into:options:request:)`` found missing from the origin into its
+    /// buffer, from the plan that read made: the async read's cold half, with its errors. The buffer must
+    /// stay valid until this returns, and nothing else may use it meanwhile.
+    public func read(_ miss: ReadMiss) async throws -> ReadResult {
+        try await readThroughOrigin(miss.job, first: miss.absence)
     }
 
     /// Reads the item's bytes from `offset` into `buffer`, with no temp file: the async form of the blocking
@@ -188,39 +199,41 @@ extension ChunkCache {
 
     /// The async buffer read of `job`: from the store, else through the origin.
     private func readAsync(_ job: BufferReadJob, version: [UInt8]?) async throws -> ReadResult {
-        let first: Absence
-        switch try await readFromStore(job, version: version) {
+        switch try await readFromStore(job, { store in try job.attempt(version, store: store) }) {
         case .served(let served):
             await readAhead(after: served, job.item)
             return served.result
-        case .missing(let missing):
-            first = missing
+        case .missing(let absence):
+            return try await readThroughOrigin(job, first: absence)
         }
+    }
+
+    /// The cold half of a buffer read: fills `first` and reads the plan it carries into the buffer.
+    private func readThroughOrigin(_ job: BufferReadJob, first: Absence) async throws -> ReadResult {
         let cold = try await throughOrigin(
-            ColdTarget(item: job.item, minimal: job.minimalRange, alignment: 1), version: version,
-            options: job.options, request: job.request,
+            ColdTarget(item: job.item, minimal: job.minimalRange, alignment: 1), options: job.options,
+            request: job.request,
             servesFromDownload: { @Sendable bytes, downloaded in try job.copy(bytes, downloaded, store: self.store) },
             first: first
-        ) { version in
-            try await self.readFromStore(job, version: version)
+        ) { plan in
+            try await self.readFromStore(job, { store in try job.serve(plan, store: store) })
         }
         return cold.served.result
     }
 
     /// One attempt at a buffer read from the store alone: inline when the buffer is small (as
-    /// ``fetchFromStore(_:version:afterFill:)`` does for hand-offs), else on the blocking pool.
-    private func readFromStore(_ job: BufferReadJob, version: [UInt8]?) async throws -> FetchOutcome<ServedRead> {
+    /// ``fetchFromStore(_:_:)`` does for hand-offs), else on the blocking pool.
+    private func readFromStore(
+        _ job: BufferReadJob, _ attempt: @escaping @Sendable (Store) throws -> FetchOutcome<ServedRead>
+    ) async throws -> FetchOutcome<ServedRead> {
         if Task.isCancelled { throw CacheError(.userCancelled, "the read of \(job.item) was cancelled") }
         let store = self.store
-        if job.buffer.count <= FetchThresholds.inlineBytes { return try job.attempt(version, store: store) }
-        return try await runBlocking(doing: "reading \(job.item)", store: store.path) { _ in
-            try job.attempt(version, store: store)
-        }
+        if job.buffer.count <= FetchThresholds.inlineBytes { return try attempt(store) }
+        return try await runBlocking(doing: "reading \(job.item)", store: store.path) { _ in try attempt(store) }
     }
 
     /// Checks a partial fetch's range and alignment.
-    private static func validate(_ minimalRange: ByteRange, of item: ItemIdentifier, alignment: Int) throws(CacheError)
-    {
+    static func validate(_ minimalRange: ByteRange, of item: ItemIdentifier, alignment: Int) throws(CacheError) {
         try FetchPlanner.validate(alignment: alignment)
         guard minimalRange.location >= 0, minimalRange.length >= 0 else {
             throw CacheError(
@@ -232,15 +245,17 @@ extension ChunkCache {
 
     /// A fetch through the async API.
     ///
-    /// The warm attempt first (``FetchJob``), with nothing of the cold path allocated; what it finds absent
-    /// on an origin domain goes to the cold path (``throughOrigin(_:version:options:request:servesFromDownload:first:attempt:)``),
-    /// whose attempts are made the same way. Task cancellation reaches both: it sets the flag the assembler
-    /// checks before each chunk.
+    /// The warm attempt first (``FetchJob``), with nothing of the cold path allocated, from the caller's own
+    /// plan when it made one (`planned`), which goes straight to the cold path when it missed; what is absent
+    /// on an origin domain goes to the cold path (``throughOrigin(_:options:request:servesFromDownload:streamed:first:serve:)``) with the plan
+    /// the miss made, which serves it once filled. Task cancellation reaches both: it sets the flag the
+    /// assembler checks before each chunk.
     ///
     /// - Parameter beforeChunk: Called before each chunk is read; tests set it to act at a known point.
     func fetch(
         _ item: ItemIdentifier, version: [UInt8]?, minimalRange: ByteRange?, alignment: Int, options: FetchOptions,
-        request: FetchRequest, destination: FetchDestination, strategies: Set<CloneStrategy> = cloneStrategies,
+        request: FetchRequest, destination: FetchDestination, planned: PlanOutcome? = nil,
+        strategies: Set<CloneStrategy> = cloneStrategies,
         inspectClone: (@Sendable (FileDescriptor) -> Void)? = nil, beforeChunk: (@Sendable (Int64) -> Void)? = nil
     ) async throws -> FetchResult {
         try Records.validate(domain: item.domain, item: item.rawValue)
@@ -248,12 +263,22 @@ extension ChunkCache {
             item: item, minimalRange: minimalRange, alignment: alignment, options: options, request: request,
             destination: destination, strategies: strategies, inspectClone: inspectClone, beforeChunk: beforeChunk)
         let absence: Absence
-        switch try await fetchFromStore(job, version: version) {
-        case .served(let served):
-            await readAhead(after: served, item)
-            return served
-        case .missing(let missing):
+        if case .miss(let missing) = planned {
             absence = missing
+        } else {
+            let source: PlanSource
+            if case .serve(let plan) = planned {
+                source = .planned(plan, requested: version)
+            } else {
+                source = .planning(version)
+            }
+            switch try await fetchFromStore(job, source) {
+            case .served(let served):
+                await readAhead(after: served, item)
+                return served
+            case .missing(let missing):
+                absence = missing
+            }
         }
         var fromDownload: (@Sendable ([UInt8], DownloadedRange) throws -> FetchResult)?
         // A large range goes into the fetch's own file as it arrives, never read back from the store.
@@ -266,41 +291,35 @@ extension ChunkCache {
             fromDownload = { @Sendable bytes, downloaded in try self.handOffDownloaded(bytes, downloaded) }
         }
         let cold = try await throughOrigin(
-            ColdTarget(item: item, minimal: minimalRange, alignment: alignment), version: version, options: options,
-            request: request,
+            ColdTarget(item: item, minimal: minimalRange, alignment: alignment), options: options, request: request,
             servesFromDownload: fromDownload, streamed: streamed, first: absence
-        ) { version in
-            try await self.fetchFromStore(job, version: version, afterFill: true)
+        ) { plan in
+            try await self.fetchFromStore(job, .serving(plan))
         }
         var served = cold.served
         served.record(cold.downloaded)
         return served
     }
 
-    /// One attempt at `job` from the store alone.
+    /// One attempt at `job` from the store alone: planned now, or the plan a miss carried through its fill
+    /// (whose reads are not hits for eviction: the fetch just downloaded them).
     ///
     /// Hand-offs of up to `FetchThresholds.inlineBytes` are planned and written in one snapshot on the
     /// calling thread: bounded, page-cache-hot work that costs less than the two thread wake-ups of a hop.
     /// Clones and larger ranges go to the blocking pool (``runBlocking(doing:store:_:)``), which plans again in
     /// its own snapshot.
-    ///
-    /// - Parameter afterFill: The fetch just downloaded what it reads: its reads are not hits for eviction.
-    private func fetchFromStore(_ job: FetchJob, version: [UInt8]?, afterFill: Bool = false) async throws
-        -> FetchOutcome<FetchResult>
-    {
+    private func fetchFromStore(_ job: FetchJob, _ source: PlanSource) async throws -> FetchOutcome<FetchResult> {
         let store = self.store
         if Task.isCancelled { throw CacheError(.userCancelled, "the fetch of \(job.item) was cancelled") }
         let cancellation = CancellationFlag()
         let inline = try await withTaskCancellationHandler {
-            try job.attemptInline(
-                version, within: FetchThresholds.inlineBytes, store: store, cancellation: cancellation,
-                readsAreHits: !afterFill)
+            try job.run(source, store: store, cancellation: cancellation, within: FetchThresholds.inlineBytes)
         } onCancel: {
             cancellation.cancel()
         }
         if let inline { return inline }
         return try await runBlocking(doing: "fetching \(job.item)", store: store.path) { cancellation in
-            try job.attempt(version, store: store, cancellation: cancellation, readsAreHits: !afterFill)
+            try job.run(source, store: store, cancellation: cancellation, within: nil)!  // no limit: never nil
         }
     }
 

@@ -23,16 +23,17 @@ extension ChunkCache {
         completionHandler: @escaping @Sendable (URL?, Item?, ByteRange, MaterializationFlags, (any Error)?) -> Void
     ) -> Progress {
         let once = CompleteOnce(completionHandler)
+        let planned = planOnCaller(
+            item, version: version, minimal: minimalRange, alignment: alignment, options: options, request: request)
         let (progress, request) = Self.tracking(
-            request,
-            expecting: expectedRange(
-                of: item, version: version, minimal: minimalRange, alignment: alignment, options: options))
+            request, expecting: expectedRange(planned, minimal: minimalRange, alignment: alignment))
         return runWithProgress(
             progress.progress, doing: "fetching \(minimalRange) of \(item)",
             work: {
-                let result = try await self.fetchPartialContents(
-                    for: item, version: version, request: request, minimalRange: minimalRange, aligningTo: alignment,
-                    options: options)
+                try Self.validate(minimalRange, of: item, alignment: alignment)
+                let result = try await self.fetch(
+                    item, version: version?.contentVersion, minimalRange: minimalRange, alignment: alignment,
+                    options: options, request: request, destination: .handOff, planned: planned)
                 progress.finish(result.retrievedRange.length)
                 if !once.call(result.url, result.item, result.retrievedRange, result.flags, nil) {
                     // Cancelled after the file was made: nobody will own it, so remove it. Best effort: a
@@ -71,13 +72,15 @@ extension ChunkCache {
             (url: URL?, item: Item?, _: ByteRange, flags: MaterializationFlags, error: (any Error)?) in
             completionHandler(url, item, flags, error)
         }
-        let (progress, request) = Self.tracking(
-            request, expecting: expectedRange(of: item, version: version, minimal: nil, alignment: 1, options: options))
+        let planned = planOnCaller(
+            item, version: version, minimal: nil, alignment: 1, options: options, request: request)
+        let (progress, request) = Self.tracking(request, expecting: expectedRange(planned, minimal: nil, alignment: 1))
         return runWithProgress(
             progress.progress, doing: "fetching \(item)",
             work: {
-                let result = try await self.fetchContents(
-                    for: item, version: version, request: request, options: options)
+                let result = try await self.fetch(
+                    item, version: version?.contentVersion, minimalRange: nil, alignment: 1, options: options,
+                    request: request, destination: .handOff, planned: planned)
                 progress.finish(result.retrievedRange.length)
                 if !once.call(result.url, result.item, result.retrievedRange, result.flags, nil) {
                     try? FileSystem.unlink(result.url.path)  // as above: nobody will own it
@@ -96,25 +99,38 @@ extension ChunkCache {
         return (progress, tracked)
     }
 
-    /// The range a completion-handler fetch's `Progress` starts from (``FetchProgress``), so it is
-    /// determinate when it is returned: what the fetch retrieves from the version the store would serve
-    /// (``FetchPlanner/expectedRange(store:domain:item:requested:minimal:alignment:options:in:)``). For an
-    /// item the store knows no version of, a partial fetch's range rounded as though the file went on past it
-    /// (the origin's first answer corrects it if the file ends sooner), and nil for a whole file: its size
-    /// comes with the origin's first answer, before any byte is counted. One short catalogue read on the
-    /// caller's thread; a failure leaves the estimate to the request, and the fetch reports it.
-    func expectedRange(
-        of item: ItemIdentifier, version: ItemVersion?, minimal: ByteRange?, alignment: Int, options: FetchOptions
-    ) -> ByteRange? {
+    /// A completion-handler fetch's plan, made once, on the caller's thread (one short catalogue read), so its
+    /// `Progress` is determinate when it is returned (``expectedRange(_:minimal:alignment:)``): the fetch
+    /// serves it when the store still holds its range, and a miss goes straight to the cold path with it.
+    /// Nil when planning failed: the fetch plans again and reports why.
+    private func planOnCaller(
+        _ item: ItemIdentifier, version: ItemVersion?, minimal: ByteRange?, alignment: Int, options: FetchOptions,
+        request: FetchRequest
+    ) -> PlanOutcome? {
+        guard (try? FetchPlanner.validate(alignment: alignment)) != nil,
+            minimal.map({ $0.location >= 0 && $0.length >= 0 }) ?? true
+        else { return nil }
         let store = self.store
-        let known = try? store.environment.read { txn in
-            try FetchPlanner.expectedRange(
+        return try? store.environment.read { txn in
+            try FetchPlanner.plan(
                 store: store, domain: item.domain, item: item.rawValue, requested: version?.contentVersion,
-                minimal: minimal, alignment: alignment, options: options, in: txn)
+                minimal: minimal, alignment: alignment, options: options, request: request, in: txn)
         }
-        if let known { return known }
-        return minimal.map {
-            store.layout.retrievedRange(for: $0, aligningTo: Int64(alignment), length: ChunkLayout.maxItemLength)
+    }
+
+    /// The range a completion-handler fetch's `Progress` starts from (``FetchProgress``): what the fetch
+    /// retrieves by its plan. For an item the store knows no version of (or a plan that failed), a partial
+    /// fetch's range rounded as though the file went on past it (the origin's first answer corrects it if the
+    /// file ends sooner), and nil for a whole file: its size comes with the origin's first answer, before any
+    /// byte is counted.
+    func expectedRange(_ planned: PlanOutcome?, minimal: ByteRange?, alignment: Int) -> ByteRange? {
+        switch planned {
+        case .serve(let plan): return plan.retrieved
+        case .miss(.chunks(let plan)), .miss(.damaged(let plan, _)): return plan.range
+        case .miss(.undiscovered), nil:
+            return minimal.map {
+                store.layout.retrievedRange(for: $0, aligningTo: Int64(alignment), length: ChunkLayout.maxItemLength)
+            }
         }
     }
 

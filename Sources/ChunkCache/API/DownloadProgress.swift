@@ -51,7 +51,7 @@ public final class DownloadProgress: Sendable, Hashable {
 
 /// The `Progress` a completion-handler fetch returns, counted in bytes of the retrieved range: determinate
 /// from the start, its total the range's length as the fetch knows it when it starts
-/// (``ChunkCache/expectedRange(of:version:minimal:alignment:options:)``) and set again, before any byte is
+/// (``ChunkCache/expectedRange(_:minimal:alignment:)``) and set again, before any byte is
 /// counted, when the plan or the origin's first answer tells the exact range. The completed count follows the
 /// bytes of that range downloaded for the fetch, never those of the read-ahead downloaded with them, never
 /// past the total and never backwards, and equals the total when the file is returned (bytes the store

@@ -25,48 +25,30 @@ enum BufferReader {
         let indices = (offset >> layout.shift)..<((end - 1) >> layout.shift + 1)
         try prefetch(indices, of: plan, dbs: dbs, in: txn)
         return try store.codecs.withDecoder { context -> BufferRead in
+            let reader = StoredChunkReader(context, dbs)
             var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
             for index in indices {
                 let chunk = layout.range(ofChunk: index, length: size)
                 let lower = max(chunk.location, offset)
                 let upper = min(chunk.end, end)
                 let target = UnsafeMutableRawBufferPointer(rebasing: buffer[Int(lower - offset)..<Int(upper - offset)])
-                switch try cursor.entry(index, in: txn) {
+                // A whole chunk is decoded or read in place; a partly covered one in the context's buffer.
+                let whole = lower == chunk.location && upper == chunk.end
+                // One chunk: its pages read in one request, not a fault each (several: prefetched above).
+                switch try reader.read(
+                    try cursor.entry(index, in: txn), of: plan.version.manifestID, spanning: chunk,
+                    into: { whole ? target : context.buffer }, willNeed: indices.count == 1, in: txn)
+                {
                 case .zero:
                     target.initializeMemory(as: UInt8.self, repeating: 0)
-                case .stored(let digest):
-                    let stored = try RangeAssembler.storedChunk(digest, of: plan, dbs: dbs, in: txn)
-                    // One chunk: its pages read in one request, not a fault each (several: prefetched above).
-                    if indices.count == 1 { MappedPages.willNeed(stored) }
-                    let whole = lower == chunk.location && upper == chunk.end
-                    guard
-                        let bytes = try plan.decode(
-                            stored, rawCount: Int(chunk.length), decompressor: context.decompressor,
-                            buffer: whole ? target : context.buffer, digest: digest,
-                            bases: context.bases(in: txn, dbs))
-                    else { return .damaged(DamagedChunk(index: index, digest: digest)) }
+                case .bytes(let bytes):
                     if bytes.baseAddress != UnsafeRawPointer(target.baseAddress) {
                         target.copyMemory(
                             from: UnsafeRawBufferPointer(
                                 rebasing: bytes[Int(lower - chunk.location)..<Int(upper - chunk.location)]))
                     }
-                case .filled(let checksum):
-                    let whole = lower == chunk.location && upper == chunk.end
-                    guard
-                        let bytes = store.dbs.fillFiles.read(
-                            manifestID: plan.version.manifestID, at: chunk.location,
-                            into: whole
-                                ? target
-                                : UnsafeMutableRawBufferPointer(rebasing: context.buffer[..<Int(chunk.length)]),
-                            checksum: checksum)
-                    else { return .damaged(DamagedChunk(index: index, digest: nil)) }
-                    if !whole {
-                        target.copyMemory(
-                            from: UnsafeRawBufferPointer(
-                                rebasing: bytes[Int(lower - chunk.location)..<Int(upper - chunk.location)]))
-                    }
-                case .absent:
-                    throw ChunkVanished(index: index)
+                case .unreadable(let why):
+                    return .damaged(try plan.damage(why, index: index))
                 }
             }
             return .read(count)

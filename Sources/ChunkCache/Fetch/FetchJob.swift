@@ -28,41 +28,33 @@ struct FetchJob: Sendable {
     /// hand-off of a range (a clone, a whole file and a hooked test fetch read the store).
     var servesFromDownload: Bool { minimalRange != nil && destination == .handOff && beforeChunk == nil }
 
-    /// Plans and writes the fetch of `version` in one snapshot.
-    ///
-    /// - Parameter readsAreHits: The chunks read count as hits for the eviction policy: false right after a
-    ///   fill, when this fetch just downloaded them.
-    func attempt(
-        _ version: [UInt8]?, store: Store, cancellation: CancellationFlag, readsAreHits: Bool = true
-    ) throws -> FetchOutcome<FetchResult> {
-        // Without a limit the attempt never gives up.
-        try run(version, store: store, cancellation: cancellation, within: nil, readsAreHits: readsAreHits)!
+    /// Plans and writes the fetch of `version` in one snapshot, on the calling thread.
+    func attempt(_ version: [UInt8]?, store: Store, cancellation: CancellationFlag) throws -> FetchOutcome<FetchResult>
+    {
+        try run(.planning(version), store: store, cancellation: cancellation, within: nil)!  // no limit: never nil
     }
 
-    /// As ``attempt(_:store:cancellation:readsAreHits:)`` for a hand-off of at most `limit` bytes, the bounded
-    /// work a caller may do on its own thread; nil, with nothing done but the plan, for a clone or a longer
-    /// range, which the caller moves to the blocking pool.
-    func attemptInline(
-        _ version: [UInt8]?, within limit: Int64, store: Store, cancellation: CancellationFlag,
-        readsAreHits: Bool = true
-    ) throws -> FetchOutcome<FetchResult>? {
-        try run(version, store: store, cancellation: cancellation, within: limit, readsAreHits: readsAreHits)
+    /// Writes `cold`, the plan a miss carried through its fill, in one snapshot, without planning again; what
+    /// left the store since the fill is `.missing(.chunks(cold))` (refilled once), a damaged chunk
+    /// `.missing(.damaged)`.
+    func serve(_ cold: ColdPlan, store: Store, cancellation: CancellationFlag) throws -> FetchOutcome<FetchResult> {
+        try run(.serving(cold), store: store, cancellation: cancellation, within: nil)!  // no limit: never nil
     }
 
-    private func run(
-        _ version: [UInt8]?, store: Store, cancellation: CancellationFlag, within limit: Int64?, readsAreHits: Bool
-    ) throws -> FetchOutcome<FetchResult>? {
+    /// One attempt from `source` (``PlanSource``), in one snapshot. With a `limit`, the bounded work a caller
+    /// may do on its own thread: nil, with nothing done but the plan, for a clone or a range longer than
+    /// `limit`, which the caller moves to the blocking pool. A carried plan's reads are not hits for eviction:
+    /// the fetch just downloaded them.
+    func run(_ source: PlanSource, store: Store, cancellation: CancellationFlag, within limit: Int64?) throws
+        -> FetchOutcome<FetchResult>?
+    {
+        let readsAreHits = if case .serving = source { false } else { true }
         let checkpoint = ChunkCheckpoint(cancellation: cancellation, beforeChunk: beforeChunk)
         return try usingReserveWhenFull(store) {
-            try ChunkCache.inFreshSnapshots(of: store, fetching: item) { txn -> FetchOutcome<FetchResult>? in
-                let planned = try FetchPlanner.plan(
-                    store: store, domain: item.domain, item: item.rawValue, requested: version, minimal: minimalRange,
-                    alignment: alignment, options: options, request: request, in: txn)
-                let plan: FetchPlan
-                switch planned {
-                case .serve(let served): plan = served
-                case .miss(let absence): return .missing(absence)
-                }
+            try source.inSnapshot(
+                store: store, item: item, minimal: minimalRange, alignment: alignment, options: options,
+                request: request
+            ) { plan, txn -> FetchOutcome<FetchResult>? in
                 if let limit, destination != .handOff || plan.retrieved.length > limit { return nil }
                 return try write(plan, store: store, checkpoint: checkpoint, readsAreHits: readsAreHits, in: txn)
             }
@@ -99,7 +91,7 @@ struct FetchJob: Sendable {
             }
             switch made {
             case .file(let path): result.url = URL(fileURLWithPath: path, isDirectory: false)
-            case .damaged(let chunk): return .missing(.damaged(version: plan.version, chunk))
+            case .damaged(let chunk): return .missing(.damaged(plan.cold, chunk))
             }
         case .clone(let target, let replaceExisting):
             let written = try Destination(path: target, replaceExisting: replaceExisting).write(
@@ -109,7 +101,7 @@ struct FetchJob: Sendable {
             }
             switch written {
             case .placed(let strategy): result.cloneStrategy = strategy
-            case .damaged(let chunk): return .missing(.damaged(version: plan.version, chunk))
+            case .damaged(let chunk): return .missing(.damaged(plan.cold, chunk))
             }
             result.url = URL(fileURLWithPath: target, isDirectory: false)
             result.owner = .destination
@@ -168,19 +160,24 @@ struct BufferReadJob: @unchecked Sendable {
                 bytesRead: count, item: downloaded.publicItem, domainVersion: downloaded.domainVersion))
     }
 
+    /// Plans the read of `version` and reads it, in one snapshot.
     func attempt(_ version: [UInt8]?, store: Store) throws -> FetchOutcome<ServedRead> {
-        try ChunkCache.inFreshSnapshots(of: store, fetching: item) { txn -> FetchOutcome<ServedRead> in
-            let planned = try FetchPlanner.plan(
-                store: store, domain: item.domain, item: item.rawValue, requested: version, minimal: minimalRange,
-                alignment: 1, options: options, request: request, in: txn)
-            let plan: FetchPlan
-            switch planned {
-            case .serve(let served): plan = served
-            case .miss(let absence): return .missing(absence)
-            }
+        try read(.planning(version), store: store)
+    }
+
+    /// Reads `cold`, the plan a miss carried through its fill, without planning again (as
+    /// ``FetchJob/serve(_:within:store:cancellation:)``).
+    func serve(_ cold: ColdPlan, store: Store) throws -> FetchOutcome<ServedRead> {
+        try read(.serving(cold), store: store)
+    }
+
+    private func read(_ source: PlanSource, store: Store) throws -> FetchOutcome<ServedRead> {
+        try source.inSnapshot(
+            store: store, item: item, minimal: minimalRange, alignment: 1, options: options, request: request
+        ) { plan, txn -> FetchOutcome<ServedRead>? in
             switch try BufferReader.read(plan, at: offset, into: buffer, store: store, in: txn) {
             case .damaged(let chunk):
-                return .missing(.damaged(version: plan.version, chunk))
+                return .missing(.damaged(plan.cold, chunk))
             case .read(let count):
                 store.usage.noteUse(
                     of: item, recorded: plan.item.lastUsedDate, reads: plan.policyReads, served: plan.servedChunks,
@@ -193,7 +190,7 @@ struct BufferReadJob: @unchecked Sendable {
                             item: Records.publicItem(plan.item, domain: item.domain, version: plan.version),
                             domainVersion: plan.domainVersion)))
             }
-        }
+        }!  // the body always answers
     }
 }
 
@@ -204,6 +201,64 @@ struct ServedRead: ServedBytes, Sendable {
     let result: ReadResult
     var servedItem: Item { result.item }
     var servedRange: Range<Int64> { offset..<(offset + Int64(result.bytesRead)) }
+}
+
+/// Where an attempt's plan comes from: planned in the attempt's snapshot (a warm fetch, the first attempt of
+/// a cold one), or carried from a miss through its fill (``ColdPlan``), which is only checked.
+enum PlanSource: Sendable {
+    case planning([UInt8]?)
+    /// A plan of the fetch of `requested` made in an earlier snapshot (a completion-handler fetch plans on
+    /// the caller's thread): written when the store still holds its range, else planned again here.
+    case planned(FetchPlan, requested: [UInt8]?)
+    case serving(ColdPlan)
+
+    /// Runs `body` with the plan in one snapshot, or returns what is missing.
+    ///
+    /// A plan made here runs in ``ChunkCache/inFreshSnapshots(of:fetching:_:)``; a carried plan is checked
+    /// against the snapshot (``FetchPlanner/holding(_:in:_:)``), and a chunk that left the store since the
+    /// fill, even from a parallel worker's newer snapshot (``ChunkVanished``), is returned missing for its one
+    /// refill.
+    /// The version asked for, when this plans.
+    private var requested: [UInt8]? {
+        switch self {
+        case .planning(let version), .planned(_, let version): version
+        case .serving(let cold): cold.version.contentVersion
+        }
+    }
+
+    func inSnapshot<R>(
+        store: Store, item: ItemIdentifier, minimal: ByteRange?, alignment: Int, options: FetchOptions,
+        request: FetchRequest, _ body: (FetchPlan, borrowing ReadTransaction) throws -> FetchOutcome<R>?
+    ) throws -> FetchOutcome<R>? {
+        switch self {
+        case .planning, .planned:
+            return try ChunkCache.inFreshSnapshots(of: store, fetching: item) { txn -> FetchOutcome<R>? in
+                if case .planned(let plan, _) = self, try FetchPlanner.stillHolds(plan, in: txn, store.dbs) {
+                    return try body(plan, txn)
+                }
+                switch try FetchPlanner.plan(
+                    store: store, domain: item.domain, item: item.rawValue, requested: requested, minimal: minimal,
+                    alignment: alignment, options: options, request: request, in: txn)
+                {
+                case .serve(let plan): return try body(plan, txn)
+                case .miss(let absence): return .missing(absence)
+                }
+            }
+        case .serving(let cold):
+            do {
+                return try store.environment.read { txn -> FetchOutcome<R>? in
+                    guard let plan = try FetchPlanner.holding(cold, in: txn, store.dbs) else {
+                        return .missing(.chunks(cold))
+                    }
+                    return try body(plan, txn)
+                }
+            } catch is ChunkVanished {
+                return .missing(.chunks(cold))
+            } catch {
+                throw CacheError.wrap(error, store: store.path, doing: "fetching \(item)")
+            }
+        }
+    }
 }
 
 extension ChunkCache {

@@ -42,6 +42,7 @@ enum FetchPlanner {
         store: Store, domain: String, item id: String, requested: [UInt8]?, minimal: ByteRange?, alignment: Int,
         options: FetchOptions, request: FetchRequest, in txn: borrowing T
     ) throws -> PlanOutcome {
+        store.plansMade.add(1, ordering: .relaxed)
         let dbs = store.dbs
         let domainRecord = try Records.domain(domain, in: txn, dbs)
         if let process = request.requestingProcess, domainRecord.nonMaterializingProcesses.contains(process) {
@@ -126,8 +127,9 @@ enum FetchPlanner {
             }
             return .miss(
                 .chunks(
-                    version: version, range: retrieved(minimal, of: version, alignment: alignment), item: item,
-                    domainVersion: domainVersion, domain: domain))
+                    ColdPlan(
+                        version: version, range: retrieved(minimal, of: version, alignment: alignment), item: item,
+                        domainVersion: domainVersion, domain: domain)))
         }
         for index in order.thenNewest {
             if var plan = try serving(
@@ -139,20 +141,6 @@ enum FetchPlanner {
             }
         }
         return .miss(.undiscovered(asked: requested, range: minimal))
-    }
-
-    /// The range a fetch of `minimal` (nil: the whole file) is expected to retrieve, before it plans: the
-    /// range of the version the candidate order tries first, or nil when the store knows no version of the
-    /// item. What a progress display starts from (``FetchProgress``); the plan has the last word.
-    static func expectedRange<T: TransactionReading & ~Copyable>(
-        store: Store, domain: String, item id: String, requested: [UInt8]?, minimal: ByteRange?, alignment: Int,
-        options: FetchOptions, in txn: borrowing T
-    ) throws -> ByteRange? {
-        let versions = try Records.versions(ofItem: id, domain: domain, in: txn, store.dbs)
-        let order = candidateOrder(
-            of: versions, requested: requested, strict: options.contains(.strictVersioning))
-        guard let index = order.first ?? order.thenNewest.first else { return nil }
-        return retrieved(minimal, of: versions[index], alignment: alignment)
     }
 
     /// Which versions may serve a fetch, in the order they are tried (CONTRACT §7 "Which version serves a
@@ -172,6 +160,26 @@ enum FetchPlanner {
         return (index, strict ? 0..<0 : 0..<index)
     }
 
+    /// The plan that serves `cold` now the store holds it, or nil when a chunk of its range is absent again
+    /// (evicted or damaged since the fill): only the version's manifest is read, nothing is planned again.
+    static func holding<T: TransactionReading & ~Copyable>(_ cold: ColdPlan, in txn: borrowing T, _ dbs: Databases)
+        throws -> FetchPlan?
+    {
+        guard let zeros = try availability(of: cold.version, range: cold.range, in: txn, dbs) else { return nil }
+        var plan = FetchPlan(
+            item: cold.item, version: cold.version, retrieved: cold.range, hasZeroChunks: zeros,
+            domainVersion: cold.domainVersion)
+        plan.fromOrigin = true
+        return plan
+    }
+
+    /// Whether the store still holds every chunk of `plan`'s range (a plan made in an earlier snapshot).
+    static func stillHolds<T: TransactionReading & ~Copyable>(_ plan: FetchPlan, in txn: borrowing T, _ dbs: Databases)
+        throws -> Bool
+    {
+        try availability(of: plan.version, range: plan.retrieved, in: txn, dbs) != nil
+    }
+
     /// The plan for serving the fetch from `version`, or nil when a chunk of its range is absent.
     private static func serving<T: TransactionReading & ~Copyable>(
         _ version: VersionRecord, item: ItemRecord, minimal: ByteRange?, alignment: Int, domainVersion: DomainVersion,
@@ -184,7 +192,7 @@ enum FetchPlanner {
     }
 
     /// The range a fetch of `minimal` (nil: the whole file) retrieves from `version`.
-    private static func retrieved(_ minimal: ByteRange?, of version: VersionRecord, alignment: Int) -> ByteRange {
+    static func retrieved(_ minimal: ByteRange?, of version: VersionRecord, alignment: Int) -> ByteRange {
         minimal.map { version.layout.retrievedRange(for: $0, aligningTo: Int64(alignment), length: version.size) }
             ?? ByteRange(location: 0, length: version.size)
     }

@@ -25,13 +25,14 @@ enum RangeAssembler {
         let first = plan.retrieved.location >> layout.shift
         let end = (plan.retrieved.end - 1) >> layout.shift + 1
         let count = end - first
+        let writer = HandOffWriter(file: file, holesForZeros: plan.wholeFile)
         let workers =
             try plan.retrieved.length >= FetchThresholds.parallelBytes
             && startsWithCompressedChunks(plan, store: store, from: first, in: txn)
             ? Int(min(count, Int64(BlockingPool.width))) : 1
         if workers == 1 {
             return try store.codecs.withDecoder { context in
-                try context.withRunWriter(into: file) { run -> Assembly in
+                try context.withRunWriter(into: writer) { run -> Assembly in
                     let stride = max(1, FetchThresholds.releaseStrideBytes >> layout.shift)
                     for lower in Swift.stride(from: first, to: end, by: Int(stride)) {
                         let upper = min(lower + stride, end)
@@ -56,7 +57,7 @@ enum RangeAssembler {
             do {
                 try store.codecs.withDecoder { context in
                     try store.environment.read { txn in
-                        try context.withRunWriter(into: file, gate: gate) { run -> Void in
+                        try context.withRunWriter(into: writer, gate: gate) { run -> Void in
                             while let indices = claims.next() {
                                 switch try writeChunks(
                                     indices, of: plan, store: store, run: &run,
@@ -100,20 +101,6 @@ enum RangeAssembler {
         return false
     }
 
-    /// The stored value of chunk `digest`, which `plan`'s manifest names: borrowed from the map, valid while
-    /// `txn` lasts. A manifest entry whose chunk is not stored is `corruptData`.
-    static func storedChunk<T: TransactionReading & ~Copyable>(
-        _ digest: ChunkDigest, of plan: FetchPlan, dbs: Databases, in txn: borrowing T
-    ) throws -> UnsafeRawBufferPointer {
-        guard let stored = try digest.withUnsafeBytes({ try txn.unsafeValue(dbs.chunks, key: $0) }) else {
-            throw CacheError(
-                .corruptData,
-                "chunk \(digest) of item \"\(plan.item.identifier)\" is missing from the store; run `chunkcache verify --repair`"
-            )
-        }
-        return stored
-    }
-
     /// What ``writeChunks(_:of:store:run:checkpoint:context:in:)`` did.
     private enum Written {
         /// Every chunk queued: their stored bytes (zero chunks not counted).
@@ -129,41 +116,26 @@ enum RangeAssembler {
     ) throws -> Written {
         let layout = plan.version.layout
         let size = plan.version.size
-        let dbs = store.dbs
+        let reader = StoredChunkReader(context, store.dbs)
         var written: Int64 = 0
-        var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: dbs)
+        var cursor = ManifestCursor(manifestID: plan.version.manifestID, dbs: store.dbs)
         for index in indices {
             try checkpoint.check(index)
             let range = layout.range(ofChunk: index, length: size)
             let length = Int(range.length)
-            switch try cursor.entry(index, in: txn) {
+            // Its pages read in one request, not a fault each (a store out of the page cache). Not for a
+            // one-chunk range: the warm fetch of one chunk (a read()'s path) pays no system call for it.
+            switch try reader.read(
+                try cursor.entry(index, in: txn), of: plan.version.manifestID, spanning: range,
+                into: { try run.space(length, at: range.location) }, willNeed: indices.count > 1, in: txn)
+            {
             case .zero:
-                // A hole in a whole file (the run breaks there); inside a partial range a hole would read as
-                // "not materialized" (A7), so zeros are written.
-                if !plan.wholeFile { try run.append(ZeroBytes.prefix(length), at: range.location) }
-            case .stored(let digest):
-                let stored = try storedChunk(digest, of: plan, dbs: dbs, in: txn)
-                // Its pages read in one request, not a fault each (a store out of the page cache). Not for a
-                // one-chunk range: the warm fetch of one chunk (a read()'s path) pays no system call for it.
-                if indices.count > 1 { MappedPages.willNeed(stored) }
-                guard
-                    let bytes = try plan.decode(
-                        stored, rawCount: length, decompressor: context.decompressor,
-                        buffer: try run.space(length, at: range.location), digest: digest,
-                        bases: context.bases(in: txn, dbs))
-                else { return .damaged(DamagedChunk(index: index, digest: digest)) }
+                try run.appendZero(length, at: range.location)
+            case .bytes(let bytes):
                 try run.append(bytes, at: range.location)
                 written += range.length
-            case .filled(let checksum):
-                guard
-                    let bytes = store.dbs.fillFiles.read(
-                        manifestID: plan.version.manifestID, at: range.location,
-                        into: try run.space(length, at: range.location), checksum: checksum)
-                else { return .damaged(DamagedChunk(index: index, digest: nil)) }
-                try run.append(bytes, at: range.location)
-                written += range.length
-            case .absent:
-                throw ChunkVanished(index: index)
+            case .unreadable(let why):
+                return .damaged(try plan.damage(why, index: index))
             }
         }
         return .written(written)

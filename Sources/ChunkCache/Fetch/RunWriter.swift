@@ -5,7 +5,8 @@ import FileIO
 import Glibc
 #endif
 
-/// Gathers chunks for a file and writes each run of consecutive ones with one `pwritev`.
+/// Gathers chunks for a file and writes each run of consecutive ones with one `pwritev`, through the file's
+/// ``HandOffWriter`` (which also decides whether a zero chunk is written or left a hole).
 ///
 /// Writes to one file take its inode lock, and a second writer spins in the kernel until the first is done:
 /// a third of the CPU time of a whole-file fetch went there when page-cache copies were slow. So workers that
@@ -23,7 +24,7 @@ struct RunWriter: ~Copyable {
         var firstVector: Int
     }
 
-    private let file: FileDescriptor
+    private let file: HandOffWriter
     private let gate: WriteGate?
     private let staging: UnsafeMutableRawBufferPointer
     private let vectors: UnsafeMutableBufferPointer<iovec>
@@ -40,7 +41,7 @@ struct RunWriter: ~Copyable {
     ///   - vectors: Room for the most chunks one write takes.
     ///   - runStarts: Room for the most separate runs held at once.
     init(
-        file: FileDescriptor, gate: WriteGate?, staging: UnsafeMutableRawBufferPointer,
+        file: HandOffWriter, gate: WriteGate?, staging: UnsafeMutableRawBufferPointer,
         vectors: UnsafeMutableBufferPointer<iovec>, runStarts: UnsafeMutableBufferPointer<RunStart>
     ) {
         self.file = file
@@ -77,6 +78,13 @@ struct RunWriter: ~Copyable {
         if queuedBytes >= FetchThresholds.mostQueuedBytes { try flush() }
     }
 
+    /// Queues a zero chunk of `length` bytes for `offset`, or leaves it a hole, by the file's rule
+    /// (``HandOffWriter/holesForZeros``): a hole breaks the run there.
+    mutating func appendZero(_ length: Int, at offset: Int64) throws(Errno) {
+        guard !file.holesForZeros else { return }
+        try append(ZeroBytes.prefix(length), at: offset)
+    }
+
     /// Writes what is queued if no other worker is writing the file; otherwise keeps it for later.
     mutating func writeIfFree() throws(Errno) {
         guard queued > 0 else { return }
@@ -104,9 +112,8 @@ struct RunWriter: ~Copyable {
         for run in 0..<runCount {
             let start = runStarts[run]
             let end = run + 1 < runCount ? runStarts[run + 1].firstVector : count
-            try file.writeAll(
-                toAbsoluteOffset: start.offset,
-                vectors: UnsafeMutableBufferPointer(rebasing: vectors[start.firstVector..<end]))
+            try file.write(
+                vectors: UnsafeMutableBufferPointer(rebasing: vectors[start.firstVector..<end]), at: start.offset)
         }
     }
 
@@ -124,7 +131,7 @@ extension CodecPool.DecodeContext {
     ///
     /// - Parameter gate: Shared by every worker writing `file`; nil when this is the only one.
     func withRunWriter<R>(
-        into file: FileDescriptor, gate: WriteGate? = nil, _ body: (inout RunWriter) throws -> R
+        into file: HandOffWriter, gate: WriteGate? = nil, _ body: (inout RunWriter) throws -> R
     ) throws -> R {
         var run = RunWriter(file: file, gate: gate, staging: buffer, vectors: vectors, runStarts: runStarts)
         let result = try body(&run)

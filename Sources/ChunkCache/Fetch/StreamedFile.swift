@@ -66,8 +66,8 @@ final class StreamedFile: Sendable {
                 return target
             }
             let target = DirectBytes(
-                range: range, manifestID: version.manifestID, chunkShift: version.layout.shift, file: descriptor,
-                holesForZeros: version.isWhole(range))
+                range: range, manifestID: version.manifestID, chunkShift: version.layout.shift,
+                file: HandOffWriter(file: descriptor, holesForZeros: version.isWhole(range)))
             state.target = target
             return target
         }

@@ -447,7 +447,7 @@ extension WriteTransaction {
         let growth = Int64(ref.rawLength) - Int64(ref.storedLength)
         guard growth + growth / 8 <= room else { return nil }
         var wasDelta: (layout: DeltaLayout, storedCount: Int)?
-        let bases = context.bases(in: self, dbs)
+        let reader = StoredChunkReader(context, dbs)
         let decoded = try digest.withUnsafeBytes { key -> UnsafeRawBufferPointer? in
             guard let stored = try unsafeValue(dbs.chunks, key: key),
                 let encoding = ChunkCodec.encoding(of: stored), encoding == .zstd || encoding == .delta
@@ -456,9 +456,8 @@ extension WriteTransaction {
             }
             wasDelta = DeltaLayout(parsing: stored).map { ($0, stored.count) }
             // Into the context's buffer, not the map: the value's pages are replaced below.
-            return try? ChunkCodec.decode(
-                stored, rawCount: Int(ref.rawLength), decompressor: context.decompressor, buffer: context.buffer,
-                digest: digest, bases: bases)
+            return try? reader.decode(
+                stored, digest: digest, length: Int(ref.rawLength), into: context.buffer, in: self)
         }
         guard let raw = decoded else { return nil }
         if let wasDelta { try unlinkDelta(digest, layout: wasDelta.layout, storedCount: wasDelta.storedCount, dbs) }

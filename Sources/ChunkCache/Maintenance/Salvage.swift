@@ -422,16 +422,12 @@ enum Salvage {
         _ value: [UInt8], digest: ChunkDigest, rawLength: Int, bases: PageBases, decompressor: Decompressor,
         buffer: UnsafeMutableRawBufferPointer, codecs: CodecPool
     ) throws -> [UInt8]? {
-        guard rawLength > 0, rawLength <= buffer.count else { return nil }
-        return try value.withUnsafeBytes { stored -> [UInt8]? in
+        try value.withUnsafeBytes { stored -> [UInt8]? in
             guard
-                let bytes = try? ChunkCodec.decode(
-                    stored, rawCount: rawLength, decompressor: decompressor, buffer: buffer, digest: digest,
-                    bases: bases),
-                bytes.count == rawLength, ChunkDigest(hashing: bytes) == digest
-            else {
-                return nil
-            }
+                let bytes = try? StoredChunkReader.decode(
+                    stored, digest: digest, length: rawLength, into: buffer, decompressor: decompressor, bases: bases,
+                    checkingName: true)
+            else { return nil }
             guard ChunkCodec.isDelta(stored) else { return value }
             return try encoded(bytes, codecs: codecs)
         }

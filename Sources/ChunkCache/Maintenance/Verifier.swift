@@ -74,6 +74,7 @@ enum Verifier {
         var lengthMismatches: [String] = []
         var fills = FillFindings()
         try store.codecs.withDecoder { context in
+            let reader = StoredChunkReader(context, dbs)
             try store.environment.read { txn in
                 try txn.scan(dbs.chunks, prefix: []) { key, value in
                     observer?("chunks", key)
@@ -94,11 +95,10 @@ enum Verifier {
                         corrupt.insert(digest)
                         return true
                     }
-                    guard Int(ref.rawLength) <= context.buffer.count,
-                        let bytes = try? ChunkCodec.decode(
-                            value, rawCount: Int(ref.rawLength), decompressor: context.decompressor,
-                            buffer: context.buffer, digest: digest, bases: context.bases(in: txn, dbs)),
-                        ChunkDigest(hashing: bytes) == digest
+                    guard
+                        (try? reader.decode(
+                            value, digest: digest, length: Int(ref.rawLength), into: context.buffer,
+                            checkingName: true, in: txn)) != nil
                     else {
                         corrupt.insert(digest)
                         return true

@@ -170,10 +170,8 @@ final class Reencoder {
         self.room = room
         return try raw.withUnsafeMutableBytes { rawBuffer in
             do {
-                let snapshot = SnapshotBases(txn, dbs, room: room)
-                let bytes = try ChunkCodec.decode(
-                    stored, rawCount: rawCount, decompressor: decompressor, buffer: rawBuffer, digest: digest,
-                    bases: snapshot)
+                let reader = StoredChunkReader(dbs: dbs, decompressor: decompressor, room: room)
+                let bytes = try reader.decode(stored, digest: digest, length: rawCount, into: rawBuffer, in: txn)
                 var plain = [UInt8](repeating: 0, count: ChunkCodec.encodedBound(rawCount: rawCount))
                 let plainLength = try plain.withUnsafeMutableBytes {
                     try ChunkCodec.encode(bytes, compressor: compressor, into: $0)
@@ -182,7 +180,7 @@ final class Reencoder {
                 guard !newBases.isEmpty else { return (plain, nil) }
                 let layout = DeltaLayout(bases: newBases, plainLength: plainLength - ChunkCodec.headerSize)
                 let prefix = try ChunkCodec.readBases(
-                    of: layout, for: digest, decompressor: decompressor, bases: snapshot)
+                    of: layout, for: digest, decompressor: decompressor, bases: SnapshotBases(txn, dbs, room: room))
                 var delta = [UInt8](
                     repeating: 0, count: ChunkCodec.encodedBound(rawCount: rawCount) + layout.headerLength)
                 let budget = DeltaEncoder.frameBudget(

@@ -175,39 +175,6 @@ extension WriteTransaction {
         }
     }
 
-    /// Rewrites manifest entries at `indices` (ascending) of `manifestID`: `transform` gets each one's position
-    /// in `indices` and current entry, and returns its replacement or nil to keep it. A missing page is skipped
-    /// (the version went); a damaged one is `corruptData`.
-    @available(*, noasync)
-    mutating func rewriteEntries(
-        of manifestID: UInt64, at indices: [Int64], _ dbs: Databases,
-        _ transform: (Int, ManifestEntry) throws -> ManifestEntry?
-    ) throws {
-        var position = 0
-        while position < indices.count {
-            let pageIndex = ManifestPage.page(ofChunk: indices[position])
-            var end = position
-            while end < indices.count && ManifestPage.page(ofChunk: indices[end]) == pageIndex { end += 1 }
-            defer { position = end }
-            let key = Keys.manifestPage(manifestID, page: pageIndex)
-            // Copied out: the page is rewritten below, which ends the stored value's life.
-            guard
-                let stored = try withValue(
-                    dbs.manifests, key: key, { ManifestPage.entries(ofStored: $0).map { Array($0) } })
-            else { continue }
-            guard var entries = stored else { throw ManifestPage.damaged(manifestID, page: pageIndex, in: self, dbs) }
-            var changed = false
-            for at in position..<end {
-                let slot = Int(indices[at] - pageIndex * ManifestPage.entriesPerPage)
-                let current = try entries.withUnsafeBytes { try ManifestPage.entry(in: $0, at: slot) }
-                if let replacement = try transform(at, current) {
-                    ManifestPage.replace(slot: slot, with: replacement, in: &entries)
-                    changed = true
-                }
-            }
-            if changed { try ManifestPage.store(&entries, manifest: manifestID, page: pageIndex, in: &self, dbs) }
-        }
-    }
 }
 
 extension TransactionReading where Self: ~Copyable {

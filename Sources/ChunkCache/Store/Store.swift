@@ -31,6 +31,9 @@ final class Store: Sendable {
     let changes: ChangeSignal
     /// Settles downloaded chunks behind the readers (CONTRACT §10, ``Settler``).
     let settler = Settler()
+    /// How many fetch plans this process made (``FetchPlanner/plan(store:domain:item:requested:minimal:alignment:options:request:in:)``):
+    /// the cold path goes one way, and tests check a miss is planned once.
+    let plansMade = Atomic<Int>(0)
     /// This process's lease on the pending manifests it writes, taken at its first ingest.
     private let lease = Mutex<WriterLease?>(nil)
 

@@ -35,10 +35,8 @@ final class DirectBytes: Sendable {
     let manifestID: UInt64
     private let shift: Int
     private let queue: WaitQueue<Gathered>
-    /// The file the chunks are written into, or nil: memory.
-    private let file: FileDescriptor?
-    /// Zero chunks stay holes in the file (the range is the whole file, CONTRACT §3).
-    private let holesForZeros: Bool
+    /// What writes the chunks into the fetch's file, or nil: memory.
+    private let file: HandOffWriter?
 
     /// Bytes gathered in memory.
     init(range: ByteRange, manifestID: UInt64, chunkShift: Int) {
@@ -46,7 +44,6 @@ final class DirectBytes: Sendable {
         self.manifestID = manifestID
         shift = chunkShift
         file = nil
-        holesForZeros = false
         // Not zeroed first: every chunk of the range is copied in (zero chunks too) before the bytes are handed over.
         let count = Int(range.length)
         queue = WaitQueue(
@@ -55,13 +52,12 @@ final class DirectBytes: Sendable {
                 missing: Set(Self.indices(of: range, shift: chunkShift))))
     }
 
-    /// Bytes written into `file` at their offsets in the item; zero chunks stay holes when `holesForZeros`.
-    init(range: ByteRange, manifestID: UInt64, chunkShift: Int, file: FileDescriptor, holesForZeros: Bool) {
+    /// Bytes written into a file at their offsets in the item, by `file`'s rule for zero chunks.
+    init(range: ByteRange, manifestID: UInt64, chunkShift: Int, file: HandOffWriter) {
         self.range = range
         self.manifestID = manifestID
         shift = chunkShift
         self.file = file
-        self.holesForZeros = holesForZeros
         queue = WaitQueue(Gathered(bytes: [], missing: Set(Self.indices(of: range, shift: chunkShift))))
     }
 
@@ -103,10 +99,8 @@ final class DirectBytes: Sendable {
                 }
                 closing?()
             }
-            if isZero && holesForZeros {
+            if try file.write(chunk: raw, at: index << shift, isZero: isZero) {
                 queue.withLock { gathered, _ in gathered.sparse = true }
-            } else {
-                try file.writeAll(toAbsoluteOffset: index << shift, raw)
             }
         }
         let waiters = queue.withLock { gathered, waiters -> [WaitQueue<Gathered>.Waiter] in

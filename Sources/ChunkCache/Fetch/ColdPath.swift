@@ -5,7 +5,7 @@ import LMDBKit
 import OriginKit
 
 /// What a fetch tells the cold path about itself. Made in one place, where the cold path starts
-/// (``ChunkCache/throughOrigin(_:version:options:request:servesFromDownload:first:attempt:)``).
+/// (``ChunkCache/throughOrigin(_:options:request:servesFromDownload:streamed:first:serve:)``).
 struct ColdRequest: Sendable {
     let item: ItemIdentifier
     let strict: Bool
@@ -66,70 +66,71 @@ extension ChunkCache {
         await store.origins.waitUntilStored()
     }
 
-    /// The cold path, one loop for async and blocking callers: fills what a fetch of an origin domain lacks
-    /// from the origin (`first`, what the caller's warm attempt missed), then runs `attempt` (a fetch from
-    /// the store) again, with the version the origin named when it discovered one, until it serves. A
-    /// fetch that may be served from its download (a hand-off of a small range whose every chunk it
-    /// downloads) is written from the downloaded bytes at once, the chunks stored behind it
-    /// (``DirectBytes``, `servesFromDownload`); a large one into its own file (`streamed`), whose bytes
-    /// `servesFromDownload` then is given empty. Read-ahead starts once, after the fetch is served.
+    /// The cold path, for async and blocking callers: fills what a fetch of an origin domain lacks from the
+    /// origin (`first`, what the caller's warm attempt found absent, with the plan it made) and serves the plan
+    /// the miss carried (`serve`), without planning again. A fetch that may be served from its download (a
+    /// hand-off of a small range whose every chunk it downloads) is written from the downloaded bytes at once,
+    /// the chunks stored behind it (``DirectBytes``, `servesFromDownload`); a large one into its own file
+    /// (`streamed`), whose bytes `servesFromDownload` then is given empty. Read-ahead starts once, after the
+    /// fetch is served.
+    ///
+    /// It goes one way: discover (an unknown item), fill, serve. Two things send it back, each bounded: a
+    /// chunk that left the store between the fill and the read (another process's eviction, a damaged fill)
+    /// is refilled once, and an origin that moved on from the version being filled is asked for the version
+    /// it holds now (non-strict), at most ``ColdRounds/maxChanges`` times.
     ///
     /// - Returns: What served the fetch, and what it downloaded.
     func throughOrigin<Served: ServedBytes & Sendable>(
-        _ target: ColdTarget, version: [UInt8]?, options: FetchOptions, request: FetchRequest,
+        _ target: ColdTarget, options: FetchOptions, request: FetchRequest,
         servesFromDownload: (@Sendable ([UInt8], DownloadedRange) throws -> Served)? = nil,
         streamed: StreamedFile? = nil, first: Absence,
-        attempt: @Sendable ([UInt8]?) async throws -> FetchOutcome<Served>
+        serve: @Sendable (ColdPlan) async throws -> FetchOutcome<Served>
     ) async throws -> (served: Served, downloaded: DownloadProgress) {
         let cold = ColdRequest(
             target, options: options, request: request, servesFromDownload: servesFromDownload != nil,
             streamed: streamed, downloads: store.space.unreadDownloads)
-        var version = version
-        var readAheadDone = false
-        var absence: Absence? = first
-        var rounds = ColdRounds(item: target.item)
         // Eviction spares what this fetch downloads until it has read it (PolicyProtection).
-        defer { if rounds.wentToOrigin { cold.claim.end() } }
+        defer { cold.claim.end() }
+        var readAheadDone = false
+        var absence = first
+        var rounds = ColdRounds(item: target.item)
         while true {
-            if let missing = absence {
-                absence = nil
-                try rounds.count(missing)
-                // The plan knows the retrieved range now: a progress display learns how many bytes are coming.
-                if case .chunks(_, let range, _, _, _) = missing { request.progress?.expect(range) }
-                switch try await coldFill(missing, cold, readAheadDone: &readAheadDone) {
-                case .planAgain: break
-                case .planVersion(let discovered): version = discovered
-                case .moveOn: absence = .undiscovered(asked: nil, range: cold.minimal, refresh: true)
-                case .servedFromDownload(let bytes, let downloaded):
-                    // Only a fetch that gave `servesFromDownload` is offered its downloaded bytes.
-                    let served = try servesFromDownload!(bytes, downloaded)
-                    if !readAheadDone { await readAhead(after: served, target.item) }
-                    return (served, cold.counters)
-                }
+            // The plan knows the retrieved range now: a progress display learns how many bytes are coming.
+            if case .chunks(let plan) = absence { request.progress?.expect(plan.range) }
+            let served: Served
+            switch try await coldFill(absence, cold, readAheadDone: &readAheadDone) {
+            case .servedFromDownload(let bytes, let downloaded):
+                // Only a fetch that gave `servesFromDownload` is offered its downloaded bytes.
+                served = try servesFromDownload!(bytes, downloaded)
+            case .again(let next):
+                try rounds.change()
+                absence = next
                 continue
+            case .filled(let plan):
+                switch try await serve(plan) {
+                case .served(let fromStore): served = fromStore
+                case .missing(let lost):
+                    if case .damaged = lost { try rounds.change() } else { try rounds.refill() }
+                    absence = lost
+                    continue
+                }
             }
-            switch try await attempt(version) {
-            case .served(let served):
-                if !readAheadDone { await readAhead(after: served, target.item) }
-                return (served, cold.counters)
-            case .missing(let missing):
-                absence = missing
-            }
+            if !readAheadDone { await readAhead(after: served, target.item) }
+            return (served, cold.counters)
         }
     }
 
-    /// The cold path for a caller that owns its thread and cannot await (``throughOrigin(_:version:options:request:servesFromDownload:first:attempt:)``
-    /// as a task the thread waits for): each `attempt` runs on the blocking pool.
+    /// The cold path for a caller that owns its thread and cannot await (``throughOrigin(_:options:request:servesFromDownload:streamed:first:serve:)``
+    /// as a task the thread waits for): each `serve` runs on the blocking pool.
     @available(*, noasync)
     func throughOriginWaiting<Served: ServedBytes & Sendable>(
-        _ target: ColdTarget, version: [UInt8]?, options: FetchOptions, request: FetchRequest, first: Absence,
-        attempt: @escaping @Sendable ([UInt8]?) throws -> FetchOutcome<Served>
+        _ target: ColdTarget, options: FetchOptions, request: FetchRequest, first: Absence,
+        serve: @escaping @Sendable (ColdPlan) throws -> FetchOutcome<Served>
     ) throws -> (served: Served, downloaded: DownloadProgress) {
         let storePath = store.path
         return try Self.waitFor {
-            try await self.throughOrigin(target, version: version, options: options, request: request, first: first) {
-                version in
-                try await runBlocking(doing: "fetching \(target.item)", store: storePath) { try attempt(version) }
+            try await self.throughOrigin(target, options: options, request: request, first: first) { plan in
+                try await runBlocking(doing: "fetching \(target.item)", store: storePath) { try serve(plan) }
             }
         }
     }
@@ -156,7 +157,12 @@ extension ChunkCache {
         do {
             var flags: MaterializationFlags = []
             let made = try HandOff.make(size: downloaded.version.size, in: store.tmpPath) { file in
-                flags = try bytes.withUnsafeBytes { try Self.write($0, of: downloaded, to: file) }
+                let writer = HandOffWriter(file: file, holesForZeros: downloaded.version.isWhole(downloaded.range))
+                let leftHoles = try bytes.withUnsafeBytes {
+                    try writer.write(
+                        chunks: $0, at: downloaded.range.location, chunkSize: downloaded.version.layout.chunkSize)
+                }
+                if leftHoles { flags = .knownSparseRanges }
                 return .complete
             }
             guard case .file(let path) = made else { preconditionFailure("downloaded bytes are never damaged") }
@@ -166,29 +172,6 @@ extension ChunkCache {
             throw CacheError.wrap(
                 error, store: store.path, doing: "writing the downloaded range of \(downloaded.item.identifier)")
         }
-    }
-
-    /// Writes a filled range's bytes at their offsets, by the warm path's rule (CONTRACT §3): when the range is
-    /// the whole file its zero chunks stay holes and the result says `knownSparseRanges`; inside any other
-    /// range every byte is written.
-    private static func write(_ bytes: UnsafeRawBufferPointer, of filled: DownloadedRange, to file: FileDescriptor)
-        throws -> MaterializationFlags
-    {
-        guard filled.version.isWhole(filled.range) else {
-            try file.writeAll(toAbsoluteOffset: filled.range.location, bytes)
-            return []
-        }
-        var flags: MaterializationFlags = []
-        let chunkSize = filled.version.layout.chunkSize
-        for start in stride(from: 0, to: bytes.count, by: chunkSize) {
-            let chunk = UnsafeRawBufferPointer(rebasing: bytes[start..<min(start + chunkSize, bytes.count)])
-            if isAllZero(chunk) {
-                flags = .knownSparseRanges
-            } else {
-                try file.writeAll(toAbsoluteOffset: Int64(start), chunk)
-            }
-        }
-        return flags
     }
 
     /// A range downloaded from the origin, for a hand-off written from its bytes.
@@ -218,25 +201,26 @@ extension ChunkCache {
         }
     }
 
-    /// What a fetch does after a fill.
+    /// Where a fill leaves a fetch.
     enum ColdStep: Sendable {
         /// The range's bytes, downloaded by this fetch: the fetch is served from them while they are stored.
         case servedFromDownload([UInt8], DownloadedRange)
-        /// Plan again with the same version.
-        case planAgain
-        /// Plan again with this version, the one the origin holds.
-        case planVersion([UInt8])
-        /// The origin moved on from the version being filled: discover the one it holds now (non-strict).
-        case moveOn
+        /// The plan's chunks are in the store: read them.
+        case filled(ColdPlan)
+        /// Go to the origin again for this: the origin moved on from the version being filled (discover the
+        /// one it holds now, non-strict), or a discovery another fetch made did not bring the version asked for.
+        case again(Absence)
     }
 
-    /// Fills one absence from the origin, mapping the origin's failures to the errors CONTRACT §10 names.
+    /// Fills one absence from the origin, mapping the origin's failures to the errors CONTRACT §10 names: an
+    /// unknown item is discovered and its range filled at once, with the same session.
     func coldFill(_ absence: Absence, _ request: ColdRequest, readAheadDone: inout Bool) async throws -> ColdStep {
         let store = self.store
         let item = request.item
         let startsReadAhead = !readAheadDone
         let (session, ahead) = try await sessionAndReadAhead(for: absence, of: item, startsReadAhead: startsReadAhead)
         let fill = ColdFill(store: store, session: session, item: item.rawValue, counters: request.counters)
+        var filling: ColdPlan?
         do {
             switch absence {
             case .undiscovered(let asked, let minimal, let refresh):
@@ -245,32 +229,36 @@ extension ChunkCache {
                         pinned: Self.discoveryPin(asked, strict: request.strict, origin: session.origin),
                         minimal: minimal, alignment: request.alignment, refresh: refresh,
                         direct: request.servesFromDownload, streamed: request.streamed)
-                else { return .planAgain }
-                guard let (range, bytes) = found.downloaded else { return .planVersion(found.version.contentVersion) }
-                return .servedFromDownload(
-                    bytes,
-                    DownloadedRange(
-                        domain: item.domain, item: found.item, version: found.version, range: range,
-                        domainVersion: found.domainVersion))
-            case .chunks(let version, let range, let record, let domainVersion, _):
-                request.claim.protect(version, range)
-                if startsReadAhead { readAheadDone = true }
-                guard
-                    let bytes = try await fill.fill(
-                        version, range: range, ahead: ahead, direct: request.servesFromDownload,
-                        streamed: request.streamed)
-                else { return .planAgain }
-                return .servedFromDownload(
-                    bytes,
-                    DownloadedRange(
-                        domain: item.domain, item: record, version: version, range: range,
-                        domainVersion: domainVersion))
-            case .damaged(let version, let chunk):
-                try await fill.replace(version, index: chunk.index, digest: chunk.digest)
-                return .planAgain
+                else { return .again(.undiscovered(asked: asked, range: minimal, refresh: true)) }
+                if let (range, bytes) = found.downloaded {
+                    return .servedFromDownload(
+                        bytes,
+                        DownloadedRange(
+                            domain: item.domain, item: found.item, version: found.version, range: range,
+                            domainVersion: found.domainVersion))
+                }
+                let plan = ColdPlan(
+                    version: found.version,
+                    range: FetchPlanner.retrieved(minimal, of: found.version, alignment: request.alignment),
+                    item: found.item, domainVersion: found.domainVersion)
+                request.counters.expect(plan.range)
+                filling = plan
+                let ahead =
+                    startsReadAhead
+                    ? await aheadOfDiscovered(in: session, item, fetching: plan.range, size: plan.version.size) : nil
+                return try await fillChunks(plan, with: fill, ahead: ahead, request, readAheadDone: &readAheadDone)
+            case .chunks(let plan):
+                filling = plan
+                return try await fillChunks(plan, with: fill, ahead: ahead, request, readAheadDone: &readAheadDone)
+            case .damaged(let plan, let chunk):
+                filling = plan
+                try await fill.replace(plan.version, index: chunk.index, digest: chunk.digest)
+                return .filled(plan)
             }
         } catch let failure as OriginFailure {
-            if case .versionChanged = failure, !request.strict { return .moveOn }
+            if case .versionChanged = failure, !request.strict {
+                return .again(.undiscovered(asked: nil, range: request.minimal, refresh: true))
+            }
             if case .notFound = failure {
                 try await store.writer.write { txn in
                     try txn.removeGoneItem(domain: item.domain, item: item.rawValue, store.dbs)
@@ -278,18 +266,38 @@ extension ChunkCache {
             }
             throw CacheError.origin(failure, item: item.rawValue, domain: item.domain, strict: request.strict)
         } catch is CancellationError {
-            // Either this fetch was cancelled, or another fetch cancelled a download this one waited for.
+            // Either this fetch was cancelled, or another fetch cancelled a download this one waited for: then
+            // what it left absent is filled again (a discovery, asked again).
             if Task.isCancelled { throw CacheError(.userCancelled, "the fetch of \(item) was cancelled") }
-            return .planAgain
+            return filling.map { .filled($0) } ?? .again(absence)
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "fetching \(item) from its origin")
         }
     }
 
+    /// Fills the absent chunks of `plan` (and the read-ahead `ahead`): the fetch is served from the download
+    /// when it may be, else reads the plan from the store.
+    private func fillChunks(
+        _ plan: ColdPlan, with fill: ColdFill, ahead: Range<Int64>?, _ request: ColdRequest, readAheadDone: inout Bool
+    ) async throws -> ColdStep {
+        request.claim.protect(plan.version, plan.range)
+        readAheadDone = true  // a fill advances the fetch's read-ahead (`ahead`, when it starts it)
+        guard
+            let bytes = try await fill.fill(
+                plan.version, range: plan.range, ahead: ahead, direct: request.servesFromDownload,
+                streamed: request.streamed)
+        else { return .filled(plan) }
+        return .servedFromDownload(
+            bytes,
+            DownloadedRange(
+                domain: request.item.domain, item: plan.item, version: plan.version, range: plan.range,
+                domainVersion: plan.domainVersion))
+    }
+
     /// The version a discovery pins its request to, for a fetch that asks for `asked` (CONTRACT §3, §10): a
     /// strict fetch's own; a non-strict fetch's when the origin still serves it by name though the item moved
     /// on (an S3 `VersionId`), so the version asked for serves whenever the origin keeps it, and the origin's
-    /// current one only when it lacks it (its refusal moves the fetch on, ``ColdStep/moveOn``). An HTTP ETag
+    /// current one only when it lacks it (its refusal moves the fetch on, ``ColdStep/again(_:)``). An HTTP ETag
     /// or date names only what the server holds now: asking for it unpinned gets the same answer in one
     /// request fewer when it is gone.
     static func discoveryPin(_ asked: [UInt8]?, strict: Bool, origin: any RemoteOrigin) -> [UInt8]? {
@@ -306,12 +314,12 @@ extension ChunkCache {
     private func sessionAndReadAhead(
         for absence: Absence, of item: ItemIdentifier, startsReadAhead: Bool
     ) async throws -> (OriginSession, Range<Int64>?) {
-        if case .chunks(let version, let range, _, _, let domain) = absence,
+        if case .chunks(let plan) = absence, let domain = plan.domain,
             let session = store.origins.existing(item.domain, matching: domain)
         {
             guard startsReadAhead else { return (session, nil) }
             if let ahead = advanceRememberedReadAhead(
-                in: session, item, fetching: range.location..<range.end, size: version.size)
+                in: session, item, fetching: plan.range.location..<plan.range.end, size: plan.version.size)
             {
                 return (session, ahead)
             }
@@ -320,14 +328,28 @@ extension ChunkCache {
             doing: "starting a fetch of \(item) from its origin", store: store.path
         ) { () -> (OriginSession, Range<Int64>?) in
             let session = try self.originSession(of: item.domain)
-            guard startsReadAhead, case .chunks(let version, let range, _, _, _) = absence else {
-                return (session, nil)
-            }
+            guard startsReadAhead, case .chunks(let plan) = absence else { return (session, nil) }
             return (
                 session,
-                self.advanceReadAhead(in: session, item, fetching: range.location..<range.end, size: version.size)
+                self.advanceReadAhead(
+                    in: session, item, fetching: plan.range.location..<plan.range.end, size: plan.version.size)
             )
         }
+    }
+
+    /// What to read ahead of the fill of `range` a discovery planned (``advanceReadAhead(in:_:fetching:size:)``):
+    /// in memory when the session remembers the item, else one hop to the blocking pool.
+    private func aheadOfDiscovered(
+        in session: OriginSession, _ item: ItemIdentifier, fetching range: ByteRange, size: Int64
+    ) async -> Range<Int64>? {
+        let fetching = range.location..<range.end
+        if let remembered = advanceRememberedReadAhead(in: session, item, fetching: fetching, size: size) {
+            return remembered
+        }
+        let ahead = try? await runBlocking(doing: "reading ahead in \(item)", store: store.path) {
+            self.advanceReadAhead(in: session, item, fetching: fetching, size: size)
+        }
+        return ahead ?? nil
     }
 
     /// Records a fetch of `range` of `item` in its session's read-ahead (``ReadAhead``) and returns what to
@@ -421,40 +443,41 @@ extension ChunkCache {
     }
 }
 
-/// How many times one fetch went to its origin, and when it gives up (as `transient`).
+/// How often one fetch goes back to its origin, and when it gives up (as `transient`).
 ///
-/// Discoveries and version changes: a discovery, a fill and a new version when the origin moves on take
-/// three; more means the file keeps changing there. Fills of a known version: a fetch reads what it
-/// downloaded from the store, and another process's eviction can take it in between (this process's own
-/// spares it, ``PolicyProtection``), so fills get more tries; running out of them means the store's bound
-/// is too small for the reads running at once.
+/// Version changes: a discovery, a fill and a new version when the origin moves on take three; more means the
+/// file keeps changing there (the first discovery is not counted: it is where the fetch starts). Refills: a fetch reads what it filled from the store, and another process's
+/// eviction can take it in between (this process's own spares it, ``PolicyProtection``), or a fill's bytes
+/// can fail their check: one refill cures that; needing a second means the store's bound is too small for
+/// the reads running at once.
 struct ColdRounds {
     let item: ItemIdentifier
     private var changes = 0
-    private var fills = 0
-
-    /// Whether the fetch filled or discovered from its origin, so may hold a claim on what it downloaded.
-    var wentToOrigin: Bool { changes + fills > 0 }
+    private var refills = 0
 
     static let maxChanges = 3
-    static let maxFills = 16
+    static let maxRefills = 1
 
     init(item: ItemIdentifier) { self.item = item }
 
-    mutating func count(_ absence: Absence) throws(CacheError) {
-        if case .chunks = absence {
-            fills += 1
-            guard fills <= Self.maxFills else {
-                throw CacheError(
-                    .transient,
-                    "what this fetch downloaded of item \(item) was evicted before it could be read, \(Self.maxFills) times: the store's bound (init --max-size, --min-free) is too small for the reads running at once; raise it, then retry"
-                )
-            }
-        } else {
-            changes += 1
-            guard changes <= Self.maxChanges else {
-                throw CacheError(.transient, "item \(item) kept changing at its origin while it was fetched; retry")
-            }
+    /// The fetch goes to the origin again for another version, or another discovery.
+    mutating func change() throws(CacheError) {
+        changes += 1
+        guard changes < Self.maxChanges else {
+            throw CacheError(.transient, "item \(item) kept changing at its origin while it was fetched; retry")
+        }
+    }
+
+    /// What the fetch filled left the store before it read it: it is filled again. (A chunk found damaged on
+    /// read counts as a change, as it always did: each read stops at the first one, so a range with several
+    /// damaged chunks replaces them one read at a time.)
+    mutating func refill() throws(CacheError) {
+        refills += 1
+        guard refills <= Self.maxRefills else {
+            throw CacheError(
+                .transient,
+                "what this fetch downloaded of item \(item) was evicted before it could be read, twice: the store's bound (init --max-size, --min-free) is too small for the reads running at once; raise it, then retry"
+            )
         }
     }
 }

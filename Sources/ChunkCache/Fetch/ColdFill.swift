@@ -23,7 +23,8 @@ struct ColdFill: Sendable {
         let version: VersionRecord
         let item: ItemRecord
         let domainVersion: DomainVersion
-        /// The retrieved range of the fetch and its bytes (``DirectBytes``), or nil: plan again.
+        /// The retrieved range of the fetch and its bytes (``DirectBytes``), or nil: the fetch fills its range
+        /// of the version and reads it from the store.
         let downloaded: (range: ByteRange, bytes: [UInt8])?
     }
 
@@ -36,8 +37,8 @@ struct ColdFill: Sendable {
     ///   - refresh: Ask even when the store knows the item (its version is stale).
     ///   - direct: The fetch may take its range's bytes before they are stored (a small hand-off).
     ///   - streamed: The fetch's own file, which the bytes of its range are written into as they arrive.
-    /// - Returns: What the origin holds, or nil when a concurrent fetch discovered the item meanwhile (plan
-    ///   again).
+    /// - Returns: What the origin holds, also when a concurrent fetch discovered it (as the store recorded it);
+    ///   nil when that discovery did not record the version `pinned` (discover again, refreshing).
     func discover(
         pinned: [UInt8]?, minimal: ByteRange?, alignment: Int, refresh: Bool = false, direct: Bool = false,
         streamed: StreamedFile? = nil
@@ -45,13 +46,13 @@ struct ColdFill: Sendable {
         let (flight, claimed) = session.discoveries.claim(item)
         guard claimed else {
             try await flight.wait()
-            return nil
+            return try recordedVersion(pinned)
         }
-        // A discovery that ended between this fetch's plan and its claim recorded what this one would: plan
-        // again rather than ask twice.
-        if !refresh, try recorded(pinned) {
+        // A discovery that ended between this fetch's plan and its claim recorded what this one would: take
+        // its answer rather than ask twice.
+        if !refresh, let recorded = try recordedVersion(pinned) {
             session.discoveries.finish(item, flight, with: .success(()))
-            return nil
+            return recorded
         }
         let range = Self.discoveryRange(minimal, alignment: alignment, chunkSize: Int64(store.layout.chunkSize))
         let state = DiscoveryState()
@@ -140,7 +141,7 @@ struct ColdFill: Sendable {
             try await flight.wait()
             guard let recorded = state.recorded else {
                 try await finished()
-                return nil
+                return try recordedVersion(pinned)
             }
             if let direct = state.direct {
                 do {
@@ -165,13 +166,20 @@ struct ColdFill: Sendable {
         }
     }
 
-    /// Whether the store holds the item (at version `pinned`, when given).
-    private func recorded(_ pinned: [UInt8]?) throws -> Bool {
+    /// The item's version as the store recorded it: `pinned`, or when nil the newest; nil when the store
+    /// holds no such version.
+    private func recordedVersion(_ pinned: [UInt8]?) throws -> Discovered? {
         let itemKey = Keys.item(domain: session.domain, id: item)
-        return try store.environment.read { txn in
-            guard try txn.contains(store.dbs.items, key: itemKey) else { return false }
-            guard let pinned else { return true }
-            return try txn.contains(store.dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: pinned))
+        let dbs = store.dbs
+        return try store.environment.read { txn -> Discovered? in
+            guard try txn.contains(dbs.items, key: itemKey) else { return nil }
+            let versions = try Records.versions(ofItemKey: itemKey, in: txn, dbs)
+            let version = pinned.map { pinned in versions.first { $0.contentVersion == pinned } } ?? versions.first
+            guard let version else { return nil }
+            return Discovered(
+                version: version, item: try Records.item(item, domain: session.domain, key: itemKey, in: txn, dbs),
+                domainVersion: DomainVersion(rawValue: try Records.domain(session.domain, in: txn, dbs).version),
+                downloaded: nil)
         }
     }
 
@@ -213,10 +221,14 @@ struct ColdFill: Sendable {
         }
         if let directBytes, directBytes.isUrgent {
             Self.takeArriving(needed.awaited, notIn: needed.mine, into: directBytes)
-            do {
-                try takeStored(of: version, in: range, except: Set(needed.awaited.map(\.index)), into: directBytes)
-            } catch {
-                directBytes.fail(error)  // evicted or damaged since: the fetch waits for the store instead
+            // The store holds the chunks of the range nothing brings (none when every one is on its way).
+            if directBytes.missing.count > needed.awaited.count {
+                do {
+                    try takeStored(
+                        of: version, in: range, except: Set(needed.awaited.map(\.index)), into: directBytes)
+                } catch {
+                    directBytes.fail(error)  // evicted or damaged since: the fetch waits for the store instead
+                }
             }
         }
         do {
@@ -265,31 +277,18 @@ struct ColdFill: Sendable {
         let dbs = store.dbs
         try store.environment.read { txn in
             try store.codecs.withDecoder { context in
+                let reader = StoredChunkReader(context, dbs)
                 var cursor = ManifestCursor(manifestID: version.manifestID, dbs: dbs)
                 for index in first...last where !absent.contains(index) {
-                    let length = Int(layout.range(ofChunk: index, length: version.size).length)
-                    switch try cursor.entry(index, in: txn) {
-                    case .zero:
-                        try [UInt8](repeating: 0, count: length).withUnsafeBytes {
-                            try direct.take(index, $0, isZero: true)
-                        }
-                    case .stored(let digest):
-                        guard let stored = try digest.withUnsafeBytes({ try txn.unsafeValue(dbs.chunks, key: $0) })
-                        else { throw ChunkVanished(index: index) }
-                        let raw = try ChunkCodec.decode(
-                            stored, rawCount: length, decompressor: context.decompressor, buffer: context.buffer,
-                            digest: digest, bases: context.bases(in: txn, dbs))
-                        try direct.take(index, raw, isZero: false)
-                    case .filled(let checksum):
-                        let buffer = UnsafeMutableRawBufferPointer(rebasing: context.buffer[..<length])
-                        guard
-                            let raw = dbs.fillFiles.read(
-                                manifestID: version.manifestID, at: index << layout.shift, into: buffer,
-                                checksum: checksum)
-                        else { throw ChunkVanished(index: index) }
-                        try direct.take(index, raw, isZero: false)
-                    case .absent:
-                        throw ChunkVanished(index: index)
+                    let chunk = layout.range(ofChunk: index, length: version.size)
+                    switch try reader.read(
+                        try cursor.entry(index, in: txn), of: version.manifestID, spanning: chunk,
+                        into: { context.buffer }, in: txn)
+                    {
+                    case .zero: try direct.take(index, ZeroBytes.prefix(Int(chunk.length)), isZero: true)
+                    case .bytes(let raw): try direct.take(index, raw, isZero: false)
+                    case .unreadable(.damaged(_, let error)): throw error
+                    case .unreadable: throw ChunkVanished(index: index)
                     }
                 }
             }
@@ -313,7 +312,7 @@ struct ColdFill: Sendable {
     /// Downloads chunk `index` of `version` again and overwrites the copy that failed its check on read
     /// (CONTRACT §10 "Integrity"): the stored chunk `digest`, or, when nil, the fill. Waits until it is stored.
     /// Nothing is downloaded when the entry changed since the read (a fill settled or evicted meanwhile):
-    /// the fetch plans again.
+    /// the fetch reads its plan again, and what is absent then is its one refill.
     func replace(_ version: VersionRecord, index: Int64, digest: ChunkDigest?) async throws {
         let key = ChunkKey(manifestID: version.manifestID, index: index)
         let (flight, claimed) = session.chunks.claim(key)
@@ -347,24 +346,13 @@ struct ColdFill: Sendable {
     }
 
     /// Downloads one run of consecutive claimed chunks in one ranged request pinned to the version, storing
-    /// them as they arrive. A chunk failing its hash check is downloaded once more, then `corruptData`.
-    /// Every outcome ends the run's flights.
-    /// Starts ``download(_:of:mode:direct:)`` as a task of its own, counted at once in the session's
-    /// running downloads (``ChunkCache/waitForDownloads()``).
+    /// them as they arrive, in a task of its own, counted at once in the session's running downloads
+    /// (``ChunkCache/waitForDownloads()``). A chunk failing its hash check is downloaded once more, then
+    /// `corruptData`. Every outcome ends the run's flights.
     @discardableResult
     private func startDownload(
         _ run: [ClaimedChunk], of version: VersionRecord, mode: SinkMode = .fill, direct: DirectBytes? = nil
     ) -> Task<Void, Never> {
-        session.downloads.begin()
-        return Task {
-            defer { session.downloads.end() }
-            await download(run, of: version, mode: mode, direct: direct)
-        }
-    }
-
-    private func download(
-        _ run: [ClaimedChunk], of version: VersionRecord, mode: SinkMode = .fill, direct: DirectBytes? = nil
-    ) async {
         let sink = ChunkSink(
             store: store, version: version, item: item, session: session, claimed: run, counters: counters,
             mode: mode, direct: direct)
@@ -372,35 +360,38 @@ struct ColdFill: Sendable {
         let session = self.session
         let item = self.item
         let counters = self.counters
-        var mismatches = 0
-        while let range = sink.remainingRange {
-            do {
-                try await session.requests.withPermit {
-                    counters.requested()
-                    try await session.origin.read(
-                        item, range: range, version: expected,
-                        object: { object in
-                            guard object.version == expected, object.size == version.size else {
-                                throw OriginFailure.versionChanged(current: object)
-                            }
-                        },
-                        deliver: { offset, bytes in try await sink.deliver(offset, bytes) })
+        session.downloads.begin()
+        return Task {
+            defer { session.downloads.end() }
+            var mismatches = 0
+            while let range = sink.remainingRange {
+                do {
+                    try await session.requests.withPermit {
+                        counters.requested()
+                        try await session.origin.read(
+                            item, range: range, version: expected,
+                            object: { object in
+                                guard object.version == expected, object.size == version.size else {
+                                    throw OriginFailure.versionChanged(current: object)
+                                }
+                            },
+                            deliver: { offset, bytes in try await sink.deliver(offset, bytes) })
+                    }
+                    try await sink.finish()
+                } catch is ChunkMismatch where mismatches == 0 {
+                    mismatches += 1
+                    sink.restart()
+                } catch let mismatch as ChunkMismatch {
+                    sink.abandon(
+                        CacheError(
+                            .corruptData,
+                            "chunk \(mismatch.index) of item \"\(item)\" at the origin of domain \"\(session.domain)\" hashes to \(mismatch.actual.map { "\($0)" } ?? "zeros"), not \(mismatch.expected), twice; the origin serves other bytes than the version it names: check it, then retry"
+                        ))
+                    return
+                } catch {
+                    sink.abandon(error)
+                    return
                 }
-                try await sink.finish()
-            } catch let mismatch as ChunkMismatch where mismatches == 0 {
-                mismatches += 1
-                _ = mismatch
-                sink.restart()
-            } catch let mismatch as ChunkMismatch {
-                sink.abandon(
-                    CacheError(
-                        .corruptData,
-                        "chunk \(mismatch.index) of item \"\(item)\" at the origin of domain \"\(session.domain)\" hashes to \(mismatch.actual.map { "\($0)" } ?? "zeros"), not \(mismatch.expected), twice; the origin serves other bytes than the version it names: check it, then retry"
-                    ))
-                return
-            } catch {
-                sink.abandon(error)
-                return
             }
         }
     }
@@ -408,7 +399,7 @@ struct ColdFill: Sendable {
     /// The absent chunks of `range`: those this call claimed (it must download them), and the flights of all
     /// of them, claimed here or by another download, to wait for.
     ///
-    /// A bounded read of the manifest's pages, page-cache hot, on the calling thread, as warm hand-offs are
+    /// Bounded reads of the manifest's pages, page-cache hot, on the calling thread, as warm hand-offs are
     /// (``BlockingPool``).
     private func claimAbsent(of version: VersionRecord, in range: ByteRange) throws -> (
         mine: [ClaimedChunk], awaited: [(index: Int64, flight: Flight)]
@@ -418,45 +409,42 @@ struct ColdFill: Sendable {
         let first = range.location >> layout.shift
         let last = (min(range.end, version.size) - 1) >> layout.shift
         guard last >= first else { return ([], []) }
-        let absent: [(Int64, ChunkDigest?)] = try store.environment.read { txn in
-            var cursor = ManifestCursor(manifestID: version.manifestID, dbs: store.dbs)
-            var absent: [(Int64, ChunkDigest?)] = []
-            for index in first...last {
-                if case .absent(let digest) = try cursor.entry(index, in: txn) { absent.append((index, digest)) }
-            }
-            return absent
-        }
-        var mine: [ClaimedChunk] = []
+        let absent = try absentEntries(of: version, among: first...last)
+        var claimed: [ClaimedChunk] = []
         var awaited: [(index: Int64, flight: Flight)] = []
         for (index, digest) in absent {
-            let (flight, claimed) = session.chunks.claim(ChunkKey(manifestID: version.manifestID, index: index))
-            if claimed { mine.append(ClaimedChunk(index: index, flight: flight, expected: digest)) }
+            let (flight, isMine) = session.chunks.claim(ChunkKey(manifestID: version.manifestID, index: index))
+            if isMine { claimed.append(ClaimedChunk(index: index, flight: flight, expected: digest)) }
             awaited.append((index, flight))
         }
-        return (try releaseStored(mine, of: version), awaited)
-    }
-
-    /// Ends at once the flights of claimed chunks a download stored between the manifest read and the claim
-    /// (it ends its flights only after its commit, so a second read sees every such chunk).
-    private func releaseStored(_ claimed: [ClaimedChunk], of version: VersionRecord) throws -> [ClaimedChunk] {
-        guard !claimed.isEmpty else { return claimed }
-        let stillAbsent: [Bool] = try store.environment.read { txn in
-            var cursor = ManifestCursor(manifestID: version.manifestID, dbs: store.dbs)
-            return try claimed.map { chunk in
-                if case .absent = try cursor.entry(chunk.index, in: txn) { return true }
-                return false
-            }
-        }
+        guard !claimed.isEmpty else { return ([], awaited) }
+        // A download stores its chunks before it ends their flights, so a second read sees every chunk stored
+        // between the first and the claim: those flights end at once.
+        let stillAbsent = Set(try absentEntries(of: version, among: claimed.map(\.index)).map(\.index))
         var mine: [ClaimedChunk] = []
-        for (chunk, absent) in zip(claimed, stillAbsent) {
-            if absent {
+        for chunk in claimed {
+            if stillAbsent.contains(chunk.index) {
                 mine.append(chunk)
             } else {
                 session.chunks.finish(
                     ChunkKey(manifestID: version.manifestID, index: chunk.index), chunk.flight, with: .success(()))
             }
         }
-        return mine
+        return (mine, awaited)
+    }
+
+    /// The entries of `indices` (ascending) of `version` that are absent, with the hash the manifest knows.
+    private func absentEntries(of version: VersionRecord, among indices: some Sequence<Int64>) throws -> [(
+        index: Int64, digest: ChunkDigest?
+    )] {
+        try store.environment.read { txn in
+            var cursor = ManifestCursor(manifestID: version.manifestID, dbs: store.dbs)
+            var absent: [(index: Int64, digest: ChunkDigest?)] = []
+            for index in indices {
+                if case .absent(let digest) = try cursor.entry(index, in: txn) { absent.append((index, digest)) }
+            }
+            return absent
+        }
     }
 
     /// Claimed chunks grouped into runs of consecutive indices of at most ``maxRequestBytes`` each.

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 @Suite("§2 §7 init, put, stat and dedup through the CLI")
-struct StoreTests {
+struct StoreCommandTests {
     @Test("D2 put of identical bytes: newChunks 0, same contentVersion, domainVersion not bumped")
     func identicalPut() throws {
         try withTemporaryDirectory { dir in
@@ -56,7 +56,7 @@ struct StoreTests {
     }
 
     @Test(
-        "§7 §11 D2 (issue 18): put AAAA, BBBBBB, AAAA: the reply, versions and fetch all say AAAA is current, and the domain version moved"
+        "§7 §11 D2: put AAAA, BBBBBB, AAAA: the reply, versions and fetch all say AAAA is current, and the domain version moved"
     )
     func revertThroughCLI() throws {
         try withTemporaryDirectory { dir in

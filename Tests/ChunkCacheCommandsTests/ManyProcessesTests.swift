@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 @Suite("§2 §3 many processes on one store")
-struct ConcurrencyTests {
+struct ManyProcessesTests {
     /// One fetch command line and what it asked for.
     struct Request {
         var arguments: [String]
