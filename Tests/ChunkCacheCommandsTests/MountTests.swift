@@ -546,17 +546,26 @@ struct MountTests {
     }
 
     @Test(
-        "§13: a file opened while not all cached and at most --fill-below is downloaded whole in the background, byte-exact",
+        "§13 §10: a file opened while not all cached and at most --fill-below is hydrated whole in the background, in 2 MiB extents, each one request, no byte asked twice, byte-exact",
         .requires(NginxServer.self))
     func backgroundFill() async throws {
         try await Self.withMountedOrigin(fillBelow: "16MiB") { _, store, server, mount, movie in
             let file = mount.mountPoint + "/movie.bin"
+            try await server.clearAccessLog()  // the mount's warm-up request
             _ = try shell("head -c 1 \(file) > /dev/null")
             #expect(
                 try Self.eventually {
                     try shell("getfattr --absolute-names --only-values -n user.chunkcache.state \(file)").output
                         == "cached"
                 }, "one byte read, the whole file downloaded")
+            #expect(Self.cachedBytes(file) == movie.count)
+            let ranges = try await Self.gets(of: "movie.bin", server)
+            let extent: Int64 = 2 << 20  // ChunkCache.prefetchExtentBytes
+            #expect(
+                ranges.allSatisfy { $0.lowerBound / extent == ($0.upperBound - 1) / extent },
+                "each request within one extent: \(ranges)")
+            #expect(ranges.filter { Int64($0.count) == extent }.count >= 3, "\(ranges)")
+            #expect(ranges.map(\.count).reduce(0, +) == movie.count, "\(ranges)")
             try await server.clearAccessLog()
             let whole = try runJSON(store, ["fetch", "--domain", "web", "movie.bin"])
             #expect(try TestData.read(try whole.string("path"), count: movie.count + 1) == movie)
@@ -576,25 +585,6 @@ struct MountTests {
     static func gets(of name: String, _ server: NginxServer) async throws -> [Range<Int64>] {
         try await server.accessLog().filter { $0.method == "GET" && $0.uri.hasSuffix(name) }.compactMap(
             \.requestedBytes)
-    }
-
-    @Test(
-        "§13 §10: a file at most --fill-below opened cold is hydrated whole in 2 MiB extents, each one request, no byte asked twice",
-        .requires(NginxServer.self))
-    func hydrationInExtents() async throws {
-        try await Self.withMountedOrigin(fillBelow: "16MiB") { _, _, server, mount, movie in
-            let file = mount.mountPoint + "/movie.bin"
-            try await server.clearAccessLog()  // the mount's warm-up request
-            _ = try shell("head -c 1 \(file) > /dev/null")
-            #expect(try Self.eventually { Self.cachedBytes(file) == movie.count }, "\(Self.cachedBytes(file))")
-            let ranges = try await Self.gets(of: "movie.bin", server)
-            let extent: Int64 = 2 << 20  // ChunkCache.prefetchExtentBytes
-            #expect(
-                ranges.allSatisfy { $0.lowerBound / extent == ($0.upperBound - 1) / extent },
-                "each request within one extent: \(ranges)")
-            #expect(ranges.filter { Int64($0.count) == extent }.count >= 3, "\(ranges)")
-            #expect(ranges.map(\.count).reduce(0, +) == movie.count, "\(ranges)")
-        }
     }
 
     @Test(

@@ -18,28 +18,17 @@ struct PrefetchTests {
         behaviour: String, depth: Int = 8,
         _ body: (ChunkCache, FaultOrigin, ItemIdentifier, ItemVersion) async throws -> Void
     ) async throws {
-        try await withTemporaryDirectory { dir in
-            let root = dir + "/origin"
-            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-            try TestData.write(bytes, to: root + "/a.bin")
-            let origin = try await FaultOrigin.start(root: URL(fileURLWithPath: root))
-            do {
-                let cache = try await makeCache(dir)
-                cache.settleInBackground(false)
-                _ = try await cache.addDomain(
-                    "web", origin: try Origin(origin.baseURL(behaviour: behaviour)), pipelineDepth: depth)
-                let item = ItemIdentifier(domain: "web", "a.bin")
-                let first = try await cache.fetchPartialContents(
-                    for: item, version: nil, minimalRange: ByteRange(location: 0, length: 1), aligningTo: 1)
-                try? FileManager.default.removeItem(at: first.url)
-                await cache.waitForDownloads()
-                try await origin.clear()
-                try await body(cache, origin, item, first.item.itemVersion)
-                await origin.stop()
-            } catch {
-                await origin.stop()
-                throw error
-            }
+        try await ColdPathFaultTests.withFaultOrigin(serving: bytes) { cache, origin, _ in
+            cache.settleInBackground(false)
+            _ = try await cache.addDomain(
+                "web", origin: try Origin(origin.baseURL(behaviour: behaviour)), pipelineDepth: depth)
+            let item = ItemIdentifier(domain: "web", "a.bin")
+            let first = try await cache.fetchPartialContents(
+                for: item, version: nil, minimalRange: ByteRange(location: 0, length: 1), aligningTo: 1)
+            try? FileManager.default.removeItem(at: first.url)
+            await cache.waitForDownloads()
+            try await origin.clear()
+            try await body(cache, origin, item, first.item.itemVersion)
         }
     }
 
