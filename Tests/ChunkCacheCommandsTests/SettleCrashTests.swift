@@ -10,9 +10,9 @@ import Glibc
 /// arrives, stored behind": the real `chunkcache` is killed with SIGKILL while a cold `fetch --out` streams
 /// its download into fills left unsettled (`CHUNKCACHE_SETTLE=off`), and while `chunkcache settle` settles
 /// them. After each kill, the next `chunkcache settle` settles everything (no fill record, counted byte or
-/// fill file is left, none is dropped as mismatched), `verify` is clean, and every item reads byte-exact
-/// against the origin: 0 wrong bytes. A settle killed while its batch commits loses the fills of the files the
-/// batch emptied (a known issue: they are downloaded again).
+/// fill file is left, none is dropped as mismatched or lost), `verify` is clean, and every item reads byte-exact
+/// against the origin: 0 wrong bytes. A settle frees a batch's fill bytes only once the batch has committed, so
+/// a kill during its commit leaves every fill of the batch to settle again.
 @Suite("Crash at any point: streaming and settling", .serialized)
 struct SettleCrashTests {
     /// The fetch leaves its fills for the next settler.
@@ -132,21 +132,16 @@ struct SettleCrashTests {
 
 extension CrashHarness {
     /// `chunkcache settle` (in a new process) settles whatever a killed process left: it drops nothing (the
-    /// origin's bytes did not change, and no fill's bytes may be lost to a process's death); then nothing is
-    /// unsettled, no fill file is left in `fills/`, and the store verifies clean.
+    /// origin's bytes did not change, and no fill's bytes may be lost to a process's death, only to a system
+    /// crash); then nothing is unsettled, no fill file is left in `fills/`, and the store verifies clean.
     func expectAllSettledByTheNextSettle(sourceLocation: SourceLocation = #_sourceLocation) throws {
         let settled = try run(["settle"], sourceLocation: sourceLocation)
         #expect(
             try settled.int("mismatched") == 0, "settling after the kill dropped nothing as mismatched \(context)",
             sourceLocation: sourceLocation)
-        // A settle killed while its batch commits has already unlinked the fill files the batch emptied (so their
-        // bytes are never on disk twice, which the bound forbids): their fills are lost and downloaded again.
-        let lost = try settled.int("lost")
-        withKnownIssue(
-            "a settle killed during its commit loses the fills of the files it emptied", isIntermittent: true
-        ) {
-            #expect(lost == 0, "no fill's bytes are lost to a killed process \(context): \(settled)")
-        }
+        #expect(
+            try settled.int("lost") == 0, "no fill's bytes are lost to a killed process \(context): \(settled)",
+            sourceLocation: sourceLocation)
         let stat = try run(["stat"], sourceLocation: sourceLocation)
         #expect(
             try stat.int("unsettledChunks") == 0 && stat.int("unsettledBytes") == 0 && stat.int("fillBytes") == 0,

@@ -218,6 +218,108 @@ import Testing
         }
     }
 
+    /// The fills' side of `verify` finds nothing wrong: every fill's bytes are there and pass their checks.
+    static func expectFillsVerifyClean(_ cache: ChunkCache, sourceLocation: SourceLocation = #_sourceLocation)
+        async throws
+    {
+        let report = try await cache.verify()
+        #expect(
+            report.corruptFills.isEmpty && report.inconsistencies.isEmpty,
+            "\(report.corruptFills) \(report.inconsistencies)", sourceLocation: sourceLocation)
+    }
+
+    @Test(
+        "§10 a crash never damages the store: a settle whose batch is undone before it commits (as by a kill) leaves every fill as it was, bytes and file included; verify is clean, and the next settle settles every one, none lost",
+        .requires(NginxServer.self))
+    func settleUndoneBeforeItsCommitLosesNothing() async throws {
+        let files = [
+            "a.bin": TestData.random(count: 6 * Self.chunk, seed: 2761),
+            "b.bin": TestData.text(count: 5 * Self.chunk + 123, seed: 2762),
+        ]
+        let total = Int64(files.values.reduce(0) { $0 + $1.count })
+        try await Self.withOrigin(files) { cache, _, _ in
+            for name in files.keys.sorted() { #expect(try await Self.fetchWhole(cache, name).bytes == files[name]) }
+            await cache.waitForDownloads()
+            let before = try await cache.statistics()
+            #expect(before.unsettledChunks == 12 && before.fillBytes == total)
+
+            struct Undone: Error {}
+            cache.store.settler.beforeBatchCommit.withLock { $0 = { throw Undone() } }
+            await #expect(throws: (any Error).self) { try await cache.settle() }
+            cache.store.settler.beforeBatchCommit.withLock { $0 = nil }
+
+            let after = try await cache.statistics()
+            #expect(
+                after.unsettledChunks == 12 && after.unsettledBytes == before.unsettledBytes
+                    && after.fillBytes == total && after.chunks == 0,
+                "the undone batch changed nothing: \(after.unsettledChunks) unsettled, \(after.fillBytes) fill bytes")
+            #expect(Self.fillFiles(of: cache).count == 2, "both fill files are still there")
+            #expect(try Self.fillDiskBytes(of: cache) >= total, "no fill's bytes were punched out")
+            try await Self.expectFillsVerifyClean(cache)
+
+            #expect(try await cache.settle() == SettleResult(settled: 12, settledBytes: total))
+            let fillBytesLeft = try await cache.statistics().fillBytes
+            #expect(Self.fillFiles(of: cache).isEmpty && fillBytesLeft == 0, "nothing is left unsettled")
+            try await Self.expectFillsVerifyClean(cache)
+            for name in files.keys.sorted() { #expect(try await Self.fetchWhole(cache, name).bytes == files[name]) }
+            #expect(try await cache.statistics().misses == 12, "nothing was downloaded again")
+        }
+    }
+
+    @Test(
+        "§10 a crash never damages the store: freeing a settled batch's fill bytes after its commit frees only what no record names: a place filled again since keeps its bytes, a version with fills keeps its file",
+        .requires(NginxServer.self))
+    func releaseAfterCommitSparesRecordedFills() async throws {
+        let bytes = TestData.random(count: 4 * Self.chunk, seed: 2781)
+        try await Self.withOrigin(["a.bin": bytes]) { cache, _, _ in
+            let fetched = try await Self.fetchWhole(cache, "a.bin")
+            await cache.waitForDownloads()
+            let id = try Self.record(
+                of: ItemIdentifier(domain: "web", "a.bin"),
+                version: fetched.result.item.itemVersion.contentVersionString, in: cache
+            ).manifestID
+            // What a batch that settled chunk 1 and emptied the version would hand over, had both been filled
+            // again by the time it runs (another process evicted and fetched them meanwhile).
+            var handed = UnnamedFills()
+            handed.places = [(id, 1, Int64(Self.chunk))]
+            handed.versions = [id]
+            let (unnamed, dbs) = (handed, cache.store.dbs)
+            try await cache.store.writer.write { txn in try txn.releaseUnnamedFills(unnamed, dbs) }
+            #expect(Self.fillFiles(of: cache) == [String(id, radix: 16)], "the version's file is kept")
+            #expect(try Self.fillDiskBytes(of: cache) >= 4 * Int64(Self.chunk), "no recorded fill was punched")
+            try await Self.expectFillsVerifyClean(cache)
+            #expect(try await cache.settle() == SettleResult(settled: 4, settledBytes: 4 * Int64(Self.chunk)))
+            #expect(Self.fillFiles(of: cache).isEmpty)
+        }
+    }
+
+    @Test(
+        "§10 stored behind: a settle of many batches, each read, hashed and compressed while the one before commits, settles every fill once into what a put stores, and frees every fill's bytes",
+        .requires(NginxServer.self))
+    func overlappedBatchesSettleEveryFill() async throws {
+        // A 16 MiB bound makes batches of 512 KiB: 5 MiB of fills are 10 of them.
+        let bytes =
+            TestData.random(count: 40 * Self.chunk, seed: 2771) + TestData.text(count: 40 * Self.chunk, seed: 2772)
+        try await Self.withOrigin(["a.bin": bytes], maxSize: BoundTests.bound, minFree: 0) { cache, _, _ in
+            #expect(Settler.batchBytes(cache.store) == 512 << 10)
+            #expect(try await Self.fetchWhole(cache, "a.bin").bytes == bytes)
+            await cache.waitForDownloads()
+            #expect(try await cache.settle() == SettleResult(settled: 80, settledBytes: Int64(bytes.count)))
+            let settled = try await cache.statistics()
+            #expect(settled.unsettledChunks == 0 && settled.fillBytes == 0 && settled.chunks == 80)
+            #expect(Self.fillFiles(of: cache).isEmpty, "no fill file is left")
+            try await Self.expectFillsVerifyClean(cache)
+            try await WireSpeedTests.expectVerifiesClean(cache)
+            try await withTemporaryDirectory { freshDir in
+                let fresh = try await makeCache(freshDir)
+                try await put(fresh, bytes, as: ItemIdentifier(domain: "local", "a.bin"), version: "v1", in: freshDir)
+                let alone = try await fresh.statistics()
+                #expect(alone.storedBytes == settled.storedBytes && alone.chunks == settled.chunks)
+            }
+            #expect(try await Self.fetchWhole(cache, "a.bin").bytes == bytes)
+        }
+    }
+
     @Test(
         "§10 stored behind: a fill whose bytes do not hash to what the store knew is dropped at settling and reported; its entry is absent with the known hash, and the next read downloads it again",
         .requires(NginxServer.self))
@@ -357,6 +459,37 @@ import Testing
             let stats = try await cache.statistics()
             #expect(stats.unsettledChunks == 0 && stats.fillBytes == 0)
             #expect(try await Self.fetchWhole(cache, "a.bin").bytes == bytes, "a.bin's settled chunks are untouched")
+        }
+    }
+
+    @Test(
+        "§12 Limits: while a batch settles, a store at its bound passes it by at most that batch: a 16 MiB store full of fills settles with every file it keeps within 16 MiB and one 512 KiB batch, nothing lost",
+        .requires(NginxServer.self))
+    func settlingAtTheBoundPassesItByOneBatchAtMost() async throws {
+        var files: [String: [UInt8]] = [:]
+        for n in 0..<4 { files["g\(n).bin"] = TestData.random(count: 4 << 20, seed: UInt64(2790 + n)) }
+        try await Self.withOrigin(files, maxSize: BoundTests.bound, minFree: 0) { cache, _, _ in
+            for n in 0..<4 { #expect(try await Self.fetchWhole(cache, "g\(n).bin").bytes == files["g\(n).bin"]) }
+            await cache.waitForDownloads()
+            #expect(try await cache.statistics().unsettledChunks > 0)
+            let store = cache.path
+            let peak = Mutex<Int64>(try BoundTests.keptFileBytes(store))
+            let settling = Atomic<Bool>(true)
+            let watcher = Task.detached {
+                while settling.load(ordering: .relaxed) {
+                    let now = (try? BoundTests.keptFileBytes(store)) ?? 0
+                    peak.withLock { $0 = max($0, now) }
+                    try? await Task.sleep(for: .milliseconds(1))
+                }
+            }
+            let settled = try await cache.settle()
+            settling.store(false, ordering: .relaxed)
+            await watcher.value
+            let most = BoundTests.bound + Int64(Settler.batchBytes(cache.store))
+            #expect(peak.withLock { $0 } <= most, "the store's files took \(peak.withLock { $0 }) bytes at most")
+            #expect(settled.settled > 0 && settled.lost == 0 && settled.mismatched == 0, "\(settled)")
+            #expect(try await cache.statistics().unsettledChunks == 0 && Self.fillFiles(of: cache).isEmpty)
+            try await Self.expectFillsVerifyClean(cache)
         }
     }
 

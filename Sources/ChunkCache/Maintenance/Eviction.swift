@@ -71,7 +71,7 @@ extension WriteTransaction {
         try ManifestPage.store(&rewritten, manifest: manifest, page: page, in: &self, dbs)
         var bytes: Int64 = 0
         for fill in fills {
-            try forgetFill(manifest, fill.index, punching: true, dbs)
+            try forgetFill(manifest, fill.index, dbs)
             bytes += fill.length
         }
         if !fills.isEmpty { try removeFillFileIfDone(manifest, dbs) }

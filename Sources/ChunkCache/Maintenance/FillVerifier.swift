@@ -64,12 +64,12 @@ extension Verifier {
             observer?("fills", key)
             try cancellation.check()
             if let manifestID = FillKeys.manifestID(ofFileKey: key) {
-                guard value.count == 8 else {
+                guard let bytes = FillKeys.parseFileBytes(value) else {
                     found.damagedRecords.append(
                         "the byte count of the fill file of \(RecordNames.manifest(manifestID, in: txn, dbs))")
                     return true
                 }
-                fileBytes[manifestID] = Int64(littleEndian: value.loadUnaligned(as: Int64.self))
+                fileBytes[manifestID] = bytes
             } else if let (manifestID, index) = FillKeys.parse(key) {
                 let record = FillKeys.parseRecord(value)
                 if record == nil {
@@ -188,7 +188,7 @@ extension Verifier {
             for (place, checksum) in found.damaged {
                 var cursor = ManifestCursor(manifestID: place.manifestID, dbs: dbs)
                 guard case .filled(checksum)? = try? cursor.entry(place.index, in: txn) else { continue }
-                let expected = try txn.forgetFill(place.manifestID, place.index, punching: true, dbs)
+                let expected = try txn.forgetFill(place.manifestID, place.index, dbs)
                 try txn.rewriteEntries(of: place.manifestID, at: [place.index], dbs) { _, _ in .absent(expected) }
                 touched.insert(place.manifestID)
                 dropped += 1
@@ -196,7 +196,7 @@ extension Verifier {
             for place in found.orphanRecords {
                 var cursor = ManifestCursor(manifestID: place.manifestID, dbs: dbs)
                 if case .filled? = try? cursor.entry(place.index, in: txn) { continue }
-                try txn.forgetFill(place.manifestID, place.index, punching: true, dbs)
+                try txn.forgetFill(place.manifestID, place.index, dbs)
                 touched.insert(place.manifestID)
             }
             for manifestID in touched.sorted() { try txn.removeFillFileIfDone(manifestID, dbs) }
@@ -207,37 +207,5 @@ extension Verifier {
             try txn.setCounter(dbs, MetaKey.fillBytes, UInt64(bitPattern: try txn.recountFillBytes(dbs)))
             return dropped
         }
-    }
-}
-
-extension WriteTransaction {
-    /// Whether anything of `manifestID` is recorded in `fills` (a fill or its file's byte count).
-    func hasFills(_ manifestID: UInt64, _ dbs: Databases) throws -> Bool {
-        var any = false
-        try scan(dbs.fills, prefix: Keys.manifest(manifestID)) { _, _ in
-            any = true
-            return false
-        }
-        return any
-    }
-
-    /// The sum of the byte counts of every fill file, as `fills` records them.
-    func recountFillBytes(_ dbs: Databases) throws -> Int64 {
-        var total: Int64 = 0
-        try scan(dbs.fills, prefix: []) { key, value in
-            if FillKeys.manifestID(ofFileKey: key) != nil, value.count == 8 {
-                total += Int64(littleEndian: value.loadUnaligned(as: Int64.self))
-            }
-            return true
-        }
-        return total
-    }
-}
-
-extension FillKeys {
-    /// The manifest id of a key that holds a fill file's byte count (``file(_:)``), else nil.
-    static func manifestID(ofFileKey key: UnsafeRawBufferPointer) -> UInt64? {
-        guard key.count == 16, key.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == UInt64.max else { return nil }
-        return UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
     }
 }

@@ -1,4 +1,5 @@
 import Crypto
+import Dispatch
 import FileIO
 import Foundation
 import LMDBKit
@@ -23,6 +24,9 @@ public struct SettleResult: Sendable, Hashable, Codable {
         self.lost = lost
     }
 
+    /// Fills this settled or dropped.
+    var touched: Int { settled + mismatched + lost }
+
     mutating func add(_ other: SettleResult) {
         settled += other.settled
         settledBytes += other.settledBytes
@@ -39,7 +43,8 @@ public struct SettleResult: Sendable, Hashable, Codable {
 /// Work runs in batches of ``batchBytes(_:)``: a read snapshot lists and reads them, the hashing and compression
 /// run outside any transaction, and one write transaction records the batch, checking again that each entry
 /// is still the fill it read (a fill evicted, refilled or settled by another process meanwhile is left to
-/// that). Fills are settled in the background when the process has downloaded nothing for ``idleTime``, one
+/// that); a second, once it has committed, frees the bytes of the fills it recorded. ``settleAll(_:waiting:)``
+/// prepares the next batch while one commits. Fills are settled in the background when the process has downloaded nothing for ``idleTime``, one
 /// settler per store across processes (`fills/.settling` is locked while one runs).
 final class Settler: Sendable {
     /// Raw bytes a batch settles: 8 MiB, or a 32nd of a smaller store's bound. While a batch commits its
@@ -59,6 +64,10 @@ final class Settler: Sendable {
     }
 
     private let state = Mutex(State())
+
+    /// A test hook run at the end of each batch's write transaction, before it commits: one that throws undoes
+    /// the transaction, as a kill before the commit would.
+    let beforeBatchCommit = Mutex<(@Sendable () throws -> Void)?>(nil)
 
     /// Notes that fills were recorded now, and starts background settling behind them.
     func fillsArrived(in store: Store) {
@@ -90,7 +99,7 @@ final class Settler: Sendable {
                 let round = try await runBlocking(doing: "settling downloaded chunks", store: store.path) {
                     try Self.withSettlingLock(store, waiting: false) { try Self.settleBatch(store, inBackground: true) }
                 }
-                guard let round, round.settled + round.mismatched + round.lost > 0 else { return }
+                guard let round, round.touched > 0 else { return }
             } catch {
                 Diagnostics.report("settle downloaded chunks", error)
                 return
@@ -101,14 +110,42 @@ final class Settler: Sendable {
     /// Settles every fill the store holds, waiting for another settler to finish first, and removes the fill
     /// files no fill is left in; unless `waiting`, does nothing when another settler runs (it settles what
     /// there is). Blocking.
+    ///
+    /// Batches overlap: while one commits on the writer, the next is read, hashed and compressed on every core,
+    /// so at most two batches are in memory. Each is listed after the last record of the one before; at the
+    /// end of the records, once the last commit is in, listing starts again from the first, for fills recorded
+    /// meanwhile, until a pass from the first settles nothing more.
     @available(*, noasync)
     static func settleAll(_ store: Store, waiting: Bool = true) throws -> SettleResult {
         var total = SettleResult()
         try withSettlingLock(store, waiting: waiting) {
-            while true {
-                let round = try settleBatch(store)
-                guard round.settled + round.mismatched + round.lost > 0 else { break }
-                total.add(round)
+            var committing: PendingCommit?
+            var after: [UInt8]? = nil
+            var pass = SettleResult()
+            /// Waits for the batch committing, if any, and counts it.
+            func land() throws {
+                guard let pending = committing else { return }
+                committing = nil
+                let landed = try pending.wait()
+                pass.add(landed)
+                total.add(landed)
+            }
+            do {
+                while true {
+                    if let batch = try prepareBatch(store, after: after, width: BlockingPool.shared.threadCount) {
+                        after = batch.next
+                        try land()
+                        committing = commit(batch, store)
+                        continue
+                    }
+                    try land()
+                    // The end of the records: from the first again, unless this pass from it found nothing.
+                    guard after != nil, pass.touched > 0 else { break }
+                    (after, pass) = (nil, SettleResult())
+                }
+            } catch {
+                try? land()  // nothing outlives the settling lock
+                throw error
             }
             try removeFilesWithoutFills(store)
         }
@@ -176,20 +213,45 @@ final class Settler: Sendable {
         case lost
     }
 
+    /// A batch read, checked, named and compressed outside any transaction, ready to commit.
+    private struct Batch: Sendable {
+        /// In key order.
+        let candidates: [Candidate]
+        let outcomes: [Outcome]
+        /// Where the next batch's listing starts: the key after this batch's last record.
+        let next: [UInt8]
+
+        var rawBytes: Int64 { Int64(candidates.reduce(0) { $0 + $1.length }) }
+    }
+
     /// Settles the first fills, up to ``batchBytes(_:)``, in key order. Blocking.
-    @available(*, noasync)
     ///
     /// - Parameter inBackground: Settling behind this process's own work: one pool thread and at most
     ///   ``backgroundBatchBytes``, so a fetch that needs the pool waits for little (a cancelled one must
     ///   return within 100 ms, A16). An explicit settle takes every core and full batches.
+    @available(*, noasync)
     static func settleBatch(_ store: Store, inBackground: Bool = false) throws -> SettleResult {
-        let dbs = store.dbs
+        let width = inBackground ? 1 : BlockingPool.shared.threadCount
         let limit = inBackground ? min(batchBytes(store), backgroundBatchBytes) : batchBytes(store)
-        let candidates = try store.environment.read { txn in try listFills(dbs, upTo: limit, in: txn) }
-        guard !candidates.isEmpty else { return SettleResult() }
+        guard let batch = try prepareBatch(store, after: nil, width: width, upTo: limit) else { return SettleResult() }
+        return try commit(batch, store).wait()
+    }
+
+    /// Lists the fills after the key `after` (from the first when nil), up to `limit` bytes (``batchBytes(_:)``
+    /// when nil), and reads, checks, names and compresses them on `width` threads; nil when no record is left
+    /// after `after`.
+    @available(*, noasync)
+    private static func prepareBatch(_ store: Store, after: [UInt8]?, width: Int, upTo limit: Int? = nil) throws
+        -> Batch?
+    {
+        let dbs = store.dbs
+        guard
+            let (candidates, next) = try store.environment.read({ txn in
+                try listFills(dbs, after: after, upTo: limit ?? batchBytes(store), in: txn)
+            })
+        else { return nil }
         // Hashing and compressing take the time: every core takes chunks, each with its own buffers.
         let results = Mutex<[Result<Outcome, any Error>?]>(Array(repeating: nil, count: candidates.count))
-        let width = inBackground ? 1 : BlockingPool.shared.threadCount
         SharedWork.forEachIndex(below: candidates.count, threads: width) { claim in
             var buffer = [UInt8](repeating: 0, count: store.layout.chunkSize)
             var encoder = ChunkEncoder(store: store, largest: store.layout.chunkSize)
@@ -201,24 +263,71 @@ final class Settler: Sendable {
             }
         }
         let outcomes = try results.withLock { try $0.map { try $0!.get() } }
-        // A crash that undoes the batch leaves its fills as they were, to settle again, except in the files of
-        // versions it left without a fill, which it unlinked before its commit (so their bytes are never on disk
-        // twice): those the next settle finds lost and drops, to download again. Its chunks take about
-        // the room their fills leave, plus their headers and LMDB's pages that readers' snapshots still hold:
-        // room is made for that much, so a store at its bound stays within it.
-        let settledBytes = Int64(candidates.reduce(0) { $0 + $1.length })
-        let result = try store.writer.writeAndWait(durability: .deferMeta, reserving: settledBytes / 8) { txn in
-            try record(candidates, outcomes, in: &txn, dbs)
+        return Batch(candidates: candidates, outcomes: outcomes, next: next)
+    }
+
+    /// A batch's commit, started on the writer while the caller prepares the next.
+    private final class PendingCommit: Sendable {
+        private let done = DispatchSemaphore(value: 0)
+        private let result = Mutex<Result<SettleResult, any Error>>(.success(SettleResult()))
+
+        /// Waits for the commit (this pool thread waits for the writer, which never waits for the pool).
+        func wait() throws -> SettleResult {
+            done.wait()
+            done.signal()
+            return try result.withLock { $0 }.get()
         }
-        if result.mismatched > 0 {
-            Diagnostics.report(
-                "keep \(result.mismatched) downloaded chunk(s) of the store at \(store.path)",
-                CacheError(
-                    .corruptData,
-                    "their bytes do not hash to what the store knew of them; they were dropped and are downloaded again when read: check the origin"
-                ))
+
+        func finish(_ outcome: Result<SettleResult, any Error>) {
+            result.withLock { $0 = outcome }
+            done.signal()
         }
-        return result
+    }
+
+    /// Records a batch in one write transaction and then, in a second, frees the fill bytes it settled or
+    /// dropped. The bytes stay on disk until the first has committed: a kill before that commit leaves every
+    /// fill of the batch as it was, bytes and all, to settle again. A kill between the two leaves bytes no
+    /// record names, which go with their file (its version's last fill settled, or at the next open).
+    private static func commit(_ batch: Batch, _ store: Store) -> PendingCommit {
+        let pending = PendingCommit()
+        guard !batch.candidates.isEmpty else {
+            pending.finish(.success(SettleResult()))
+            return pending
+        }
+        let dbs = store.dbs
+        let environment = store.environment
+        // The chunks take about the room their fills leave, plus their headers and LMDB's pages that readers'
+        // snapshots still hold: room is made for that much, so a store at its bound stays within it.
+        store.writer.writeLater(
+            durability: .deferMeta, reserving: batch.rawBytes / 8, doing: "settling downloaded chunks",
+            { txn in try record(batch, in: &txn, store) },
+            completion: { outcome in
+                // On the writer queue, right after the commit: no transaction of this process runs between.
+                pending.finish(
+                    outcome.flatMap { recorded in
+                        Result {
+                            if !recorded.unnamed.isEmpty {
+                                try environment.write(durability: .deferMeta) { txn in
+                                    try txn.releaseUnnamedFills(recorded.unnamed, dbs)
+                                }
+                            }
+                            reportMismatches(recorded.result, in: store)
+                            return recorded.result
+                        }
+                    })
+            })
+        return pending
+    }
+
+    /// Reports fills a committed batch dropped because their bytes did not hash to what the store knew.
+    private static func reportMismatches(_ result: SettleResult, in store: Store) {
+        guard result.mismatched > 0 else { return }
+        Diagnostics.report(
+            "keep \(result.mismatched) downloaded chunk(s) of the store at \(store.path)",
+            CacheError(
+                .corruptData,
+                "their bytes do not hash to what the store knew of them; they were dropped and are downloaded again when read: check the origin"
+            ))
     }
 
     /// Reads a fill, checks it and names it; compresses it when the store lacks a chunk of that name.
@@ -243,14 +352,15 @@ final class Settler: Sendable {
         }
     }
 
-    /// The first fills in key order, up to `limit` bytes; records whose entry is no longer a fill are skipped.
-    private static func listFills(_ dbs: Databases, upTo limit: Int, in txn: borrowing ReadTransaction) throws
-        -> [Candidate]
-    {
-        var candidates: [Candidate] = []
+    /// The fills after the key `after` (from the first when nil) in key order, up to `limit` bytes, and the key
+    /// the next listing starts at; records whose entry is no longer a fill are skipped. Nil when no record is
+    /// left.
+    private static func listFills(
+        _ dbs: Databases, after: [UInt8]?, upTo limit: Int, in txn: borrowing ReadTransaction
+    ) throws -> (candidates: [Candidate], next: [UInt8])? {
         var bytes = 0
-        var records: [(UInt64, Int64, Int, ChunkDigest?)] = []
-        try txn.scan(dbs.fills, prefix: []) { key, value in
+        var records: [(manifestID: UInt64, index: Int64, length: Int, expected: ChunkDigest?)] = []
+        try txn.scan(dbs.fills, prefix: [], from: after) { key, value in
             guard let (manifestID, index) = FillKeys.parse(key), let record = FillKeys.parseRecord(value) else {
                 return true
             }
@@ -258,55 +368,89 @@ final class Settler: Sendable {
             bytes += record.length
             return bytes < limit
         }
-        for (manifestID, index, length, expected) in records {
-            var cursor = ManifestCursor(manifestID: manifestID, dbs: dbs)
-            guard case .filled(let checksum) = try? cursor.entry(index, in: txn) else { continue }
+        guard let last = records.last else { return nil }
+        var candidates: [Candidate] = []
+        var cursor: ManifestCursor?
+        for record in records {
+            // One cursor per version: consecutive records of a version share its manifest's pages.
+            if cursor?.manifestID != record.manifestID {
+                cursor = ManifestCursor(manifestID: record.manifestID, dbs: dbs)
+            }
+            guard case .filled(let checksum) = try? cursor!.entry(record.index, in: txn) else { continue }
             candidates.append(
-                Candidate(manifestID: manifestID, index: index, checksum: checksum, length: length, expected: expected))
+                Candidate(
+                    manifestID: record.manifestID, index: record.index, checksum: checksum, length: record.length,
+                    expected: record.expected))
         }
-        return candidates
+        return (candidates, FillKeys.fill(last.manifestID, last.index + 1))
     }
 
-    /// Records a batch's outcomes, each only where its entry is still the fill that was read.
+    /// Records a batch's outcomes, each only where its entry is still the fill that was read, and returns what
+    /// it did with the fill bytes it left for ``WriteTransaction/releaseUnnamedFills(_:_:)``. One pass over
+    /// each version's manifest pages: candidates are in key order, so a version's are together.
     @available(*, noasync)
-    private static func record(
-        _ candidates: [Candidate], _ outcomes: [Outcome], in txn: inout WriteTransaction, _ dbs: Databases
-    ) throws -> SettleResult {
+    private static func record(_ batch: Batch, in txn: inout WriteTransaction, _ store: Store) throws
+        -> (result: SettleResult, unnamed: UnnamedFills)
+    {
+        let dbs = store.dbs
         var result = SettleResult()
-        var manifests = Set<UInt64>()
-        for (candidate, outcome) in zip(candidates, outcomes) {
-            var cursor = ManifestCursor(manifestID: candidate.manifestID, dbs: dbs)
-            guard case .filled(let checksum) = try? cursor.entry(candidate.index, in: txn),
-                checksum == candidate.checksum
-            else { continue }
-            let entry: ManifestEntry
-            switch outcome {
-            case .settled(let digest, let encoded):
-                if try !txn.retainChunk(digest, dbs) {
-                    guard let encoded else { continue }  // its twin went meanwhile: the next batch settles it
-                    try encoded.withUnsafeBytes {
-                        try txn.insertChunk(digest, encoded: $0, rawLength: candidate.length, dbs)
-                    }
-                }
-                entry = .stored(digest)
-                result.settled += 1
-                result.settledBytes += Int64(candidate.length)
-            case .mismatched:
-                entry = .absent(candidate.expected)
-                result.mismatched += 1
-            case .lost:
-                entry = .absent(candidate.expected)
-                result.lost += 1
+        var unnamed = UnnamedFills()
+        var start = 0
+        while start < batch.candidates.count {
+            let manifestID = batch.candidates[start].manifestID
+            var end = start
+            while end < batch.candidates.count && batch.candidates[end].manifestID == manifestID { end += 1 }
+            defer { start = end }
+            var cursor = ManifestCursor(manifestID: manifestID, dbs: dbs)
+            var indices: [Int64] = []
+            var entries: [ManifestEntry] = []
+            for position in start..<end {
+                let candidate = batch.candidates[position]
+                guard case .filled(let checksum) = try? cursor.entry(candidate.index, in: txn),
+                    checksum == candidate.checksum,
+                    let entry = try settledEntry(candidate, batch.outcomes[position], in: &txn, dbs, &result)
+                else { continue }
+                indices.append(candidate.index)
+                entries.append(entry)
             }
-            try txn.rewriteEntries(of: candidate.manifestID, at: [candidate.index], dbs) { _, _ in entry }
-            // Its bytes leave the fill file at once, settled or dropped: a version being settled must not take
-            // its room twice, in the file and in `chunks`, or a bounded store would evict to make room for it.
-            // A reader whose snapshot still names the fill reads a hole, fails the check and plans again.
-            try txn.forgetFill(candidate.manifestID, candidate.index, punching: true, dbs)
-            manifests.insert(candidate.manifestID)
+            guard !indices.isEmpty else { continue }
+            try txn.rewriteEntries(of: manifestID, at: indices, dbs) { position, _ in entries[position] }
+            // Their bytes leave the fill file as soon as this commits (``commit(_:_:)``), settled or dropped: a
+            // version being settled must not take its room twice, in the file and in `chunks`, or a bounded store
+            // would evict to make room for it. A reader whose snapshot still names a fill reads a hole then,
+            // fails the check and plans again.
+            for index in indices { try txn.forgetFill(manifestID, index, leavingBytesFor: &unnamed, dbs) }
+            try txn.forgetFillFileIfDone(manifestID, leavingFileFor: &unnamed, dbs)
         }
         if result.mismatched > 0 { try txn.addToCounter(dbs, MetaKey.settleMismatches, Int64(result.mismatched)) }
-        for manifestID in manifests { try txn.removeFillFileIfDone(manifestID, dbs) }
-        return result
+        try store.settler.beforeBatchCommit.withLock { $0 }?()
+        return (result, unnamed)
+    }
+
+    /// The entry a candidate's outcome turns its fill into, counted in `result`, after storing its chunk; nil
+    /// when it must wait for the next batch (its twin went meanwhile, and it was not compressed).
+    @available(*, noasync)
+    private static func settledEntry(
+        _ candidate: Candidate, _ outcome: Outcome, in txn: inout WriteTransaction, _ dbs: Databases,
+        _ result: inout SettleResult
+    ) throws -> ManifestEntry? {
+        switch outcome {
+        case .settled(let digest, let encoded):
+            if try !txn.retainChunk(digest, dbs) {
+                guard let encoded else { return nil }
+                try encoded.withUnsafeBytes {
+                    try txn.insertChunk(digest, encoded: $0, rawLength: candidate.length, dbs)
+                }
+            }
+            result.settled += 1
+            result.settledBytes += Int64(candidate.length)
+            return .stored(digest)
+        case .mismatched:
+            result.mismatched += 1
+            return .absent(candidate.expected)
+        case .lost:
+            result.lost += 1
+            return .absent(candidate.expected)
+        }
     }
 }

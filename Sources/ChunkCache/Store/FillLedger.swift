@@ -49,12 +49,34 @@ enum FillKeys {
         guard let (manifest, index) = Keys.parseManifestPage(key) else { return nil }
         return (manifest, index)
     }
+
+    /// The manifest id of a key that holds a fill file's byte count (``file(_:)``), else nil.
+    static func manifestID(ofFileKey key: UnsafeRawBufferPointer) -> UInt64? {
+        guard key.count == 16, key.loadUnaligned(fromByteOffset: 8, as: UInt64.self) == UInt64.max else { return nil }
+        return UInt64(bigEndian: key.loadUnaligned(as: UInt64.self))
+    }
+
+    /// The bytes a fill file takes, as its count (under ``file(_:)``) holds them; nil when it is not 8 bytes long.
+    static func parseFileBytes(_ value: UnsafeRawBufferPointer) -> Int64? {
+        value.count == 8 ? Int64(littleEndian: value.loadUnaligned(as: Int64.self)) : nil
+    }
+}
+
+/// Fill bytes that a committed transaction stopped naming but left on disk, for
+/// ``WriteTransaction/releaseUnnamedFills(_:_:)`` to free after the commit.
+struct UnnamedFills: Sendable {
+    /// Each forgotten fill's place and length.
+    var places: [(manifestID: UInt64, index: Int64, length: Int64)] = []
+    /// Versions whose last fill went: their files go too.
+    var versions: Set<UInt64> = []
+
+    var isEmpty: Bool { places.isEmpty && versions.isEmpty }
 }
 
 /// The fills' records, inside write transactions: what is recorded when downloads land, settle, are evicted or
-/// go with their version. `meta`'s ``MetaKey/fillBytes`` counts the bytes every fill file takes (a settled
-/// chunk's bytes stay in its file until the version has no fill left and the file goes), so the bound
-/// (``SpaceBound``) counts them.
+/// go with their version. `meta`'s ``MetaKey/fillBytes`` counts the bytes every fill file takes, so the bound
+/// (``SpaceBound``) counts them; a forgotten fill's bytes leave the count in the transaction that forgets it,
+/// and the disk in it too (eviction) or right after its commit (settling: ``releaseUnnamedFills(_:_:)``).
 extension WriteTransaction {
     /// Records downloaded chunks of `manifestID` and writes their bytes into its fill file: each `absent` entry
     /// becomes `filled` (or `zero`), keeping the hash the manifest knew for the settler. With `refill`, a `filled`
@@ -103,29 +125,39 @@ extension WriteTransaction {
                     failure, path: dbs.fillFiles.path(of: manifestID), doing: "storing downloaded chunks")
             }
         }
-        for index in forgotten { try forgetFill(manifestID, index, punching: true, dbs) }
+        for index in forgotten { try forgetFill(manifestID, index, dbs) }
         for record in records { try put(dbs.fills, key: FillKeys.fill(manifestID, record.index), value: record.value) }
         if addedBytes > 0 { try addFileBytes(addedBytes, manifestID: manifestID, dbs) }
         return recorded
     }
 
-    /// Forgets the fill of chunk `index` (settled, evicted or lost): its record goes, and with `punching`, its
-    /// bytes' disk is freed at once (an eviction; a settled chunk's bytes go with the file). Returns the hash
-    /// the manifest knew for it.
+    /// Forgets the fill of chunk `index` (evicted, dropped by a repair, or refilled as zeros): its record goes,
+    /// and its bytes leave the count and the disk at once. Returns the hash the manifest knew for it.
     @available(*, noasync)
     @discardableResult
-    mutating func forgetFill(_ manifestID: UInt64, _ index: Int64, punching: Bool, _ dbs: Databases) throws
-        -> ChunkDigest?
-    {
+    mutating func forgetFill(_ manifestID: UInt64, _ index: Int64, _ dbs: Databases) throws -> ChunkDigest? {
+        var unnamed = UnnamedFills()
+        let expected = try forgetFill(manifestID, index, leavingBytesFor: &unnamed, dbs)
+        try releaseUnnamedFills(unnamed, dbs)
+        return expected
+    }
+
+    /// Forgets the fill of chunk `index` (settled or lost): its record goes and its bytes leave the count, but
+    /// they stay in the file, noted in `unnamed`, for ``releaseUnnamedFills(_:_:)`` once this transaction has
+    /// committed: a kill before the commit undoes the record's removal, and the record must find its bytes.
+    /// Returns the hash the manifest knew for it.
+    @available(*, noasync)
+    @discardableResult
+    mutating func forgetFill(
+        _ manifestID: UInt64, _ index: Int64, leavingBytesFor unnamed: inout UnnamedFills, _ dbs: Databases
+    ) throws -> ChunkDigest? {
         let key = FillKeys.fill(manifestID, index)
         guard let record = try withValue(dbs.fills, key: key, FillKeys.parseRecord) else { return nil }
         try delete(dbs.fills, key: key)
-        if punching, let record {
-            let offset = index << Int64(try counter(dbs, MetaKey.chunkShift))
-            dbs.fillFiles.punch(manifestID: manifestID, at: offset, length: Int64(record.length))
-            try addFileBytes(-Int64(record.length), manifestID: manifestID, dbs)
-        }
-        return record?.expected
+        guard let record else { return nil }
+        try addFileBytes(-Int64(record.length), manifestID: manifestID, dbs)
+        unnamed.places.append((manifestID, index, Int64(record.length)))
+        return record.expected
     }
 
     /// Removes the fill file of `manifestID` when no fill of it is left, and its bytes from the count.
@@ -133,6 +165,34 @@ extension WriteTransaction {
     mutating func removeFillFileIfDone(_ manifestID: UInt64, _ dbs: Databases) throws {
         guard try !hasFillRecords(manifestID, dbs) else { return }
         try removeFillFile(manifestID, dbs)
+    }
+
+    /// Drops the count of the fill file of `manifestID` when no fill of it is left, and notes the file in
+    /// `unnamed` for ``releaseUnnamedFills(_:_:)`` to remove once this transaction has committed.
+    @available(*, noasync)
+    mutating func forgetFillFileIfDone(
+        _ manifestID: UInt64, leavingFileFor unnamed: inout UnnamedFills, _ dbs: Databases
+    ) throws {
+        guard try !hasFillRecords(manifestID, dbs) else { return }
+        try forgetFileBytes(manifestID, dbs)
+        unnamed.versions.insert(manifestID)
+    }
+
+    /// Frees the disk of fills an earlier transaction forgot and left in their files (``UnnamedFills``), where
+    /// nothing names them now: a place's bytes where no fill is recorded there (another process may have
+    /// filled it again meanwhile), a version's file where nothing of it is recorded. Changes nothing in LMDB;
+    /// it runs in a write transaction so that no writer records fills meanwhile, and only ever frees bytes no
+    /// committed record names, so a kill at any point loses no fill (bytes it leaves behind are freed with
+    /// their file: ``Settler/removeFilesWithoutFills(_:)``).
+    @available(*, noasync)
+    func releaseUnnamedFills(_ unnamed: UnnamedFills, _ dbs: Databases) throws {
+        let done = try unnamed.versions.filter { try !hasFills($0, dbs) }
+        let shift = Int64(try counter(dbs, MetaKey.chunkShift))
+        for place in unnamed.places where !done.contains(place.manifestID) {
+            guard try !contains(dbs.fills, key: FillKeys.fill(place.manifestID, place.index)) else { continue }
+            dbs.fillFiles.punch(manifestID: place.manifestID, at: place.index << shift, length: place.length)
+        }
+        for manifestID in done.sorted() { dbs.fillFiles.remove(manifestID) }
     }
 
     /// Forgets every fill of `manifestID` and removes its file (the version is dropped).
@@ -150,13 +210,17 @@ extension WriteTransaction {
 
     @available(*, noasync)
     private mutating func removeFillFile(_ manifestID: UInt64, _ dbs: Databases) throws {
-        let key = FillKeys.file(manifestID)
-        if let bytes = try fileBytes(manifestID, dbs) {
-            try delete(dbs.fills, key: key)
-            try addToCounter(dbs, MetaKey.fillBytes, -bytes)
-        }
+        try forgetFileBytes(manifestID, dbs)
         // Inside the transaction: a writer of this version's fills checks the file is still linked in its own.
         dbs.fillFiles.remove(manifestID)
+    }
+
+    /// Drops the count of the bytes the fill file of `manifestID` takes.
+    @available(*, noasync)
+    private mutating func forgetFileBytes(_ manifestID: UInt64, _ dbs: Databases) throws {
+        guard let bytes = try fileBytes(manifestID, dbs) else { return }
+        try delete(dbs.fills, key: FillKeys.file(manifestID))
+        try addToCounter(dbs, MetaKey.fillBytes, -bytes)
     }
 
     @available(*, noasync)
@@ -168,11 +232,9 @@ extension WriteTransaction {
         try addToCounter(dbs, MetaKey.fillBytes, bytes)
     }
 
-    /// The bytes the fill file of `manifestID` takes, as recorded; nil when none is.
+    /// The bytes the fill file of `manifestID` takes, as recorded (0 when its count is damaged); nil when none is.
     func fileBytes(_ manifestID: UInt64, _ dbs: Databases) throws -> Int64? {
-        try withValue(dbs.fills, key: FillKeys.file(manifestID)) {
-            $0.count == 8 ? Int64(littleEndian: $0.loadUnaligned(as: Int64.self)) : 0
-        }
+        try withValue(dbs.fills, key: FillKeys.file(manifestID)) { FillKeys.parseFileBytes($0) ?? 0 }
     }
 
 }
@@ -186,6 +248,26 @@ extension TransactionReading where Self: ~Copyable {
                 total.count += 1
                 total.bytes += Int64(record.length)
             }
+            return true
+        }
+        return total
+    }
+
+    /// Whether anything of `manifestID` is recorded in `fills` (a fill or its file's byte count).
+    func hasFills(_ manifestID: UInt64, _ dbs: Databases) throws -> Bool {
+        var any = false
+        try scan(dbs.fills, prefix: Keys.manifest(manifestID)) { _, _ in
+            any = true
+            return false
+        }
+        return any
+    }
+
+    /// The sum of the byte counts of every fill file, as `fills` records them.
+    func recountFillBytes(_ dbs: Databases) throws -> Int64 {
+        var total: Int64 = 0
+        try scan(dbs.fills, prefix: []) { key, value in
+            if FillKeys.manifestID(ofFileKey: key) != nil, let bytes = FillKeys.parseFileBytes(value) { total += bytes }
             return true
         }
         return total

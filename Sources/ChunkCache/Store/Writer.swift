@@ -79,16 +79,21 @@ final class Writer: Sendable {
     }
 
     /// Starts `body` in a write transaction and calls `completion` with its outcome on the writer queue.
-    /// `reserving` as for ``write(durability:reserving:doing:_:)``; with `evicting` false, no eviction makes
-    /// room for it nor follows its commit (a put that could not fit once everything evictable went must not
-    /// empty the cache before it fails: ``SpaceBound/couldFit(_:)``).
-    func writeLater(
-        reserving: Int64 = 0, evicting: Bool = true, doing what: String = "writing",
-        _ body: @escaping @Sendable (inout WriteTransaction) throws -> Void,
-        completion: @escaping @Sendable (Result<Void, any Error>) -> Void
+    /// `durability` and `reserving` as for ``write(durability:reserving:doing:_:)``; with `evicting` false, no
+    /// eviction makes room for it nor follows its commit (a put that could not fit once everything evictable
+    /// went must not empty the cache before it fails: ``SpaceBound/couldFit(_:)``).
+    func writeLater<R: Sendable>(
+        durability: Environment.Durability = .full, reserving: Int64 = 0, evicting: Bool = true,
+        doing what: String = "writing",
+        _ body: @escaping @Sendable (inout WriteTransaction) throws -> R,
+        completion: @escaping @Sendable (Result<R, any Error>) -> Void
     ) {
         queue.async {
-            completion(Result { try self.transaction(reserving: reserving, evicting: evicting, doing: what, body) })
+            completion(
+                Result {
+                    try self.transaction(
+                        durability: durability, reserving: reserving, evicting: evicting, doing: what, body)
+                })
         }
     }
 
