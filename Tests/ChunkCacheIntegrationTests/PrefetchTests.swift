@@ -1,8 +1,9 @@
-import ChunkCache
 import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import ChunkCache
 
 /// ``ChunkCache/prefetch(_:version:range:progress:)``: a range downloaded into the store with no reader, in the
 /// background lane a mount hydrates files with (CONTRACT §10, §13).
@@ -20,6 +21,12 @@ struct PrefetchTests {
     ) async throws {
         try await ColdPathFaultTests.withFaultOrigin(serving: bytes) { cache, origin, _ in
             cache.settleInBackground(false)
+            // No timeout is under test here: beside a full run's load the Python origin may take over the fault
+            // tests' one second to answer.
+            cache.store.origins.policy.withLock {
+                $0.idleTimeout = .seconds(20)
+                $0.connectTimeout = .seconds(20)
+            }
             _ = try await cache.addDomain(
                 "web", origin: try Origin(origin.baseURL(behaviour: behaviour)), pipelineDepth: depth)
             let item = ItemIdentifier(domain: "web", "a.bin")
