@@ -16,8 +16,8 @@ public struct MountOptions: Sendable {
     public var syncEvery: Duration?
     /// The FUSE session's threads: the mount's blocking home, where reads of cached bytes decode.
     public var threads = 4
-    /// Files opened while not all cached and at most this large are downloaded whole in the background
-    /// (``BackgroundFill``); 0 downloads only what is read.
+    /// Files opened while not all cached and at most this large are downloaded whole in the background, larger
+    /// ones around their repeated misses (``BackgroundFill``); 0 downloads only what is read.
     public var fillBelow: Int64 = 256 << 20
 
     public init() {}

@@ -216,6 +216,7 @@ public final class MountedDomain: FuseFilesystem {
             buffers.give(buffer)
             return request.fail(ETIMEDOUT)
         }
+        fill.missed(file, range)
         // Not all in the store: the origin's bytes are awaited in a task, which answers; it fills the plan
         // the read above made, without planning again.
         Task { [cache, buffers, timedOut] in

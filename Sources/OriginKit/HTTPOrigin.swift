@@ -78,6 +78,8 @@ extension ReadingOrigin {
     }
 
     func addresses(_ version: String) -> Bool { reader.dialect.addresses(version) }
+
+    func warmUp(probing item: String?) async { await reader.warmUp(probing: item) }
 }
 
 /// How HTTP requests are spelled and answers read.

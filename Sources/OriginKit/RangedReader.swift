@@ -121,6 +121,17 @@ struct RangedReader: Sendable {
         do { return try await body.next() } catch { throw BrokenBody(error: error) }
     }
 
+    /// ``RemoteOrigin/warmUp(probing:)``: one request, its answer read to the end; no retries. A ranged GET
+    /// of one byte of `item`, whose answer says its length, so the connection goes back to the pool; without
+    /// an item a `HEAD` of the base, which warms the client's code but whose connection may close (nginx's
+    /// answer to a `HEAD` of a listing says no length).
+    func warmUp(probing item: String?) async {
+        guard let request = try? dialect.request(item ?? "", range: item == nil ? nil : 0..<1, version: nil),
+            let response = try? await execute(request, item ?? "")
+        else { return }
+        _ = try? await Self.prefix(of: response.body)
+    }
+
     /// `HEAD` of the item.
     func head(_ item: String, version: String?) async throws -> RemoteObject {
         var attempt = 0

@@ -148,6 +148,12 @@ public protocol RemoteOrigin: Sendable {
     /// The item's size and version without its bytes (`HEAD`, S3 `HeadObject`), for where no range is read.
     func head(_ item: String, version: String?) async throws -> RemoteObject
 
+    /// Opens a connection to the origin ahead of the first read, and runs the client's code once (its first
+    /// request costs milliseconds of one-time setup): a GET of the first byte of `item` (any item the origin
+    /// has), whose answer, whatever it is, is read to its end so the connection stays open for the next
+    /// request; without an item, a `HEAD` of the base. A failure is left for the first read to meet.
+    func warmUp(probing item: String?) async
+
     /// Every item below the base or prefix, a page at a time (nginx `autoindex_format json`, walked
     /// recursively; S3 `ListObjectsV2`, following continuation tokens).
     func list(page: @Sendable ([RemoteEntry]) async throws -> Void) async throws

@@ -546,23 +546,109 @@ struct MountTests {
     }
 
     @Test(
-        "§13: a file opened while not all cached and at most --fill-below is downloaded whole in the background, byte-exact",
+        "§13 §10: a file opened while not all cached and at most --fill-below is hydrated whole in the background, in 2 MiB extents, each one request, no byte asked twice, byte-exact",
         .requires(NginxServer.self))
     func backgroundFill() async throws {
         try await Self.withMountedOrigin(fillBelow: "16MiB") { _, store, server, mount, movie in
             let file = mount.mountPoint + "/movie.bin"
+            try await server.clearAccessLog()  // the mount's warm-up request
             _ = try shell("head -c 1 \(file) > /dev/null")
             #expect(
                 try Self.eventually {
                     try shell("getfattr --absolute-names --only-values -n user.chunkcache.state \(file)").output
                         == "cached"
                 }, "one byte read, the whole file downloaded")
+            #expect(Self.cachedBytes(file) == movie.count)
+            let ranges = try await Self.gets(of: "movie.bin", server)
+            let extent: Int64 = 2 << 20  // ChunkCache.prefetchExtentBytes
+            #expect(
+                ranges.allSatisfy { $0.lowerBound / extent == ($0.upperBound - 1) / extent },
+                "each request within one extent: \(ranges)")
+            #expect(ranges.filter { Int64($0.count) == extent }.count >= 3, "\(ranges)")
+            #expect(ranges.map(\.count).reduce(0, +) == movie.count, "\(ranges)")
             try await server.clearAccessLog()
             let whole = try runJSON(store, ["fetch", "--domain", "web", "movie.bin"])
             #expect(try TestData.read(try whole.string("path"), count: movie.count + 1) == movie)
             let requests = try await server.accessLog()
             #expect(try whole.int("downloadedBytes") == 0 && requests.isEmpty, "\(requests)")
             unlink(try whole.string("path"))
+        }
+    }
+
+    /// The byte count `user.chunkcache.cachedBytes` gives for `file`, or -1 when it cannot be read.
+    static func cachedBytes(_ file: String) -> Int {
+        let value = try? shell("getfattr --absolute-names --only-values -n user.chunkcache.cachedBytes \(file)").output
+        return value.flatMap { Int($0) } ?? -1
+    }
+
+    /// The ranges of the GETs of `name` in `server`'s access log.
+    static func gets(of name: String, _ server: NginxServer) async throws -> [Range<Int64>] {
+        try await server.accessLog().filter { $0.method == "GET" && $0.uri.hasSuffix(name) }.compactMap(
+            \.requestedBytes)
+    }
+
+    @Test(
+        "§13 §10: a file above --fill-below that keeps missing at random is hydrated around its misses, the extent growing as they repeat (512 KiB, 1 MiB, 2 MiB)",
+        .requires(NginxServer.self))
+    func hydrationAroundMisses() async throws {
+        try await Self.withMountedOrigin(fillBelow: "1MiB") { dir, _, server, mount, _ in
+            let file = mount.mountPoint + "/movie.bin"
+            // Four reads, each far from the one before: the 2nd, 3rd and 4th misses of the file's first 8 MiB.
+            let script = """
+                python3 -c 'import os
+                fd = os.open("\(file)", os.O_RDONLY)
+                original = open("\(dir)/origin/movie.bin", "rb").read()
+                for offset in (0, 6 << 20, 1 << 20, (7 << 20) + (1 << 19)):
+                    assert os.pread(fd, 4096, offset) == original[offset:offset + 4096], offset'
+                """
+            let ran = try shell(script)
+            #expect(ran.status == 0, "\(ran)")
+            // The first chunk (the first miss), [1 MiB, 2 MiB) (the third), [6 MiB, 8 MiB) (the second and fourth).
+            let expected = 65_536 + (1 << 20) + (2 << 20)
+            let hydrated = try Self.eventually { Self.cachedBytes(file) == expected }
+            let ranges = try await Self.gets(of: "movie.bin", server)
+            #expect(hydrated, "\(Self.cachedBytes(file)) bytes cached, from \(ranges)")
+            usleep(300_000)
+            #expect(Self.cachedBytes(file) == expected, "and no more")
+        }
+    }
+
+    @Test(
+        "§13 §10: a single cold random 4 KiB read of a file above --fill-below downloads its own chunk in one request, and nothing more",
+        .requires(NginxServer.self))
+    func sparseReadIsOneRequest() async throws {
+        try await Self.withMountedOrigin(fillBelow: "1MiB") { _, _, server, mount, movie in
+            let file = mount.mountPoint + "/movie.bin"
+            try await server.clearAccessLog()
+            let offset = (5 << 20) + 3 * 65_536 + 4096
+            let read = try shell(
+                "python3 -c 'import os, sys; fd = os.open(\"\(file)\", os.O_RDONLY); sys.stdout.buffer.write(os.pread(fd, 4096, \(offset)))' | sha256sum | cut -d' ' -f1"
+            )
+            #expect(
+                read.output.trimmingCharacters(in: .newlines) == Self.sha256(Array(movie[offset..<(offset + 4096)])))
+            usleep(500_000)
+            let ranges = try await Self.gets(of: "movie.bin", server)
+            let chunk = Int64(offset / 65_536 * 65_536)
+            #expect(ranges == [chunk..<(chunk + 65_536)], "\(ranges)")
+            #expect(Self.cachedBytes(file) == 65_536)
+        }
+    }
+
+    @Test(
+        "§13 §10: the first read of a cold file through a fresh mount needs its GET alone: no HEAD, and the connection it goes on was open before the read",
+        .requires(NginxServer.self))
+    func firstReadIsItsGetAlone() async throws {
+        try await Self.withMountedOrigin { _, _, server, mount, movie in
+            let ready = try await server.accessLog()
+            let read = try shell(
+                "python3 -c 'import os, sys; fd = os.open(\"\(mount.mountPoint)/movie.bin\", os.O_RDONLY); sys.stdout.buffer.write(os.pread(fd, 4096, 0))' | sha256sum | cut -d' ' -f1"
+            )
+            #expect(read.output.trimmingCharacters(in: .newlines) == Self.sha256(Array(movie[0..<4096])))
+            let during = try await server.accessLog().dropFirst(ready.count)
+            #expect(during.map(\.method) == ["GET"], "\(during)")
+            #expect(
+                during.first.map { $0.connectionRequests > 1 } == true,
+                "the GET reused a connection the mount opened before it served: \(during), after \(ready)")
         }
     }
 

@@ -8,14 +8,16 @@ import Testing
 @Suite(.serialized) struct ColdPathFaultTests {
     static let bytes = TestData.random(count: 2 << 20, seed: 21)
 
-    /// A store and a fault origin serving `a.bin`; `domain(behaviour)` adds a domain reading through it.
-    static func withFaultOrigin(_ body: (ChunkCache, FaultOrigin, (String) async throws -> String) async throws -> Void)
-        async throws
-    {
+    /// A store and a fault origin serving `file` as `a.bin`; `domain(behaviour)` adds a domain reading through
+    /// it.
+    static func withFaultOrigin(
+        serving file: [UInt8] = bytes,
+        _ body: (ChunkCache, FaultOrigin, (String) async throws -> String) async throws -> Void
+    ) async throws {
         try await withTemporaryDirectory { dir in
             let root = dir + "/origin"
             try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-            try TestData.write(bytes, to: root + "/a.bin")
+            try TestData.write(file, to: root + "/a.bin")
             let origin = try await FaultOrigin.start(root: URL(fileURLWithPath: root))
             do {
                 let cache = try await makeCache(dir)

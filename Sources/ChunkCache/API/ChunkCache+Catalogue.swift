@@ -102,12 +102,16 @@ func cachedBytes<T: TransactionReading & ~Copyable>(of version: VersionRecord, i
     throws -> Int64
 {
     let layout = version.layout
+    let chunks = layout.chunkCount(forLength: version.size)
+    guard chunks > 0 else { return 0 }
     var cursor = ManifestCursor(manifestID: version.manifestID, dbs: dbs)
-    var missing: Int64 = 0
-    for index in 0..<layout.chunkCount(forLength: version.size) {
-        if case .absent = try cursor.entry(index, in: txn) {
-            missing += layout.range(ofChunk: index, length: version.size).length
-        }
+    // Every chunk is whole but the last: count the others' tags, then look at the last one's entry.
+    let missing = try cursor.absentCount(0..<(chunks - 1), in: txn) * Int64(layout.chunkSize)
+    let last: Int64
+    if case .absent = try cursor.entry(chunks - 1, in: txn) {
+        last = layout.range(ofChunk: chunks - 1, length: version.size).length
+    } else {
+        last = 0
     }
-    return version.size - missing
+    return version.size - missing - last
 }

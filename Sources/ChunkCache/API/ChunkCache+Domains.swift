@@ -115,16 +115,48 @@ extension ChunkCache {
 
     /// Sets up now what the first download from `domain`'s origin would otherwise set up on its way: the
     /// origin session, and with it the HTTP client and the event-loop threads it runs on (about 10 ms, once
-    /// per process). A mount calls it before it serves, so its first cold read costs the request alone.
-    /// Nothing happens for a local or unknown domain; an origin that cannot be set up now (S3 credentials
-    /// missing, say) is left for the first read to report.
+    /// per process), then one request to the origin (the first byte of a file the catalogue knows, whatever
+    /// the origin answers), which opens the connection the first read will use and runs the client's code
+    /// once (its first request costs milliseconds of one-time setup). Waits for that answer at most
+    /// ``originWarmUpWait``; the request goes on behind. A mount calls it before it serves, so its first cold
+    /// read costs its own request alone. Nothing happens for a local or unknown domain; an origin that cannot
+    /// be set up or reached now (S3 credentials missing, say) is left for the first read to report.
     public func prepareOrigin(of domain: String) async {
         let store = self.store
-        _ = try? await runBlocking(doing: "preparing the origin of \(domain)", store: store.path) { _ in
-            let record = try store.environment.read { txn in try Records.domain(domain, in: txn, store.dbs) }
-            _ = try store.origins.session(for: domain, record)
+        let prepared = try? await runBlocking(doing: "preparing the origin of \(domain)", store: store.path) { _ in
+            try store.environment.read { txn in
+                let record = try Records.domain(domain, in: txn, store.dbs)
+                return (
+                    try store.origins.session(for: domain, record), try Self.anyFile(of: domain, in: txn, store.dbs)
+                )
+            }
+        }
+        guard let (session, probe) = prepared, let session else { return }
+        let warmUp = Task { await session.origin.warmUp(probing: probe) }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await warmUp.value }
+            group.addTask { try? await Task.sleep(for: Self.originWarmUpWait) }
+            await group.next()
+            group.cancelAll()
         }
     }
+
+    /// The identifier of the first file of `domain` in key order, if it has one.
+    private static func anyFile(of domain: String, in txn: borrowing ReadTransaction, _ dbs: Databases) throws
+        -> String?
+    {
+        var found: String?
+        try txn.scan(dbs.items, prefix: Keys.domain(domain)) { _, value in
+            let item = try ItemRecord(decoding: value, name: RecordNames.domain(domain))
+            if item.kind == .file { found = item.identifier }
+            return found == nil
+        }
+        return found
+    }
+
+    /// How long ``prepareOrigin(of:)`` waits for its request: a round trip to any usable origin, not an
+    /// unreachable one's connect timeout.
+    public static let originWarmUpWait: Duration = .milliseconds(500)
 
     /// Removes a domain with its items, versions and manifests, releasing their chunks (a chunk another
     /// domain shares stays), in one transaction. The directory of a moving import still under way goes back

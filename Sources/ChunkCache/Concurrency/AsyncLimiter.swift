@@ -7,8 +7,13 @@ final class AsyncLimiter: Sendable {
     }
 
     private let queue: WaitQueue<Permits>
+    /// How many may hold a permit at once.
+    let limit: Int
 
-    init(limit: Int) { queue = WaitQueue(Permits(limit: max(1, limit))) }
+    init(limit: Int) {
+        self.limit = max(1, limit)
+        queue = WaitQueue(Permits(limit: self.limit))
+    }
 
     /// Runs `body` holding a permit.
     func withPermit<R: Sendable>(_ body: () async throws -> R) async throws -> R {

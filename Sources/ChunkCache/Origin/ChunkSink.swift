@@ -163,7 +163,8 @@ final class ChunkSink: @unchecked Sendable {
     }
 
     /// Hands the batch's chunks to the readers served from the download (``DirectBytes``,
-    /// ``Flight/arrived(_:)``) and takes their checksums, in one hop on the blocking pool. When
+    /// ``Flight/arrived(_:)``) and takes their checksums: on this thread for a small batch, else in one hop on
+    /// the blocking pool. When
     /// replacing a stored chunk, hashes and checks it first and compresses it: one that fails its hash check
     /// goes back to be downloaded again, and ``ChunkMismatch`` says which.
     private func encodeBatch() async throws {
@@ -171,13 +172,47 @@ final class ChunkSink: @unchecked Sendable {
         let pending = batch
         batch.removeAll()
         batchSize = 0
+        let result: ([SunkChunk], ChunkMismatch?)
+        // A small batch of fills (a random read's chunk) is handed over on this thread: an XXH3 and a copy
+        // cost microseconds, a hop to the pool and back two thread wake-ups on the reader's way.
+        if mode != .replaceStored, batchBytes(pending) <= Self.inlineFillBytes {
+            do {
+                let chunks = pending.map { ($0.chunk, $0.raw) }
+                result = (try Self.fill(chunks, of: version, direct: direct).map(SunkChunk.filled), nil)
+            } catch {
+                failFlights(of: pending.map(\.chunk), error)
+                throw error
+            }
+        } else {
+            result = try await encodeOnPool(pending)
+        }
+        let (chunks, mismatch) = result
+        for ((chunk, _), stored) in zip(pending, chunks) {
+            encoded.append((chunk, stored))
+            encodedSize += stored.length
+        }
+        for (chunk, _) in pending.dropFirst(chunks.count) { claimed[chunk.index] = chunk }  // downloaded again
+        if let mismatch { throw mismatch }
+    }
+
+    /// The most raw bytes a batch of fills hands over on the calling thread rather than on the blocking pool.
+    static let inlineFillBytes = 256 << 10
+
+    private func batchBytes(_ pending: [(chunk: ClaimedChunk, raw: [UInt8])]) -> Int {
+        pending.reduce(0) { $0 + $1.raw.count }
+    }
+
+    /// ``encodeBatch()``'s work on the blocking pool: a large batch of fills, or chunks that replace stored
+    /// ones (hashed, checked and compressed).
+    private func encodeOnPool(_ pending: [(chunk: ClaimedChunk, raw: [UInt8])]) async throws -> (
+        [SunkChunk], ChunkMismatch?
+    ) {
         let store = self.store
         let direct = self.direct
         let version = self.version
         let mode = self.mode
-        let result: ([SunkChunk], ChunkMismatch?)
         do {
-            result = try await runBlocking(doing: "storing downloaded chunks", store: store.path) {
+            return try await runBlocking(doing: "storing downloaded chunks", store: store.path) {
                 let chunks = pending.map { ($0.chunk, $0.raw) }
                 if mode == .replaceStored {
                     let (encoded, mismatch) = try Self.encode(chunks, store: store, direct: direct)
@@ -189,13 +224,6 @@ final class ChunkSink: @unchecked Sendable {
             failFlights(of: pending.map(\.chunk), error)
             throw error
         }
-        let (chunks, mismatch) = result
-        for ((chunk, _), stored) in zip(pending, chunks) {
-            encoded.append((chunk, stored))
-            encodedSize += stored.length
-        }
-        for (chunk, _) in pending.dropFirst(chunks.count) { claimed[chunk.index] = chunk }  // downloaded again
-        if let mismatch { throw mismatch }
     }
 
     /// Encodes what is left of the batch and starts its commit, one write transaction that stores every

@@ -11,6 +11,9 @@ final class OriginSession: Sendable {
     let origin: any RemoteOrigin
     /// At most `--pipeline-depth` requests in flight (CONTRACT §10).
     let requests: AsyncLimiter
+    /// The prefetches' lane (``ChunkCache/prefetch(_:version:range:progress:)``): at most half the depth of
+    /// extents under way, so a fetch always finds a request free.
+    let prefetches: AsyncLimiter
     /// Chunks being downloaded: every fetch that needs one waits for the same download.
     let chunks = Flights<ChunkKey>()
     /// Items being discovered: concurrent first fetches of an item make one request.
@@ -35,6 +38,7 @@ final class OriginSession: Sendable {
         self.domain = domain
         self.settings = settings
         requests = AsyncLimiter(limit: settings.pipelineDepth)
+        prefetches = AsyncLimiter(limit: settings.pipelineDepth / 2)
         origin = try Self.endpoint(domain: domain, settings).makeOrigin()
     }
 

@@ -17,6 +17,30 @@ struct ManifestCursor {
     mutating func entry<T: TransactionReading & ~Copyable>(_ index: Int64, in txn: borrowing T) throws -> ManifestEntry
     {
         let wanted = ManifestPage.page(ofChunk: index)
+        try load(wanted, in: txn)
+        return try ManifestPage.entry(in: page, at: Int(index - wanted * ManifestPage.entriesPerPage))
+    }
+
+    /// How many of the chunks `indices` are `absent` (``ManifestPage/absentCount(in:slots:)``), page by page.
+    mutating func absentCount<T: TransactionReading & ~Copyable>(_ indices: Range<Int64>, in txn: borrowing T)
+        throws -> Int64
+    {
+        var count: Int64 = 0
+        var start = indices.lowerBound
+        while start < indices.upperBound {
+            let wanted = ManifestPage.page(ofChunk: start)
+            let pageStart = wanted * ManifestPage.entriesPerPage
+            let end = min(indices.upperBound, pageStart + ManifestPage.entriesPerPage)
+            try load(wanted, in: txn)
+            count += Int64(
+                try ManifestPage.absentCount(in: page, slots: Int(start - pageStart)..<Int(end - pageStart)))
+            start = end
+        }
+        return count
+    }
+
+    /// Borrows page `wanted` from the map, checked, unless it is the page borrowed already.
+    private mutating func load<T: TransactionReading & ~Copyable>(_ wanted: Int64, in txn: borrowing T) throws {
         if wanted != pageIndex {
             // Kept past this call (`page`): a cursor lives inside one transaction.
             guard let raw = try txn.unsafeValue(dbs.manifests, key: Keys.manifestPage(manifestID, page: wanted)) else {
@@ -38,7 +62,6 @@ struct ManifestCursor {
             }
             pageIndex = wanted
         }
-        return try ManifestPage.entry(in: page, at: Int(index - wanted * ManifestPage.entriesPerPage))
     }
 }
 

@@ -37,7 +37,7 @@ struct Mount: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Download a file opened while not all cached whole, in the background, when it is at most this large (0: only what is read).",
+            "Download a file opened while not all cached whole, in the background, when it is at most this large; a larger one around its repeated misses (0: only what is read).",
             valueName: "size"))
     var fillBelow: ByteSize = ByteSize(argument: "256MiB")!
 

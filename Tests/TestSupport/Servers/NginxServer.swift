@@ -57,7 +57,7 @@ public final class NginxServer: TestServer, @unchecked Sendable {
                 fastcgi_temp_path \(directory)/fastcgi;
                 uwsgi_temp_path \(directory)/uwsgi;
                 scgi_temp_path \(directory)/scgi;
-                log_format probe '$request_method\\t$request_uri\\t$http_range\\t$http_if_match\\t$status\\t$bytes_sent\\t$request_time';
+                log_format probe '$request_method\\t$request_uri\\t$http_range\\t$http_if_match\\t$status\\t$bytes_sent\\t$request_time\\t$connection_requests';
                 access_log \(directory)/access.log probe;
                 sendfile on;
                 keepalive_requests 100000;
@@ -122,10 +122,15 @@ public struct AccessLogEntry: Sendable, Equatable {
     public let status: Int
     public let bytesSent: Int
     public let requestTime: Double
+    /// Which request this was on its connection: 1 for the first, on a connection opened for it.
+    public let connectionRequests: Int
 
     init?(_ line: Substring) {
         let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-        guard fields.count == 7, let status = Int(fields[4]), let bytes = Int(fields[5]) else { return nil }
+        guard fields.count == 8, let status = Int(fields[4]), let bytes = Int(fields[5]),
+            let connectionRequests = Int(fields[7])
+        else { return nil }
+        self.connectionRequests = connectionRequests
         method = fields[0]
         uri = fields[1]
         range = fields[2] == "-" ? nil : fields[2]
