@@ -24,6 +24,16 @@ import Testing
             #expect(
                 error.message.contains("--max-size") && error.message.contains("\(ColdRounds.maxRefills + 1) times"))
         }
+        // Damaged chunks: each is replaced once, however many (a crash may lose every fill of a file).
+        for index in 0..<20 {
+            #expect(throws: Never.self) { try rounds.replace(DamagedChunk(index: Int64(index), digest: nil)) }
+        }
+        do {
+            try rounds.replace(DamagedChunk(index: 7, digest: nil))
+            Issue.record("a chunk replaced twice was allowed")
+        } catch {
+            #expect(error.code == .transient && error.message.contains("damaged again"))
+        }
         #expect(throws: Never.self) { try rounds.change() }
         #expect(throws: Never.self) { try rounds.change() }
         do {

@@ -76,7 +76,8 @@ extension ChunkCache {
     ///
     /// It goes one way: discover (an unknown item), fill, serve. Two things send it back, each bounded: a
     /// chunk that left the store between the fill and the read (another process's eviction, a damaged fill)
-    /// is filled again from the same plan (at most ``ColdRounds/maxRefills`` times), and an origin that moved on from the version being filled is asked for the version
+    /// is filled again from the same plan (at most ``ColdRounds/maxRefills`` times), a chunk found damaged on
+    /// read is downloaded again (each once), and an origin that moved on from the version being filled is asked for the version
     /// it holds now (non-strict), at most ``ColdRounds/maxChanges`` times.
     ///
     /// - Returns: What served the fetch, and what it downloaded.
@@ -110,7 +111,7 @@ extension ChunkCache {
                 switch try await serve(plan) {
                 case .served(let fromStore): served = fromStore
                 case .missing(let lost):
-                    if case .damaged = lost { try rounds.change() } else { try rounds.refill() }
+                    if case .damaged(_, let chunk) = lost { try rounds.replace(chunk) } else { try rounds.refill() }
                     absence = lost
                     continue
                 }
@@ -318,10 +319,11 @@ extension ChunkCache {
             let session = store.origins.existing(item.domain, matching: domain)
         {
             guard startsReadAhead else { return (session, nil) }
-            if let ahead = advanceRememberedReadAhead(
-                in: session, item, fetching: plan.range.location..<plan.range.end, size: plan.version.size)
+            // The item's read-ahead window, when the session remembers it: no hop.
+            if let step = session.readAheadIfRemembered(
+                item.rawValue, fetching: plan.range.location..<plan.range.end, size: plan.version.size)
             {
-                return (session, ahead)
+                return (session, noted(step, of: item))
             }
         }
         return try await runBlocking(
@@ -446,15 +448,18 @@ extension ChunkCache {
 /// How often one fetch goes back to its origin, and when it gives up (as `transient`).
 ///
 /// Version changes: a discovery, a fill and a new version when the origin moves on take three; more means the
-/// file keeps changing there (the first discovery is not counted: it is where the fetch starts). Refills: a fetch reads what it filled from the store, and another process's
-/// eviction can take it in between (this process's own spares it, ``PolicyProtection``), or a fill's bytes
-/// can fail their check: each time, what left is filled again from the plan already made (never planned again).
-/// Under a tight bound shared by many processes that happens more than once (the soak's 64 readers met it
-/// twice); needing more than ``maxRefills`` means the store's bound is too small for the reads running at once.
+/// file keeps changing there (the first discovery is not counted: it is where the fetch starts). Refills: a
+/// fetch reads what it filled from the store, and another process's eviction can take it in between (this
+/// process's own spares it, ``PolicyProtection``): each time, what left is filled again from the plan already
+/// made (never planned again). Under a tight bound shared by many processes that happens more than once (the
+/// soak's 64 readers met it twice); needing more than ``maxRefills`` means the store's bound is too small for
+/// the reads running at once. Damaged chunks: each is downloaded again once (``replace(_:)``).
 struct ColdRounds {
     let item: ItemIdentifier
     private var changes = 0
     private var refills = 0
+    /// The chunks found damaged on read and downloaded again.
+    private var replaced: Set<Int64> = []
 
     static let maxChanges = 3
     static let maxRefills = 8
@@ -469,9 +474,20 @@ struct ColdRounds {
         }
     }
 
-    /// What the fetch filled left the store before it read it: it is filled again. (A chunk found damaged on
-    /// read counts as a change, as it always did: each read stops at the first one, so a range with several
-    /// damaged chunks replaces them one read at a time.)
+    /// A chunk found damaged on read (a fill whose pages a system crash lost, a stored chunk that fails its
+    /// check) is downloaded again. Each read stops at the first one, so a range with many (a crash can lose
+    /// every fill of a file) replaces them one read at a time: each chunk once. One that is damaged again after
+    /// its replacement means the store's disk does not keep what it is given.
+    mutating func replace(_ chunk: DamagedChunk) throws(CacheError) {
+        guard replaced.insert(chunk.index).inserted else {
+            throw CacheError(
+                .transient,
+                "chunk \(chunk.index) of item \(item) was damaged again after it was downloaded again: check the store's disk (`chunkcache verify`), then retry"
+            )
+        }
+    }
+
+    /// What the fetch filled left the store before it read it: it is filled again.
     mutating func refill() throws(CacheError) {
         refills += 1
         guard refills <= Self.maxRefills else {

@@ -50,24 +50,23 @@ struct FetchJob: Sendable {
     {
         let readsAreHits = if case .serving = source { false } else { true }
         let checkpoint = ChunkCheckpoint(cancellation: cancellation, beforeChunk: beforeChunk)
-        return try usingReserveWhenFull(store) {
-            try source.inSnapshot(
-                store: store, item: item, minimal: minimalRange, alignment: alignment, options: options,
-                request: request
-            ) { plan, txn -> FetchOutcome<FetchResult>? in
-                if let limit, destination != .handOff || plan.retrieved.length > limit { return nil }
-                return try write(plan, store: store, checkpoint: checkpoint, readsAreHits: readsAreHits, in: txn)
+        // A full disk must not stop a fetch of what the store holds: the attempt runs once more after the
+        // store's space reserve is released (``SpaceReserve``).
+        var reserveReleased = false
+        while true {
+            do {
+                return try source.inSnapshot(
+                    store: store, item: item, minimal: minimalRange, alignment: alignment, options: options,
+                    request: request
+                ) { plan, txn -> FetchOutcome<FetchResult>? in
+                    if let limit, destination != .handOff || plan.retrieved.length > limit { return nil }
+                    return try write(plan, store: store, checkpoint: checkpoint, readsAreHits: readsAreHits, in: txn)
+                }
+            } catch let error as CacheError
+                where error.code == .insufficientQuota && !reserveReleased && store.reserve.release()
+            {
+                reserveReleased = true
             }
-        }
-    }
-
-    /// Runs `attempt`, and once more after releasing the store's space reserve when it ran out of disk
-    /// (``SpaceReserve``): a full disk must not stop a fetch of what the store holds.
-    private func usingReserveWhenFull<R>(_ store: Store, _ attempt: () throws -> R) throws -> R {
-        do {
-            return try attempt()
-        } catch let error as CacheError where error.code == .insufficientQuota && store.reserve.release() {
-            return try attempt()
         }
     }
 
