@@ -49,12 +49,7 @@ extension ChunkCache {
                 try await group.waitForAll()
             }
         } catch let failure as OriginFailure {
-            if case .notFound = failure {
-                try await store.writer.write { txn in
-                    try txn.removeGoneItem(domain: item.domain, item: item.rawValue, store.dbs)
-                }
-            }
-            throw CacheError.origin(failure, item: item.rawValue, domain: item.domain, strict: true)
+            throw try await originFailed(failure, item, strict: true)
         } catch is CancellationError {
             throw CacheError(.userCancelled, "the prefetch of \(item) was cancelled")
         } catch {

@@ -260,12 +260,7 @@ extension ChunkCache {
             if case .versionChanged = failure, !request.strict {
                 return .again(.undiscovered(asked: nil, range: request.minimal, refresh: true))
             }
-            if case .notFound = failure {
-                try await store.writer.write { txn in
-                    try txn.removeGoneItem(domain: item.domain, item: item.rawValue, store.dbs)
-                }
-            }
-            throw CacheError.origin(failure, item: item.rawValue, domain: item.domain, strict: request.strict)
+            throw try await originFailed(failure, item, strict: request.strict)
         } catch is CancellationError {
             // Either this fetch was cancelled, or another fetch cancelled a download this one waited for: then
             // what it left absent is filled again (a discovery, asked again).
@@ -380,6 +375,18 @@ extension ChunkCache {
     private func noted(_ step: (ahead: Range<Int64>?, moved: ReadAhead?), of item: ItemIdentifier) -> Range<Int64>? {
         if let moved = step.moved { store.usage.noteReadPosition(of: item, moved, store: store) }
         return step.ahead
+    }
+
+    /// What the origin's `failure` means for a download of `item`: the error to throw, and an item the origin
+    /// says is gone (C2) removed from the store first.
+    func originFailed(_ failure: OriginFailure, _ item: ItemIdentifier, strict: Bool) async throws -> CacheError {
+        if case .notFound = failure {
+            let store = self.store
+            try await store.writer.write { txn in
+                try txn.removeGoneItem(domain: item.domain, item: item.rawValue, store.dbs)
+            }
+        }
+        return CacheError.origin(failure, item: item.rawValue, domain: item.domain, strict: strict)
     }
 
     /// The origin session of `domain`. Reads the domain's record: blocking work.

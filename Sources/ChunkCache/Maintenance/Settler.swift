@@ -294,27 +294,15 @@ final class Settler: Sendable {
             pending.finish(.success(SettleResult()))
             return pending
         }
-        let dbs = store.dbs
-        let environment = store.environment
         // The chunks take about the room their fills leave, plus their headers and LMDB's pages that readers'
         // snapshots still hold: room is made for that much, so a store at its bound stays within it.
         store.writer.writeLater(
             durability: .deferMeta, reserving: batch.rawBytes / 8, doing: "settling downloaded chunks",
             { txn in try record(batch, in: &txn, store) },
             completion: { outcome in
-                // On the writer queue, right after the commit: no transaction of this process runs between.
-                pending.finish(
-                    outcome.flatMap { recorded in
-                        Result {
-                            if !recorded.unnamed.isEmpty {
-                                try environment.write(durability: .deferMeta) { txn in
-                                    try txn.releaseUnnamedFills(recorded.unnamed, dbs)
-                                }
-                            }
-                            reportMismatches(recorded.result, in: store)
-                            return recorded.result
-                        }
-                    })
+                // The fills' bytes were freed right after the commit (``FillRelease``), before this runs.
+                if case .success(let result) = outcome { reportMismatches(result, in: store) }
+                pending.finish(outcome)
             })
         return pending
     }
@@ -385,16 +373,15 @@ final class Settler: Sendable {
         return (candidates, FillKeys.fill(last.manifestID, last.index + 1))
     }
 
-    /// Records a batch's outcomes, each only where its entry is still the fill that was read, and returns what
-    /// it did with the fill bytes it left for ``WriteTransaction/releaseUnnamedFills(_:_:)``. One pass over
-    /// each version's manifest pages: candidates are in key order, so a version's are together.
+    /// Records a batch's outcomes, each only where its entry is still the fill that was read, and returns them;
+    /// the fill bytes it forgot are freed after the commit (``FillRelease``). One pass over each version's
+    /// manifest pages: candidates are in key order, so a version's are together.
     @available(*, noasync)
     private static func record(_ batch: Batch, in txn: inout WriteTransaction, _ store: Store) throws
-        -> (result: SettleResult, unnamed: UnnamedFills)
+        -> SettleResult
     {
         let dbs = store.dbs
         var result = SettleResult()
-        var unnamed = UnnamedFills()
         var start = 0
         while start < batch.candidates.count {
             let manifestID = batch.candidates[start].manifestID
@@ -415,16 +402,16 @@ final class Settler: Sendable {
             }
             guard !indices.isEmpty else { continue }
             try txn.rewriteEntries(of: manifestID, at: indices, dbs) { position, _ in entries[position] }
-            // Their bytes leave the fill file as soon as this commits (``commit(_:_:)``), settled or dropped: a
+            // Their bytes leave the fill file as soon as this commits (``FillRelease``), settled or dropped: a
             // version being settled must not take its room twice, in the file and in `chunks`, or a bounded store
             // would evict to make room for it. A reader whose snapshot still names a fill reads a hole then,
             // fails the check and plans again.
-            for index in indices { try txn.forgetFill(manifestID, index, leavingBytesFor: &unnamed, dbs) }
-            try txn.forgetFillFileIfDone(manifestID, leavingFileFor: &unnamed, dbs)
+            for index in indices { try txn.forgetFill(manifestID, index, dbs) }
+            try txn.forgetFillFileIfDone(manifestID, dbs)
         }
         if result.mismatched > 0 { try txn.addToCounter(dbs, MetaKey.settleMismatches, Int64(result.mismatched)) }
         try store.settler.beforeBatchCommit.withLock { $0 }?()
-        return (result, unnamed)
+        return result
     }
 
     /// The entry a candidate's outcome turns its fill into, counted in `result`, after storing its chunk; nil

@@ -155,25 +155,12 @@ extension WriteTransaction {
     @available(*, noasync)
     @discardableResult
     mutating func forgetFill(_ manifestID: UInt64, _ index: Int64, _ dbs: Databases) throws -> ChunkDigest? {
-        let release = afterCommit { FillRelease(dbs) }
-        return try forgetFill(manifestID, index, leavingBytesFor: &release.unnamed, dbs)
-    }
-
-    /// Forgets the fill of chunk `index` (settled or lost): its record goes and its bytes leave the count, but
-    /// they stay in the file, noted in `unnamed`, for ``releaseUnnamedFills(_:_:)`` once this transaction has
-    /// committed: a kill before the commit undoes the record's removal, and the record must find its bytes.
-    /// Returns the hash the manifest knew for it.
-    @available(*, noasync)
-    @discardableResult
-    mutating func forgetFill(
-        _ manifestID: UInt64, _ index: Int64, leavingBytesFor unnamed: inout UnnamedFills, _ dbs: Databases
-    ) throws -> ChunkDigest? {
         let key = FillKeys.fill(manifestID, index)
         guard let record = try withValue(dbs.fills, key: key, FillKeys.parseRecord) else { return nil }
         try delete(dbs.fills, key: key)
         guard let record else { return nil }
         try addFileBytes(-Int64(record.length), manifestID: manifestID, dbs)
-        unnamed.places.append((manifestID, index, Int64(record.length)))
+        afterCommit { FillRelease(dbs) }.unnamed.places.append((manifestID, index, Int64(record.length)))
         return record.expected
     }
 
@@ -181,19 +168,9 @@ extension WriteTransaction {
     /// transaction has committed (``FillRelease``).
     @available(*, noasync)
     mutating func forgetFillFileIfDone(_ manifestID: UInt64, _ dbs: Databases) throws {
-        let release = afterCommit { FillRelease(dbs) }
-        try forgetFillFileIfDone(manifestID, leavingFileFor: &release.unnamed, dbs)
-    }
-
-    /// Drops the count of the fill file of `manifestID` when no fill of it is left, and notes the file in
-    /// `unnamed` for ``releaseUnnamedFills(_:_:)`` to remove once this transaction has committed.
-    @available(*, noasync)
-    mutating func forgetFillFileIfDone(
-        _ manifestID: UInt64, leavingFileFor unnamed: inout UnnamedFills, _ dbs: Databases
-    ) throws {
         guard try !hasFillRecords(manifestID, dbs) else { return }
         try forgetFileBytes(manifestID, dbs)
-        unnamed.versions.insert(manifestID)
+        afterCommit { FillRelease(dbs) }.unnamed.versions.insert(manifestID)
     }
 
     /// Frees the disk of fills an earlier transaction forgot and left in their files (``UnnamedFills``), where
