@@ -94,9 +94,11 @@ extension ChunkCache {
             if let progress = request.progress { served.record(progress) }
             return served
         case .missing(let absence):
+            let (streamed, fromDownload) = try downloadServing(job)
+            defer { streamed?.close() }
             let cold = try throughOriginWaiting(
                 ColdTarget(item: item, minimal: minimalRange, alignment: alignment), options: options,
-                request: request, first: absence
+                request: request, servesFromDownload: fromDownload, streamed: streamed, first: absence
             ) { plan in
                 try job.serve(plan, store: store, cancellation: CancellationFlag())
             }
@@ -138,9 +140,13 @@ extension ChunkCache {
             startReadAhead(after: served, item)
             return served.result
         case .missing(let absence):
+            // Served from the download as the async read is: never read back from a store that may have
+            // evicted it meanwhile (another process's eviction does not know this read waits for it).
             return try throughOriginWaiting(
                 ColdTarget(item: item, minimal: job.minimalRange, alignment: 1), options: options,
-                request: request, first: absence
+                request: request,
+                servesFromDownload: { @Sendable bytes, downloaded in try job.copy(bytes, downloaded, store: store) },
+                first: absence
             ) { plan in
                 try job.serve(plan, store: store)
             }.served.result
@@ -280,16 +286,8 @@ extension ChunkCache {
                 absence = missing
             }
         }
-        var fromDownload: (@Sendable ([UInt8], DownloadedRange) throws -> FetchResult)?
-        // A large range goes into the fetch's own file as it arrives, never read back from the store.
-        let streamed = try StreamedFile.make(for: job, store: store)
+        let (streamed, fromDownload) = try downloadServing(job)
         defer { streamed?.close() }
-        if let streamed {
-            let store = self.store
-            fromDownload = { @Sendable _, downloaded in try streamed.finish(downloaded, store: store) }
-        } else if job.servesFromDownload {
-            fromDownload = { @Sendable bytes, downloaded in try self.handOffDownloaded(bytes, downloaded) }
-        }
         let cold = try await throughOrigin(
             ColdTarget(item: item, minimal: minimalRange, alignment: alignment), options: options, request: request,
             servesFromDownload: fromDownload, streamed: streamed, first: absence
@@ -299,6 +297,20 @@ extension ChunkCache {
         var served = cold.served
         served.record(cold.downloaded)
         return served
+    }
+
+    /// How a cold fetch is served from what it downloads, never read back from the store: a large range goes
+    /// into the fetch's own file as it arrives (`streamed`, which the caller closes), a small hand-off is
+    /// written from the downloaded bytes; nil for a fetch that reads the store (a clone, a placed file).
+    private func downloadServing(_ job: FetchJob) throws -> (
+        streamed: StreamedFile?, fromDownload: (@Sendable ([UInt8], DownloadedRange) throws -> FetchResult)?
+    ) {
+        if let streamed = try StreamedFile.make(for: job, store: store) {
+            let store = self.store
+            return (streamed, { @Sendable _, downloaded in try streamed.finish(downloaded, store: store) })
+        }
+        guard job.servesFromDownload else { return (nil, nil) }
+        return (nil, { @Sendable bytes, downloaded in try self.handOffDownloaded(bytes, downloaded) })
     }
 
     /// One attempt at `job` from the store alone: planned now, or the plan a miss carried through its fill

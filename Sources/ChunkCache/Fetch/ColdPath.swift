@@ -122,15 +122,21 @@ extension ChunkCache {
     }
 
     /// The cold path for a caller that owns its thread and cannot await (``throughOrigin(_:options:request:servesFromDownload:streamed:first:serve:)``
-    /// as a task the thread waits for): each `serve` runs on the blocking pool.
+    /// as a task the thread waits for): served from its download as the async caller's is, and each `serve`
+    /// runs on the blocking pool.
     @available(*, noasync)
     func throughOriginWaiting<Served: ServedBytes & Sendable>(
-        _ target: ColdTarget, options: FetchOptions, request: FetchRequest, first: Absence,
+        _ target: ColdTarget, options: FetchOptions, request: FetchRequest,
+        servesFromDownload: (@Sendable ([UInt8], DownloadedRange) throws -> Served)? = nil,
+        streamed: StreamedFile? = nil, first: Absence,
         serve: @escaping @Sendable (ColdPlan) throws -> FetchOutcome<Served>
     ) throws -> (served: Served, downloaded: DownloadProgress) {
         let storePath = store.path
         return try Self.waitFor {
-            try await self.throughOrigin(target, options: options, request: request, first: first) { plan in
+            try await self.throughOrigin(
+                target, options: options, request: request, servesFromDownload: servesFromDownload,
+                streamed: streamed, first: first
+            ) { plan in
                 try await runBlocking(doing: "fetching \(target.item)", store: storePath) { try serve(plan) }
             }
         }
