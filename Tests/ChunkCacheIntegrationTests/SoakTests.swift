@@ -15,6 +15,10 @@ import Testing
     static let seconds = Double(ProcessInfo.processInfo.environment["CHUNKCACHE_SOAK_SECONDS"] ?? "") ?? 60
     /// Half the origin's 80 MiB: eviction runs all along.
     static let bound: Int64 = 40 << 20
+    /// How long past the deadline the readers and the writer may take to finish before the watchdog says
+    /// what they wait for; the time limit ends a soak that hangs instead of the CI run.
+    static let grace: TimeInterval = 120
+    static let timeLimit = TimeLimitTrait.Duration.minutes(Int(seconds / 60) + 5)
     static let files = (0..<80).map { TestData.random(count: (1 << 20) + $0 * 4099, seed: UInt64(900 + $0)) }
 
     /// What the readers and the writer did.
@@ -26,6 +30,27 @@ import Testing
         }
         var reads: Int { counts.withLock { $0.reads } }
         var errors: [String] { counts.withLock { $0.errors } }
+    }
+
+    /// Prints what a soak still waits for once it is `grace` past its deadline, with the engine's work under
+    /// way, so a hang says where it is.
+    final class Watchdog: Sendable {
+        private let state = Mutex((phase: "the readers", done: false))
+
+        init(cache: ChunkCache, after: Date) {
+            Thread.detachNewThread { [self] in
+                while Date() < after {
+                    if state.withLock({ $0.done }) { return }
+                    Thread.sleep(forTimeInterval: 1)
+                }
+                guard let phase = state.withLock({ $0.done ? nil : $0.phase }) else { return }
+                let work = cache.store.origins.pendingWork.joined(separator: "; ")
+                FileHandle.standardError.write(Data("soak watchdog: still waiting for \(phase); \(work)\n".utf8))
+            }
+        }
+
+        func phase(_ name: String) { state.withLock { $0.phase = name } }
+        func stop() { state.withLock { $0.done = true } }
     }
 
     /// The CLI readers: each loops over random ranges until the deadline, compares every byte with the
@@ -73,6 +98,8 @@ import Testing
             _ = try await cache.addDomain("web", origin: try Origin(origin))
             let tally = Tally()
             let deadline = Date().addingTimeInterval(seconds)
+            let watchdog = Watchdog(cache: cache, after: deadline.addingTimeInterval(Self.grace))
+            defer { watchdog.stop() }
 
             // 8 processes of the CLI.
             let binary = try #require(ChunkCacheBinary.path)
@@ -163,10 +190,13 @@ import Testing
                 }
                 try await group.waitForAll()
             }
+            watchdog.phase("the writer's last put")
             await writer.value
+            watchdog.phase("the reader threads")
             await withCheckedContinuation { continuation in
                 threadsDone.notify(queue: .global()) { continuation.resume() }
             }
+            watchdog.phase("the CLI processes")
             var processReads = 0
             for (process, output, errors) in processes {
                 process.waitUntilExit()
@@ -178,7 +208,9 @@ import Testing
                     "a CLI reader: \(counts) \(stderr.prefix(600))")
                 processReads += counts.first ?? 0
             }
+            watchdog.phase("the downloads behind the reads")
             await cache.waitForDownloads()
+            watchdog.phase("the checks")
             try await cache.flushUsage()
             print(
                 "soak (\(behaviour ?? "nginx")): \(tally.reads) reads in the process, \(processReads) by CLI processes, \(seconds) s"
@@ -199,14 +231,14 @@ import Testing
 
     @Test(
         "soak: 64 readers (24 threads, 32 tasks, 8 CLI processes), one writer and eviction against nginx; every byte checked, 0 errors",
-        .requires(NginxServer.self))
+        .requires(NginxServer.self), .timeLimit(timeLimit))
     func soakAgainstNginx() async throws {
         try await Self.soak(behaviour: nil)
     }
 
     @Test(
         "soak: the same against an origin that fails 5 % of requests (503 or a reset mid-body); retries hide every failure",
-        .requires(FaultOrigin.self))
+        .requires(FaultOrigin.self), .timeLimit(timeLimit))
     func soakAgainstFlakyOrigin() async throws {
         try await Self.soak(behaviour: "flaky-5")
     }

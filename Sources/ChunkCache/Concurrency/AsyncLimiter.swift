@@ -15,6 +15,9 @@ final class AsyncLimiter: Sendable {
         queue = WaitQueue(Permits(limit: self.limit))
     }
 
+    /// The permits held and the tasks waiting for one (a diagnostic: it may change as soon as it is read).
+    var usage: (held: Int, waiting: Int) { queue.withLock { permits, waiters in (permits.active, waiters.count) } }
+
     /// Runs `body` holding a permit.
     func withPermit<R: Sendable>(_ body: () async throws -> R) async throws -> R {
         try await queue.wait { permits, queued in

@@ -81,6 +81,9 @@ final class Flights<Key: Hashable & Sendable>: Sendable {
         }
     }
 
+    /// How many flights are in progress (a diagnostic).
+    var count: Int { flights.withLock { $0.count } }
+
     /// The flight of `key` in progress, if any.
     func current(_ key: Key) -> Flight? { flights.withLock { $0[key] } }
 

@@ -4,6 +4,9 @@ import Synchronization
 final class RunningCount: Sendable {
     private let queue = WaitQueue(0)
 
+    /// How many run now (a diagnostic: it may change as soon as it is read).
+    var current: Int { queue.withLock { count, _ in count } }
+
     func begin() { queue.withLock { count, _ in count += 1 } }
 
     func end() {

@@ -116,6 +116,17 @@ final class OriginSessions: Sendable {
         for session in sessions.withLock({ Array($0.values) }) { await session.downloads.waitForZero() }
     }
 
+    /// What the sessions have under way, a line each: downloads running, requests holding and waiting for a
+    /// permit, chunks and discoveries in flight. For a test that waits too long to say what it waits for.
+    var pendingWork: [String] {
+        sessions.withLock { Array($0.values) }.map { session in
+            let requests = session.requests.usage
+            let prefetches = session.prefetches.usage
+            return
+                "\(session.domain): \(session.downloads.current) downloads, requests \(requests.held) held \(requests.waiting) waiting, prefetches \(prefetches.held) held \(prefetches.waiting) waiting, \(session.chunks.count) chunks and \(session.discoveries.count) discoveries in flight"
+        }
+    }
+
     /// The session of `domain` made by an earlier fill, if any.
     func existing(_ domain: String) -> OriginSession? { sessions.withLock { $0[domain] } }
 
