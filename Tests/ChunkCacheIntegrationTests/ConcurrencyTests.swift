@@ -173,4 +173,125 @@ import Testing
             #expect(outcomes.withLock { $0.sorted() } == ["noSuchItem", "ok"])
         }
     }
+
+    // MARK: - The coordination types of Concurrency/ keep their documented guarantees
+
+    @Test(
+        "Concurrency, SetOnce: only the first set counts, and every waiter, task or thread, wakes once with it",
+        .timeLimit(.minutes(1)))
+    func setOnceWakesEveryWaiterOnce() async throws {
+        let slot = SetOnce<Int>()
+        let woken = Witnessed()
+        let taskWaiters = (0..<16).map { _ in
+            Task {
+                let value = try await slot.value()
+                woken.values.withLock { $0.append(value) }
+            }
+        }
+        let threadsDone = DispatchGroup()
+        for _ in 0..<4 {
+            threadsDone.enter()
+            Thread {
+                let value = slot.waitBlocking()
+                woken.values.withLock { $0.append(value) }
+                threadsDone.leave()
+            }.start()
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(woken.values.withLock { $0.isEmpty }, "nobody returns before the value is set")
+        #expect(slot.current == nil)
+        let setters = await withTaskGroup(of: Bool.self) { group in
+            for value in 1...8 { group.addTask { slot.set(value) } }
+            return await group.reduce(into: 0) { count, set in count += set ? 1 : 0 }
+        }
+        #expect(setters == 1, "exactly one set counts")
+        let value = try #require(slot.current)
+        for waiter in taskWaiters { try await waiter.value }
+        await withCheckedContinuation { done in threadsDone.notify(queue: .global()) { done.resume() } }
+        #expect(
+            woken.values.withLock { $0 } == Array(repeating: value, count: 20), "each waiter woke once, with the value")
+        #expect(try await slot.value() == value, "a late waiter returns at once")
+        #expect(!slot.set(value + 100) && slot.current == value, "a later set changes nothing")
+    }
+
+    @Test(
+        "Concurrency, SetOnce: a cancelled waiter stops waiting at once; the others still get the value",
+        .timeLimit(.minutes(1)))
+    func setOnceCancelledWaiterStops() async throws {
+        let slot = SetOnce<String>()
+        let cancelled = Task { try await slot.value() }
+        let staying = Task { try await slot.value() }
+        try await Task.sleep(for: .milliseconds(50))
+        cancelled.cancel()
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        #expect(slot.current == nil, "the cancelled waiter returned before any value was set")
+        #expect(slot.set("done"))
+        #expect(try await staying.value == "done")
+        let alreadyCancelled = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await SetOnce<Int>().value()
+        }
+        await #expect(throws: CancellationError.self) { try await alreadyCancelled.value }
+    }
+
+    @Test("Concurrency, SetOnce: runFirst runs the body of exactly one of racing callers (A17's one completion)")
+    func setOnceRunsFirstBodyOnce() async {
+        let completed = SetOnce<Void>()
+        let runs = Witnessed()
+        let ran = await withTaskGroup(of: Bool.self) { group in
+            for caller in 0..<32 { group.addTask { completed.runFirst { runs.values.withLock { $0.append(caller) } } } }
+            return await group.reduce(into: 0) { count, ran in count += ran ? 1 : 0 }
+        }
+        #expect(ran == 1)
+        #expect(runs.values.withLock { $0.count } == 1)
+    }
+
+    @Test("Concurrency, WorkClaims: each index is claimed exactly once across threads; after stop none is")
+    func workClaimsHandOutEachIndexOnce() throws {
+        let claims = WorkClaims(5..<10_005, size: 7)
+        let claimed = Mutex<[Int64]>([])
+        SharedWork.run(helpers: 3, on: BlockingPool(threads: 3, name: "claims-test")) {
+            var mine: [Int64] = []
+            while let range = claims.next() {
+                #expect(range.count <= 7 && !range.isEmpty)
+                mine.append(contentsOf: range)
+            }
+            claimed.withLock { $0.append(contentsOf: mine) }
+        }
+        #expect(claimed.withLock { $0.sorted() } == Array(5..<10_005))
+        let stopped = WorkClaims(0..<100, size: 10)
+        #expect(stopped.next() == 0..<10)
+        stopped.stop()
+        #expect(stopped.next() == nil, "nothing is claimed after a stop")
+    }
+
+    @Test(
+        "Concurrency, WriteGate: one holder at a time; enterIfFree never waits and fails while it is held",
+        .timeLimit(.minutes(1)))
+    func writeGateHasOneHolder() {
+        let gate = WriteGate()
+        #expect(gate.enterIfFree())
+        #expect(!gate.enterIfFree(), "taken: the caller goes on without waiting")
+        gate.leave()
+        let inside = Atomic<Int>(0)
+        let most = Atomic<Int>(0)
+        SharedWork.forEachIndex(below: 400, on: BlockingPool(threads: 4, name: "gate-test")) { claim in
+            while claim() != nil {
+                if !gate.enterIfFree() { gate.enter() }
+                let now = inside.wrappingAdd(1, ordering: .sequentiallyConsistent).newValue
+                _ = most.max(now, ordering: .relaxed)
+                usleep(50)
+                _ = inside.wrappingSubtract(1, ordering: .sequentiallyConsistent)
+                gate.leave()
+            }
+        }
+        #expect(most.load(ordering: .relaxed) == 1)
+        #expect(gate.enterIfFree(), "free again once every holder left")
+        gate.leave()
+    }
+}
+
+/// What concurrent waiters or callers saw, in the order they saw it.
+private final class Witnessed: Sendable {
+    let values = Mutex<[Int]>([])
 }

@@ -1,7 +1,6 @@
 import FileIO
 import Foundation
 import LMDBKit
-import Synchronization
 
 /// Writes a planned range of chunks into a sparse file at their own offsets.
 ///
@@ -50,8 +49,10 @@ enum RangeAssembler {
         }
         // Workers claim a few chunks at a time rather than a fixed share each: the calling thread starts at
         // once and the other joins when it wakes (tens of µs later), so neither waits on a straggler.
-        let claims = ChunkClaims(
-            first: first, end: end, claim: Int64(max(1, FetchThresholds.claimBytes >> layout.shift)))
+        let claims = WorkClaims(first..<end, size: Int64(max(1, FetchThresholds.claimBytes >> layout.shift)))
+        let failure = SetOnce<any Error>()
+        let damaged = SetOnce<DamagedChunk>()
+        let written = AtomicTotal()
         let gate = WriteGate()
         SharedWork.run(helpers: workers - 1) {
             do {
@@ -64,22 +65,34 @@ enum RangeAssembler {
                                     checkpoint: checkpoint, context: context, in: txn)
                                 {
                                 case .damaged(let chunk):
-                                    claims.found(chunk)
+                                    // The range cannot be completed from the store: every worker stops.
+                                    claims.stop()
+                                    damaged.set(chunk)
                                     return
                                 case .written(let bytes):
                                     try run.writeIfFree()
-                                    if claims.add(written: bytes) { store.environment.releaseMappedPages() }
+                                    if crossesReleaseStride(written.add(bytes)) {
+                                        store.environment.releaseMappedPages()
+                                    }
                                 }
                             }
                         }
                     }
                 }
             } catch {
-                claims.fail(error)
+                // Every worker stops; the first error is the one reported.
+                claims.stop()
+                failure.set(error)
             }
         }
-        if let error = claims.failure { throw error }
-        return claims.damaged.map { .damaged($0) } ?? .complete
+        if let error = failure.current { throw error }
+        return damaged.current.map { .damaged($0) } ?? .complete
+    }
+
+    /// Whether the bytes written crossed a multiple of ``FetchThresholds/releaseStrideBytes`` (in strides,
+    /// not per chunk: each `madvise` flushes the TLB on every core).
+    private static func crossesReleaseStride(_ written: (before: Int64, after: Int64)) -> Bool {
+        written.after / FetchThresholds.releaseStrideBytes != written.before / FetchThresholds.releaseStrideBytes
     }
 
     /// Whether one of the first stored chunks from `first` on is compressed
@@ -170,51 +183,4 @@ enum ZeroBytes {
         start: calloc(1, 1 << ChunkLayout.shifts.upperBound), count: 1 << ChunkLayout.shifts.upperBound)
 
     static func prefix(_ count: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[..<count]) }
-}
-
-/// The chunks of a parallel range, handed out a few at a time to whichever worker asks next.
-private final class ChunkClaims: Sendable {
-    private let nextIndex: Atomic<Int64>
-    private let end: Int64
-    private let claim: Int64
-    private let written = Atomic<Int64>(0)
-    private let stopped = Atomic<Bool>(false)
-    private let firstError = Mutex<(any Error)?>(nil)
-    private let firstDamaged = Mutex<DamagedChunk?>(nil)
-
-    init(first: Int64, end: Int64, claim: Int64) {
-        nextIndex = Atomic(first)
-        self.end = end
-        self.claim = claim
-    }
-
-    /// The next chunks to write; nil when none are left or a worker failed.
-    func next() -> Range<Int64>? {
-        guard !stopped.load(ordering: .relaxed) else { return nil }
-        let lower = nextIndex.wrappingAdd(claim, ordering: .relaxed).oldValue
-        return lower < end ? lower..<min(lower + claim, end) : nil
-    }
-
-    /// Counts bytes written; true when the total crossed a multiple of ``FetchThresholds/releaseStrideBytes``
-    /// (in strides, not per chunk: each `madvise` flushes the TLB on every core).
-    func add(written bytes: Int64) -> Bool {
-        let total = written.wrappingAdd(bytes, ordering: .relaxed).newValue
-        return total / FetchThresholds.releaseStrideBytes != (total - bytes) / FetchThresholds.releaseStrideBytes
-    }
-
-    /// Stops every worker; the first error is the one reported.
-    func fail(_ error: any Error) {
-        stopped.store(true, ordering: .relaxed)
-        firstError.withLock { if $0 == nil { $0 = error } }
-    }
-
-    var failure: (any Error)? { firstError.withLock { $0 } }
-
-    /// Stops every worker: a chunk failed its check, so the range cannot be completed from the store.
-    func found(_ chunk: DamagedChunk) {
-        stopped.store(true, ordering: .relaxed)
-        firstDamaged.withLock { if $0 == nil { $0 = chunk } }
-    }
-
-    var damaged: DamagedChunk? { firstDamaged.withLock { $0 } }
 }
