@@ -1,3 +1,4 @@
+import FileIO
 import Foundation
 import Synchronization
 import TestSupport
@@ -288,6 +289,84 @@ import Testing
         #expect(most.load(ordering: .relaxed) == 1)
         #expect(gate.enterIfFree(), "free again once every holder left")
         gate.leave()
+    }
+
+    @Test(
+        "Concurrency, WakeUps: a wake-up between the reading and the wait is not lost, every waiter wakes, a wait ends at its pause or its cancellation",
+        .timeLimit(.minutes(1)))
+    func wakeUpsWakeEveryWaiter() async throws {
+        let wakeUps = WakeUps()
+        let clock = ContinuousClock()
+        let seen = wakeUps.generation
+        wakeUps.wake()
+        let late = await clock.measure { await wakeUps.wait(after: seen, atMost: .seconds(30)) }
+        #expect(late < .seconds(10), "the wake-up before the wait is not lost")
+        let now = wakeUps.generation
+        #expect(now == seen + 1)
+        let waiters = (0..<8).map { _ in
+            Task { await clock.measure { await wakeUps.wait(after: now, atMost: .seconds(30)) } }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        wakeUps.wake()
+        for waiter in waiters { #expect(await waiter.value < .seconds(10), "woken, not timed out") }
+        let paused = await clock.measure { await wakeUps.wait(after: wakeUps.generation, atMost: .milliseconds(50)) }
+        #expect(paused >= .milliseconds(50) && paused < .seconds(10), "a wait ends at its pause")
+        let current = wakeUps.generation
+        let cancelled = Task { await clock.measure { await wakeUps.wait(after: current, atMost: .seconds(30)) } }
+        try await Task.sleep(for: .milliseconds(50))
+        cancelled.cancel()
+        #expect(await cancelled.value < .seconds(10), "a cancelled wait ends at once")
+    }
+
+    @Test("Concurrency, ClaimTable: an entry stands from its add to its claim's end, whichever task adds or ends")
+    func claimTableEntriesStandUntilEnd() async {
+        let table = ClaimTable<Int>()
+        let claims = (0..<8).map { _ in table.claim() }
+        await withTaskGroup(of: Void.self) { group in
+            for (index, claim) in claims.enumerated() {
+                group.addTask {
+                    claim.add(2 * index)
+                    claim.add(2 * index + 1)
+                }
+            }
+        }
+        #expect(table.entries.sorted() == Array(0..<16))
+        await withTaskGroup(of: Void.self) { group in
+            for index in stride(from: 0, to: claims.count, by: 2) { group.addTask { claims[index].end() } }
+        }
+        let standing = stride(from: 1, to: claims.count, by: 2).flatMap { [2 * $0, 2 * $0 + 1] }
+        #expect(table.entries.sorted() == standing, "the ended claims' entries are gone, the others stand")
+        for claim in claims { claim.end() }
+        #expect(table.entries.isEmpty)
+    }
+
+    @Test(
+        "§10 store behind: a streamed file stays open while a download may write, no write starts once it is retired, and it is removed unless kept"
+    )
+    func streamedFileClosesAtLastHold() throws {
+        try withTemporaryDirectory { dir in
+            for keep in [false, true] {
+                let path = dir + "/streamed-\(keep)"
+                let descriptor = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+                var owner: StreamedFile.Owner? = StreamedFile.Owner(handOff: OwnedFile(descriptor, path: path))
+                if keep { owner?.keep() }
+                let target = DirectBytes(
+                    range: ByteRange(location: 0, length: 8192), manifestID: 1, chunkShift: 12,
+                    file: HandOffWriter(file: descriptor, holesForZeros: false), owner: try #require(owner))
+                owner = nil
+                #expect(FileManager.default.fileExists(atPath: path), "the download's target still holds the file")
+                let chunk = [UInt8](repeating: 7, count: 4096)
+                try chunk.withUnsafeBytes { try target.take(0, $0, isZero: false) }
+                target.retire()
+                #expect(
+                    FileManager.default.fileExists(atPath: path) == keep, "closed at the last hold; kept or removed")
+                try chunk.withUnsafeBytes { try target.take(1, $0, isZero: false) }
+                #expect(target.missing == [1], "no write starts once retired")
+                if keep {
+                    #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(chunk), "only the first chunk")
+                }
+            }
+        }
     }
 }
 

@@ -4,6 +4,11 @@ import Synchronization
 ///
 /// Waiting suspends the task (no thread is parked); a cancelled waiter leaves the queue at once with
 /// `CancellationError`.
+///
+/// What it guarantees: `admit` and every `withLock` body run under one lock, so a waiter either is admitted
+/// or is queued before any change that would have admitted it can run; waiters queue oldest first and leave
+/// from the front only (or by cancellation); each waiter is resumed exactly once: by whoever took it out of
+/// the queue (outside the lock), or by its cancellation. The types made of it decide who is woken when.
 final class WaitQueue<State: Sendable>: Sendable {
     typealias Waiter = CheckedContinuation<Void, any Error>
 
