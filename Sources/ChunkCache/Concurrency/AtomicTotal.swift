@@ -3,8 +3,9 @@ import Synchronization
 /// A total that several threads add to at once; each addition learns the total it made, so exactly one adder
 /// sees the total cross a given mark (a parallel fetch releases mapped pages every so many bytes written).
 ///
-/// Any thread may add; nothing blocks. It orders nothing else (relaxed).
-final class AtomicTotal: Sendable {
+/// Any thread may add; nothing blocks. It orders nothing else (relaxed). A value, held inline by the type that
+/// shares it.
+struct AtomicTotal: ~Copyable, Sendable {
     private let total = Atomic<Int64>(0)
 
     init() {}

@@ -11,7 +11,9 @@ import Synchronization
 ///   holder checks on its own), nothing new is claimed. A stop does not wait for anyone.
 /// - Any thread may call anything; nothing blocks. It orders nothing else: what the workers produce is passed
 ///   on by whatever waits for them (``SharedWork`` returns after every helper left).
-final class WorkClaims: Sendable {
+///
+/// A value, held inline by the type that shares it, so it costs no allocation of its own.
+struct WorkClaims: ~Copyable, Sendable {
     private let nextIndex: Atomic<Int64>
     private let end: Int64
     private let size: Int64

@@ -49,29 +49,27 @@ enum RangeAssembler {
         }
         // Workers claim a few chunks at a time rather than a fixed share each: the calling thread starts at
         // once and the other joins when it wakes (tens of µs later), so neither waits on a straggler.
-        let claims = WorkClaims(first..<end, size: Int64(max(1, FetchThresholds.claimBytes >> layout.shift)))
-        let failure = SetOnce<any Error>()
-        let damaged = SetOnce<DamagedChunk>()
-        let written = AtomicTotal()
+        let shared = ParallelRange(
+            first..<end, claiming: Int64(max(1, FetchThresholds.claimBytes >> layout.shift)))
         let gate = WriteGate()
         SharedWork.run(helpers: workers - 1) {
             do {
                 try store.codecs.withDecoder { context in
                     try store.environment.read { txn in
                         try context.withRunWriter(into: writer, gate: gate) { run -> Void in
-                            while let indices = claims.next() {
+                            while let indices = shared.claims.next() {
                                 switch try writeChunks(
                                     indices, of: plan, store: store, run: &run,
                                     checkpoint: checkpoint, context: context, in: txn)
                                 {
                                 case .damaged(let chunk):
                                     // The range cannot be completed from the store: every worker stops.
-                                    claims.stop()
-                                    damaged.set(chunk)
+                                    shared.claims.stop()
+                                    shared.damaged.offer(chunk)
                                     return
                                 case .written(let bytes):
                                     try run.writeIfFree()
-                                    if crossesReleaseStride(written.add(bytes)) {
+                                    if crossesReleaseStride(shared.written.add(bytes)) {
                                         store.environment.releaseMappedPages()
                                     }
                                 }
@@ -81,12 +79,12 @@ enum RangeAssembler {
                 }
             } catch {
                 // Every worker stops; the first error is the one reported.
-                claims.stop()
-                failure.set(error)
+                shared.claims.stop()
+                shared.failure.offer(error)
             }
         }
-        if let error = failure.current { throw error }
-        return damaged.current.map { .damaged($0) } ?? .complete
+        if let error = shared.failure.current { throw error }
+        return shared.damaged.current.map { .damaged($0) } ?? .complete
     }
 
     /// Whether the bytes written crossed a multiple of ``FetchThresholds/releaseStrideBytes`` (in strides,
@@ -183,4 +181,16 @@ enum ZeroBytes {
         start: calloc(1, 1 << ChunkLayout.shifts.upperBound), count: 1 << ChunkLayout.shifts.upperBound)
 
     static func prefix(_ count: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[..<count]) }
+}
+
+/// What the workers of a parallel range share, in one object: the chunks they claim a few at a time, the
+/// first error and the first damaged chunk (either stops them all), and the bytes written. The guarantees are
+/// those of ``WorkClaims``, ``FirstValue`` and ``AtomicTotal``; this only holds them together.
+private final class ParallelRange: Sendable {
+    let claims: WorkClaims
+    let failure = FirstValue<any Error>()
+    let damaged = FirstValue<DamagedChunk>()
+    let written = AtomicTotal()
+
+    init(_ chunks: Range<Int64>, claiming size: Int64) { claims = WorkClaims(chunks, size: size) }
 }

@@ -350,7 +350,7 @@ struct ParallelSlots<T>: @unchecked Sendable {
 /// Who may touch what: ``commit(_:into:store:)`` runs only on the writer queue, one batch after another in the
 /// order the ingest queued them, so the counts and the page being filled need no lock (`@unchecked
 /// Sendable`); the ingest thread reads ``counts`` only after the last batch's completion signalled it. The
-/// first failure, from a commit or its completion, is kept (a ``SetOnce``) and read from any thread: the
+/// first failure, from a commit or its completion, is kept (a ``FirstValue``) and read from any thread: the
 /// ingest stops at its next batch, and later batches commit nothing.
 final class CommitState: @unchecked Sendable {
     let manifestID: UInt64
@@ -358,13 +358,13 @@ final class CommitState: @unchecked Sendable {
     /// Entries of the manifest page being filled.
     private var page: [UInt8] = []
     private var pageIndex: Int64 = 0
-    private let firstFailure = SetOnce<any Error>()
+    private let firstFailure = FirstValue<any Error>()
 
     init(manifestID: UInt64) { self.manifestID = manifestID }
 
     var failure: (any Error)? { firstFailure.current }
 
-    func fail(_ error: any Error) { firstFailure.set(error) }
+    func fail(_ error: any Error) { firstFailure.offer(error) }
 
     /// Writes a batch: new chunks, references to known ones, and every manifest page it completes.
     @available(*, noasync)
