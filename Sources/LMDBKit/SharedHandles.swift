@@ -5,8 +5,14 @@ import Synchronization
 /// it. One lock orders all three, so an acquire racing the last release either joins before the count
 /// reaches zero or makes a new value after the old one is closed; never a second value beside a live one.
 ///
+/// What it guarantees: at most one live value per key in the process; `make`, `join` and `close` run under
+/// the lock, so they must be short and must not call back into the registry; any thread may call anything,
+/// and nothing waits beyond the lock (no task suspends, none is cancelled).
+///
 /// The registry behind ``Environment`` (one `MDB_env` per directory) and the engine's open stores (one
-/// store object per directory).
+/// store object per directory). It stays in LMDBKit, which cannot depend on ChunkCache: `Environment`
+/// needs it below the engine, and the engine's store registry shares this one type rather than a copy in
+/// the engine's `Concurrency/`.
 package final class SharedHandles<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Entry {
         let value: Value

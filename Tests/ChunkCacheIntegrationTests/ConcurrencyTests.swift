@@ -1,3 +1,4 @@
+import FileIO
 import Foundation
 import Synchronization
 import TestSupport
@@ -173,4 +174,221 @@ import Testing
             #expect(outcomes.withLock { $0.sorted() } == ["noSuchItem", "ok"])
         }
     }
+
+    // MARK: - The coordination types of Concurrency/ keep their documented guarantees
+
+    @Test(
+        "Concurrency, SetOnce: only the first set counts, and every waiter, task or thread, wakes once with it",
+        .timeLimit(.minutes(1)))
+    func setOnceWakesEveryWaiterOnce() async throws {
+        let slot = SetOnce<Int>()
+        let woken = Witnessed()
+        let taskWaiters = (0..<16).map { _ in
+            Task {
+                let value = try await slot.value()
+                woken.values.withLock { $0.append(value) }
+            }
+        }
+        let threadsDone = DispatchGroup()
+        for _ in 0..<4 {
+            threadsDone.enter()
+            Thread {
+                let value = slot.waitBlocking()
+                woken.values.withLock { $0.append(value) }
+                threadsDone.leave()
+            }.start()
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(woken.values.withLock { $0.isEmpty }, "nobody returns before the value is set")
+        #expect(slot.current == nil)
+        let setters = await withTaskGroup(of: Bool.self) { group in
+            for value in 1...8 { group.addTask { slot.set(value) } }
+            return await group.reduce(into: 0) { count, set in count += set ? 1 : 0 }
+        }
+        #expect(setters == 1, "exactly one set counts")
+        let value = try #require(slot.current)
+        for waiter in taskWaiters { try await waiter.value }
+        await withCheckedContinuation { done in threadsDone.notify(queue: .global()) { done.resume() } }
+        #expect(
+            woken.values.withLock { $0 } == Array(repeating: value, count: 20), "each waiter woke once, with the value")
+        #expect(try await slot.value() == value, "a late waiter returns at once")
+        #expect(!slot.set(value + 100) && slot.current == value, "a later set changes nothing")
+    }
+
+    @Test(
+        "Concurrency, SetOnce: a cancelled waiter stops waiting at once; the others still get the value",
+        .timeLimit(.minutes(1)))
+    func setOnceCancelledWaiterStops() async throws {
+        let slot = SetOnce<String>()
+        let cancelled = Task { try await slot.value() }
+        let staying = Task { try await slot.value() }
+        try await Task.sleep(for: .milliseconds(50))
+        cancelled.cancel()
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        #expect(slot.current == nil, "the cancelled waiter returned before any value was set")
+        #expect(slot.set("done"))
+        #expect(try await staying.value == "done")
+        let alreadyCancelled = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await SetOnce<Int>().value()
+        }
+        await #expect(throws: CancellationError.self) { try await alreadyCancelled.value }
+    }
+
+    @Test("Concurrency, SetOnce: runFirst runs the body of exactly one of racing callers (A17's one completion)")
+    func setOnceRunsFirstBodyOnce() async {
+        let completed = SetOnce<Void>()
+        let runs = Witnessed()
+        let ran = await withTaskGroup(of: Bool.self) { group in
+            for caller in 0..<32 { group.addTask { completed.runFirst { runs.values.withLock { $0.append(caller) } } } }
+            return await group.reduce(into: 0) { count, ran in count += ran ? 1 : 0 }
+        }
+        #expect(ran == 1)
+        #expect(runs.values.withLock { $0.count } == 1)
+    }
+
+    @Test("Concurrency, FirstValue: of racing offers only the first counts, and it is the one kept")
+    func firstValueKeepsTheFirstOffer() async {
+        let first = Held(FirstValue<Int>())
+        let kept = await withTaskGroup(of: Int?.self) { group in
+            for offered in 0..<32 { group.addTask { first.value.offer(offered) ? offered : nil } }
+            return await group.compactMap { $0 }.reduce(into: []) { $0.append($1) }
+        }
+        #expect(kept.count == 1, "exactly one offer counts")
+        #expect(first.value.current == kept.first)
+        #expect(!first.value.offer(99) && first.value.current == kept.first, "a later offer changes nothing")
+    }
+
+    @Test("Concurrency, WorkClaims: each index is claimed exactly once across threads; after stop none is")
+    func workClaimsHandOutEachIndexOnce() throws {
+        let claims = WorkClaims(5..<10_005, size: 7)
+        let claimed = Mutex<[Int64]>([])
+        SharedWork.run(helpers: 3, on: BlockingPool(threads: 3, name: "claims-test")) {
+            var mine: [Int64] = []
+            while let range = claims.next() {
+                #expect(range.count <= 7 && !range.isEmpty)
+                mine.append(contentsOf: range)
+            }
+            claimed.withLock { $0.append(contentsOf: mine) }
+        }
+        #expect(claimed.withLock { $0.sorted() } == Array(5..<10_005))
+        let stopped = WorkClaims(0..<100, size: 10)
+        #expect(stopped.next() == 0..<10)
+        stopped.stop()
+        #expect(stopped.next() == nil, "nothing is claimed after a stop")
+    }
+
+    @Test(
+        "Concurrency, WriteGate: one holder at a time; enterIfFree never waits and fails while it is held",
+        .timeLimit(.minutes(1)))
+    func writeGateHasOneHolder() {
+        let gate = WriteGate()
+        #expect(gate.enterIfFree())
+        #expect(!gate.enterIfFree(), "taken: the caller goes on without waiting")
+        gate.leave()
+        let inside = Atomic<Int>(0)
+        let most = Atomic<Int>(0)
+        SharedWork.forEachIndex(below: 400, on: BlockingPool(threads: 4, name: "gate-test")) { claim in
+            while claim() != nil {
+                if !gate.enterIfFree() { gate.enter() }
+                let now = inside.wrappingAdd(1, ordering: .sequentiallyConsistent).newValue
+                _ = most.max(now, ordering: .relaxed)
+                usleep(50)
+                _ = inside.wrappingSubtract(1, ordering: .sequentiallyConsistent)
+                gate.leave()
+            }
+        }
+        #expect(most.load(ordering: .relaxed) == 1)
+        #expect(gate.enterIfFree(), "free again once every holder left")
+        gate.leave()
+    }
+
+    @Test(
+        "Concurrency, WakeUps: a wake-up between the reading and the wait is not lost, every waiter wakes, a wait ends at its pause or its cancellation",
+        .timeLimit(.minutes(2)))
+    func wakeUpsWakeEveryWaiter() async throws {
+        let wakeUps = WakeUps()
+        let clock = ContinuousClock()
+        let seen = wakeUps.generation
+        wakeUps.wake()
+        let late = await clock.measure { await wakeUps.wait(after: seen, atMost: .seconds(3600)) }
+        #expect(late < .seconds(50), "the wake-up before the wait is not lost")
+        let now = wakeUps.generation
+        #expect(now == seen + 1)
+        let waiters = (0..<8).map { _ in
+            Task { await clock.measure { await wakeUps.wait(after: now, atMost: .seconds(3600)) } }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        wakeUps.wake()
+        for waiter in waiters { #expect(await waiter.value < .seconds(50), "woken, not timed out") }
+        let paused = await clock.measure { await wakeUps.wait(after: wakeUps.generation, atMost: .milliseconds(50)) }
+        #expect(paused >= .milliseconds(50) && paused < .seconds(50), "a wait ends at its pause")
+        let current = wakeUps.generation
+        let cancelled = Task { await clock.measure { await wakeUps.wait(after: current, atMost: .seconds(3600)) } }
+        try await Task.sleep(for: .milliseconds(50))
+        cancelled.cancel()
+        #expect(await cancelled.value < .seconds(50), "a cancelled wait ends at once")
+    }
+
+    @Test("Concurrency, ClaimTable: an entry stands from its add to its claim's end, whichever task adds or ends")
+    func claimTableEntriesStandUntilEnd() async {
+        let table = ClaimTable<Int>()
+        let claims = (0..<8).map { _ in table.claim() }
+        await withTaskGroup(of: Void.self) { group in
+            for (index, claim) in claims.enumerated() {
+                group.addTask {
+                    claim.add(2 * index)
+                    claim.add(2 * index + 1)
+                }
+            }
+        }
+        #expect(table.entries.sorted() == Array(0..<16))
+        await withTaskGroup(of: Void.self) { group in
+            for index in stride(from: 0, to: claims.count, by: 2) { group.addTask { claims[index].end() } }
+        }
+        let standing = stride(from: 1, to: claims.count, by: 2).flatMap { [2 * $0, 2 * $0 + 1] }
+        #expect(table.entries.sorted() == standing, "the ended claims' entries are gone, the others stand")
+        for claim in claims { claim.end() }
+        #expect(table.entries.isEmpty)
+    }
+
+    @Test(
+        "§10 store behind: a streamed file stays open while a download may write, no write starts once it is retired, and it is removed unless kept"
+    )
+    func streamedFileClosesAtLastHold() throws {
+        try withTemporaryDirectory { dir in
+            for keep in [false, true] {
+                let path = dir + "/streamed-\(keep)"
+                let descriptor = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+                var owner: StreamedFile.Owner? = StreamedFile.Owner(handOff: OwnedFile(descriptor, path: path))
+                if keep { owner?.keep() }
+                let target = DirectBytes(
+                    range: ByteRange(location: 0, length: 8192), manifestID: 1, chunkShift: 12,
+                    file: HandOffWriter(file: descriptor, holesForZeros: false), owner: try #require(owner))
+                owner = nil
+                #expect(FileManager.default.fileExists(atPath: path), "the download's target still holds the file")
+                let chunk = [UInt8](repeating: 7, count: 4096)
+                try chunk.withUnsafeBytes { try target.take(0, $0, isZero: false) }
+                target.retire()
+                #expect(
+                    FileManager.default.fileExists(atPath: path) == keep, "closed at the last hold; kept or removed")
+                try chunk.withUnsafeBytes { try target.take(1, $0, isZero: false) }
+                #expect(target.missing == [1], "no write starts once retired")
+                if keep {
+                    #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data(chunk), "only the first chunk")
+                }
+            }
+        }
+    }
+}
+
+/// What concurrent waiters or callers saw, in the order they saw it.
+private final class Witnessed: Sendable {
+    let values = Mutex<[Int]>([])
+}
+
+/// A value shared by reference, as a type that holds it inline shares it.
+private final class Held<Value: ~Copyable & Sendable>: Sendable {
+    let value: Value
+    init(_ value: consuming Value) { self.value = value }
 }

@@ -1,6 +1,5 @@
 import FileIO
 import Foundation
-import Synchronization
 
 /// The File Provider–shaped layer: the seeds' completion-handler signatures, returning a `Progress` whose
 /// `cancel()` stops the work. The completion runs exactly once on every path (A17): success, error, cancel;
@@ -22,7 +21,7 @@ extension ChunkCache {
         aligningTo alignment: Int, options: FetchOptions,
         completionHandler: @escaping @Sendable (URL?, Item?, ByteRange, MaterializationFlags, (any Error)?) -> Void
     ) -> Progress {
-        let once = CompleteOnce(completionHandler)
+        let completed = SetOnce<Void>()
         let planned = planOnCaller(
             item, version: version, minimal: minimalRange, alignment: alignment, options: options, request: request)
         let (progress, request) = Self.tracking(
@@ -35,13 +34,16 @@ extension ChunkCache {
                     item, version: version?.contentVersion, minimalRange: minimalRange, alignment: alignment,
                     options: options, request: request, destination: .handOff, planned: planned)
                 progress.finish(result.retrievedRange.length)
-                if !once.call(result.url, result.item, result.retrievedRange, result.flags, nil) {
+                let handed = completed.runFirst {
+                    completionHandler(result.url, result.item, result.retrievedRange, result.flags, nil)
+                }
+                if !handed {
                     // Cancelled after the file was made: nobody will own it, so remove it. Best effort: a
                     // hand-off file left behind is swept from tmp/ after the grace period.
                     try? FileSystem.unlink(result.url.path)
                 }
             },
-            fail: { error in once.call(nil, nil, minimalRange, [], error) })
+            fail: { error in completed.runFirst { completionHandler(nil, nil, minimalRange, [], error) } })
     }
 
     /// `fetchContents(for:version:request:completionHandler:)`: the whole file, or an error.
@@ -68,10 +70,7 @@ extension ChunkCache {
         for item: ItemIdentifier, version: ItemVersion?, request: FetchRequest, options: FetchOptions,
         completionHandler: @escaping @Sendable (URL?, Item?, MaterializationFlags, (any Error)?) -> Void
     ) -> Progress {
-        let once = CompleteOnce {
-            (url: URL?, item: Item?, _: ByteRange, flags: MaterializationFlags, error: (any Error)?) in
-            completionHandler(url, item, flags, error)
-        }
+        let completed = SetOnce<Void>()
         let planned = planOnCaller(
             item, version: version, minimal: nil, alignment: 1, options: options, request: request)
         let (progress, request) = Self.tracking(request, expecting: expectedRange(planned, minimal: nil, alignment: 1))
@@ -82,11 +81,12 @@ extension ChunkCache {
                     item, version: version?.contentVersion, minimalRange: nil, alignment: 1, options: options,
                     request: request, destination: .handOff, planned: planned)
                 progress.finish(result.retrievedRange.length)
-                if !once.call(result.url, result.item, result.retrievedRange, result.flags, nil) {
+                let handed = completed.runFirst { completionHandler(result.url, result.item, result.flags, nil) }
+                if !handed {
                     try? FileSystem.unlink(result.url.path)  // as above: nobody will own it
                 }
             },
-            fail: { error in once.call(nil, nil, ByteRange(location: 0, length: 0), [], error) })
+            fail: { error in completed.runFirst { completionHandler(nil, nil, [], error) } })
     }
 
     /// A fetch's `Progress`, whose total starts at `range`'s length, and the request that moves it: the
@@ -151,12 +151,10 @@ extension ChunkCache {
     public func `import`(
         _ domain: String, fromDirectoryAt url: URL, completionHandler: @escaping @Sendable ((any Error)?) -> Void
     ) -> Progress {
-        let once = CompleteOnce { (_: URL?, _: Item?, _: ByteRange, _: MaterializationFlags, error: (any Error)?) in
-            completionHandler(error)
-        }
+        let completed = SetOnce<Void>()
         let what = "importing \(url.path) as domain \"\(domain)\""
         let hooks = ImportHooks(domainCreated: {
-            guard once.call(nil, nil, ByteRange(location: 0, length: 0), [], nil) else {
+            guard completed.runFirst({ completionHandler(nil) }) else {
                 throw CacheError(.userCancelled, "\(what) was cancelled")  // the cancel reached the handler first
             }
         })
@@ -168,7 +166,7 @@ extension ChunkCache {
                 // Past the handler: a failure is announced to the observers of import failures, never undone.
                 if (try? await started.result()) != nil { progress.completedUnitCount = 1 }
             },
-            fail: { error in once.call(nil, nil, ByteRange(location: 0, length: 0), [], error) })
+            fail: { error in completed.runFirst { completionHandler(error) } })
     }
 
     /// Starts `work`, which completes `progress`, in a task tied to it. Cancelling the
@@ -191,31 +189,5 @@ extension ChunkCache {
             if fail(CacheError(.userCancelled, "\(what()) was cancelled").systemError) { task.cancel() }
         }
         return progress
-    }
-}
-
-/// Calls a completion handler at most once, whichever path gets there first.
-final class CompleteOnce: Sendable {
-    typealias Handler = @Sendable (URL?, Item?, ByteRange, MaterializationFlags, (any Error)?) -> Void
-    private let state: Mutex<(handler: Handler?, succeeded: Bool)>
-
-    init(_ handler: @escaping Handler) { state = Mutex((handler, false)) }
-
-    /// Whether the handler was called, without an error.
-    var succeeded: Bool { state.withLock { $0.succeeded } }
-
-    /// Calls the handler if nobody has; returns whether this call did.
-    @discardableResult
-    func call(_ url: URL?, _ item: Item?, _ range: ByteRange, _ flags: MaterializationFlags, _ error: (any Error)?)
-        -> Bool
-    {
-        let handler = state.withLock { state -> Handler? in
-            defer { state.handler = nil }
-            if state.handler != nil { state.succeeded = error == nil }
-            return state.handler
-        }
-        guard let handler else { return false }
-        handler(url, item, range, flags, error)
-        return true
     }
 }

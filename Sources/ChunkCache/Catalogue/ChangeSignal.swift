@@ -4,7 +4,8 @@ import Synchronization
 
 /// Whether the write transaction under way bumped a domain's version (or removed a domain): set by
 /// ``WriteTransaction/finish(_:_:)`` and ``WriteTransaction/bump(_:named:_:)``, read by the writer once the
-/// transaction commits.
+/// transaction commits. Set and taken on the writer queue only, one transaction at a time, so a relaxed
+/// atomic orders enough; a mark of a transaction that did not commit is cleared before the next.
 final class ChangeMarks: Sendable {
     private let marked = Atomic<Bool>(false)
 
@@ -23,6 +24,12 @@ final class ChangeMarks: Sendable {
 ///
 /// A wake-up says only that some domain of the store changed: waiters check their own domain again (its
 /// change log, or its version).
+///
+/// What it guarantees: no wake-up is lost and each waiter wakes once per wake-up, waits at most a poll, and
+/// stops at once when cancelled (``WakeUps``, which holds this process's waiters); only the writer queue
+/// calls ``clearMark()`` and ``postIfMarked()``, around each transaction. A domain type: the coordination
+/// is ``WakeUps`` and ``InputWatches``, in Concurrency/; what stays here is the store's signal file and its
+/// inotify watch.
 final class ChangeSignal: Sendable {
     /// The file each commit with a bump touches, in the store's folder: empty, it takes no space.
     static let fileName = "changes.signal"
@@ -36,15 +43,10 @@ final class ChangeSignal: Sendable {
     private let folder: String
     private var path: String { folder + "/" + Self.fileName }
 
-    private struct Waiter {
-        let continuation: CheckedContinuation<Void, Never>
-    }
+    /// This process's waiters; a touch by another process wakes them through ``InputWatches``.
+    private let wakeUps = WakeUps()
 
     private struct State {
-        /// Counts the wake-ups: a waiter sleeps only while it is still the one it read before checking.
-        var generation: UInt64 = 0
-        var waiters: [UInt64: Waiter] = [:]
-        var nextWaiter: UInt64 = 0
         var watch: InputWatches.Watch?
         var watching = false
         var watchFailed = false
@@ -85,7 +87,7 @@ final class ChangeSignal: Sendable {
     /// first, so a commit after the read wakes it.
     func generation() -> UInt64 {
         startWatching()
-        return state.withLock { $0.generation }
+        return wakeUps.generation
     }
 
     /// Runs `check` now and after each wake-up until it finds something, `deadline` passes (then nil), or
@@ -106,45 +108,13 @@ final class ChangeSignal: Sendable {
     /// Waits until a wake-up after `seen` (``generation()``), `deadline`, or the task's cancellation; at
     /// most ``watchedPoll`` (``fallbackPoll`` without inotify). Holds no thread while it waits.
     func wait(after seen: UInt64, until deadline: ContinuousClock.Instant) async {
-        let (id, watched) = state.withLock { state in
-            state.nextWaiter += 1
-            return (state.nextWaiter, state.watching)
-        }
+        let watched = state.withLock { $0.watching }
         let pause = min(deadline - .now, watched ? watchedPoll.withLock { $0 } : Self.fallbackPoll)
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let waiting = state.withLock { state -> Bool in
-                    // Checked under the lock the cancellation handler takes: one of the two sees the other.
-                    guard state.generation == seen, !Task.isCancelled else { return false }
-                    state.waiters[id] = Waiter(continuation: continuation)
-                    return true
-                }
-                guard waiting else { return continuation.resume() }
-                guard pause > .zero else { return self.resume(id) }
-                // A sleeping task holds no thread; a wake-up before it ends makes its `resume` do nothing.
-                Task { [weak self] in
-                    try? await Task.sleep(for: pause)
-                    self?.resume(id)
-                }
-            }
-        } onCancel: {
-            self.resume(id)
-        }
-    }
-
-    private func resume(_ id: UInt64) {
-        state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume()
+        await wakeUps.wait(after: seen, atMost: pause)
     }
 
     /// Wakes every waiter of this process.
-    private func wake() {
-        let waiters = state.withLock { state -> [Waiter] in
-            state.generation &+= 1
-            defer { state.waiters.removeAll() }
-            return Array(state.waiters.values)
-        }
-        for waiter in waiters { waiter.continuation.resume() }
-    }
+    private func wake() { wakeUps.wake() }
 
     /// Watches the store's folder for touches of ``fileName`` by other processes, once; on failure waiters
     /// poll instead.

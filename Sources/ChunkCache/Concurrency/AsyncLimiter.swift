@@ -1,5 +1,10 @@
 /// Lets at most `limit` tasks hold a permit at once; the rest wait in order (CONTRACT §10: at most
 /// `--pipeline-depth` origin requests of a domain in flight per process).
+///
+/// What it guarantees: never more than ``limit`` bodies run at once; waiters get permits in the order they
+/// came (a newcomer queues behind them even when a permit is free), and a released permit passes straight to
+/// the oldest waiter. A task cancelled while it waits leaves the queue at once with `CancellationError`,
+/// holding no permit; a body that runs is never interrupted by the limiter. Any task may call.
 final class AsyncLimiter: Sendable {
     private struct Permits: Sendable {
         let limit: Int

@@ -20,6 +20,10 @@ import Glibc
 ///   `pwrite`), and a hop here and back costs two thread wake-ups, as much as the fetch itself.
 /// - Write transactions run on the store's serial ``Writer`` queue: LMDB binds each to the thread that began it.
 ///
+/// What it guarantees: jobs start in the order they were submitted, at most ``threadCount`` at once, each
+/// exactly once; any thread or task may submit, and submitting never blocks. A job cannot be cancelled once
+/// submitted: cancellation reaches it as a ``CancellationFlag`` it checks (``runBlocking(doing:store:_:)``).
+///
 /// What keeps it free of deadlock with as few as two threads:
 /// - No job waits for another job of this pool. Jobs may wait for the writer queue, which never waits for this
 ///   pool, and for ``SharedWork`` helpers that have already started.

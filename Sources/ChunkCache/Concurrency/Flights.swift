@@ -1,6 +1,11 @@
 import Synchronization
 
 /// One piece of work (a download) that any number of tasks wait for: a single flight (CONTRACT §10).
+///
+/// What it guarantees: only the first ``finish(_:)`` counts, and every task waiting in ``wait()`` wakes with
+/// that outcome; ``arrived(_:)`` hands the bytes once, before the outcome, to those in ``waitForBytes()``. A
+/// cancelled waiter stops waiting at once (`CancellationError`) and the work goes on for the others. Only
+/// the task that claimed the flight (``Flights/claim(_:)``) finishes it; anyone may wait.
 final class Flight: Sendable {
     private struct Progress: Sendable {
         var outcome: Result<Void, any Error>?
@@ -67,7 +72,8 @@ final class Flight: Sendable {
 }
 
 /// The flights in progress, by what they download: the first task to ask for a key claims its flight and
-/// must finish it; later ones get the same flight to wait for.
+/// must finish it; later ones get the same flight to wait for. A claim and a finish of one key are ordered
+/// by one lock: a claim after the finish starts a new flight, never joins the ended one.
 final class Flights<Key: Hashable & Sendable>: Sendable {
     private let flights = Mutex<[Key: Flight]>([:])
 

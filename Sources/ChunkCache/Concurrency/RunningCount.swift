@@ -1,6 +1,11 @@
 import Synchronization
 
 /// How many of something run, and a way to wait until none does.
+///
+/// What it guarantees: ``waitForZero()`` returns once the count is zero, at once when it is, and every task
+/// waiting when the last ``end()`` brings it to zero wakes then, once. A cancelled waiter returns at once,
+/// whatever the count. Each ``begin()`` is matched by one `end()`, from any thread or task; count before
+/// the work starts, so a waiter cannot miss it.
 final class RunningCount: Sendable {
     private let queue = WaitQueue(0)
 

@@ -62,19 +62,9 @@ extension SharedWork {
         _ body: @escaping @Sendable (_ claim: () -> Int?) -> Void
     ) {
         guard count > 0 else { return }
-        let counter = IndexCounter()
+        let claims = WorkClaims(0..<Int64(count))
         run(helpers: max(0, min(count, threads ?? pool.threadCount, pool.threadCount) - 1), on: pool) {
-            body { counter.claim(below: count) }
+            body { claims.next().map { Int($0.lowerBound) } }
         }
-    }
-}
-
-/// Hands out consecutive indices to the threads of a ``SharedWork``.
-private final class IndexCounter: Sendable {
-    private let next = Atomic<Int>(0)
-
-    func claim(below count: Int) -> Int? {
-        let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
-        return index < count ? index : nil
     }
 }

@@ -1,13 +1,22 @@
 import Synchronization
 
-/// State behind a lock, and the tasks waiting for it to change: what ``AsyncLimiter`` and ``Flight`` are made of.
+/// State behind a lock, and the tasks waiting for it to change: what ``AsyncLimiter``, ``Flight``, ``SetOnce``,
+/// ``RunningCount`` and ``DirectBytes`` are made of.
 ///
 /// Waiting suspends the task (no thread is parked); a cancelled waiter leaves the queue at once with
 /// `CancellationError`.
-final class WaitQueue<State: Sendable>: Sendable {
+///
+/// What it guarantees: `admit` and every `withLock` body run under one lock, so a waiter either is admitted
+/// or is queued before any change that would have admitted it can run; waiters queue oldest first and leave
+/// from the front only (or by cancellation); each waiter is resumed exactly once: by whoever took it out of
+/// the queue (outside the lock), or by its cancellation. The types made of it decide who is woken when.
+///
+/// A value, not an object, so the type made of it holds it inline and pays no allocation of its own.
+struct WaitQueue<State: Sendable>: ~Copyable, Sendable {
     typealias Waiter = CheckedContinuation<Void, any Error>
 
-    private struct Inside {
+    /// Internal, not private: a private type nested in this noncopyable generic crashes the 6.3 compiler.
+    struct Inside: Sendable {
         var state: State
         var nextTicket: UInt64 = 0
         var waiters: [(ticket: UInt64, waiter: Waiter)] = []

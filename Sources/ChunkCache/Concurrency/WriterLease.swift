@@ -99,7 +99,9 @@ final class WriterLease: Sendable {
     }
 }
 
-/// The lease file of a writer that no longer runs, locked by this process until this value goes.
+/// The lease file of a writer that no longer runs, locked by this process until this value goes: while it
+/// lives, no other process can claim the lease or take it for a live writer's. Used by one thread (the
+/// crash clean-up at open), so it is not `Sendable`.
 final class AbandonedLease {
     private let file: FileDescriptor?
     private let path: String

@@ -1,7 +1,6 @@
 import Foundation
 import LMDBKit
 import OriginKit
-import Synchronization
 
 /// Fills what a fetch of an origin domain lacks from the origin (CONTRACT §10): discovers an unknown item in
 /// the first ranged GET, downloads only the absent chunks of the range (adjacent ones in one request of at
@@ -55,7 +54,7 @@ struct ColdFill: Sendable {
             return recorded
         }
         let range = Self.discoveryRange(minimal, alignment: alignment, chunkSize: Int64(store.layout.chunkSize))
-        let state = DiscoveryState()
+        let head = SetOnce<DiscoveryHead>()
         let store = self.store
         let session = self.session
         let item = self.item
@@ -108,23 +107,24 @@ struct ColdFill: Sendable {
                             // The discovery's bytes go into the fetch's file too, so the fill that follows can
                             // complete it from its own download.
                             let fileTarget = streamed?.target(for: version, range: retrieved)
-                            state.set(
-                                recorded,
-                                sink: ChunkSink(
-                                    store: store, version: version, item: item, session: session, claimed: chunks,
-                                    counters: counters, direct: directBytes ?? fileTarget),
-                                direct: directBytes
-                                    ?? fileTarget.flatMap {
-                                        // The fetch is served when the discovery brings all its range.
-                                        $0.missing.isSubset(of: Set(chunks.map(\.index))) ? $0 : nil
-                                    })
+                            head.set(
+                                DiscoveryHead(
+                                    recorded: recorded,
+                                    sink: ChunkSink(
+                                        store: store, version: version, item: item, session: session, claimed: chunks,
+                                        counters: counters, direct: directBytes ?? fileTarget),
+                                    direct: directBytes
+                                        ?? fileTarget.flatMap {
+                                            // The fetch is served when the discovery brings all its range.
+                                            $0.missing.isSubset(of: Set(chunks.map(\.index))) ? $0 : nil
+                                        }))
                             session.discoveries.finish(item, flight, with: .success(()))
                         },
-                        deliver: { offset, bytes in try await state.sink?.deliver(offset, bytes) })
+                        deliver: { offset, bytes in try await head.current?.sink.deliver(offset, bytes) })
                 }
-                try await state.sink?.finish()
+                try await head.current?.sink.finish()
             } catch {
-                state.sink?.abandon(error)
+                head.current?.sink.abandon(error)
                 session.discoveries.finish(item, flight, with: .failure(error))
                 throw error
             }
@@ -139,11 +139,12 @@ struct ColdFill: Sendable {
         }
         do {
             try await flight.wait()
-            guard let recorded = state.recorded else {
+            guard let discovered = head.current else {
                 try await finished()
                 return try recordedVersion(pinned)
             }
-            if let direct = state.direct {
+            let recorded = discovered.recorded
+            if let direct = discovered.direct {
                 do {
                     let bytes = try await direct.wait()
                     return Discovered(
@@ -475,15 +476,10 @@ struct ColdFill: Sendable {
     }
 }
 
-/// What a discovery learns in its response's head, for the body that follows and for the fetch waiting on it.
-private final class DiscoveryState: Sendable {
-    private let state = Mutex<(recorded: RecordedVersion?, sink: ChunkSink?, direct: DirectBytes?)>((nil, nil, nil))
-
-    var recorded: RecordedVersion? { state.withLock { $0.recorded } }
-    var sink: ChunkSink? { state.withLock { $0.sink } }
-    var direct: DirectBytes? { state.withLock { $0.direct } }
-
-    func set(_ recorded: RecordedVersion, sink: ChunkSink, direct: DirectBytes?) {
-        state.withLock { $0 = (recorded, sink, direct) }
-    }
+/// What a discovery learns in its response's head, for the body that follows and for the fetch waiting on it:
+/// set once, when the head arrives (a ``SetOnce``), read after the discovery's flight ends.
+private struct DiscoveryHead: Sendable {
+    let recorded: RecordedVersion
+    let sink: ChunkSink
+    let direct: DirectBytes?
 }

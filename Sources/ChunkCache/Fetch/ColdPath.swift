@@ -1,4 +1,3 @@
-import Dispatch
 import FileIO
 import Foundation
 import LMDBKit
@@ -145,14 +144,9 @@ extension ChunkCache {
     /// Runs `body` as a task and waits for it on the calling thread, which is not a Swift concurrency thread.
     @available(*, noasync)
     private static func waitFor<R: Sendable>(_ body: @escaping @Sendable () async throws -> R) throws -> R {
-        let done = DispatchSemaphore(value: 0)
-        let outcome = ResultBox<R>()
-        Task {
-            outcome.set(await Result { try await body() })
-            done.signal()
-        }
-        done.wait()
-        return try outcome.get()
+        let outcome = SetOnce<Result<R, any Error>>()
+        Task { outcome.set(await Result { try await body() }) }
+        return try outcome.waitBlocking().get()
     }
 
     /// Writes the bytes a fetch downloaded into its hand-off file (``HandOff/make(size:in:fill:)``), at
@@ -510,13 +504,6 @@ struct ColdRounds {
             )
         }
     }
-}
-
-/// A result handed from a task to a waiting thread (set once, read after a semaphore: `@unchecked Sendable`).
-private final class ResultBox<R>: @unchecked Sendable {
-    private var result: Result<R, any Error>?
-    func set(_ result: Result<R, any Error>) { self.result = result }
-    func get() throws -> R { try result!.get() }
 }
 
 extension Result where Failure == any Error {

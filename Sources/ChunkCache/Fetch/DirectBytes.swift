@@ -15,6 +15,14 @@ import Foundation
 /// The sink (``ChunkSink``) hands over each chunk after checking it against the hash its manifest knows, on
 /// the blocking pool, in the same hop that stores it: no wrong byte reaches the caller, and no chunk is
 /// hashed twice.
+///
+/// A domain type whose state waits in a ``WaitQueue``; what it guarantees:
+/// - Each chunk of the range is taken once, from whichever download brings it first; later copies are
+///   dropped. ``take(_:_:isZero:)`` may run on several pool threads at once, for different chunks.
+/// - ``wait()`` returns once, when the last chunk is in, or throws the first ``fail(_:)``'s error; a
+///   cancelled waiter stops waiting at once with `CancellationError` while the downloads go on storing.
+/// - File mode: a write starts only while the fetch holds the file (``StreamedFile/Owner``); after
+///   ``retire()`` none starts, and the file closes when the writes running then end, each holding it.
 final class DirectBytes: Sendable {
     private struct Gathered: Sendable {
         var bytes: [UInt8]
@@ -22,11 +30,8 @@ final class DirectBytes: Sendable {
         var failure: (any Error)?
         /// A zero chunk was left a hole (file, whole range).
         var sparse = false
-        /// `pwrite`s into the file running now.
-        var writing = 0
-        /// The file's owner let it go: no write starts any more; `closing` runs once the last one ends.
-        var retired = false
-        var closing: (@Sendable () -> Void)?
+        /// The file, while the fetch holds it (file mode); nil once retired.
+        var owner: StreamedFile.Owner?
     }
 
     /// The range, chunk-aligned at its start.
@@ -52,13 +57,15 @@ final class DirectBytes: Sendable {
                 missing: Set(Self.indices(of: range, shift: chunkShift))))
     }
 
-    /// Bytes written into a file at their offsets in the item, by `file`'s rule for zero chunks.
-    init(range: ByteRange, manifestID: UInt64, chunkShift: Int, file: HandOffWriter) {
+    /// Bytes written into a file at their offsets in the item, by `file`'s rule for zero chunks; `owner` holds
+    /// the file open until ``retire()``.
+    init(range: ByteRange, manifestID: UInt64, chunkShift: Int, file: HandOffWriter, owner: StreamedFile.Owner) {
         self.range = range
         self.manifestID = manifestID
         shift = chunkShift
         self.file = file
-        queue = WaitQueue(Gathered(bytes: [], missing: Set(Self.indices(of: range, shift: chunkShift))))
+        queue = WaitQueue(
+            Gathered(bytes: [], missing: Set(Self.indices(of: range, shift: chunkShift)), owner: owner))
     }
 
     private static func indices(of range: ByteRange, shift: Int) -> ClosedRange<Int64> {
@@ -86,22 +93,16 @@ final class DirectBytes: Sendable {
     func take(_ index: Int64, _ raw: UnsafeRawBufferPointer, isZero: Bool) throws {
         guard wants(index) else { return }
         if let file {
-            let writes = queue.withLock { gathered, _ in
-                guard !gathered.retired, gathered.failure == nil, gathered.missing.contains(index) else { return false }
-                gathered.writing += 1
-                return true
+            let owner = queue.withLock { gathered, _ -> StreamedFile.Owner? in
+                guard gathered.failure == nil, gathered.missing.contains(index) else { return nil }
+                return gathered.owner
             }
-            guard writes else { return }
-            defer {
-                let closing = queue.withLock { gathered, _ in
-                    gathered.writing -= 1
-                    return gathered.retired && gathered.writing == 0 ? gathered.closing.take() : nil
-                }
-                closing?()
+            guard let owner else { return }
+            // Held until the write ends: a retire meanwhile closes the file only after it.
+            let leftHole = try withExtendedLifetime(owner) {
+                try file.write(chunk: raw, at: index << shift, isZero: isZero)
             }
-            if try file.write(chunk: raw, at: index << shift, isZero: isZero) {
-                queue.withLock { gathered, _ in gathered.sparse = true }
-            }
+            if leftHole { queue.withLock { gathered, _ in gathered.sparse = true } }
         }
         let waiters = queue.withLock { gathered, waiters -> [WaitQueue<Gathered>.Waiter] in
             guard gathered.missing.remove(index) != nil else { return [] }
@@ -118,16 +119,12 @@ final class DirectBytes: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// Lets the file go: no write into it starts after this, and `closing` (which closes it) runs once the
-    /// writes running now end, at once when none does. Downloads go on storing behind the fetch.
-    func retire(then closing: @escaping @Sendable () -> Void) {
-        let now = queue.withLock { gathered, _ in
-            gathered.retired = true
-            guard gathered.writing > 0 else { return true }
-            gathered.closing = closing
-            return false
-        }
-        if now { closing() }
+    /// Lets the file go: no write into it starts after this, and it closes once the writes running now end
+    /// (at once when none does, unless the fetch still holds it). Downloads go on storing behind the fetch.
+    func retire() {
+        let released = queue.withLock { gathered, _ in gathered.owner.take() }
+        // Let go outside the lock: when this was the last hold, the file closes here.
+        withExtendedLifetime(released) {}
     }
 
     /// Gives up: the fetch stops waiting here and waits for the store instead.

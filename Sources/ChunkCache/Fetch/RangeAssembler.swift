@@ -1,7 +1,6 @@
 import FileIO
 import Foundation
 import LMDBKit
-import Synchronization
 
 /// Writes a planned range of chunks into a sparse file at their own offsets.
 ///
@@ -50,36 +49,48 @@ enum RangeAssembler {
         }
         // Workers claim a few chunks at a time rather than a fixed share each: the calling thread starts at
         // once and the other joins when it wakes (tens of µs later), so neither waits on a straggler.
-        let claims = ChunkClaims(
-            first: first, end: end, claim: Int64(max(1, FetchThresholds.claimBytes >> layout.shift)))
+        let shared = ParallelRange(
+            first..<end, claiming: Int64(max(1, FetchThresholds.claimBytes >> layout.shift)))
         let gate = WriteGate()
         SharedWork.run(helpers: workers - 1) {
             do {
                 try store.codecs.withDecoder { context in
                     try store.environment.read { txn in
                         try context.withRunWriter(into: writer, gate: gate) { run -> Void in
-                            while let indices = claims.next() {
+                            while let indices = shared.claims.next() {
                                 switch try writeChunks(
                                     indices, of: plan, store: store, run: &run,
                                     checkpoint: checkpoint, context: context, in: txn)
                                 {
                                 case .damaged(let chunk):
-                                    claims.found(chunk)
+                                    // The range cannot be completed from the store: every worker stops.
+                                    shared.claims.stop()
+                                    shared.damaged.offer(chunk)
                                     return
                                 case .written(let bytes):
                                     try run.writeIfFree()
-                                    if claims.add(written: bytes) { store.environment.releaseMappedPages() }
+                                    if crossesReleaseStride(shared.written.add(bytes)) {
+                                        store.environment.releaseMappedPages()
+                                    }
                                 }
                             }
                         }
                     }
                 }
             } catch {
-                claims.fail(error)
+                // Every worker stops; the first error is the one reported.
+                shared.claims.stop()
+                shared.failure.offer(error)
             }
         }
-        if let error = claims.failure { throw error }
-        return claims.damaged.map { .damaged($0) } ?? .complete
+        if let error = shared.failure.current { throw error }
+        return shared.damaged.current.map { .damaged($0) } ?? .complete
+    }
+
+    /// Whether the bytes written crossed a multiple of ``FetchThresholds/releaseStrideBytes`` (in strides,
+    /// not per chunk: each `madvise` flushes the TLB on every core).
+    private static func crossesReleaseStride(_ written: (before: Int64, after: Int64)) -> Bool {
+        written.after / FetchThresholds.releaseStrideBytes != written.before / FetchThresholds.releaseStrideBytes
     }
 
     /// Whether one of the first stored chunks from `first` on is compressed
@@ -172,49 +183,14 @@ enum ZeroBytes {
     static func prefix(_ count: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[..<count]) }
 }
 
-/// The chunks of a parallel range, handed out a few at a time to whichever worker asks next.
-private final class ChunkClaims: Sendable {
-    private let nextIndex: Atomic<Int64>
-    private let end: Int64
-    private let claim: Int64
-    private let written = Atomic<Int64>(0)
-    private let stopped = Atomic<Bool>(false)
-    private let firstError = Mutex<(any Error)?>(nil)
-    private let firstDamaged = Mutex<DamagedChunk?>(nil)
+/// What the workers of a parallel range share, in one object: the chunks they claim a few at a time, the
+/// first error and the first damaged chunk (either stops them all), and the bytes written. The guarantees are
+/// those of ``WorkClaims``, ``FirstValue`` and ``AtomicTotal``; this only holds them together.
+private final class ParallelRange: Sendable {
+    let claims: WorkClaims
+    let failure = FirstValue<any Error>()
+    let damaged = FirstValue<DamagedChunk>()
+    let written = AtomicTotal()
 
-    init(first: Int64, end: Int64, claim: Int64) {
-        nextIndex = Atomic(first)
-        self.end = end
-        self.claim = claim
-    }
-
-    /// The next chunks to write; nil when none are left or a worker failed.
-    func next() -> Range<Int64>? {
-        guard !stopped.load(ordering: .relaxed) else { return nil }
-        let lower = nextIndex.wrappingAdd(claim, ordering: .relaxed).oldValue
-        return lower < end ? lower..<min(lower + claim, end) : nil
-    }
-
-    /// Counts bytes written; true when the total crossed a multiple of ``FetchThresholds/releaseStrideBytes``
-    /// (in strides, not per chunk: each `madvise` flushes the TLB on every core).
-    func add(written bytes: Int64) -> Bool {
-        let total = written.wrappingAdd(bytes, ordering: .relaxed).newValue
-        return total / FetchThresholds.releaseStrideBytes != (total - bytes) / FetchThresholds.releaseStrideBytes
-    }
-
-    /// Stops every worker; the first error is the one reported.
-    func fail(_ error: any Error) {
-        stopped.store(true, ordering: .relaxed)
-        firstError.withLock { if $0 == nil { $0 = error } }
-    }
-
-    var failure: (any Error)? { firstError.withLock { $0 } }
-
-    /// Stops every worker: a chunk failed its check, so the range cannot be completed from the store.
-    func found(_ chunk: DamagedChunk) {
-        stopped.store(true, ordering: .relaxed)
-        firstDamaged.withLock { if $0 == nil { $0 = chunk } }
-    }
-
-    var damaged: DamagedChunk? { firstDamaged.withLock { $0 } }
+    init(_ chunks: Range<Int64>, claiming size: Int64) { claims = WorkClaims(chunks, size: size) }
 }

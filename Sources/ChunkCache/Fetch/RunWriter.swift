@@ -1,4 +1,3 @@
-import Dispatch
 import FileIO
 
 #if canImport(Glibc)
@@ -138,19 +137,4 @@ extension CodecPool.DecodeContext {
         try run.flush()
         return result
     }
-}
-
-/// Lets one worker at a time write a file: the others find out without waiting and carry on decoding, or
-/// sleep when they have nothing else to do. A semaphore, not `Mutex`: that one's priority-inheritance futex
-/// spins in the kernel while the holder runs, which is the waste this avoids.
-final class WriteGate: Sendable {
-    private let semaphore = DispatchSemaphore(value: 1)
-
-    /// Takes the gate if nobody holds it.
-    func enterIfFree() -> Bool { semaphore.wait(timeout: .now()) == .success }
-
-    /// Takes the gate, sleeping while another worker holds it.
-    func enter() { semaphore.wait() }
-
-    func leave() { semaphore.signal() }
 }

@@ -9,6 +9,11 @@ import Synchronization
 /// Made when a fetch goes to its origin. It serves only when the fetch's own downloads bring every chunk of
 /// the range (``DirectBytes``, file mode: the discovery's first bytes and the fill's); otherwise it is given
 /// up and the fetch is written from the store as before. A file never finished is removed.
+///
+/// Who may call what: ``target(for:range:)`` and ``giveUp()`` from any task; ``finish(_:store:)`` once, after
+/// every download that writes into the file has finished writing; ``close()`` once, last. The file itself is
+/// held by an ``Owner`` that the fetch and each write running into it share: it closes when the last of them
+/// lets go, so a download still writing when the fetch ends finishes its `pwrite` first.
 final class StreamedFile: Sendable {
     /// Where the file goes once complete.
     private enum Place: Sendable {
@@ -18,21 +23,62 @@ final class StreamedFile: Sendable {
         case destination(Destination)
     }
 
-    private struct State: Sendable {
-        var pending: PendingFile?
-        var target: DirectBytes?
-        var usable = true
-        var done = false
+    /// The file, open, and how it ends: a hand-off's ``OwnedFile`` is removed unless kept, a destination's
+    /// ``PendingFile`` loses its staging name unless placed. Shared by the fetch and the writes running into
+    /// the file; the last to let it go closes it (``deinit``), so no count of writers is kept by hand.
+    final class Owner: Sendable {
+        let descriptor: FileDescriptor
+        private let handOff: Mutex<OwnedFile?>
+        private let pending: Mutex<PendingFile?>
+
+        init(handOff file: consuming sending OwnedFile) {
+            descriptor = file.descriptor
+            handOff = Mutex(Optional(file))
+            pending = Mutex(nil)
+        }
+
+        init(destination file: PendingFile) {
+            descriptor = file.descriptor
+            handOff = Mutex(nil)
+            pending = Mutex(file)
+        }
+
+        /// Keeps the hand-off's name when the file closes.
+        func keep() {
+            handOff.withLock { file in
+                guard var kept = file.take() else { return }
+                kept.keep()
+                file = consume kept
+            }
+        }
+
+        /// Gives the destination's file its name (``PendingFile/place(at:replaceExisting:)``).
+        fileprivate func place(at path: String, replaceExisting: Bool) throws(Errno) {
+            try pending.withLock { (pending) throws(Errno) in
+                guard pending != nil else { preconditionFailure("a destination has a file") }
+                try pending!.place(at: path, replaceExisting: replaceExisting)
+            }
+        }
+
+        deinit {
+            // The hand-off's OwnedFile closes (and removes) itself.
+            pending.withLock { $0 }?.close()
+        }
     }
 
-    let descriptor: FileDescriptor
+    private struct State: Sendable {
+        /// Nil once closed: the writes running, if any, hold the file until they end.
+        var owner: Owner?
+        var target: DirectBytes?
+        var usable = true
+    }
+
     private let place: Place
     private let state: Mutex<State>
 
-    private init(descriptor: FileDescriptor, place: Place, pending: PendingFile?) {
-        self.descriptor = descriptor
+    private init(_ owner: Owner, place: Place) {
         self.place = place
-        state = Mutex(State(pending: pending))
+        state = Mutex(State(owner: owner))
     }
 
     /// The streamed file of `job`, or nil when the job is not one a download can stream: a hand-off of a
@@ -44,30 +90,31 @@ final class StreamedFile: Sendable {
         switch job.destination {
         case .handOff:
             if let range = job.minimalRange, range.length <= FetchThresholds.inlineBytes { return nil }
-            let (descriptor, path) = try HandOff.createUniqueFile(in: store.tmpPath, prefix: "fetch-")
-            return StreamedFile(descriptor: descriptor, place: .handOff(path: path), pending: nil)
+            let file = try HandOff.createOwnedFile(in: store.tmpPath, prefix: "fetch-")
+            let path = file.path
+            return StreamedFile(Owner(handOff: file), place: .handOff(path: path))
         case .clone(let path, let replaceExisting):
             let destination = try Destination(path: path, replaceExisting: replaceExisting)
             let faults = DestinationFaults.inProcess.withLock { $0 }
             let pending = try PendingFile.create(in: destination.directory, unnamed: !faults.namedStaging)
             faults.stagingCreated?(pending.stagingPath)
-            return StreamedFile(descriptor: pending.descriptor, place: .destination(destination), pending: pending)
+            return StreamedFile(Owner(destination: pending), place: .destination(destination))
         }
     }
 
     /// What a download writes `range` of `version` into: made at the first call, the same one after; nil
-    /// once the file was given up, or for another version or range.
+    /// once the file was given up or closed, or for another version or range.
     func target(for version: VersionRecord, range: ByteRange) -> DirectBytes? {
         guard range.length > 0 else { return nil }
         return state.withLock { state in
-            guard state.usable else { return nil }
+            guard state.usable, let owner = state.owner else { return nil }
             if let target = state.target {
                 guard target.manifestID == version.manifestID, target.range == range else { return nil }
                 return target
             }
             let target = DirectBytes(
                 range: range, manifestID: version.manifestID, chunkShift: version.layout.shift,
-                file: HandOffWriter(file: descriptor, holesForZeros: version.isWhole(range)))
+                file: HandOffWriter(file: owner.descriptor, holesForZeros: version.isWhole(range)), owner: owner)
             state.target = target
             return target
         }
@@ -85,30 +132,25 @@ final class StreamedFile: Sendable {
     /// Gives the complete file its size and its place, and returns the fetch's result: the file holds every
     /// byte of `downloaded.range`, all written from the download.
     func finish(_ downloaded: ChunkCache.DownloadedRange, store: Store) throws -> FetchResult {
-        let target = state.withLock { $0.target }
+        let (owner, target) = state.withLock { ($0.owner, $0.target) }
+        guard let owner else { preconditionFailure("a streamed file is finished before it is closed") }
         let flags: MaterializationFlags = target?.leftHoles ?? false ? .knownSparseRanges : []
         do {
-            try descriptor.resize(to: downloaded.version.size)
+            try owner.descriptor.resize(to: downloaded.version.size)
         } catch {
             throw CacheError.file(error, path: path, doing: "sizing the fetched file")
         }
         switch place {
         case .handOff(let path):
-            state.withLock { $0.done = true }
+            owner.keep()
             return downloaded.served(
                 at: URL(fileURLWithPath: path, isDirectory: false), flags: flags, owner: .caller, store: store)
         case .destination(let destination):
             // Only this call touches the pending file now: every download finished writing into it.
-            guard var pending = state.withLock({ $0.pending }) else { preconditionFailure("a destination has a file") }
             do {
-                try pending.place(at: destination.path, replaceExisting: destination.replaceExisting)
+                try owner.place(at: destination.path, replaceExisting: destination.replaceExisting)
             } catch {
-                state.withLock { $0.pending = pending }
                 throw CacheError.file(error, path: destination.path, doing: "moving the file into place")
-            }
-            state.withLock {
-                $0.pending = pending
-                $0.done = true
             }
             return downloaded.served(
                 at: URL(fileURLWithPath: destination.path, isDirectory: false), flags: flags, owner: .destination,
@@ -116,22 +158,12 @@ final class StreamedFile: Sendable {
         }
     }
 
-    /// Closes the file, once no download writes into it any more; one not finished is removed.
+    /// Lets the file go: it closes once no download writes into it any more; one not finished is removed.
     func close() {
-        let (pending, done, target) = state.withLock { ($0.pending, $0.done, $0.target) }
-        let descriptor = self.descriptor
-        let place = self.place
-        let closing: @Sendable () -> Void = {
-            switch place {
-            case .handOff(let path):
-                try? descriptor.close()
-                if !done { try? FileSystem.unlink(path) }
-            case .destination:
-                pending?.close()
-            }
-        }
-        guard let target else { return closing() }
-        target.retire(then: closing)
+        let (owner, target) = state.withLock { state in (state.owner.take(), state.target) }
+        target?.retire()
+        // The fetch's hold ends here; a write still running holds the file until it ends.
+        withExtendedLifetime(owner) {}
     }
 
     private var path: String {

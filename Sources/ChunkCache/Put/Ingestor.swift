@@ -2,7 +2,6 @@ import Dispatch
 import FileIO
 import Foundation
 import LMDBKit
-import Synchronization
 
 /// What one ingest wrote.
 struct IngestCounts: Sendable {
@@ -346,20 +345,26 @@ struct ParallelSlots<T>: @unchecked Sendable {
     }
 }
 
-/// What the writer accumulates across a manifest's batches. Touched only on the writer queue, in order.
+/// What the writer accumulates across a manifest's batches: the ingest's own state, not a coordination type.
+///
+/// Who may touch what: ``commit(_:into:store:)`` runs only on the writer queue, one batch after another in the
+/// order the ingest queued them, so the counts and the page being filled need no lock (`@unchecked
+/// Sendable`); the ingest thread reads ``counts`` only after the last batch's completion signalled it. The
+/// first failure, from a commit or its completion, is kept (a ``FirstValue``) and read from any thread: the
+/// ingest stops at its next batch, and later batches commit nothing.
 final class CommitState: @unchecked Sendable {
     let manifestID: UInt64
     private(set) var counts = IngestCounts()
     /// Entries of the manifest page being filled.
     private var page: [UInt8] = []
     private var pageIndex: Int64 = 0
-    private let failureBox = Mutex<(any Error)?>(nil)
+    private let firstFailure = FirstValue<any Error>()
 
     init(manifestID: UInt64) { self.manifestID = manifestID }
 
-    var failure: (any Error)? { failureBox.withLock { $0 } }
+    var failure: (any Error)? { firstFailure.current }
 
-    func fail(_ error: any Error) { failureBox.withLock { if $0 == nil { $0 = error } } }
+    func fail(_ error: any Error) { firstFailure.offer(error) }
 
     /// Writes a batch: new chunks, references to known ones, and every manifest page it completes.
     @available(*, noasync)

@@ -5,6 +5,11 @@ import Synchronization
 import ZstdKit
 
 /// Reusable zstd contexts and scratch buffers, one set per worker at a time.
+///
+/// What it guarantees: ``withDecoder(_:)`` and ``withCompressor(_:)`` lend a context to one caller for the
+/// length of its body, and to nobody else meanwhile; they never wait (with none free, a new one is made) and
+/// keep at most 16 of each for reuse. Any thread may borrow. A storage type, not a coordination type: its
+/// lock only guards the free lists, so it stays in Store/.
 final class CodecPool: Sendable {
     /// A decompression context with a staging buffer for decoded chunks waiting to be written (at least one
     /// chunk, ``FetchThresholds/stagingBytes`` when chunks are smaller), its pages already touched, and the

@@ -7,6 +7,21 @@ import Synchronization
 /// The store's one writer in this process: a serial queue on which every write transaction begins and
 /// commits, so LMDB's rule that a write transaction stays on its thread holds and async callers never
 /// block the cooperative pool (GRDB's `DispatchQueueActor` pattern).
+///
+/// What it guarantees:
+/// - **One at a time, in order.** Transactions and queued work run one after another on one serial queue, in
+///   the order they were submitted; a `writeLater` completion runs on the queue right after its
+///   transaction, before the next one starts.
+/// - **Who may call what.** ``write(durability:reserving:doing:_:)``, ``onQueue(_:)`` and
+///   ``writeLater(durability:reserving:evicting:doing:_:completion:)`` from anywhere;
+///   ``writeAndWait(durability:reserving:_:)`` only from a blocking thread that is not the writer queue (it
+///   waits for the queue, which would wait for itself), never from a task.
+/// - **Cancellation.** None: a submitted transaction runs and commits even if the task that waits for it is
+///   cancelled; callers check their cancellation before submitting.
+/// - The writer never waits for the ``BlockingPool`` (pool jobs may wait for it), so the two cannot deadlock.
+///
+/// A storage type, so it stays in Store/ (the store keeps its writer); its coordination is the dispatch
+/// queue itself.
 final class Writer: Sendable {
     private let queue = DispatchQueue(label: "chunkcache.writer", qos: .userInitiated)
     let environment: Environment
