@@ -1,9 +1,6 @@
 import ChunkCache
+import FileIO
 import FuseKit
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The extended attributes a mount shows on each file (CONTRACT §13): what the store holds of it, and a pin
 /// switch.
@@ -44,12 +41,12 @@ extension MountedDomain {
         // (`security.selinux`). The mount has neither kind: EOPNOTSUPP, unlike ENODATA, tells `ls` so, and
         // it stops asking for the rest of the file system (coreutils caches an unsupported device), where
         // ENODATA cost a round trip per file and name. Other `user.` names simply do not exist.
-        guard name.hasPrefix(ExtendedAttribute.namespace) else { return request.fail(EOPNOTSUPP) }
-        guard let attribute = ExtendedAttribute(rawValue: name), attribute != .pin else { return request.fail(ENODATA) }
+        guard name.hasPrefix(ExtendedAttribute.namespace) else { return request.fail(.notSupported) }
+        guard let attribute = ExtendedAttribute(rawValue: name), attribute != .pin else { return request.fail(.noData) }
         do {
             let status = try self.status(of: node)
             guard status.item.kind == .file, let value = attribute.value(of: status) else {
-                return request.fail(ENODATA)
+                return request.fail(.noData)
             }
             Self.reply(request, with: Array(value.utf8), size: size)
         } catch {
@@ -72,11 +69,11 @@ extension MountedDomain {
     public func setExtendedAttribute(_ request: FuseRequest, node: UInt64, name: String, value: UnsafeRawBufferPointer)
     {
         guard name == ExtendedAttribute.pin.rawValue else {
-            return request.fail(ExtendedAttribute(rawValue: name) == nil ? ENOTSUP : EACCES)
+            return request.fail(ExtendedAttribute(rawValue: name) == nil ? .notSupported : .permissionDenied)
         }
         let text = String(decoding: value, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard text == "1" || text == "0" else { return request.fail(EINVAL) }
-        guard let identifier = nodes[node]?.identifier, node != NodeTable.root else { return request.fail(ENOENT) }
+        guard text == "1" || text == "0" else { return request.fail(.invalidArgument) }
+        guard let identifier = nodes[node]?.identifier, node != NodeTable.root else { return request.fail(.noSuchFile) }
         let item = ItemIdentifier(domain: domain, identifier)
         Task { [cache] in
             do {
@@ -92,7 +89,7 @@ extension MountedDomain {
     /// small, else the bytes.
     private static func reply(_ request: FuseRequest, with bytes: [UInt8], size: Int) {
         if size == 0 { return request.reply(attributeSize: bytes.count) }
-        guard bytes.count <= size else { return request.fail(ERANGE) }
+        guard bytes.count <= size else { return request.fail(.resultTooLarge) }
         bytes.withUnsafeBytes { request.reply(bytes: $0) }
     }
 }

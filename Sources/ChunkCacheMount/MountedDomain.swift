@@ -3,10 +3,6 @@ import FileIO
 import FuseKit
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// One domain of a store as a read-only file system (CONTRACT §13): the FUSE operations, answered from the
 /// catalogue and the chunks.
 ///
@@ -23,7 +19,7 @@ public final class MountedDomain: FuseFilesystem {
     let folders = Handles<OpenFolder>()
     let buffers: ReadBuffers
     let fill: BackgroundFill
-    let owner = (uid: getuid(), gid: getgid())
+    let owner = (userID: ThisProcess.userID, groupID: ThisProcess.groupID)
     /// Whether eviction may drop the files' cached bytes (an origin domain): their `st_blocks` can shrink with
     /// no change to the catalogue.
     let evictable: Bool
@@ -60,7 +56,7 @@ public final class MountedDomain: FuseFilesystem {
     // MARK: - Names and attributes
 
     public func lookup(_ request: FuseRequest, parent: UInt64, name: String) {
-        guard let container = nodes[parent]?.identifier else { return request.fail(ENOENT) }
+        guard let container = nodes[parent]?.identifier else { return request.fail(.noSuchFile) }
         do {
             guard let found = try cache.child(named: name, in: container, domain: domain) else {
                 return request.replyNoEntry(timeout: Self.timeout)
@@ -84,7 +80,7 @@ public final class MountedDomain: FuseFilesystem {
 
     public func readLink(_ request: FuseRequest, node: UInt64) {
         do {
-            guard let target = try status(of: node).item.symlinkTarget else { return request.fail(EINVAL) }
+            guard let target = try status(of: node).item.symlinkTarget else { return request.fail(.invalidArgument) }
             request.reply(link: target)
         } catch {
             request.fail(error.mountErrno)
@@ -97,7 +93,7 @@ public final class MountedDomain: FuseFilesystem {
             status.f_namemax = 255
             request.reply(filesystem: status)
         } catch {
-            request.fail(error.rawValue)
+            request.fail(error)
         }
     }
 
@@ -137,46 +133,32 @@ public final class MountedDomain: FuseFilesystem {
     /// The attributes the kernel is given for an item: its size and dates, `st_blocks` counting what the
     /// store holds (so `du` shows what is local), owned by the user who mounted. The catalogue keeps no
     /// mode: files are 0444, folders 0555, links 0777.
-    func attributes(_ status: ItemStatus, node: UInt64) -> stat {
-        var attributes = stat()
+    func attributes(_ status: ItemStatus, node: UInt64) -> FuseAttributes {
         let item = status.item
-        attributes.st_ino = ino_t(node)
-        attributes.st_uid = owner.uid
-        attributes.st_gid = owner.gid
-        attributes.st_blksize = 1 << 16
+        let modified = item.contentModificationDate.timeIntervalSince1970
+        var attributes = FuseAttributes(
+            node: node, kind: .regular, permissions: 0o444, linkCount: 1, preferredBlockSize: 1 << 16, owner: owner,
+            modified: modified, changed: modified, accessed: item.lastUsedDate?.timeIntervalSince1970 ?? modified)
         switch item.kind {
         case .folder:
-            attributes.st_mode = S_IFDIR | 0o555
-            attributes.st_nlink = 2
+            (attributes.kind, attributes.permissions, attributes.linkCount) = (.directory, 0o555, 2)
         case .symlink:
-            attributes.st_mode = S_IFLNK | 0o777
-            attributes.st_nlink = 1
-            attributes.st_size = off_t(item.symlinkTarget?.utf8.count ?? 0)
+            (attributes.kind, attributes.permissions) = (.symbolicLink, 0o777)
+            attributes.size = Int64(item.symlinkTarget?.utf8.count ?? 0)
         default:
-            attributes.st_mode = S_IFREG | 0o444
-            attributes.st_nlink = 1
-            attributes.st_size = off_t(item.documentSize)
-            attributes.st_blocks = blkcnt_t((status.cachedBytes + 511) / 512)
+            attributes.size = item.documentSize
+            attributes.blocks = (status.cachedBytes + 511) / 512
         }
-        let modified = Self.timespec(item.contentModificationDate.timeIntervalSince1970)
-        attributes.st_mtim = modified
-        attributes.st_ctim = modified
-        attributes.st_atim = item.lastUsedDate.map { Self.timespec($0.timeIntervalSince1970) } ?? modified
         return attributes
-    }
-
-    private static func timespec(_ seconds: Double) -> Glibc.timespec {
-        let whole = seconds.rounded(.down)
-        return Glibc.timespec(tv_sec: Int(whole), tv_nsec: Int((seconds - whole) * 1e9))
     }
 
     // MARK: - Files
 
     public func open(_ request: FuseRequest, node: UInt64, flags: Int32) {
-        guard flags & O_ACCMODE == O_RDONLY else { return request.fail(EROFS) }
+        guard FileDescriptor.AccessMode(openFlags: flags) == .readOnly else { return request.fail(.readOnlyFilesystem) }
         do {
             let status = try self.status(of: node)
-            guard status.item.kind == .file else { return request.fail(EISDIR) }
+            guard status.item.kind == .file else { return request.fail(.isDirectory) }
             let file = OpenFile(
                 item: ItemIdentifier(domain: domain, status.item.identifier), version: status.item.itemVersion,
                 size: status.item.documentSize)
@@ -190,7 +172,7 @@ public final class MountedDomain: FuseFilesystem {
     }
 
     public func read(_ request: FuseRequest, node: UInt64, handle: UInt64, offset: Int64, size: Int) {
-        guard let file = files[handle] else { return request.fail(EBADF) }
+        guard let file = files[handle] else { return request.fail(.badFileDescriptor) }
         let count = Int(max(0, min(Int64(size), file.size - offset)))
         guard count > 0 else { return request.reply(bytes: UnsafeRawBufferPointer(start: nil, count: 0)) }
         let buffer = buffers.take(count)
@@ -214,7 +196,7 @@ public final class MountedDomain: FuseFilesystem {
         let range = offset..<(offset + Int64(count))
         guard !timedOut.justFailed(handle, range) else {
             buffers.give(buffer)
-            return request.fail(ETIMEDOUT)
+            return request.fail(.timedOut)
         }
         fill.missed(file, range)
         // Not all in the store: the origin's bytes are awaited in a task, which answers; it fills the plan
@@ -224,7 +206,7 @@ public final class MountedDomain: FuseFilesystem {
                 let served = try await cache.read(miss)
                 request.reply(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<served.bytesRead]))
             } catch {
-                if error.mountErrno == ETIMEDOUT { timedOut.note(handle, range) }
+                if error.mountErrno == .timedOut { timedOut.note(handle, range) }
                 request.fail(error.mountErrno)
             }
             buffers.give(buffer)
@@ -233,16 +215,16 @@ public final class MountedDomain: FuseFilesystem {
 
     /// `SEEK_DATA` and `SEEK_HOLE` in the version the file was opened at: holes are its zero chunks.
     public func seek(_ request: FuseRequest, node: UInt64, handle: UInt64, offset: Int64, whence: Int32) {
-        guard let file = files[handle] else { return request.fail(EBADF) }
+        guard let file = files[handle] else { return request.fail(.badFileDescriptor) }
         let target: SeekTarget
         switch whence {
         case FuseSeek.data: target = .data
         case FuseSeek.hole: target = .hole
-        default: return request.fail(EINVAL)
+        default: return request.fail(.invalidArgument)
         }
         do {
             guard let found = try cache.seek(target, in: file.item, version: file.version, from: offset) else {
-                return request.fail(ENXIO)
+                return request.fail(.noSuchDeviceOrAddress)
             }
             request.reply(offset: found)
         } catch {
@@ -261,7 +243,7 @@ public final class MountedDomain: FuseFilesystem {
     public func openDirectory(_ request: FuseRequest, node: UInt64) {
         do {
             let status = try self.status(of: node)
-            guard status.item.kind == .folder else { return request.fail(ENOTDIR) }
+            guard status.item.kind == .folder else { return request.fail(.notDirectory) }
             // The kernel keeps the listing (`ls -lR` again reads no page of it); a change to the folder drops it
             // (ChangeFollower).
             request.replyOpen(
@@ -275,7 +257,7 @@ public final class MountedDomain: FuseFilesystem {
     /// Entries are numbered from 0: `.` and `..`, then the folder's items in name order; the offset the
     /// kernel gives is the number of the next entry to list.
     public func readDirectory(_ request: FuseRequest, node: UInt64, handle: UInt64, offset: Int64, size: Int) {
-        guard var folder = folders[handle] else { return request.fail(EBADF) }
+        guard var folder = folders[handle] else { return request.fail(.badFileDescriptor) }
         var answer = FuseDirectoryBuffer(for: request, size: size)
         var entry = Int(offset)
         do {

@@ -29,6 +29,16 @@ public struct Errno: Error, Equatable, Sendable, CustomStringConvertible {
     public static let badFileDescriptor = Errno(rawValue: EBADF)
     public static let noSuchProcess = Errno(rawValue: ESRCH)
     public static let wouldBlock = Errno(rawValue: EWOULDBLOCK)
+    /// `EAGAIN`: the same number as ``wouldBlock`` on Linux, for a failure worth retrying.
+    public static let tryAgain = Errno(rawValue: EAGAIN)
+    public static let inputOutput = Errno(rawValue: EIO)
+    public static let timedOut = Errno(rawValue: ETIMEDOUT)
+    /// `ENXIO`: no such device or address; `lseek`'s answer for no data or hole past the offset.
+    public static let noSuchDeviceOrAddress = Errno(rawValue: ENXIO)
+    /// `ENODATA`: no such extended attribute.
+    public static let noData = Errno(rawValue: ENODATA)
+    /// `ERANGE`: the result does not fit in the buffer given.
+    public static let resultTooLarge = Errno(rawValue: ERANGE)
 
     /// The text of `strerror`.
     public var description: String { String(cString: strerror(rawValue)) }

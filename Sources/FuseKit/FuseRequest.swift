@@ -21,8 +21,8 @@ public struct FuseRequest: @unchecked Sendable {
         gate = Unmanaged<FuseSession.Target>.fromOpaque(fuse_req_userdata(raw)!).takeUnretainedValue().replies
     }
 
-    /// Fails the request with `errno`, a positive `E…` value.
-    public func fail(_ errno: Int32) { gate.pass { _ = fuse_reply_err(raw, errno) } }
+    /// Fails the request with `error`.
+    public func fail(_ error: Errno) { gate.pass { _ = fuse_reply_err(raw, error.rawValue) } }
 
     /// Answers a `LOOKUP`: the kernel now holds one more lookup of `entry.node`.
     public func reply(entry: FuseEntry) {
@@ -40,8 +40,8 @@ public struct FuseRequest: @unchecked Sendable {
     }
 
     /// Answers a `GETATTR`.
-    public func reply(attributes: stat, timeout: Double) {
-        var attributes = attributes
+    public func reply(attributes: FuseAttributes, timeout: Double) {
+        var attributes = attributes.status
         gate.pass { _ = fuse_reply_attr(raw, &attributes, timeout) }
     }
 
@@ -84,13 +84,13 @@ public struct FuseRequest: @unchecked Sendable {
 /// trust each.
 public struct FuseEntry: Sendable {
     public var node: UInt64
-    public var attributes: stat
+    public var attributes: FuseAttributes
     /// Seconds the kernel may trust the name.
     public var timeout: Double
     /// Seconds the kernel may trust the attributes.
     public var attributeTimeout: Double
 
-    public init(node: UInt64, attributes: stat, timeout: Double, attributeTimeout: Double? = nil) {
+    public init(node: UInt64, attributes: FuseAttributes, timeout: Double, attributeTimeout: Double? = nil) {
         self.node = node
         self.attributes = attributes
         self.timeout = timeout
@@ -102,7 +102,7 @@ public struct FuseEntry: Sendable {
         var param = fuse_entry_param()
         param.ino = fuse_ino_t(node)
         param.generation = 1
-        param.attr = attributes
+        param.attr = attributes.status
         param.attr_timeout = attributeTimeout
         param.entry_timeout = timeout
         return param

@@ -1,4 +1,5 @@
 import CFuse3
+import FileIO
 
 #if canImport(Glibc)
 import Glibc
@@ -96,14 +97,10 @@ public final class FuseSession: @unchecked Sendable {
             _ = umount2(mountPoint, Int32(MNT_DETACH))
             return
         }
-        var pid = pid_t()
-        let words: [String] = ["fusermount3", "-u", "-z", "-q", mountPoint]
-        let arguments: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
-        defer { for argument in arguments { free(argument) } }
-        if posix_spawnp(&pid, "fusermount3", nil, nil, arguments, environ) == 0 {
-            var status: Int32 = 0
-            _ = waitpid(pid, &status, 0)
-        }
+        // Best effort, as umount2's result above: a mount point already free leaves fusermount3 nothing to do.
+        let unmount = try? SpawnedProcess.spawn(
+            "fusermount3", arguments: ["-u", "-z", "-q", mountPoint], options: .searchPath)
+        _ = try? unmount?.wait()
     }
 
     /// Tells the kernel to drop what it cached of `node`: its attributes, and its pages when `data` is true.

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import FileIO
 
 /// This process's view of the mounts (`/proc/self/mountinfo`): whether a path is a FUSE mount, and the device
 /// numbers its settings are filed under in `/sys/class/bdi`.
@@ -34,17 +32,7 @@ public enum MountTable {
     public static func isMounted(_ path: String, type: String) -> Bool { entry(at: path)?.type == type }
 
     private static func readTable() -> String? {
-        let fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16384)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            bytes += chunk[0..<count]
-        }
+        guard let bytes = try? FileSystem.contents(of: "/proc/self/mountinfo") else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -3,10 +3,6 @@ import FileIO
 import Foundation
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The one home of the engine's blocking work: LMDB reads, zstd, and `pread`/`pwrite`/clone calls run on these
 /// threads, never on Swift's cooperative pool (whose few threads must stay free to run tasks) and never on
 /// `DispatchQueue.global()` (which adds a thread whenever its threads block, so it has no bound).
@@ -85,20 +81,10 @@ final class BlockingPool: Sendable {
             // Linux limits a thread's name to 15 bytes.
             let threadName = String("\(name)-\(index)".utf8.prefix(15)) ?? name
             let thread = Thread { [self] in
-                Self.nameCurrentThread(threadName)
+                ThisProcess.nameCurrentThread(threadName)
                 runJobs()
             }
             thread.start()
-        }
-    }
-
-    /// Names the calling thread for `ps -L`, `top -H` and debuggers. Foundation's `Thread.name` stays inside
-    /// Foundation on Linux and `pthread_setname_np` needs `_GNU_SOURCE`, so this writes the kernel's copy,
-    /// which proc(5) allows: "A thread may modify its comm value". A thread left unnamed still works.
-    static func nameCurrentThread(_ name: String) {
-        guard let comm = try? FileDescriptor.open("/proc/thread-self/comm", O_WRONLY) else { return }
-        _ = try? comm.closeAfter {
-            try Array(name.utf8).withUnsafeBytes { try comm.writeAll($0) }
         }
     }
 

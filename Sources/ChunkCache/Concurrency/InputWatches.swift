@@ -71,7 +71,7 @@ final class InputWatches: Sendable {
             let waiter = try ReadinessWaiter.make()
             state.waiter = waiter
             let thread = Thread { [self] in
-                BlockingPool.nameCurrentThread("chunkcache-wait")
+                ThisProcess.nameCurrentThread("chunkcache-wait")
                 waitForInput(waiter)
             }
             thread.start()

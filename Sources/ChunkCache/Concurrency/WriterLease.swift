@@ -1,10 +1,6 @@
 import FileIO
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Names the writer of a pending manifest: 16 random bytes, and the name of that writer's lease file.
 struct WriterToken: Hashable, Sendable, CustomStringConvertible {
     static let byteCount = 16
@@ -79,7 +75,7 @@ final class WriterLease: Sendable {
             let token = WriterToken.random()
             let path = directory + "/" + token.description
             let file: FileDescriptor
-            do { file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL) } catch {
+            do { file = try FileDescriptor.open(path, .readWrite, options: [.create, .exclusiveCreate]) } catch {
                 if error == .fileExists { continue }
                 throw CacheError.file(error, path: path, doing: "creating this process's writer lease")
             }
@@ -118,7 +114,7 @@ final class AbandonedLease {
     static func claim(_ token: WriterToken, in directory: String) throws(CacheError) -> AbandonedLease? {
         let path = directory + "/" + token.description
         let file: FileDescriptor
-        do { file = try FileDescriptor.open(path, O_RDONLY) } catch {
+        do { file = try FileDescriptor.open(path, .readOnly) } catch {
             if error == .noSuchFile { return AbandonedLease(file: nil, path: path) }
             throw CacheError.file(error, path: path, doing: "opening a writer lease")
         }

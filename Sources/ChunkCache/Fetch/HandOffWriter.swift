@@ -1,9 +1,5 @@
 import FileIO
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The one writer of a fetch's bytes into its file (a hand-off, a clone's staging file, `fetch --out`): bytes
 /// go at their own offsets in a file of the item's size, by the rule of CONTRACT §3. When the range written
 /// is the whole file a zero chunk stays a hole (the result says `knownSparseRanges`); inside any other range
@@ -18,7 +14,7 @@ struct HandOffWriter: Sendable {
     let holesForZeros: Bool
 
     /// Writes consecutive buffers with one `pwritev` from `offset`.
-    func write(vectors: UnsafeMutableBufferPointer<iovec>, at offset: Int64) throws(Errno) {
+    func write(vectors: UnsafeMutableBufferPointer<IOVector>, at offset: Int64) throws(Errno) {
         try file.writeAll(toAbsoluteOffset: offset, vectors: vectors)
     }
 

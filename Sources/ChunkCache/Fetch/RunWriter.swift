@@ -1,9 +1,5 @@
 import FileIO
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Gathers chunks for a file and writes each run of consecutive ones with one `pwritev`, through the file's
 /// ``HandOffWriter`` (which also decides whether a zero chunk is written or left a hole).
 ///
@@ -26,7 +22,7 @@ struct RunWriter: ~Copyable {
     private let file: HandOffWriter
     private let gate: WriteGate?
     private let staging: UnsafeMutableRawBufferPointer
-    private let vectors: UnsafeMutableBufferPointer<iovec>
+    private let vectors: UnsafeMutableBufferPointer<IOVector>
     private let runStarts: UnsafeMutableBufferPointer<RunStart>
     private var queued = 0
     private var queuedBytes = 0
@@ -41,7 +37,7 @@ struct RunWriter: ~Copyable {
     ///   - runStarts: Room for the most separate runs held at once.
     init(
         file: HandOffWriter, gate: WriteGate?, staging: UnsafeMutableRawBufferPointer,
-        vectors: UnsafeMutableBufferPointer<iovec>, runStarts: UnsafeMutableBufferPointer<RunStart>
+        vectors: UnsafeMutableBufferPointer<IOVector>, runStarts: UnsafeMutableBufferPointer<RunStart>
     ) {
         self.file = file
         self.gate = gate
@@ -69,7 +65,7 @@ struct RunWriter: ~Copyable {
             runStarts[runs] = RunStart(offset: offset, firstVector: queued)
             runs += 1
         }
-        vectors[queued] = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
+        vectors[queued] = IOVector(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
         queued += 1
         queuedBytes += bytes.count
         runEnd = offset + Int64(bytes.count)

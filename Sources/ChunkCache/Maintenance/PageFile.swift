@@ -1,9 +1,5 @@
 import FileIO
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Reads the B-trees of an LMDB data file (`data.mdb`) straight from its pages, without LMDB, for
 /// `chunkcache recover`: every page number, header, node offset and length is checked before it is used, so
 /// a damaged page loses what it holds (its subtree) and never crashes the reader.
@@ -74,7 +70,7 @@ final class PageFile {
         self.path = path
         let file: FileDescriptor
         do {
-            file = try FileDescriptor.open(path, O_RDONLY)
+            file = try FileDescriptor.open(path, .readOnly)
         } catch {
             throw CacheError.file(error, path: path, doing: "opening for recovery")
         }

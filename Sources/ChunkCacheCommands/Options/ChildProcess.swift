@@ -2,10 +2,6 @@ import ChunkCache
 import FileIO
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// This executable run again as a child process, for work that may crash on a damaged store (`verify`'s walk):
 /// the child prints JSON lines on stdout, the last one its result; the parent keeps only the last line and
 /// the end of the child's stderr, so its memory stays bounded whatever the child prints.
@@ -103,15 +99,15 @@ struct ChildProcess {
     static func line(_ json: JSON) {
         let text = json.rendered + "\n"
         // Best effort: a closed stdout leaves nobody to tell.
-        try? Array(text.utf8).withUnsafeBytes { try FileDescriptor(rawValue: STDOUT_FILENO).writeAll($0) }
+        try? Array(text.utf8).withUnsafeBytes { try FileDescriptor.standardOutput.writeAll($0) }
     }
 
     static func signalName(_ signal: Int32) -> String {
-        let names: [Int32: String] = [
-            SIGSEGV: "SIGSEGV (segmentation fault)", SIGBUS: "SIGBUS (bus error)",
-            SIGABRT: "SIGABRT (an assertion failed)",
-            SIGILL: "SIGILL (a trap)", SIGTRAP: "SIGTRAP (a trap)", SIGFPE: "SIGFPE", SIGKILL: "SIGKILL (killed)",
+        let names: [Signal: String] = [
+            .segmentationFault: "SIGSEGV (segmentation fault)", .busError: "SIGBUS (bus error)",
+            .abort: "SIGABRT (an assertion failed)", .illegalInstruction: "SIGILL (a trap)",
+            .trap: "SIGTRAP (a trap)", .arithmeticFault: "SIGFPE", .kill: "SIGKILL (killed)",
         ]
-        return names[signal] ?? "signal \(signal)"
+        return names[Signal(rawValue: signal)] ?? "signal \(signal)"
     }
 }

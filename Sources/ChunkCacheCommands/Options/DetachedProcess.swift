@@ -2,10 +2,6 @@ import ChunkCache
 import FileIO
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// This executable started again as a process of its own, which outlives the command that starts it: the
 /// mount's background process, and the settler a command that downloaded leaves behind it.
 enum DetachedProcess {
@@ -20,38 +16,20 @@ enum DetachedProcess {
     static func spawn(
         _ arguments: [String], setting variables: [String: String] = [:], quiet: Bool = false, what: String,
         instead: String
-    ) throws -> pid_t {
+    ) throws -> SpawnedProcess {
         let executable = try FileSystem.symlinkTarget("/proc/self/exe")
         var environment = ProcessInfo.processInfo.environment
         environment.merge(variables) { $1 }
-        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for pointer in argv + envp { free(pointer) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
-        if quiet {
-            posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0)
-        }
         // Nothing else of this process's: a pipe or socket its own caller waits on would stay open. (This
         // process ends soon after, so its own descriptors may all close on exec.)
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
-            if let fd = Int32(name), fd > STDERR_FILENO { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        var options: SpawnedProcess.Options = [.newSession, .inputFromNullDevice, .inheritStandardStreamsOnly]
+        if quiet { options.insert(.outputToNullDevice) }
+        do {
+            return try SpawnedProcess.spawn(
+                executable, arguments: arguments, environment: environment, options: options)
+        } catch {
+            throw CacheError(.invalidArgument, "cannot start \(what) (\(error)); \(instead)")
         }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // glibc's POSIX_SPAWN_SETSID, which its header shows only to _GNU_SOURCE.
-        posix_spawnattr_setflags(&attributes, 0x80)
-        var pid = pid_t()
-        let failed = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        guard failed == 0 else {
-            throw CacheError(
-                .invalidArgument, "cannot start \(what) (\(String(cString: strerror(failed)))); \(instead)")
-        }
-        return pid
     }
 }
 

@@ -5,10 +5,6 @@ import FileIO
 import Foundation
 import FuseKit
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// `chunkcache mount`: a domain as a read-only file system (CONTRACT §13).
 struct Mount: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -99,32 +95,36 @@ struct Mount: AsyncParsableCommand {
     /// Points standard input, output and error at `/dev/null`, as a daemon does once it runs: nothing this
     /// process writes afterwards reaches the caller's terminal or pipes.
     private static func detachStandardStreams() {
-        let null = open("/dev/null", O_RDWR)
-        guard null >= 0 else { return }
-        for stream in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] { _ = dup2(null, stream) }
-        if null > STDERR_FILENO { close(null) }
+        guard let null = try? FileDescriptor.open("/dev/null", .readWrite) else { return }
+        for stream in [FileDescriptor.standardInput, .standardOutput, .standardError] {
+            try? null.duplicate(as: stream)
+        }
+        if null.rawValue > FileDescriptor.standardError.rawValue { try? null.close() }
     }
 
     /// Runs this command again with `--foreground` as a background process, and returns once the mount is in
     /// place, or fails with the background process's status (it printed its error on the same stdout and
     /// stderr).
     private func startInBackground() throws {
-        let pid = try DetachedProcess.spawn(
+        let process = try DetachedProcess.spawn(
             Array(CommandLine.arguments.dropFirst()) + ["--foreground"], setting: [Self.backgroundVariable: "1"],
             what: "the mount's background process", instead: "run it with --foreground")
         let canonical = (try? FileSystem.canonicalPath(mountPoint)) ?? mountPoint
         // Mounted once /proc/self/mountinfo lists the mount point as a chunkcache file system.
-        var status: Int32 = 0
-        while waitpid(pid, &status, WNOHANG) == 0 {
+        var ending: SpawnedProcess.Termination?
+        while true {
+            do { ending = try process.termination() } catch { break }  // it cannot be waited for: it is gone
+            if ending != nil { break }
             if MountTable.isMounted(canonical, type: "fuse.chunkcache") {
                 return global.emit(
                     .object([
-                        ("mounted", .string(mountPoint)), ("domain", .string(domain)), ("pid", .int(Int64(pid))),
-                    ]), summary: "mounted domain \(domain) at \(mountPoint) (process \(pid))")
+                        ("mounted", .string(mountPoint)), ("domain", .string(domain)), ("pid", .int(Int64(process.id))),
+                    ]), summary: "mounted domain \(domain) at \(mountPoint) (process \(process.id))")
             }
             ThisProcess.sleepBlocking(for: Swift.Duration.milliseconds(10))
         }
-        let exited = status & 0x7f == 0 ? (status >> 8) & 0xff : 1
-        throw ExitCode(exited == 0 ? 1 : exited)
+        // Gone before the mount was in place: its exit status, or 1 when it had none to give.
+        guard case .exited(let status) = ending, status != 0 else { throw ExitCode(1) }
+        throw ExitCode(status)
     }
 }
