@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "ChunkCache", targets: ["ChunkCache"]),
         .executable(name: "chunkcache", targets: ["chunkcache"]),
+        .executable(name: "chunkcache-bench", targets: ["chunkcache-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -55,13 +56,12 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        // What `chunkcache bench` and the benchmark suite share: the floors and latency statistics.
+        // What `chunkcache-bench` and the benchmark suite share: the floors and latency statistics.
         .target(name: "ChunkCacheBench", dependencies: ["ChunkCache", "ZstdKit", "FileIO"]),
         .target(
             name: "ChunkCacheCommands",
             dependencies: [
-                "ChunkCache", "ChunkCacheBench", "ChunkCacheMount", "DeltaKit", "FileIO", "FuseKit", "LMDBKit",
-                "ZstdKit",
+                "ChunkCache", "ChunkCacheMount", "FileIO", "FuseKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -74,9 +74,20 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))],
             linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux], configuration: .release))]
         ),
+        // `chunkcache-bench`: the engine measured on the user's own files beside its floors (read-latency, dedup,
+        // churn, deltas). Its commands apart from ChunkCacheBench, so the benchmark suite links no command line.
+        .target(
+            name: "ChunkCacheBenchCommands",
+            dependencies: [
+                "ChunkCache", "ChunkCacheBench", "ChunkCacheCommands", "DeltaKit", "FileIO", "LMDBKit", "ZstdKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(name: "chunkcache-bench", dependencies: ["ChunkCacheBenchCommands"]),
         // Fuzzing (Fuzz/README.md): the decoders of outside bytes as targets, and libFuzzer's driver for them.
         .target(
-            name: "FuzzTargets", dependencies: ["ChunkCache", "ChunkCacheCommands", "DeltaKit", "OriginKit", "ZstdKit"]),
+            name: "FuzzTargets",
+            dependencies: ["ChunkCache", "ChunkCacheCommands", "DeltaKit", "FileIO", "OriginKit", "ZstdKit"]),
         .executableTarget(name: "chunkcache-fuzz", dependencies: ["FuzzTargets", "FileIO"]),
 
         .target(name: "TestSupport", dependencies: ["LMDBKit"], path: "Tests/TestSupport"),

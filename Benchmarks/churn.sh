@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 10's churn measurement: `chunkcache bench churn` against nginx on 127.0.0.1. A store bounded by
+# Issue 10's churn measurement: `chunkcache-bench churn` against nginx on 127.0.0.1. A store bounded by
 # `init --max-size` (no --min-free) is filled cycle after cycle with 1.25 × its bound of new bytes from the
 # origin (each cycle's files are written into nginx's root by the command, the previous cycle's removed), while
 # warm 64 KiB fetches of a pinned item are timed; the goals: data.mdb ≤ 1.1 × the bound, the last cycle's put
@@ -8,11 +8,11 @@
 #   Benchmarks/churn.sh                 the issue's parameters: a 2 GiB bound, 20 cycles (~6 min on 2 vCPUs; ~5 GiB free
 #                                       needed under the work directory: 2.5 GiB of origin files and the store)
 #   Benchmarks/churn.sh --smoke         a 64 MiB bound, 3 cycles (~10 s once built)
-#   Benchmarks/churn.sh [--smoke] [--json] [-- EXTRA…]   --json: the one JSON object; EXTRA goes to `bench churn`
+#   Benchmarks/churn.sh [--smoke] [--json] [-- EXTRA…]   --json: the one JSON object; EXTRA goes to `chunkcache-bench churn`
 #                                       (e.g. -- --cycles 10 --parallel 2)
 #
 # Environment: CHUNKCACHE_BENCH_DIR (default /tmp/chunkcache-bench) holds work/churn-* for the run, removed at
-# the end. The release CLI is built first (a no-op when up to date).
+# the end. The release chunkcache-bench is built first (a no-op when up to date).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
@@ -33,8 +33,8 @@ done
 
 if ((smoke)); then params=(--bound 64MiB --cycles 3 --quiet-samples 300); else params=(--bound 2GiB --cycles 20); fi
 
-swift build -c release --product chunkcache >&2
-cli="$(swift build -c release --show-bin-path)/chunkcache"
+swift build -c release --product chunkcache-bench >&2
+bench="$(swift build -c release --show-bin-path)/chunkcache-bench"
 
 base="${CHUNKCACHE_BENCH_DIR:-/tmp/chunkcache-bench}/work"
 mkdir -p "$base"
@@ -52,6 +52,6 @@ trap cleanup EXIT
 source "$repo/Benchmarks/origin.sh"
 start_origin "$work/origin" "$work/nginx" "$repo" >&2
 
-echo "chunkcache ${json[*]} bench churn --origin $ORIGIN_URL --origin-dir $work/origin --scratch $work/scratch ${params[*]} ${extra[*]}" >&2
-"$cli" "${json[@]}" bench churn --origin "$ORIGIN_URL" --origin-dir "$work/origin" --scratch "$work/scratch" \
+echo "chunkcache-bench ${json[*]} churn --origin $ORIGIN_URL --origin-dir $work/origin --scratch $work/scratch ${params[*]} ${extra[*]}" >&2
+"$bench" "${json[@]}" churn --origin "$ORIGIN_URL" --origin-dir "$work/origin" --scratch "$work/scratch" \
     "${params[@]}" "${extra[@]}"

@@ -2,30 +2,32 @@
 # Deltas across versions (CONTRACT §14, issue 21): what a version series takes stored, and what deltas cost
 # to make and to read, each beside its reference measured in the same run.
 #
-#   Benchmarks/deltas.sh [--bin PATH] [--rows stored,ingest,read] SERIES_DIR...
+#   Benchmarks/deltas.sh [--bin PATH] [--bench-bin PATH] [--rows stored,ingest,read] SERIES_DIR...
 #
 # Each SERIES_DIR holds the versions of one file, oldest first in `ls -v` order (for example the
 # sqlite/ and inserts/ folders `Benchmarks/datasets.sh --small` makes, or source tarballs unpacked to tar).
 # Rows:
-#   stored  chunkcache with and without deltas (`bench dedup`), beside a `zstd -19 --long=27 --patch-from`
+#   stored  chunkcache with and without deltas (`chunkcache-bench dedup`), beside a `zstd -19 --long=27 --patch-from`
 #           chain (the first version alone, each next one against the one before), casync (64K average
 #           chunks) and borg (zstd,3): bytes stored after all versions.
 #   ingest  `put` of the last version onto a store holding the one before, with deltas and with --no-deltas
 #           (3 runs each, interleaved, page cache warm): seconds, MB/s and peak RSS.
-#   read    warm 64 KiB fetches (`bench read-latency`) of the last version stored after the one before (its
+#   read    warm 64 KiB fetches (`chunkcache-bench read-latency`) of the last version stored after the one before (its
 #           new chunks deltas) and stored alone (plain), p50 of each; and `fetch --out` of the whole last
 #           version from each store (5 runs each, interleaved, median).
-# Needs a release build (default .build-bench/release/chunkcache: swift build -c release --build-path
-# .build-bench), zstd, casync and borg (apt-get install zstd casync borgbackup).
+# Needs a release build (default .build-bench/release/chunkcache, and chunkcache-bench beside --bin: swift build
+# -c release --build-path .build-bench), zstd, casync and borg (apt-get install zstd casync borgbackup).
 set -euo pipefail
 export LC_ALL=C
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 bin="$HERE/../.build-bench/release/chunkcache"
+bench=""
 rows="stored,ingest,read"
 series=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --bin) bin="$2"; shift ;;
+        --bench-bin) bench="$2"; shift ;;
         --rows) rows="$2"; shift ;;
         -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
         -*) echo "deltas.sh: unknown option $1" >&2; exit 64 ;;
@@ -35,6 +37,8 @@ while [ $# -gt 0 ]; do
 done
 [ ${#series[@]} -gt 0 ] || { echo "deltas.sh: give at least one SERIES_DIR" >&2; exit 64; }
 [ -x "$bin" ] || { echo "deltas.sh: no chunkcache at $bin; build it or give --bin" >&2; exit 1; }
+[ -n "$bench" ] || bench="$(dirname "$bin")/chunkcache-bench"
+[ -x "$bench" ] || { echo "deltas.sh: no chunkcache-bench at $bench; build it or give --bench-bin" >&2; exit 1; }
 work="$(mktemp -d /tmp/deltas-bench.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 has() { case ",$rows," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
@@ -60,7 +64,7 @@ for dir in "${series[@]}"; do
     echo "== $name: ${#files[@]} versions, $(mb "$logical") MB"
 
     if has stored; then
-        "$bin" bench dedup --json --scratch "$work" "${files[@]}" > "$work/dedup.json"
+        "$bench" dedup --json --scratch "$work" "${files[@]}" > "$work/dedup.json"
         with="$(python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["totals"]; print(t["storedBytes"], t["storedBytesWithoutDeltas"], t["deltaChunks"])' "$work/dedup.json")"
         read -r stored plain deltachunks <<< "$with"
         chain=0; prev=""
@@ -110,8 +114,8 @@ for dir in "${series[@]}"; do
     fi
 
     if has read; then
-        "$bin" bench read-latency --json --scratch "$work" --previous "$before" "$last" > "$work/rl-delta.json"
-        "$bin" bench read-latency --json --scratch "$work" "$last" > "$work/rl-plain.json"
+        "$bench" read-latency --json --scratch "$work" --previous "$before" "$last" > "$work/rl-delta.json"
+        "$bench" read-latency --json --scratch "$work" "$last" > "$work/rl-plain.json"
         python3 - "$work/rl-delta.json" "$work/rl-plain.json" <<'EOF'
 import json, sys
 d, p = (json.load(open(f)) for f in sys.argv[1:3])

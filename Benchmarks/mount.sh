@@ -20,6 +20,7 @@
 #
 # Environment (sizes take IEC suffixes, e.g. 1G, 64M):
 #   CHUNKCACHE_BIN          the chunkcache binary (default: built here in release, scratch path .build-bench)
+#   CHUNKCACHE_BENCH_BIN    the chunkcache-bench binary (default: the one beside CHUNKCACHE_BIN, or built here)
 #   CHUNKCACHE_BENCH_DIR    where data, stores and results go (default /tmp/chunkcache-bench)
 #   MOUNT_BENCH_SEQ_SIZE    the random file read whole and at random (1G; --quick 64M)
 #   MOUNT_BENCH_READS       random preads per run (100; --quick 20)
@@ -81,10 +82,14 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 if [[ -n ${CHUNKCACHE_BIN:-} ]]; then CC="$CHUNKCACHE_BIN"; else
-    step "building chunkcache (release, scratch path .build-bench)"
+    step "building chunkcache and chunkcache-bench (release, scratch path .build-bench)"
     (cd "$ROOT" && swift build -c release --product chunkcache --scratch-path .build-bench >&2)
+    (cd "$ROOT" && swift build -c release --product chunkcache-bench --scratch-path .build-bench >&2)
     CC="$ROOT/.build-bench/release/chunkcache"
 fi
+BENCH="${CHUNKCACHE_BENCH_BIN:-$(dirname "$CC")/chunkcache-bench}"
+! wants warm || [[ -x $BENCH ]] \
+    || { echo "mount.sh: no chunkcache-bench at $BENCH (the warm rows); set CHUNKCACHE_BENCH_BIN" >&2; exit 69; }
 has_mount=0
 "$CC" mount --help >/dev/null 2>&1 && has_mount=1
 NA="n/a (no mount in this build)"
@@ -253,10 +258,10 @@ warm() {
         timed cat "$seq_file" >/dev/null; record "again-floor" "$(mbps "$seq_size" "$ELAPSED")"
     done
     # No command reads a range into a caller's buffer (the library's read(into:)): the nearest figure is the
-    # engine's warm 4 KiB partial fetch into a hand-off file, `bench read-latency` (it writes a temp file too,
+    # engine's warm 4 KiB partial fetch into a hand-off file, `chunkcache-bench read-latency` (it writes a temp file too,
     # so read(into:) is at most this).
-    step "warm: chunkcache bench read-latency, 4 KiB ranges"
-    "$CC" --json bench read-latency "$seq_file" --range-size 4096 --iterations 2000 --scratch "$work" >"$work/rl.json"
+    step "warm: chunkcache-bench read-latency, 4 KiB ranges"
+    "$BENCH" --json read-latency "$seq_file" --range-size 4096 --iterations 2000 --scratch "$work" >"$work/rl.json"
     record warmrand-floor "$(jq .engine.p50Micros "$work/rl.json")"
     record warmrand-decode "$(jq .decodeFloor.p50Micros "$work/rl.json")"
     rm -rf "$work/warm-store" "$work/warm-rclone" "$work/seq.zst"

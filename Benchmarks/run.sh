@@ -381,21 +381,21 @@ summary="$output/summary-$mode-$stamp.txt"
 summary_of "$log" "$smoke" | tee "$summary"
 echo "benchmarks ran for $((ran / 60)) min $((ran % 60)) s; load average before: $load, after: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || true)" | tee -a "$summary"
 
-# The partial-fetch goals once more, interleaved: `chunkcache bench read-latency` fetches each range by the
+# The partial-fetch goals once more, interleaved: `chunkcache-bench read-latency` fetches each range by the
 # engine and both floors in turn (rotating who goes first), so the VM's slow phases (fresh page cache that the
 # host must back again, cold pages DAMON reclaimed) hit all three alike. Its floors write the requested bytes
 # only, so these ratios are the stricter ones. Full runs that ran the partial benchmarks only.
 if ((!smoke)) && [[ -z "$filter" || "partial: engine fetch" =~ $filter ]]; then
-    swift build -c "$configuration" --scratch-path "$scratch" --product chunkcache >/dev/null
-    bench="$scratch/$configuration/chunkcache"
+    swift build -c "$configuration" --scratch-path "$scratch" --product chunkcache-bench >/dev/null
+    bench="$scratch/$configuration/chunkcache-bench"
     {
         echo
-        echo "Interleaved (chunkcache bench read-latency, 3000 ranges each; floors write the requested bytes):"
+        echo "Interleaved (chunkcache-bench read-latency, 3000 ranges each; floors write the requested bytes):"
         for case in "text 64KiB p50 decodeFloor 1.2" "text 64KiB p99 decodeFloor 2" "random 64KiB p50 rawFloor 1.5" "text 1MiB p50 decodeFloor 0.625"; do
             read -r data range pct floor goal <<<"$case"
             file="$root/data/$data-67108864.dat"
             [[ -f $file ]] || continue
-            json="$("$bench" --json bench read-latency "$file" --range-size "$range" --iterations 3000 --scratch "$root")"
+            json="$("$bench" --json read-latency "$file" --range-size "$range" --iterations 3000 --scratch "$root")"
             jq -r --arg name "$range $data" --arg pct "$pct" --arg floor "$floor" --argjson goal "$goal" '
                 (.engine[$pct + "Micros"]) as $e | (.[$floor][$pct + "Micros"]) as $f | ($e / $f) as $r |
                 if $goal < 1 then

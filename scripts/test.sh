@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: builds the package (tests, the CLI and the benchmarks, so none of them rots), then runs
-# the unit and integration suites. The CLI tests run the built `chunkcache` binary in subprocesses.
+# the unit and integration suites. The CLI tests run the built `chunkcache` and `chunkcache-bench` in subprocesses.
 # Arguments go to `swift test` (e.g. `scripts/test.sh --filter StoreTests`).
 #
 # Without arguments the heavy suites run after the others: kill -9 at random moments, damaged stores and the

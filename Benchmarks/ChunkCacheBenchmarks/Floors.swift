@@ -13,7 +13,7 @@ import ZstdKit
 // `O_CREAT | O_EXCL`, and unlinks it inside the measurement, as the engine benchmarks do.
 //
 // The full-fetch and ingest floors live here; the partial-fetch floors are ChunkCacheBench's `RawCopyFloor`
-// and `DecodeFloor` (the ones `chunkcache bench read-latency` measures), wrapped in PartialFetch.swift.
+// and `DecodeFloor` (the ones `chunkcache-bench read-latency` measures), wrapped in PartialFetch.swift.
 
 /// 64 KiB: the chunk size of every store and floor here (`StoreSettings.standard`).
 let chunkShift = 16

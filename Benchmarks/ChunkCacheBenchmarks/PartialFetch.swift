@@ -4,7 +4,7 @@ import ChunkCacheBench
 import Foundation
 
 // Warm partial fetch over every combination of range length × alignment × data × chunk size, and its floors
-// on the same ranges. The floors are ChunkCacheBench's (the ones `chunkcache bench read-latency` measures),
+// on the same ranges. The floors are ChunkCacheBench's (the ones `chunkcache-bench read-latency` measures),
 // given the case's chunk size and alignment.
 
 /// One combination of the warm partial-fetch matrix.

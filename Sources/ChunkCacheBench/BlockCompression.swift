@@ -1,10 +1,6 @@
 import FileIO
 import ZstdKit
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// What a whole file takes compressed with zstd, the figure a user would get from `zstd -LEVEL FILE`,
 /// computed in process in bounded memory.
 ///
@@ -19,7 +15,7 @@ public struct BlockCompression: Sendable {
     /// The bytes compressed per frame.
     public var blockSize: Int
 
-    /// 1 MiB: the block size `chunkcache bench dedup` uses.
+    /// 1 MiB: the block size `chunkcache-bench dedup` uses.
     public static let defaultBlockSize = 1 << 20
 
     /// Compression at `level` in blocks of `blockSize` bytes.
@@ -38,7 +34,7 @@ public struct BlockCompression: Sendable {
     /// - Throws: `Errno` when the file cannot be opened or read, `ZstdError` from compression.
     public func compressedSize(ofFileAt path: String, progress: (_ bytesDone: Int64) -> Void = { _ in }) throws -> Int64
     {
-        let file = try FileDescriptor.open(path, O_RDONLY)
+        let file = try FileDescriptor.open(path, for: .read)
         return try file.closeAfter {
             let compressor = Compressor(level: level)
             let raw = UnsafeMutableRawBufferPointer.allocate(byteCount: blockSize, alignment: 4096)

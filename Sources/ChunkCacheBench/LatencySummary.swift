@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import FileIO
 
 /// Percentiles of a set of latencies, in nanoseconds.
 ///
@@ -50,13 +48,9 @@ public struct LatencyRatio: Sendable, Hashable {
     public var p99: Double
 }
 
-/// Reads `CLOCK_MONOTONIC`, the clock every latency here is measured with.
+/// The clock every latency here is measured with: FileIO's ``Clocks/monotonicNanoseconds()``.
 public enum MonotonicClock {
-    /// Nanoseconds since an arbitrary fixed point (boot). Uses the `clock_gettime(2)` system call (vDSO).
+    /// Nanoseconds since an arbitrary fixed point (boot), on `CLOCK_MONOTONIC`.
     @inline(__always)
-    public static func nanoseconds() -> UInt64 {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
-    }
+    public static func nanoseconds() -> UInt64 { Clocks.monotonicNanoseconds() }
 }

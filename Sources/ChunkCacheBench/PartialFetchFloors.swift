@@ -2,10 +2,6 @@ import ChunkCache
 import FileIO
 import ZstdKit
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 // The floors of a partial fetch: what the same hand-off costs with nothing but the system calls (and zstd),
 // measured in the same run and on the same ranges as the engine so that the ratios hold on a noisy machine.
 //
@@ -162,7 +158,7 @@ public final class DecodeFloor {
     private let decompressor = Decompressor()
     private var frames: [Int64: Frame] = [:]
     private var decoded: UnsafeMutableRawBufferPointer
-    private var vectors: UnsafeMutableBufferPointer<iovec>
+    private var vectors: UnsafeMutableBufferPointer<IOVector>
     private let rawScratch: UnsafeMutableRawBufferPointer
     private let encodedScratch: UnsafeMutableRawBufferPointer
 
@@ -201,7 +197,7 @@ public final class DecodeFloor {
             layout: layout)
         decoded = touchedBuffer(chunks * layout.chunkSize)
         vectors = .allocate(capacity: chunks)
-        vectors.initialize(repeating: iovec())
+        vectors.initialize(repeating: IOVector())
     }
 
     deinit {
@@ -316,7 +312,7 @@ public final class DecodeFloor {
             let chunkStart = index << shift
             let lower = max(span.location, chunkStart) - chunkStart
             let upper = min(span.end, chunkStart + Int64(frame.rawLength)) - chunkStart
-            vectors[slot] = iovec(iov_base: bytes + Int(lower), iov_len: Int(upper - lower))
+            vectors[slot] = IOVector(bytes + Int(lower), count: Int(upper - lower))
         }
         try file.writeAll(
             toAbsoluteOffset: span.location, vectors: UnsafeMutableBufferPointer(rebasing: vectors[..<chunks]))
@@ -327,7 +323,7 @@ public final class DecodeFloor {
         decoded = touchedBuffer(chunks * layout.chunkSize)
         vectors.deallocate()
         vectors = .allocate(capacity: chunks)
-        vectors.initialize(repeating: iovec())
+        vectors.initialize(repeating: IOVector())
     }
 }
 
@@ -349,7 +345,7 @@ func floorSpan(of range: ByteRange, size: Int64, layout: ChunkLayout, roundingTo
 /// (the `aligningTo:` of an init) is a power of two.
 private func openFloorSource(_ path: String, alignment: Int) throws -> (FileDescriptor, Int64) {
     precondition(alignment > 0 && alignment & (alignment - 1) == 0, "the alignment must be a power of two")
-    let source = try FileDescriptor.open(path, O_RDONLY)
+    let source = try FileDescriptor.open(path, for: .read)
     do { return (source, Int64(try source.status().st_size)) } catch {
         try? source.close()
         throw error
@@ -373,7 +369,7 @@ public func touchedBuffer(_ count: Int) -> UnsafeMutableRawBufferPointer {
 /// A temp-file name for one floor, reused by each of its fetches (each fetch unlinks it again). The process
 /// id and a random part keep two floors, or two processes, from ever colliding on `O_EXCL`.
 public func floorTemporaryPath(in directory: String, kind: String) -> String {
-    "\(directory)/floor-\(getpid())-\(kind)-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+    "\(directory)/floor-\(ThisProcess.id)-\(kind)-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
 }
 
 // MARK: - Page cache
@@ -384,7 +380,7 @@ public enum PageCache {
     ///
     /// - Throws: `Errno` when the file cannot be opened or read.
     public static func warm(fileAt path: String) throws {
-        let file = try FileDescriptor.open(path, O_RDONLY)
+        let file = try FileDescriptor.open(path, for: .read)
         try file.closeAfter {
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
             defer { buffer.deallocate() }
@@ -402,7 +398,7 @@ public enum PageCache {
 /// (`O_EXCL`), size it to the whole item, let `body` write, close it and unlink it, also when `body` throws.
 @inline(__always)
 public func withFloorFile(at path: String, size: Int64, _ body: (FileDescriptor) throws -> Void) throws {
-    let file = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL)
+    let file = try FileDescriptor.open(path, for: .createNew)
     do {
         try file.resize(to: size)
         try body(file)

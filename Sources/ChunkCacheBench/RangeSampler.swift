@@ -25,7 +25,7 @@ public struct SplitMix64Generator: RandomNumberGenerator, Sendable {
 /// Draws `length`-byte ranges that start on `alignment` boundaries and lie inside a file of `size` bytes,
 /// uniformly over the possible starts, from a seeded generator.
 ///
-/// The generator is seeded with `seed ^ length`, so the benchmark suite and `chunkcache bench` draw the
+/// The generator is seeded with `seed ^ length`, so the benchmark suite and `chunkcache-bench` draw the
 /// same ranges for the same arguments.
 public struct RangeSampler: Sendable {
     /// The file's size.

@@ -13,7 +13,7 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
             Init.self, Put.self, Import.self, Fetch.self, Versions.self, Stat.self, Domain.self, Ls.self, Changes.self,
             Anchor.self,
             Mark.self, Rm.self, Mv.self, Reimport.self, Pin.self, Unpin.self, Evict.self, Gc.self, Verify.self,
-            Recover.self, Sweep.self, Settle.self, Mount.self, Bench.self,
+            Recover.self, Sweep.self, Settle.self, Mount.self,
             VerifyWalk.self,
         ])
 
@@ -31,7 +31,7 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
             print(reply)
             return 0
         }
-        do {
+        return await exitCode(json: json) {
             var (command, reordered) = try parsedCommandLine(arguments)
             // verify's walk must die of its signal: verify reports that as damage, naming the signal.
             if !(command is VerifyWalk) { reportFatalSignals(arguments: reordered, json: json) }
@@ -40,23 +40,6 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
             } else {
                 try command.run()
             }
-            return 0
-        } catch let error as CacheError {
-            report(code: error.code, message: error.message, json: json)
-            return 1
-        } catch let error as CommandLineError {
-            report(code: .invalidArgument, message: error.message, json: json)
-            return 64
-        } catch {
-            let exitCode = exitCode(for: error)
-            if exitCode == .success {
-                // --help and `help COMMAND`: the help text, also under --json (see `help` in `parsedCommandLine`).
-                print(fullMessage(for: error))
-                return 0
-            }
-            let message = self.message(for: error).split(separator: "\n").first.map(String.init) ?? "usage error"
-            report(code: .invalidArgument, message: message + " (see `chunkcache --help`)", json: json)
-            return exitCode == .validationFailure ? 64 : exitCode.rawValue
         }
     }
 
@@ -71,7 +54,7 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
     }
 
     /// Whether `arguments` hold `--json` as a flag, not as the value of `--store` or `--tmp-grace`.
-    static func takesJSONFlag(_ arguments: [String]) -> Bool {
+    package static func takesJSONFlag(_ arguments: [String]) -> Bool {
         var index = 0
         while index < arguments.count {
             if arguments[index] == "--json" { return true }
@@ -216,42 +199,9 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
         let line =
             "chunkcache: \(CacheError.Code.corruptData.name): " + message.replacingOccurrences(of: "\n", with: "\\n")
             + "\n"
-        var object: String?
-        if json {
-            let code = CacheError.Code.corruptData
-            object =
-                JSON.object([
-                    (
-                        "error",
-                        .object([
-                            ("code", .string(code.name)), ("domain", .string(code.domain)),
-                            ("rawValue", .int(Int64(code.rawValue))),
-                            ("message", .string(message)),
-                        ])
-                    )
-                ]).rendered + "\n"
-        }
+        let object = json ? errorJSON(code: .corruptData, message: message).rendered + "\n" : nil
         // Best effort: without the handler a fault is a crash, as before.
         try? FatalSignals.reportAndExit(stderrText: line, stdoutText: object)
-    }
-
-    static func report(code: CacheError.Code, message: String, json: Bool) {
-        // One line always: a newline inside a name at fault is shown escaped.
-        let line = message.replacingOccurrences(of: "\r", with: "\\r").replacingOccurrences(of: "\n", with: "\\n")
-        FileHandle.standardError.write(Data("chunkcache: \(code.name): \(line)\n".utf8))
-        if json {
-            let object = JSON.object([
-                (
-                    "error",
-                    .object([
-                        ("code", .string(code.name)), ("domain", .string(code.domain)),
-                        ("rawValue", .int(Int64(code.rawValue))),
-                        ("message", .string(message)),
-                    ])
-                )
-            ])
-            print(object.rendered)
-        }
     }
 }
 
@@ -290,4 +240,3 @@ extension Recover: NamedAfterItsType {}
 extension Sweep: NamedAfterItsType {}
 extension Settle: NamedAfterItsType {}
 extension Mount: NamedAfterItsType {}
-extension Bench: NamedAfterItsType {}

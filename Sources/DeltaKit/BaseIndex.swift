@@ -35,7 +35,7 @@ public struct BaseIndex: Sendable {
     /// The smallest and largest block sizes: below 64 bytes the index outgrows the version; above 64 KiB too few
     /// blocks fall whole inside a chunk.
     public static let blockSizes = 64...(64 << 10)
-    /// The block size ``init(blockSize:expectedLength:)`` uses by default (chosen by `chunkcache bench deltas`).
+    /// The block size ``init(blockSize:expectedLength:)`` uses by default (chosen by `chunkcache-bench deltas`).
     ///
     /// On a series of source tarballs, 512-byte blocks found bases faster than 1 KiB ones (a match after each
     /// changed tar header comes sooner) and stored slightly fewer bytes; 4 KiB blocks stored 16 % more.

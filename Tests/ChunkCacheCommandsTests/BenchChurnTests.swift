@@ -2,9 +2,9 @@ import Foundation
 import TestSupport
 import Testing
 
-/// `chunkcache bench churn` (the churn measurement) in its smoke form against nginx on 127.0.0.1: the
+/// `chunkcache-bench churn` (the churn measurement) in its smoke form against nginx on 127.0.0.1: the
 /// JSON it promises, a store that never passed its bound, eviction at work, and nothing left behind.
-@Suite("chunkcache bench churn", .serialized)
+@Suite("chunkcache-bench churn", .serialized)
 struct BenchChurnTests {
     func entries(_ dir: String) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).sorted()
@@ -25,10 +25,12 @@ struct BenchChurnTests {
             let server = try await NginxServer.start(root: URL(fileURLWithPath: root))
             let result: CLIResult
             do {
-                result = try CLIProcess([
-                    "--json", "bench", "churn", "--origin", server.baseURL, "--origin-dir", root, "--scratch", scratch,
-                    "--bound", "64MiB", "--cycles", "3", "--quiet-samples", "200",
-                ]).wait(timeout: 300)
+                result = try CLIProcess(
+                    [
+                        "--json", "churn", "--origin", server.baseURL, "--origin-dir", root, "--scratch", scratch,
+                        "--bound", "64MiB", "--cycles", "3", "--quiet-samples", "200",
+                    ], executable: try #require(ChunkCacheBinary.benchPath)
+                ).wait(timeout: 300)
                 await server.stop()
             } catch {
                 await server.stop()
@@ -113,12 +115,12 @@ struct BenchChurnTests {
     @Test("churn checks its options before it does anything: a bound under 16 MiB, no --origin-dir")
     func usage() throws {
         try withTemporaryDirectory { dir in
-            let bad = try runCLI([
-                "bench", "churn", "--origin", "http://127.0.0.1:9/", "--origin-dir", dir, "--bound", "1MiB",
+            let bad = try runBench([
+                "churn", "--origin", "http://127.0.0.1:9/", "--origin-dir", dir, "--bound", "1MiB",
             ])
             #expect(bad.exitCode == 64 && bad.stderr.contains("--bound"), "\(bad)")
-            let missing = try runCLI([
-                "bench", "churn", "--origin", "http://127.0.0.1:9/", "--origin-dir", dir + "/none", "--scratch", dir,
+            let missing = try runBench([
+                "churn", "--origin", "http://127.0.0.1:9/", "--origin-dir", dir + "/none", "--scratch", dir,
             ])
             #expect(missing.exitCode == 64 && missing.stderr.contains("--origin-dir"), "\(missing)")
             #expect(entries(dir).isEmpty, "\(entries(dir))")

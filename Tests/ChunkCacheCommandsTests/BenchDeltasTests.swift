@@ -2,9 +2,9 @@ import Foundation
 import TestSupport
 import Testing
 
-/// `chunkcache bench deltas` (CONTRACT §14): the model of what a version series takes stored with and
+/// `chunkcache-bench deltas` (CONTRACT §14): the model of what a version series takes stored with and
 /// without deltas, on a series whose figures are known in advance.
-@Suite("§14 chunkcache bench deltas")
+@Suite("§14 chunkcache-bench deltas")
 struct BenchDeltasTests {
     /// A 1 MiB random version, and the same with 300 bytes inserted at 100,000: every chunk after the first is new.
     func series(in dir: String) throws -> (String, String) {
@@ -15,11 +15,11 @@ struct BenchDeltasTests {
         return (dir + "/v1.bin", dir + "/v2.bin")
     }
 
-    @Test("§14: bench deltas --json: an insertion that shifts a version costs deltas of a few hundred bytes")
+    @Test("§14: chunkcache-bench deltas --json: an insertion that shifts a version costs deltas of a few hundred bytes")
     func insertionSeriesJSON() throws {
         try withTemporaryDirectory { dir in
             let (v1, v2) = try series(in: dir)
-            let result = try runCLI(["--json", "bench", "deltas", v1, v2])
+            let result = try runBench(["--json", "deltas", v1, v2])
             try #require(result.exitCode == 0 && !result.terminatedBySignal, "\(result)")
             #expect(result.stderr.isEmpty, "\(result.stderr)")
             let json = try result.json()
@@ -46,11 +46,12 @@ struct BenchDeltasTests {
     }
 
     @Test(
-        "§14: bench deltas --aligned-bases: bases of two whole chunks still hold every shifted chunk's bytes")
+        "§14: chunkcache-bench deltas --aligned-bases: bases of two whole chunks still hold every shifted chunk's bytes"
+    )
     func alignedBases() throws {
         try withTemporaryDirectory { dir in
             let (v1, v2) = try series(in: dir)
-            let json = try runCLI(["--json", "bench", "deltas", v1, v2, "--aligned-bases"]).json()
+            let json = try runBench(["--json", "deltas", v1, v2, "--aligned-bases"]).json()
             #expect(json["alignedBases"] as? Bool == true)
             let totals = try json.object("totals")
             #expect(try totals.int("deltaChunks") == 15)
@@ -59,18 +60,18 @@ struct BenchDeltasTests {
         }
     }
 
-    @Test("§14: bench deltas prints a table, and takes no block size outside 64 bytes to the chunk size")
+    @Test("§14: chunkcache-bench deltas prints a table, and takes no block size outside 64 bytes to the chunk size")
     func textAndBadInput() throws {
         try withTemporaryDirectory { dir in
             let (v1, v2) = try series(in: dir)
-            let result = try runCLI(["bench", "deltas", v1, v2, "--chunk-size", "16KiB"])
+            let result = try runBench(["deltas", v1, v2, "--chunk-size", "16KiB"])
             try #require(result.exitCode == 0, "\(result)")
             #expect(result.stdout.contains("stored with deltas:"), "\(result.stdout)")
             #expect(result.stdout.contains("16 KiB chunks"), "\(result.stdout)")
             for bad in [
                 ["--block-size", "32"], ["--block-size", "32KiB", "--chunk-size", "16KiB"], ["--min-saving", "1"],
             ] {
-                let refused = try runCLI(["bench", "deltas", v1, v2] + bad)
+                let refused = try runBench(["deltas", v1, v2] + bad)
                 #expect(refused.exitCode == 64, "\(bad): \(refused)")
             }
         }

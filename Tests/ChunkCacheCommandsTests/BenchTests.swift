@@ -6,9 +6,9 @@ import Testing
 import Glibc
 #endif
 
-/// `chunkcache bench read-latency` and `bench dedup`: the JSON they promise, the figures that can be known
+/// `chunkcache-bench read-latency` and `dedup`: the JSON they promise, the figures that can be known
 /// in advance, no progress line when stderr is not a terminal, and bad input as every other command.
-@Suite("chunkcache bench")
+@Suite("chunkcache-bench")
 struct BenchTests {
     /// The keys of one latency summary.
     static let latencyKeys: Set<String> = ["p50Micros", "p90Micros", "p99Micros"]
@@ -39,8 +39,8 @@ struct BenchTests {
             try TestData.write(TestData.text(count: 1 << 20, seed: 31), to: file)
             let scratch = dir + "/scratch"
             try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: false)
-            let result = try runCLI([
-                "--store", dir + "/store", "--json", "bench", "read-latency", file, "--iterations", "50",
+            let result = try runBench([
+                "--store", dir + "/store", "--json", "read-latency", file, "--iterations", "50",
                 "--range-size", "16KiB", "--chunk-size", "16KiB", "--align", "4KiB", "--scratch", scratch,
             ])
             try #require(result.exitCode == 0 && !result.terminatedBySignal, "\(result)")
@@ -90,8 +90,8 @@ struct BenchTests {
         try withTemporaryDirectory { dir in
             let file = dir + "/data.txt"
             try TestData.write(TestData.text(count: 1 << 20, seed: 33), to: file)
-            let result = try runCLI([
-                "--store", dir + "/store", "--json", "bench", "read-latency", file, "--iterations", "30",
+            let result = try runBench([
+                "--store", dir + "/store", "--json", "read-latency", file, "--iterations", "30",
                 "--range-size", "16KiB", "--chunk-size", "16KiB", "--hot", "--scratch", dir,
             ])
             try #require(result.exitCode == 0 && !result.terminatedBySignal, "\(result)")
@@ -114,8 +114,8 @@ struct BenchTests {
         try withTemporaryDirectory { dir in
             let file = dir + "/data.bin"
             try TestData.write(TestData.random(count: 512 << 10, seed: 32), to: file)
-            let result = try runCLI([
-                "bench", "read-latency", file, "--iterations", "50", "--warmup", "5", "--scratch", dir,
+            let result = try runBench([
+                "read-latency", file, "--iterations", "50", "--warmup", "5", "--scratch", dir,
             ])
             try #require(result.exitCode == 0 && !result.terminatedBySignal, "\(result)")
             #expect(result.stderr.isEmpty, "\(result.stderr)")
@@ -139,7 +139,7 @@ struct BenchTests {
             try TestData.write(bytes, to: v1)
             bytes.replaceSubrange((10 * chunk)..<(11 * chunk), with: TestData.random(count: chunk, seed: 34))
             try TestData.write(bytes, to: v2)
-            let result = try runCLI(["--json", "bench", "dedup", v1, v2, v2, v2, "--scratch", dir])
+            let result = try runBench(["--json", "dedup", v1, v2, v2, v2, "--scratch", dir])
             try #require(result.exitCode == 0 && !result.terminatedBySignal, "\(result)")
             #expect(result.stderr.isEmpty, "\(result.stderr)")
             let json = try result.json()
@@ -196,7 +196,7 @@ struct BenchTests {
             try TestData.write(bytes, to: dir + "/v1.txt")
             bytes.insert(contentsOf: Array("inserted".utf8), at: 1000)
             try TestData.write(bytes, to: dir + "/v2.txt")
-            let json = try runCLI(["--json", "bench", "dedup", dir + "/v1.txt", dir + "/v2.txt", "--scratch", dir])
+            let json = try runBench(["--json", "dedup", dir + "/v1.txt", dir + "/v2.txt", "--scratch", dir])
                 .json()
             let versions = try #require(try json.array("versions") as? [[String: Any]])
             try #require(versions.count == 2)
@@ -215,12 +215,12 @@ struct BenchTests {
         try withTemporaryDirectory { dir in
             let file = dir + "/a.txt"
             try TestData.write(TestData.text(count: 1 << 20, seed: 35), to: file)
-            let json = try runCLI(["--json", "bench", "dedup", file, "--chunk-size", "16KiB", "--scratch", dir]).json()
+            let json = try runBench(["--json", "dedup", file, "--chunk-size", "16KiB", "--scratch", dir]).json()
             let version = try #require(try json.array("versions").first as? [String: Any])
             #expect(try json.int("chunkSize") == 16 << 10)
             #expect(try version.int("chunks") == 64)
             #expect(try version.int("zstdBytes") > 0 && version.int("zstdBytes") < (1 << 20) / 2)
-            let result = try runCLI(["bench", "dedup", file, file, "--scratch", dir])
+            let result = try runBench(["dedup", file, file, "--scratch", dir])
             try #require(result.exitCode == 0, "\(result)")
             #expect(result.stderr.isEmpty, "\(result.stderr)")
             for text in ["v1", "v2", "total", "dedup ×", "zstd -3", file] {
@@ -234,7 +234,7 @@ struct BenchTests {
         "on a terminal, stderr shows a progress line rewritten with \\r, and stdout stays clean",
         .enabled(if: Capabilities.path(of: "script") != nil, "needs script(1) for a pseudo-terminal"))
     func progressOnTerminal() throws {
-        let binary = try #require(ChunkCacheBinary.path)
+        let binary = try #require(ChunkCacheBinary.benchPath)
         try withTemporaryDirectory { dir in
             let file = dir + "/a.bin"
             try TestData.write(TestData.random(count: 3 << 20, seed: 38), to: file)
@@ -242,7 +242,7 @@ struct BenchTests {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: try #require(Capabilities.path(of: "script")))
             process.arguments = [
-                "-qec", "'\(binary)' bench dedup '\(file)' '\(file)' --scratch '\(dir)' > '\(dir)/out'", "/dev/null",
+                "-qec", "'\(binary)' dedup '\(file)' '\(file)' --scratch '\(dir)' > '\(dir)/out'", "/dev/null",
             ]
             let terminal = Pipe()
             process.standardOutput = terminal
@@ -262,6 +262,30 @@ struct BenchTests {
         }
     }
 
+    @Test(
+        "§7: chunkcache-bench's --help and help COMMAND print the help as text and exit 0, whatever --json says",
+        arguments: [
+            ["--json", "dedup", "--help"], ["--help"], ["help", "read-latency"], ["--json", "churn", "-h"],
+            ["deltas", "--help", "--json"],
+        ])
+    func helpIsText(arguments: [String]) throws {
+        let result = try runBench(arguments)
+        #expect(result.exitCode == 0 && !result.terminatedBySignal && result.stderr.isEmpty, "\(result)")
+        #expect(result.stdout.hasPrefix("OVERVIEW: ") && !result.stdout.hasPrefix("{"), "\(result.stdout)")
+        let names = arguments.filter { !$0.hasPrefix("-") && $0 != "help" }
+        #expect(
+            result.stdout.contains("USAGE: chunkcache-bench \(names.joined(separator: " "))"), "\(result.stdout)")
+    }
+
+    @Test(
+        "the benchmarks are chunkcache-bench's: chunkcache has no bench command, a usage error that lists the commands"
+    )
+    func notInTheCLI() throws {
+        let result = try runCLI(["--json", "bench", "dedup", "FILE"])
+        expectError(result, exit: 64, code: "invalidArgument", mentions: ["unknown command 'bench'", "fetch"])
+        #expect(!(try runCLI(["--help"]).stdout.contains("bench")), "chunkcache --help lists a bench command")
+    }
+
     @Test("a missing file is an engine error naming it, exit 1")
     func missingFile() throws {
         try withTemporaryDirectory { dir in
@@ -269,13 +293,13 @@ struct BenchTests {
             try TestData.write(TestData.random(count: 100_000, seed: 36), to: file)
             let missing = dir + "/missing.bin"
             expectError(
-                try runCLI(["--json", "bench", "read-latency", missing, "--scratch", dir]),
+                try runBench(["--json", "read-latency", missing, "--scratch", dir]),
+                exit: 1, code: "invalidArgument", mentions: ["chunkcache-bench: invalidArgument: ", missing])
+            expectError(
+                try runBench(["--json", "dedup", file, missing, "--scratch", dir]),
                 exit: 1, code: "invalidArgument", mentions: [missing])
             expectError(
-                try runCLI(["--json", "bench", "dedup", file, missing, "--scratch", dir]),
-                exit: 1, code: "invalidArgument", mentions: [missing])
-            expectError(
-                try runCLI(["--json", "bench", "dedup", dir, "--scratch", dir]),
+                try runBench(["--json", "dedup", dir, "--scratch", dir]),
                 exit: 1, code: "invalidArgument", mentions: [dir])
             #expect(entries(dir) == ["there"], "\(entries(dir))")
         }
@@ -300,8 +324,8 @@ struct BenchTests {
         try withTemporaryDirectory { dir in
             let file = dir + "/file"
             try TestData.write(TestData.random(count: 100_000, seed: 37), to: file)
-            let result = try runCLI(
-                ["--json", "bench"] + arguments.map { $0 == "FILE" ? file : $0 } + ["--scratch", dir])
+            let result = try runBench(
+                ["--json"] + arguments.map { $0 == "FILE" ? file : $0 } + ["--scratch", dir])
             expectError(result, exit: 64, code: "invalidArgument")
             #expect(entries(dir) == ["file"], "\(entries(dir))")
         }

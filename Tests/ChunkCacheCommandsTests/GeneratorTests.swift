@@ -2,7 +2,7 @@ import ChunkCacheBench
 import TestSupport
 import Testing
 
-/// `chunkcache bench` and the tests draw from two copies of SplitMix64 (the low-level test targets must not
+/// `chunkcache-bench` and the tests draw from two copies of SplitMix64 (the low-level test targets must not
 /// link the engine): they must stay the same generator.
 @Suite struct GeneratorTests {
     @Test("ChunkCacheBench's SplitMix64Generator and TestSupport's SplitMix64 draw the same numbers")

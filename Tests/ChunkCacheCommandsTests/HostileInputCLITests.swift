@@ -247,7 +247,7 @@ struct CLITextTests {
             ["--help"], ["--json", "--help"], ["help"], ["--json", "help"], ["help", "put"], ["--json", "help", "put"],
             ["help", "put", "--json"], ["--store", "/nonexistent/x", "--json", "help", "put"],
             ["--json", "put", "--help"],
-            ["put", "--help", "--json"], ["put", "-h"], ["--json", "bench", "dedup", "--help"],
+            ["put", "--help", "--json"], ["put", "-h"],
         ])
     func helpIsText(arguments: [String]) throws {
         let result = try runCLI(arguments)

@@ -10,7 +10,7 @@ import Glibc
 
 // MARK: - Running the CLI
 
-/// What one run of `chunkcache` printed and how it ended.
+/// What one run of `chunkcache` (or `chunkcache-bench`) printed and how it ended.
 struct CLIResult: Sendable, CustomStringConvertible {
     var exitCode: Int32
     /// True when the process died of a signal (a crash); `exitCode` is then the signal number.
@@ -18,9 +18,11 @@ struct CLIResult: Sendable, CustomStringConvertible {
     var stdout: String
     var stderr: String
     var arguments: [String]
+    /// The program that ran, by name.
+    var program = "chunkcache"
 
     var description: String {
-        "chunkcache \(arguments.joined(separator: " ")) → \(terminatedBySignal ? "signal" : "exit") \(exitCode)\nstdout: \(stdout)\nstderr: \(stderr)"
+        "\(program) \(arguments.joined(separator: " ")) → \(terminatedBySignal ? "signal" : "exit") \(exitCode)\nstdout: \(stdout)\nstderr: \(stderr)"
     }
 
     /// stdout parsed as the one JSON object `--json` promises.
@@ -37,10 +39,16 @@ final class CLIProcess: @unchecked Sendable {
     private let stdoutPath: String
     private let stderrPath: String
     let arguments: [String]
+    let executable: String
 
-    /// Starts `chunkcache arguments` with the test environment plus `environment` (a nil value removes a variable).
-    init(_ arguments: [String], environment: [String: String?] = [:], currentDirectory: String? = nil) throws {
+    /// Starts `chunkcache arguments` (or `executable`'s) with the test environment plus `environment` (a nil value
+    /// removes a variable).
+    init(
+        _ arguments: [String], environment: [String: String?] = [:], currentDirectory: String? = nil,
+        executable: String = ChunkCacheBinary.path ?? "chunkcache"
+    ) throws {
         self.arguments = arguments
+        self.executable = executable
         let id = UUID().uuidString
         stdoutPath = NSTemporaryDirectory() + "/chunkcache-cli-\(id).out"
         stderrPath = NSTemporaryDirectory() + "/chunkcache-cli-\(id).err"
@@ -56,7 +64,7 @@ final class CLIProcess: @unchecked Sendable {
         // settler a command leaves behind by default has tests of its own.
         env["CHUNKCACHE_SETTLE"] = "wait"
         for (key, value) in environment { env[key] = value }
-        process.executableURL = URL(fileURLWithPath: ChunkCacheBinary.path ?? "chunkcache")
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = env
         if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
@@ -84,7 +92,7 @@ final class CLIProcess: @unchecked Sendable {
     /// Waits for the process to end (killing it after `timeout` seconds) and collects its output.
     func wait(timeout: Double = 60) -> CLIResult {
         if exited.wait(timeout: .now() + timeout) == .timedOut {
-            Issue.record("chunkcache \(arguments.joined(separator: " ")) ran longer than \(timeout) s; killed")
+            Issue.record("\(executable) \(arguments.joined(separator: " ")) ran longer than \(timeout) s; killed")
             // SIGKILL, not SIGTERM: a process that hangs may be past handling a signal (a mount whose FUSE
             // workers still wait on the device), and the test must end either way.
             kill9()
@@ -99,7 +107,7 @@ final class CLIProcess: @unchecked Sendable {
         let err = (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? ""
         return CLIResult(
             exitCode: process.terminationStatus, terminatedBySignal: process.terminationReason == .uncaughtSignal,
-            stdout: out, stderr: err, arguments: arguments)
+            stdout: out, stderr: err, arguments: arguments, program: URL(fileURLWithPath: executable).lastPathComponent)
     }
 }
 
@@ -141,6 +149,11 @@ final class Openers: Sendable {
 @discardableResult
 func runCLI(_ arguments: [String], env: [String: String?] = [:], currentDirectory: String? = nil) throws -> CLIResult {
     try CLIProcess(arguments, environment: env, currentDirectory: currentDirectory).wait()
+}
+
+/// Runs `chunkcache-bench arguments` to completion. Callers check `exitCode` and `terminatedBySignal`.
+func runBench(_ arguments: [String]) throws -> CLIResult {
+    try CLIProcess(arguments, executable: ChunkCacheBinary.benchPath ?? "chunkcache-bench").wait()
 }
 
 /// Runs `chunkcache --store store --json arguments…`, expects exit 0, and returns the JSON object.

@@ -4,22 +4,28 @@ import Foundation
 import Glibc
 #endif
 
-/// The built `chunkcache` executable, for tests that run it as a subprocess.
+/// The built `chunkcache` and `chunkcache-bench` executables, for tests that run them as subprocesses.
 public enum ChunkCacheBinary {
-    /// Its path, or `nil` when none is found.
-    ///
-    /// `$CHUNKCACHE_BIN` when set; else the `chunkcache` beside the running test executable (built in the same
-    /// scratch folder, so it matches these sources); else the newest `.build*/debug/chunkcache` under the
-    /// package root.
-    public static let path: String? = {
+    /// The path of `chunkcache`, or `nil` when none is found: `$CHUNKCACHE_BIN` when set, else the one built
+    /// beside the tests.
+    public static let path: String? = locate("chunkcache", unlessSetIn: "CHUNKCACHE_BIN")
+
+    /// The path of `chunkcache-bench`, or `nil` when none is found: `$CHUNKCACHE_BENCH_BIN` when set, else the
+    /// one built beside the tests.
+    public static let benchPath: String? = locate("chunkcache-bench", unlessSetIn: "CHUNKCACHE_BENCH_BIN")
+
+    /// The executable `name` of this package: the one beside the running test executable (built in the same
+    /// scratch folder, so it matches these sources); else the newest `.build*/debug/NAME` under the package root.
+    /// The environment's `variable`, when set, names it instead.
+    private static func locate(_ name: String, unlessSetIn variable: String) -> String? {
         let environment = ProcessInfo.processInfo.environment
-        if let explicit = environment["CHUNKCACHE_BIN"], !explicit.isEmpty { return explicit }
+        if let explicit = environment[variable], !explicit.isEmpty { return explicit }
         var candidates: [String] = []
         if let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
             candidates.append(
-                URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("chunkcache").path)
+                URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent(name).path)
         }
-        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("chunkcache").path)
+        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent(name).path)
         for candidate in candidates where isExecutableFile(candidate) { return candidate }
         // Walk up from this file to the package root (the folder with Package.swift).
         var root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
@@ -30,10 +36,10 @@ public enum ChunkCacheBinary {
         }
         let scratch = ((try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? [])
             .filter { $0 == ".build" || $0.hasPrefix(".build-") }
-            .map { root.path + "/" + $0 + "/debug/chunkcache" }
+            .map { root.path + "/" + $0 + "/debug/" + name }
             .filter(isExecutableFile)
         return scratch.max { modificationTime($0) < modificationTime($1) }
-    }()
+    }
 
     private static func isExecutableFile(_ path: String) -> Bool {
         var st = stat()

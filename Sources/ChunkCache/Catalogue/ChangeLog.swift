@@ -20,15 +20,15 @@ public struct ChangeHistory: Sendable, Hashable {
 
 /// One change to one item: its identifier and where it was before (nil: it did not exist). Where it is
 /// after is the next record's `before`, or the item as it is now.
-struct ChangeRecord: StoreRecord {
+package struct ChangeRecord: StoreRecord {
     var identifier: String
     var before: Placement?
     var time: Double
 
-    static let remedy =
+    package static let remedy =
         "run `chunkcache verify` to list the damage; clients following the domain's changes must list it again"
 
-    func write(to w: inout ByteWriter) {
+    package func write(to w: inout ByteWriter) {
         w.append(time)
         w.appendPrefixed(identifier)
         w.append(UInt8(before == nil ? 0 : 1))
@@ -37,7 +37,7 @@ struct ChangeRecord: StoreRecord {
 }
 
 extension ChangeRecord {
-    init(reading r: inout ByteReader) throws(RecordDamage) {
+    package init(reading r: inout ByteReader) throws(RecordDamage) {
         time = try r.readDouble()
         identifier = try r.readPrefixedString()
         before = try r.read(UInt8.self) == 1 ? try Placement(reading: &r) : nil
@@ -47,7 +47,7 @@ extension ChangeRecord {
 extension Keys {
     /// A key of `changes`: the domain, then the version and the record's index in it, big-endian so the log
     /// reads in order.
-    static func change(domain: [UInt8], version: UInt64, index: UInt32) -> [UInt8] {
+    package static func change(domain: [UInt8], version: UInt64, index: UInt32) -> [UInt8] {
         var w = ByteWriter()
         w.append(raw: domain)
         w.appendBigEndian(version)
@@ -56,7 +56,9 @@ extension Keys {
     }
 
     /// The version and index of a key of `changes` under `domain`, or nil when it is not one.
-    static func parseChange(_ key: UnsafeRawBufferPointer, domainLength: Int) -> (version: UInt64, index: UInt32)? {
+    package static func parseChange(_ key: UnsafeRawBufferPointer, domainLength: Int) -> (
+        version: UInt64, index: UInt32
+    )? {
         guard key.count == domainLength + 12 else { return nil }
         var version: UInt64 = 0
         var index: UInt32 = 0

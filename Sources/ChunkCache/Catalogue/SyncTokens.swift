@@ -55,7 +55,7 @@ enum Base64URL {
 
 /// What an anchor says: all changes of a domain up to (`version`, `index`) were delivered. `index` is the
 /// number of records of `version` delivered, ``wholeVersion`` for all of them.
-struct AnchorPosition: Hashable {
+package struct AnchorPosition: Hashable {
     var store: UInt64
     var epoch: UInt64
     var version: UInt64
@@ -64,7 +64,7 @@ struct AnchorPosition: Hashable {
     static let wholeVersion = UInt32.max
     static let tag: UInt8 = 0xA1
 
-    var anchor: SyncAnchor {
+    package var anchor: SyncAnchor {
         var w = ByteWriter()
         w.append(Self.tag)
         w.append(store)
@@ -75,7 +75,7 @@ struct AnchorPosition: Hashable {
     }
 
     /// The position an anchor names, or nil when it is malformed or damaged.
-    init?(_ anchor: SyncAnchor) {
+    package init?(_ anchor: SyncAnchor) {
         guard let body = TokenSeal.open(Array(anchor.rawValue)), body.count == 29, body[0] == Self.tag else {
             return nil
         }
@@ -108,7 +108,7 @@ struct AnchorPosition: Hashable {
 
 /// What a page token says: the listing of `container` in `sort` order that began at domain version
 /// `version` continues after `position` (a ``ListingIndex`` position).
-struct PagePosition: Hashable {
+package struct PagePosition: Hashable {
     var store: UInt64
     var epoch: UInt64
     var container: [UInt8]
@@ -118,7 +118,7 @@ struct PagePosition: Hashable {
 
     static let tag: UInt8 = 0xB1
 
-    var page: EnumerationPage {
+    package var page: EnumerationPage {
         var w = ByteWriter()
         w.append(Self.tag)
         w.append(store)
@@ -141,7 +141,7 @@ struct PagePosition: Hashable {
     }
 
     /// The position a token names, or nil when it is malformed or damaged.
-    init?(_ page: EnumerationPage) {
+    package init?(_ page: EnumerationPage) {
         // F1: no token is longer than 500 bytes, and one that is could not be written back.
         guard page.rawValue.count <= 500, let body = TokenSeal.open(Array(page.rawValue)), body.first == Self.tag else {
             return nil

@@ -72,7 +72,7 @@ enum PolicySegment: UInt8, CaseIterable {
 }
 
 /// What the policy knows of one chunk (`policy` database).
-struct PolicyRecord: StoreRecord {
+package struct PolicyRecord: StoreRecord {
     var segment: PolicySegment
     /// Its place in its segment's queue: larger is more recent.
     var position: UInt64
@@ -84,9 +84,9 @@ struct PolicyRecord: StoreRecord {
     /// The item the chunk belongs to (its `items` key): a pinned item's chunks are never evicted.
     var itemKey: [UInt8]
 
-    static let remedy = "nothing is lost: the policy forgets the chunk"
+    package static let remedy = "nothing is lost: the policy forgets the chunk"
 
-    func write(to w: inout ByteWriter) {
+    package func write(to w: inout ByteWriter) {
         w.append(segment.rawValue)
         w.append(position)
         w.append(frequency)
@@ -95,7 +95,7 @@ struct PolicyRecord: StoreRecord {
         w.appendPrefixed(itemKey)
     }
 
-    init(reading r: inout ByteReader) throws(RecordDamage) {
+    package init(reading r: inout ByteReader) throws(RecordDamage) {
         guard let segment = PolicySegment(rawValue: try r.read(UInt8.self)) else {
             throw RecordDamage(problem: "names no segment")
         }

@@ -72,7 +72,7 @@ enum HotSegment: UInt8 {
 }
 
 /// What the hot tier knows of one chunk (`hot` database, key `0x01` + digest).
-struct HotRecord: StoreRecord {
+package struct HotRecord: StoreRecord {
     var segment: HotSegment
     /// Its place in its segment's queue: larger is read more recently.
     var position: UInt64
@@ -82,7 +82,7 @@ struct HotRecord: StoreRecord {
     /// The chunk's raw length: what it adds to `hotBytes` while hot.
     var rawLength: UInt32
 
-    static let remedy = "nothing is lost: the hot tier forgets the chunk's reads"
+    package static let remedy = "nothing is lost: the hot tier forgets the chunk's reads"
 
     init(segment: HotSegment, frequency: UInt8, generation: UInt32, rawLength: UInt32) {
         self.segment = segment
@@ -92,7 +92,7 @@ struct HotRecord: StoreRecord {
         self.rawLength = rawLength
     }
 
-    func write(to w: inout ByteWriter) {
+    package func write(to w: inout ByteWriter) {
         w.append(segment.rawValue)
         w.append(position)
         w.append(frequency)
@@ -100,7 +100,7 @@ struct HotRecord: StoreRecord {
         w.append(rawLength)
     }
 
-    init(reading r: inout ByteReader) throws(RecordDamage) {
+    package init(reading r: inout ByteReader) throws(RecordDamage) {
         guard let segment = HotSegment(rawValue: try r.read(UInt8.self)) else {
             throw RecordDamage(problem: "names no segment")
         }
@@ -154,7 +154,7 @@ extension ChunkCodec {
     }
 
     /// The encoding named by a stored value's header, nil when it names none.
-    static func encoding(of stored: UnsafeRawBufferPointer) -> Encoding? {
+    package static func encoding(of stored: UnsafeRawBufferPointer) -> Encoding? {
         stored.count >= headerSize ? Encoding(rawValue: stored[0]) : nil
     }
 
@@ -168,7 +168,7 @@ extension ChunkCodec {
 
     /// A hot value compressed again (zstd, or raw when zstd no longer pays); any other value as it is.
     /// `recover` stores hot chunks so: the new store has no read counts to keep them hot by.
-    static func cooled(_ value: [UInt8], rawCount: Int, compressor: Compressor) -> [UInt8] {
+    package static func cooled(_ value: [UInt8], rawCount: Int, compressor: Compressor) -> [UInt8] {
         value.withUnsafeBytes { stored in
             guard let raw = hotPayload(stored, rawCount: rawCount) else { return value }
             var output = [UInt8](repeating: 0, count: encodedBound(rawCount: rawCount))

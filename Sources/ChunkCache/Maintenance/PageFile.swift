@@ -24,9 +24,9 @@ import FileIO
 ///
 /// Reads the file as it is: no process may write the store meanwhile. Memory: one page per tree level and
 /// one value (at most ``maxValueSize``).
-final class PageFile {
+package final class PageFile {
     /// A database's tree: where its root is.
-    struct Tree {
+    package struct Tree {
         let name: String
         let root: UInt64
         /// Records the tree held when it was written (`md_entries`), nil for the main tree.
@@ -42,9 +42,9 @@ final class PageFile {
     }
 
     let path: String
-    let pageSize: Int
+    package let pageSize: Int
     /// Pages that may be referenced: those of the file, no more than the meta page's last page + 1.
-    let pageCount: UInt64
+    package let pageCount: UInt64
     /// The transaction id of the meta page in use.
     let transaction: UInt64
     /// Whether the newest meta page failed its checks and the previous snapshot is read.
@@ -55,7 +55,7 @@ final class PageFile {
     private(set) var damage: [Damage] = []
 
     /// The largest value read (a chunk, a manifest page): anything claiming more is damaged.
-    static let maxValueSize = 64 << 20
+    package static let maxValueSize = 64 << 20
     private static let maxDepth = 24
     private static let invalidPage = UInt64.max
     private static let magic: UInt32 = 0xBEEF_C0DE
@@ -66,7 +66,7 @@ final class PageFile {
 
     /// Opens `path` read-only and picks the newest meta page whose main tree's root reads.
     /// - Throws: `corruptData` when neither meta page checks out; the file's errors.
-    init(path: String) throws {
+    package init(path: String) throws {
         self.path = path
         let file: FileDescriptor
         do {
@@ -140,7 +140,7 @@ final class PageFile {
 
     /// The named database `name`, or nil when the main tree does not hold it (or its entry is damaged,
     /// recorded in ``damage``).
-    func tree(named name: String) -> Tree? {
+    package func tree(named name: String) -> Tree? {
         let key = Array(name.utf8)
         var found: Tree?
         walk(Tree(name: "the main database", root: mainRoot), from: key, valueFlags: true) { k, v, flags in
@@ -159,7 +159,7 @@ final class PageFile {
     /// returns false. Key and value are valid only during the call. Damaged pages and records are skipped
     /// and added to ``damage``. Without `values`, a value kept on overflow pages is not read (`visit` gets
     /// it empty): for counting keys.
-    func walk(
+    package func walk(
         _ tree: Tree, from start: [UInt8] = [], values: Bool = true,
         _ visit: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws -> Bool
     ) rethrows {

@@ -12,7 +12,7 @@
 ///
 /// The state outlives the process (``ReadPositions``): a script that reads a file in order, one `fetch`
 /// command per range, sees the window grow as a long-lived reader does.
-struct ReadAhead: Sendable, Equatable {
+package struct ReadAhead: Sendable, Equatable {
     /// Where the next sequential fetch starts: the end of the last one.
     private var expected: Int64 = -1
     /// Where the last fetch started.
@@ -23,7 +23,7 @@ struct ReadAhead: Sendable, Equatable {
 
     /// Records a fetch of `range` (chunk-aligned) of an item of `size` bytes and returns the bytes to
     /// download after it, if any.
-    mutating func advance(fetching range: Range<Int64>, size: Int64, limit: Int64) -> Range<Int64>? {
+    package mutating func advance(fetching range: Range<Int64>, size: Int64, limit: Int64) -> Range<Int64>? {
         // The same bytes again (concurrent readers of one range, a retry) neither advance nor break a sequence.
         if expected > 0 && range.upperBound <= expected && range.lowerBound >= previousStart { return nil }
         defer {
@@ -55,7 +55,7 @@ struct ReadAhead: Sendable, Equatable {
 
 extension ReadAhead {
     /// The state as the store keeps it: four big-endian 64-bit integers.
-    var stored: [UInt8] {
+    package var stored: [UInt8] {
         var w = ByteWriter()
         for value in [expected, previousStart, window, frontier] { w.appendBigEndian(UInt64(bitPattern: value)) }
         return w.bytes
@@ -63,7 +63,7 @@ extension ReadAhead {
 
     /// The state kept in the store, or nil when the bytes are not one. Offsets past the largest item are
     /// refused, so a damaged value can never make the window's arithmetic overflow.
-    init?(stored value: UnsafeRawBufferPointer) {
+    package init?(stored value: UnsafeRawBufferPointer) {
         guard value.count == 32 else { return nil }
         let fields = (0..<4).map {
             Int64(bitPattern: UInt64(bigEndian: value.loadUnaligned(fromByteOffset: 8 * $0, as: UInt64.self)))

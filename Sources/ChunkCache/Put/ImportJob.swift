@@ -6,7 +6,7 @@ import LMDBKit
 ///
 /// A moving import (without `--copy`) walks its tree in the store's staging area (``Store/importsPath``):
 /// ``sources``' first root is there, and ``original`` says where the user had it.
-struct ImportJobRecord: StoreRecord {
+package struct ImportJobRecord: StoreRecord {
     enum Phase: UInt8 {
         case importing = 0
         /// Everything is imported and `importDidFinish` recorded: the source is being removed.
@@ -33,9 +33,9 @@ struct ImportJobRecord: StoreRecord {
     /// for `--copy` and reimports, which read in place.
     var original: String? = nil
 
-    static let remedy = "remove the domain (`chunkcache domain rm`) and import it again"
+    package static let remedy = "remove the domain (`chunkcache domain rm`) and import it again"
 
-    func write(to w: inout ByteWriter) {
+    package func write(to w: inout ByteWriter) {
         w.append(raw: writer.bytes)
         w.append(epoch)
         w.append(UInt8(copy ? 1 : 0))
@@ -53,7 +53,7 @@ struct ImportJobRecord: StoreRecord {
 }
 
 extension ImportJobRecord {
-    init(reading r: inout ByteReader) throws(RecordDamage) {
+    package init(reading r: inout ByteReader) throws(RecordDamage) {
         guard let writer = WriterToken(bytes: try r.readBytes(WriterToken.byteCount)) else {
             throw RecordDamage(problem: "names no writer")
         }

@@ -9,7 +9,7 @@ import ZstdKit
 /// cheaper than SHA-256, which stays for ingest and `verify`. A delta's header and payload are laid out in
 /// ``DeltaLayout``: a zstd frame made against the raw bytes of one or two *base* chunks it names.
 package enum ChunkCodec {
-    enum Encoding: UInt8 {
+    package enum Encoding: UInt8 {
         case zstd = 0
         case raw = 1
         /// A zstd frame against one or two plain chunks (CONTRACT §14): ``DeltaLayout``.
@@ -73,7 +73,7 @@ package enum ChunkCodec {
     ///   - bases: Where a delta's base chunks are read from (the same snapshot as `stored`), with room to decode them.
     /// - Throws: `corruptData` when the payload fails its checksum, is damaged, or has the wrong length, or, for a
     ///   delta, when a base is missing, damaged or itself a delta.
-    static func decode(
+    package static func decode(
         _ stored: UnsafeRawBufferPointer, rawCount: Int, decompressor: Decompressor,
         buffer: UnsafeMutableRawBufferPointer, digest: ChunkDigest, bases: some BaseValues
     ) throws(CacheError) -> UnsafeRawBufferPointer {
@@ -85,7 +85,7 @@ package enum ChunkCodec {
     }
 
     /// The raw bytes of a chunk that is not a delta (a delta is `corruptData` here: bases are plain, depth 1).
-    static func decodePlain(
+    package static func decodePlain(
         _ stored: UnsafeRawBufferPointer, rawCount: Int, decompressor: Decompressor,
         buffer: UnsafeMutableRawBufferPointer, digest: ChunkDigest
     ) throws(CacheError) -> UnsafeRawBufferPointer {

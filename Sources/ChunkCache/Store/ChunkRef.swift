@@ -1,15 +1,15 @@
 import LMDBKit
 
 /// A chunk's reference count and sizes.
-struct ChunkRef: StoreRecord {
+package struct ChunkRef: StoreRecord {
     /// Manifest entries (published or pending) that name the chunk.
     var count: UInt64
     var rawLength: UInt32
     var storedLength: UInt32
 
-    static let remedy = "run `chunkcache verify --repair` to drop the chunk"
+    package static let remedy = "run `chunkcache verify --repair` to drop the chunk"
 
-    func write(to w: inout ByteWriter) {
+    package func write(to w: inout ByteWriter) {
         w.append(count)
         w.append(rawLength)
         w.append(storedLength)
@@ -17,7 +17,7 @@ struct ChunkRef: StoreRecord {
 }
 
 extension ChunkRef {
-    init(reading r: inout ByteReader) throws(RecordDamage) {
+    package init(reading r: inout ByteReader) throws(RecordDamage) {
         count = try r.read()
         rawLength = try r.read()
         storedLength = try r.read()

@@ -28,7 +28,7 @@ import LMDBKit
 ///   bytes), or nothing when it knew none: the settler's work list, in version and chunk order
 ///   (``FillFiles``, ``Settler``). Key (manifest id, `UInt64.max`) holds the bytes the version's fill file
 ///   takes (``FillLedger``).
-struct Databases: Sendable {
+package struct Databases: Sendable {
     let meta: Database
     let domains: Database
     let items: Database
@@ -51,7 +51,7 @@ struct Databases: Sendable {
     /// Whether the write transaction under way logged a change (not a database either: the writer's note).
     let changeMarks = ChangeMarks()
 
-    static let names = [
+    package static let names = [
         "meta", "domains", "items", "versions", "manifests", "chunks", "refs", "pending", "changes", "listing",
         "policy", "policyQueue", "bases", "hot", "fills",
     ]

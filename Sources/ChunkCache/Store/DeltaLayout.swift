@@ -69,7 +69,7 @@ struct DeltaLayout: Equatable {
 
 /// Where a delta's bases are read from while it is decoded: the stored values of plain chunks, and room to
 /// decode two of them side by side (the frame's prefix).
-protocol BaseValues {
+package protocol BaseValues {
     /// At least two chunks of scratch space.
     var scratch: UnsafeMutableRawBufferPointer { get }
     /// Bases decoded by earlier reads, kept by digest; nil where none are kept.
@@ -142,10 +142,11 @@ private struct TransactionView: TransactionReading {
 }
 
 /// No bases at all: where a chunk is checked on its own (the fuzz target), a delta cannot be read.
-struct NoBases: BaseValues {
-    let scratch = UnsafeMutableRawBufferPointer(start: nil, count: 0)
-    var decoded: DecodedBases? { nil }
-    func withStoredChunk<R>(_: ChunkDigest, _: (UnsafeRawBufferPointer) throws -> R) throws -> R? { nil }
+package struct NoBases: BaseValues {
+    package let scratch = UnsafeMutableRawBufferPointer(start: nil, count: 0)
+    package init() {}
+    package var decoded: DecodedBases? { nil }
+    package func withStoredChunk<R>(_: ChunkDigest, _: (UnsafeRawBufferPointer) throws -> R) throws -> R? { nil }
 }
 
 extension ChunkCodec {
@@ -209,7 +210,7 @@ extension ChunkCodec {
 /// them (consecutive chunks of a version are placed on consecutive chunks of the previous one), decodes one
 /// base rather than two. A digest names its bytes for good, so a kept base never goes stale; only bytes that
 /// passed their check are kept. Used by one thread at a time, as its ``CodecPool/DecodeContext`` is.
-final class DecodedBases {
+package final class DecodedBases {
     private let chunkSize: Int
     private let slots: UnsafeMutableRawBufferPointer
     private var names: [(digest: ChunkDigest, length: Int)?]

@@ -2,7 +2,7 @@
 ///
 /// The origin settings were appended after `nonMaterializingProcesses`; a record that ends before them is a
 /// domain without an origin, with the default settings.
-struct DomainRecord: StoreRecord {
+package struct DomainRecord: StoreRecord {
     var version: UInt64
     var createdAt: Double
     /// Processes whose fetches get `noPermission` (exact, case-sensitive names).
@@ -34,9 +34,9 @@ struct DomainRecord: StoreRecord {
     /// in seconds; nil: CONTRACT §10's idle timeout (``DomainInfo/defaultReadTimeout``).
     var readTimeout: Double?
 
-    static let remedy = "run `chunkcache verify` to list the damage; put the domain's files into a new domain"
+    package static let remedy = "run `chunkcache verify` to list the damage; put the domain's files into a new domain"
 
-    func write(to w: inout ByteWriter) {
+    package func write(to w: inout ByteWriter) {
         w.append(version)
         w.append(createdAt)
         w.append(UInt16(nonMaterializingProcesses.count))
@@ -68,7 +68,7 @@ struct DomainRecord: StoreRecord {
 }
 
 extension DomainRecord {
-    init(reading r: inout ByteReader) throws(RecordDamage) {
+    package init(reading r: inout ByteReader) throws(RecordDamage) {
         version = try r.read()
         createdAt = try r.readDouble()
         var names: [String] = []

@@ -1,5 +1,5 @@
 /// Appends fixed-width little-endian integers and length-prefixed byte strings: the store's record format.
-struct ByteWriter {
+package struct ByteWriter {
     var bytes: [UInt8] = []
 
     init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
@@ -36,11 +36,11 @@ struct ByteWriter {
 ///
 /// A flipped bit in a manifest page or a version's size would otherwise serve wrong bytes without a sound;
 /// XXH3 is the hash chunks already use, cheap enough to check on every read.
-enum Seal {
+package enum Seal {
     static let size = 8
 
     /// Appends the seal of `bytes` to them.
-    static func append(to bytes: inout [UInt8]) {
+    package static func append(to bytes: inout [UInt8]) {
         let seal = bytes.withUnsafeBytes { ChunkCodec.checksum($0) }
         withUnsafeBytes(of: seal.littleEndian) { bytes.append(contentsOf: $0) }
     }
@@ -56,7 +56,7 @@ enum Seal {
 
 /// Why a record's bytes cannot be trusted. Decoding throws it; the caller, which knows the record's name,
 /// turns it into `corruptData` (see ``StoreRecord``).
-struct RecordDamage: Error {
+package struct RecordDamage: Error {
     /// What is wrong, completing "the store's record of X …".
     let problem: String
 
@@ -66,7 +66,7 @@ struct RecordDamage: Error {
 
 /// A value of one of the store's databases. Its encoding is always sealed and its decoding always checks the
 /// seal first, so no record type can skip the check.
-protocol StoreRecord {
+package protocol StoreRecord {
     /// What the user can do when a record of this type is damaged.
     static var remedy: String { get }
     /// Writes the record's fields; ``encoded()`` seals them.
@@ -77,7 +77,7 @@ protocol StoreRecord {
 
 extension StoreRecord {
     /// The record as stored: its fields and their seal.
-    func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var writer = ByteWriter(capacity: 96)
         write(to: &writer)
         return writer.sealed()
@@ -99,19 +99,19 @@ extension StoreRecord {
 
     /// Checks and decodes a stored record, or nil when it is damaged: for `verify`, which reports damage
     /// itself, and for naming records in errors.
-    init?(ifIntact value: UnsafeRawBufferPointer) {
+    package init?(ifIntact value: UnsafeRawBufferPointer) {
         guard var reader = try? ByteReader(sealed: value), let record = try? Self(reading: &reader) else { return nil }
         self = record
     }
 }
 
 /// Reads what ``ByteWriter`` wrote; every read checks the bounds and a short record throws ``RecordDamage``.
-struct ByteReader {
+package struct ByteReader {
     let buffer: UnsafeRawBufferPointer
     var offset = 0
 
     /// Reads unsealed bytes: a key.
-    init(_ buffer: UnsafeRawBufferPointer) { self.buffer = buffer }
+    package init(_ buffer: UnsafeRawBufferPointer) { self.buffer = buffer }
 
     /// Reads the bytes of a sealed value once they pass their seal.
     init(sealed value: UnsafeRawBufferPointer) throws(RecordDamage) {

@@ -1,5 +1,5 @@
 /// An item's identity and metadata; its contents are in ``VersionRecord``s.
-struct ItemRecord: StoreRecord, Sendable, Equatable {
+package struct ItemRecord: StoreRecord, Sendable, Equatable {
     var identifier: String
     var parent: String
     var filename: String
@@ -15,9 +15,9 @@ struct ItemRecord: StoreRecord, Sendable, Equatable {
     var favoriteRank: UInt64?
     var flags: ItemFlags = []
 
-    static let remedy = "run `chunkcache verify` to list the damage; put the file again under a new identifier"
+    package static let remedy = "run `chunkcache verify` to list the damage; put the file again under a new identifier"
 
-    func write(to w: inout ByteWriter) {
+    package func write(to w: inout ByteWriter) {
         w.append(kind.rawValue)
         w.append(createdAt)
         w.appendPrefixed(identifier)
@@ -36,7 +36,7 @@ struct ItemRecord: StoreRecord, Sendable, Equatable {
 }
 
 extension ItemRecord {
-    init(reading r: inout ByteReader) throws(RecordDamage) {
+    package init(reading r: inout ByteReader) throws(RecordDamage) {
         guard let kind = ItemKind(rawValue: try r.read()) else { throw RecordDamage(problem: "has an unknown type") }
         self.kind = kind
         createdAt = try r.readDouble()

@@ -1,7 +1,7 @@
 import Crypto
 
 /// How the store's keys are spelled.
-enum Keys {
+package enum Keys {
     static func domain(_ name: String) -> [UInt8] {
         var w = ByteWriter()
         w.appendPrefixed(name)
@@ -25,7 +25,7 @@ enum Keys {
         return w.bytes
     }
 
-    static func manifestPage(_ manifest: UInt64, page: Int64) -> [UInt8] {
+    package static func manifestPage(_ manifest: UInt64, page: Int64) -> [UInt8] {
         var w = ByteWriter()
         w.appendBigEndian(manifest)
         w.appendBigEndian(UInt64(page))
@@ -35,7 +35,7 @@ enum Keys {
     /// The manifest id and page of a `manifests` key (and of a `policy` key: manifest id and chunk index),
     /// or nil when it is not 16 bytes or its page is negative, which no writer writes (keys carry no seal:
     /// a damaged one must not become a page number that traps when the key is built again).
-    static func parseManifestPage(_ key: UnsafeRawBufferPointer) -> (manifest: UInt64, page: Int64)? {
+    package static func parseManifestPage(_ key: UnsafeRawBufferPointer) -> (manifest: UInt64, page: Int64)? {
         guard key.count == 16 else { return nil }
         let page = UInt64(bigEndian: key.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
         guard page <= UInt64(Int64.max) else { return nil }
@@ -51,7 +51,7 @@ enum Keys {
     static func meta(_ name: String) -> [UInt8] { Array(name.utf8) }
 
     /// The parts of a key of `versions`, or nil when it is not one.
-    static func parseVersion(_ key: UnsafeRawBufferPointer) -> (
+    package static func parseVersion(_ key: UnsafeRawBufferPointer) -> (
         domain: String, itemKey: UnsafeRawBufferPointer, contentVersion: [UInt8]
     )? {
         var reader = ByteReader(key)

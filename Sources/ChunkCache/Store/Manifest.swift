@@ -17,9 +17,9 @@ public enum ManifestEntry: Hashable, Sendable {
 
 /// The on-disk form of a manifest page: up to 1024 entries of 33 bytes, `[tag][digest]`, then the page's
 /// ``Seal``, checked once each time a page is loaded.
-enum ManifestPage {
+package enum ManifestPage {
     static let entriesPerPage: Int64 = 1024
-    static let entrySize = 33
+    package static let entrySize = 33
 
     private static let storedTag: UInt8 = 1
     private static let zeroTag: UInt8 = 2
@@ -48,7 +48,7 @@ enum ManifestPage {
     }
 
     /// The entries of a stored page, borrowed from it, or nil when the page fails its seal.
-    static func entries(ofStored value: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? { Seal.open(value) }
+    package static func entries(ofStored value: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? { Seal.open(value) }
 
     /// Stores `entries`, sealed, as page `page` of `manifest`; `entries` is as it was on return.
     @available(*, noasync)
@@ -71,7 +71,7 @@ enum ManifestPage {
     }
 
     /// The entry in `slot` of a page's entries (``entries(ofStored:)``).
-    static func entry(in page: UnsafeRawBufferPointer, at slot: Int) throws(CacheError) -> ManifestEntry {
+    package static func entry(in page: UnsafeRawBufferPointer, at slot: Int) throws(CacheError) -> ManifestEntry {
         let offset = slot * entrySize
         guard offset + entrySize <= page.count else {
             throw CacheError(.corruptData, "a manifest page is shorter than its file; run `chunkcache verify`")
@@ -110,7 +110,7 @@ enum ManifestPage {
 
     /// Rewrites a page's entries (``entries(ofStored:)``) with `transform`, returning the new stored page,
     /// sealed, when anything changed.
-    static func rewrite(_ page: UnsafeRawBufferPointer, _ transform: (ManifestEntry) throws -> ManifestEntry?)
+    package static func rewrite(_ page: UnsafeRawBufferPointer, _ transform: (ManifestEntry) throws -> ManifestEntry?)
         throws -> [UInt8]?
     {
         var out: [UInt8] = []

@@ -1,5 +1,5 @@
 /// One content version of an item: where its manifest is and what it holds.
-struct VersionRecord: StoreRecord, Sendable {
+package struct VersionRecord: StoreRecord, Sendable {
     var contentVersion: [UInt8]
     var manifestID: UInt64
     var size: Int64
@@ -14,9 +14,10 @@ struct VersionRecord: StoreRecord, Sendable {
     /// the item publishes; appended after `contentVersion`.
     var matchedModificationDate: Double?
 
-    static let remedy = "run `chunkcache verify` to list the damage, then put the file again under a new --version"
+    package static let remedy =
+        "run `chunkcache verify` to list the damage, then put the file again under a new --version"
 
-    func write(to w: inout ByteWriter) {
+    package func write(to w: inout ByteWriter) {
         w.append(manifestID)
         w.append(size)
         w.append(UInt8(chunkShift))
@@ -31,7 +32,7 @@ struct VersionRecord: StoreRecord, Sendable {
 }
 
 extension VersionRecord {
-    init(reading r: inout ByteReader) throws(RecordDamage) {
+    package init(reading r: inout ByteReader) throws(RecordDamage) {
         manifestID = try r.read()
         size = try r.read()
         chunkShift = Int(try r.read(UInt8.self))

@@ -29,7 +29,7 @@ public struct GlobalOptions: ParsableArguments, Sendable {
     }
 
     /// Prints a command's result: the JSON object with `--json`, else the human summary.
-    func emit(_ json: JSON, summary: @autoclosure () -> String) {
+    package func emit(_ json: JSON, summary: @autoclosure () -> String) {
         print(self.json ? json.rendered : summary())
     }
 }

@@ -1,9 +1,10 @@
 import ArgumentParser
 import ChunkCache
 import ChunkCacheBench
+import ChunkCacheCommands
 import Foundation
 
-/// `chunkcache bench dedup FILE…`: versions of one file stored in order, beside a per-version zstd.
+/// `chunkcache-bench dedup FILE…`: versions of one file stored in order, beside a per-version zstd.
 struct BenchDedup: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dedup",

@@ -1,10 +1,7 @@
+import ChunkCache
 import FileIO
 import Foundation
 import ZstdKit
-
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The engine's decoders of bytes it did not write this moment, as fuzz targets (`scripts/fuzz.sh`,
 /// `Fuzz/README.md`): records and manifest pages of a store that may be damaged, stored chunks, anchors and
@@ -14,9 +11,9 @@ import Glibc
 ///
 /// Seals (XXH3) stop random bytes at the door, so each target also seals the bytes itself to reach the field
 /// decoding behind the seal, as a damaged-but-resealed record or a forged token would.
-package enum EngineFuzzing {
+enum EngineFuzzing {
     /// Every record type: what decodes encodes to bytes that decode to the same record.
-    package static func records(_ bytes: UnsafeRawBufferPointer) -> String? {
+    static func records(_ bytes: UnsafeRawBufferPointer) -> String? {
         let checks: [(UnsafeRawBufferPointer) -> String?] = [
             roundTrip(DomainRecord.self), roundTrip(ItemRecord.self), roundTrip(VersionRecord.self),
             roundTrip(ChunkRef.self),
@@ -65,7 +62,7 @@ package enum EngineFuzzing {
 
     /// A manifest page: every entry with a known tag decodes, and a rewrite keeps the page's length and
     /// changes only what it was asked to.
-    package static func manifestPage(_ bytes: UnsafeRawBufferPointer) -> String? {
+    static func manifestPage(_ bytes: UnsafeRawBufferPointer) -> String? {
         _ = ManifestPage.entries(ofStored: bytes)  // unsealed: refused, without reading past the end
         var stored = Array(bytes)
         Seal.append(to: &stored)
@@ -110,7 +107,7 @@ package enum EngineFuzzing {
 
     /// A stored chunk (first three bytes, big-endian: the length its manifest claims, at most 4 MiB): it
     /// decodes to exactly that many bytes, or is refused as corrupt; a hot one (§14) cooled decodes to the same.
-    package static func storedChunk(_ bytes: UnsafeRawBufferPointer) -> String? {
+    static func storedChunk(_ bytes: UnsafeRawBufferPointer) -> String? {
         guard bytes.count >= 3 else { return nil }
         let rawCount = min(Int(bytes[0]) << 16 | Int(bytes[1]) << 8 | Int(bytes[2]), 4 << 20)
         let stored = UnsafeRawBufferPointer(rebasing: bytes[3...])
@@ -146,7 +143,7 @@ package enum EngineFuzzing {
 
     /// Anchors and page tokens as a client hands them back: one that parses writes back to the same bytes, and
     /// none is longer than 500 bytes (F1).
-    package static func syncTokens(_ bytes: UnsafeRawBufferPointer) -> String? {
+    static func syncTokens(_ bytes: UnsafeRawBufferPointer) -> String? {
         let text = String(decoding: bytes, as: UTF8.self)
         var candidates: [Data] = []
         if let anchor = SyncAnchor(text) { candidates.append(anchor.rawValue) }
@@ -168,7 +165,7 @@ package enum EngineFuzzing {
 
     /// `--header 'Name: value'`: what parses has a token name and a value without CR, LF or NUL, and never
     /// shows the value.
-    package static func originHeader(_ bytes: UnsafeRawBufferPointer) -> String? {
+    static func originHeader(_ bytes: UnsafeRawBufferPointer) -> String? {
         guard let header = try? OriginHeader(parsing: String(decoding: bytes, as: UTF8.self)) else { return nil }
         guard !header.name.isEmpty, !header.value.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else {
             return "header \(header.name) parsed with a control character"
@@ -179,10 +176,10 @@ package enum EngineFuzzing {
 
     /// The raw pages `recover` reads: any file either is refused or walks every tree to its end, recording what
     /// it skips.
-    package static func pageFile(_ bytes: UnsafeRawBufferPointer) -> String? {
-        let path = (ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/chunkcache-fuzz-\(getpid()).mdb"
+    static func pageFile(_ bytes: UnsafeRawBufferPointer) -> String? {
+        let path = (ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/chunkcache-fuzz-\(ThisProcess.id).mdb"
         defer { try? FileSystem.unlink(path) }
-        guard let file = try? FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC),
+        guard let file = try? FileDescriptor.open(path, for: .replace),
             (try? file.closeAfter({ try file.writeAll(bytes) })) != nil,
             let pages = try? PageFile(path: path)
         else { return nil }

@@ -1,16 +1,13 @@
 import ArgumentParser
 import ChunkCache
 import ChunkCacheBench
+import ChunkCacheCommands
 import DeltaKit
 import FileIO
 import Foundation
 import ZstdKit
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// `chunkcache bench deltas V1 V2 …`: what a version series would take stored as today (distinct chunks, each
+/// `chunkcache-bench deltas V1 V2 …`: what a version series would take stored as today (distinct chunks, each
 /// zstd or raw) and with deltas against the previous version (CONTRACT §14, issue 21), without writing a store.
 struct BenchDeltas: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -192,7 +189,7 @@ struct BenchDeltas: AsyncParsableCommand {
     }
 }
 
-/// The encoding model of `bench deltas`: one pass over the versions, today's way or with deltas.
+/// The encoding model of `chunkcache-bench deltas`: one pass over the versions, today's way or with deltas.
 private struct DeltaModel {
     let chunkSize: Int
     let level: Int32
@@ -282,7 +279,7 @@ private struct DeltaModel {
         var previous: (index: BaseIndex, file: FileDescriptor)?
         defer { try? previous?.file.close() }
         for (number, path) in files.enumerated() {
-            let file = try FileDescriptor.open(path, O_RDONLY | O_CLOEXEC)
+            let file = try FileDescriptor.open(path, for: .read)
             var index: BaseIndex? = withDeltas ? BaseIndex(blockSize: blockSize, expectedLength: sizes[number]) : nil
             var version = Version()
             var offset: Int64 = 0
@@ -427,10 +424,5 @@ private struct DeltaModel {
     }
 
     /// The process's CPU time in seconds (user and system: reads included, waiting for the disk not).
-    /// Uses the `clock_gettime(2)` system call with `CLOCK_PROCESS_CPUTIME_ID`.
-    private static func cpuSeconds() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-    }
+    private static func cpuSeconds() -> Double { Clocks.processCPUSeconds() }
 }

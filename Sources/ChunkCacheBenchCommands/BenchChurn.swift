@@ -1,16 +1,13 @@
 import ArgumentParser
 import ChunkCache
 import ChunkCacheBench
+import ChunkCacheCommands
 import FileIO
 import Foundation
 import LMDBKit
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// `chunkcache bench churn`: a store bounded by `init --max-size` filled past its bound from an origin, cycle
+/// `chunkcache-bench churn`: a store bounded by `init --max-size` filled past its bound from an origin, cycle
 /// after cycle, with warm fetches of a pinned item timed all along (issue 10's churn measurement).
 struct BenchChurn: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -407,7 +404,7 @@ private final class ProbeControl: Sendable {
 }
 
 /// The warm fetches timed beside the fill: a random 64 KiB range of the pinned item, its hand-off file
-/// unlinked (inside the time, as in `bench read-latency`), then a pause of the interval.
+/// unlinked (inside the time, as in `chunkcache-bench read-latency`), then a pause of the interval.
 private struct Prober: Sendable {
     let cache: ChunkCache
     let item: ItemIdentifier
@@ -474,7 +471,7 @@ private final class OriginFiles: @unchecked Sendable {  // Used by the command's
         let path = directory + "/" + name
         written.insert(name)
         do {
-            let file = try FileDescriptor.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode: 0o644)
+            let file = try FileDescriptor.open(path, for: .replace, mode: 0o644)
             try file.closeAfter {
                 var generator = SplitMix64Generator(seed: seed &+ stream &* 0x9E37_79B9_7F4A_7C15)
                 let words = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: (1 << 20) / 8)

@@ -1,14 +1,11 @@
 import ArgumentParser
 import ChunkCache
 import ChunkCacheBench
+import ChunkCacheCommands
 import FileIO
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
-// What both `bench` subcommands share: checking input files, the scratch store, the progress line.
+// What every `chunkcache-bench` command shares: checking input files, the scratch store, the progress line.
 
 /// The size of the regular file at `path`, checked as `put` checks its input, with its error codes.
 func benchInputSize(_ path: String) throws -> Int64 { try ChunkCache.inputFileSize(at: path) }
@@ -48,9 +45,9 @@ final class ScratchDirectory {
         interrupts = InterruptSignals { signalNumber in
             // Best effort, as the process is going anyway.
             try? FileSystem.removeTree(path)
-            let stderr = FileDescriptor(rawValue: STDERR_FILENO)
+            let stderr = FileDescriptor.standardError
             let erase = stderr.isTerminal ? "\r\u{1B}[K" : ""  // the progress line, if any
-            let line = erase + "chunkcache: interrupted; removed the scratch store \(path)\n"
+            let line = erase + "chunkcache-bench: interrupted; removed the scratch store \(path)\n"
             try? Array(line.utf8).withUnsafeBytes { try stderr.writeAll($0) }
             exit(128 + signalNumber)
         }
@@ -61,38 +58,6 @@ final class ScratchDirectory {
         interrupts?.release()
         interrupts = nil
         try? FileSystem.removeTree(path)
-    }
-}
-
-/// One status line on stderr, rewritten in place (`\r`, erase line) at most ten times a second, and only
-/// when stderr is a terminal: never on stdout, never in a pipe or a log file.
-final class ProgressLine {
-    private let enabled: Bool
-    private var lastShown: UInt64 = 0
-    private var visible = false
-
-    init(enabled: Bool = FileDescriptor(rawValue: STDERR_FILENO).isTerminal) { self.enabled = enabled }
-
-    /// Shows `text`, unless a line was shown less than 100 ms ago and `force` is false.
-    func show(_ text: @autoclosure () -> String, force: Bool = false) {
-        guard enabled else { return }
-        let now = MonotonicClock.nanoseconds()
-        guard force || !visible || now - lastShown >= 100_000_000 else { return }
-        lastShown = now
-        visible = true
-        emit("\r\u{1B}[K" + text())
-    }
-
-    /// Erases the line, before the result is printed.
-    func clear() {
-        guard enabled, visible else { return }
-        visible = false
-        emit("\r\u{1B}[K")
-    }
-
-    private func emit(_ text: String) {
-        // A progress line is best effort: a failed write leaves it out.
-        try? Array(text.utf8).withUnsafeBytes { try FileDescriptor(rawValue: STDERR_FILENO).writeAll($0) }
     }
 }
 

@@ -1,14 +1,11 @@
 import ArgumentParser
 import ChunkCache
 import ChunkCacheBench
+import ChunkCacheCommands
 import FileIO
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// `chunkcache bench read-latency FILE`: warm partial fetches beside the raw and decode floors.
+/// `chunkcache-bench read-latency FILE`: warm partial fetches beside the raw and decode floors.
 struct BenchReadLatency: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "read-latency",
@@ -321,7 +318,7 @@ struct BenchReadLatency: AsyncParsableCommand {
     }
 }
 
-/// The three fetches of one range in `bench read-latency`, in the order one iteration runs them.
+/// The three fetches of one range in `chunkcache-bench read-latency`, in the order one iteration runs them.
 private enum MeasuredKind: CaseIterable {
     case engine, raw, decode
 
