@@ -34,7 +34,7 @@ public struct BlockCompression: Sendable {
     /// - Throws: `Errno` when the file cannot be opened or read, `ZstdError` from compression.
     public func compressedSize(ofFileAt path: String, progress: (_ bytesDone: Int64) -> Void = { _ in }) throws -> Int64
     {
-        let file = try FileDescriptor.open(path, for: .read)
+        let file = try FileDescriptor.open(path, .readOnly)
         return try file.closeAfter {
             let compressor = Compressor(level: level)
             let raw = UnsafeMutableRawBufferPointer.allocate(byteCount: blockSize, alignment: 4096)

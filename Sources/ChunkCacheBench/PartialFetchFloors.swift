@@ -345,7 +345,7 @@ func floorSpan(of range: ByteRange, size: Int64, layout: ChunkLayout, roundingTo
 /// (the `aligningTo:` of an init) is a power of two.
 private func openFloorSource(_ path: String, alignment: Int) throws -> (FileDescriptor, Int64) {
     precondition(alignment > 0 && alignment & (alignment - 1) == 0, "the alignment must be a power of two")
-    let source = try FileDescriptor.open(path, for: .read)
+    let source = try FileDescriptor.open(path, .readOnly)
     do { return (source, Int64(try source.status().st_size)) } catch {
         try? source.close()
         throw error
@@ -380,7 +380,7 @@ public enum PageCache {
     ///
     /// - Throws: `Errno` when the file cannot be opened or read.
     public static func warm(fileAt path: String) throws {
-        let file = try FileDescriptor.open(path, for: .read)
+        let file = try FileDescriptor.open(path, .readOnly)
         try file.closeAfter {
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
             defer { buffer.deallocate() }
@@ -398,7 +398,7 @@ public enum PageCache {
 /// (`O_EXCL`), size it to the whole item, let `body` write, close it and unlink it, also when `body` throws.
 @inline(__always)
 public func withFloorFile(at path: String, size: Int64, _ body: (FileDescriptor) throws -> Void) throws {
-    let file = try FileDescriptor.open(path, for: .createNew)
+    let file = try FileDescriptor.open(path, .readWrite, options: [.create, .exclusiveCreate])
     do {
         try file.resize(to: size)
         try body(file)

@@ -471,7 +471,7 @@ private final class OriginFiles: @unchecked Sendable {  // Used by the command's
         let path = directory + "/" + name
         written.insert(name)
         do {
-            let file = try FileDescriptor.open(path, for: .replace, mode: 0o644)
+            let file = try FileDescriptor.open(path, .writeOnly, options: [.create, .truncate], mode: 0o644)
             try file.closeAfter {
                 var generator = SplitMix64Generator(seed: seed &+ stream &* 0x9E37_79B9_7F4A_7C15)
                 let words = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: (1 << 20) / 8)

@@ -279,7 +279,7 @@ private struct DeltaModel {
         var previous: (index: BaseIndex, file: FileDescriptor)?
         defer { try? previous?.file.close() }
         for (number, path) in files.enumerated() {
-            let file = try FileDescriptor.open(path, for: .read)
+            let file = try FileDescriptor.open(path, .readOnly)
             var index: BaseIndex? = withDeltas ? BaseIndex(blockSize: blockSize, expectedLength: sizes[number]) : nil
             var version = Version()
             var offset: Int64 = 0

@@ -6,6 +6,11 @@ import Glibc
 /// ``FileDescriptor/writeAll(toAbsoluteOffset:vectors:)`` takes them.
 public typealias IOVector = iovec
 
+extension IOVector {
+    /// The `count` bytes at `bytes`.
+    public init(_ bytes: UnsafeMutableRawPointer, count: Int) { self.init(iov_base: bytes, iov_len: count) }
+}
+
 extension FileDescriptor {
     /// Whether a file is opened for reading, writing or both: the `O_ACCMODE` bits of the open flags.
     public enum AccessMode: Sendable, Hashable {

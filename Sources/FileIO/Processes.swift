@@ -149,6 +149,9 @@ public struct SpawnedProcess: Sendable, Hashable {
 }
 
 extension ThisProcess {
+    /// This process's id, from `getpid(2)`: part of temporary files' names, so two processes never make the same.
+    public static var id: Int32 { getpid() }
+
     /// The real user id of the process.
     ///
     /// Uses the `getuid(2)` system call.

@@ -179,7 +179,7 @@ enum EngineFuzzing {
     static func pageFile(_ bytes: UnsafeRawBufferPointer) -> String? {
         let path = (ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp") + "/chunkcache-fuzz-\(ThisProcess.id).mdb"
         defer { try? FileSystem.unlink(path) }
-        guard let file = try? FileDescriptor.open(path, for: .replace),
+        guard let file = try? FileDescriptor.open(path, .writeOnly, options: [.create, .truncate]),
             (try? file.closeAfter({ try file.writeAll(bytes) })) != nil,
             let pages = try? PageFile(path: path)
         else { return nil }

@@ -7,30 +7,34 @@ import Testing
 import Glibc
 #endif
 
-/// FileIO's doors for the benchmarks and the fuzz targets, which import no platform C library: opening by
-/// intent, the clocks, gathered writes, the standard error stream and the process's id.
+/// FileIO's doors for the benchmarks and the fuzz targets, which import no platform C library (`SyscallHomeTests`
+/// checks every module): typed opens, the clocks, gathered writes, the standard error stream and the process's id.
 @Suite struct PlatformDoorTests {
-    @Test("Platform calls behind one door: each open intent has its open(2) flags, and every one closes on exec")
-    func openIntents() throws {
+    @Test(
+        "Platform calls behind one door: a typed open reads, replaces or creates a new file with its open(2) flags, and closes on exec"
+    )
+    func typedOpens() throws {
         try withTemporaryDirectory { dir in
             let path = dir + "/file"
-            #expect(throws: Errno.noSuchFile) { try FileDescriptor.open(path, for: .read) }
-            let created = try FileDescriptor.open(path, for: .createNew, mode: 0o640)
+            #expect(throws: Errno.noSuchFile) { try FileDescriptor.open(path, .readOnly) }
+            let created = try FileDescriptor.open(path, .readWrite, options: [.create, .exclusiveCreate], mode: 0o640)
             try created.closeAfter {
                 #expect(fcntl(created.rawValue, F_GETFD) & FD_CLOEXEC != 0)
                 #expect(fcntl(created.rawValue, F_GETFL) & O_ACCMODE == O_RDWR)
                 try Array("old bytes".utf8).withUnsafeBytes { try created.writeAll($0) }
             }
             #expect(try FileSystem.status(path).st_mode & 0o777 == 0o640)
-            #expect(throws: Errno.fileExists) { try FileDescriptor.open(path, for: .createNew) }
-            let replaced = try FileDescriptor.open(path, for: .replace)
+            #expect(throws: Errno.fileExists) {
+                try FileDescriptor.open(path, .readWrite, options: [.create, .exclusiveCreate])
+            }
+            let replaced = try FileDescriptor.open(path, .writeOnly, options: [.create, .truncate])
             try replaced.closeAfter {
                 #expect(fcntl(replaced.rawValue, F_GETFD) & FD_CLOEXEC != 0)
                 #expect(fcntl(replaced.rawValue, F_GETFL) & O_ACCMODE == O_WRONLY)
                 let size = try replaced.status().st_size
                 #expect(size == 0, "a replacing open empties the file")
             }
-            let read = try FileDescriptor.open(path, for: .read)
+            let read = try FileDescriptor.open(path, .readOnly)
             try read.closeAfter {
                 #expect(fcntl(read.rawValue, F_GETFD) & FD_CLOEXEC != 0)
                 #expect(fcntl(read.rawValue, F_GETFL) & O_ACCMODE == O_RDONLY)
@@ -41,7 +45,7 @@ import Glibc
     @Test("Platform calls behind one door: a gathered write of IOVectors puts each buffer after the one before")
     func gatheredWrite() throws {
         try withTemporaryDirectory { dir in
-            let file = try FileDescriptor.open(dir + "/file", for: .createNew)
+            let file = try FileDescriptor.open(dir + "/file", .readWrite, options: [.create, .exclusiveCreate])
             try file.closeAfter {
                 var first = Array("head-".utf8)
                 var second = Array("tail".utf8)
@@ -78,27 +82,5 @@ import Glibc
     func processBasics() {
         #expect(FileDescriptor.standardError.rawValue == STDERR_FILENO)
         #expect(ThisProcess.id == getpid())
-    }
-
-    @Test(
-        "Platform calls behind one door: the benchmarks (ChunkCacheBench, ChunkCacheBenchCommands, chunkcache-bench) and the fuzz targets import no Glibc"
-    )
-    func benchmarksAndFuzzTargetsImportNoGlibc() throws {
-        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Sources").path
-        var found: [String] = []
-        var files = 0
-        for module in ["ChunkCacheBench", "ChunkCacheBenchCommands", "chunkcache-bench", "FuzzTargets"] {
-            let names = try FileManager.default.contentsOfDirectory(atPath: sources + "/" + module)
-            for name in names where name.hasSuffix(".swift") {
-                files += 1
-                let text = try String(contentsOfFile: sources + "/" + module + "/" + name, encoding: .utf8)
-                if text.range(of: #"(?m)^\s*import\s+Glibc\b"#, options: .regularExpression) != nil {
-                    found.append(module + "/" + name)
-                }
-            }
-        }
-        #expect(files > 10, "found \(files) files under \(sources)")
-        #expect(found.isEmpty, "\(found)")
     }
 }
