@@ -15,12 +15,12 @@ import Testing
         let bytes = TestData.random(count: 1 << 20, seed: 27)
         try await ColdPathTests.withOrigin(["a.bin": bytes], readAhead: 0) { cache, _, _ in
             try ColdPathTests.expectBytes(try await ColdPathTests.fetch(cache, "a.bin", 0, 100), bytes)
-            cache.store.plansMade.store(0, ordering: .relaxed)
+            cache.engine.plansMade.store(0, ordering: .relaxed)
             try await body(cache, bytes)
         }
     }
 
-    static func plans(_ cache: ChunkCache) -> Int { cache.store.plansMade.load(ordering: .relaxed) }
+    static func plans(_ cache: ChunkCache) -> Int { cache.engine.plansMade.load(ordering: .relaxed) }
 
     @Test(
         "§10 a cold path that goes one way: a cold fetch read from the store after its fill plans once; the fill serves the plan its miss made",

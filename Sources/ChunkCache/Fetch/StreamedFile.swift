@@ -84,7 +84,7 @@ final class StreamedFile: Sendable {
 
     /// Gives the complete file its size and its place, and returns the fetch's result: the file holds every
     /// byte of `downloaded.range`, all written from the download.
-    func finish(_ downloaded: ChunkCache.DownloadedRange, store: Store) throws -> FetchResult {
+    func finish(_ downloaded: ChunkCache.DownloadedRange, engine: Engine) throws -> FetchResult {
         let target = state.withLock { $0.target }
         let flags: MaterializationFlags = target?.leftHoles ?? false ? .knownSparseRanges : []
         do {
@@ -96,7 +96,7 @@ final class StreamedFile: Sendable {
         case .handOff(let path):
             state.withLock { $0.done = true }
             return downloaded.served(
-                at: URL(fileURLWithPath: path, isDirectory: false), flags: flags, owner: .caller, store: store)
+                at: URL(fileURLWithPath: path, isDirectory: false), flags: flags, owner: .caller, engine: engine)
         case .destination(let destination):
             // Only this call touches the pending file now: every download finished writing into it.
             guard var pending = state.withLock({ $0.pending }) else { preconditionFailure("a destination has a file") }
@@ -112,7 +112,7 @@ final class StreamedFile: Sendable {
             }
             return downloaded.served(
                 at: URL(fileURLWithPath: destination.path, isDirectory: false), flags: flags, owner: .destination,
-                store: store)
+                engine: engine)
         }
     }
 
