@@ -5,7 +5,7 @@ import Testing
 @testable import ChunkCache
 
 /// The cold path goes one way (CONTRACT §10): a miss carries the plan it made to the fill and to the read,
-/// so a cold fetch reads the catalogue once (``Store/plansMade`` counts the plans).
+/// so a cold fetch reads the catalogue once (``Engine/plansMade`` counts the plans).
 @Suite(.serialized) struct ColdPlanTests {
     static let item = ItemIdentifier(domain: "web", "a.bin")
 

@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// All of it runs on the writer queue (``Writer``): it reads LMDB's free list and `statvfs` there, after a
 /// commit, so a fetch never pays for it.
-final class SpaceBound: Sendable {
+final class SpaceBound: WriteBound {
     private let environment: Environment
     private let dbs: Databases
     private let path: String
