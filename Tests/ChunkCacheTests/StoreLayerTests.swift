@@ -51,9 +51,11 @@ import Testing
         return names
     }
 
+    /// The Swift files of `folder` and the folders inside it, by path.
     static func swiftFiles(in folder: String) throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: library + "/" + folder).filter { $0.hasSuffix(".swift") }
-            .sorted().map { library + "/" + folder + "/" + $0 }
+        let walker = try #require(FileManager.default.enumerator(atPath: library + "/" + folder))
+        return walker.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }.sorted()
+            .map { library + "/" + folder + "/" + $0 }
     }
 
     /// A line's code: without its comment and its string literals, where a type's name is only a word.
@@ -86,7 +88,7 @@ import Testing
                 for match in Self.code(of: line).matches(of: word) {
                     let name = String(match.output[0].substring ?? "")
                     guard let folder = owner[name], Self.allowed[name] == nil else { continue }
-                    found.append("Store/\((file as NSString).lastPathComponent):\(number + 1): \(name) of \(folder)/")
+                    found.append("\(file.dropFirst(Self.library.count + 1)):\(number + 1): \(name) of \(folder)/")
                 }
             }
         }
