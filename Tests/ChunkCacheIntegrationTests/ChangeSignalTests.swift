@@ -43,7 +43,7 @@ import Testing
             let binary = try #require(ChunkCacheBinary.path)
             let cache = try await makeCache(dir)
             // No check on a timer within the test: only the signal can wake the waiter before its timeout.
-            cache.store.changes.watchedPoll.withLock { $0 = .seconds(60) }
+            cache.engine.changes.watchedPoll.withLock { $0 = .seconds(60) }
             try await put(cache, TestData.text(count: 100, seed: 1), as: ItemIdentifier(domain: "d", "seed"), in: dir)
             var latencies: [Duration] = []
             for round in 0..<9 {
@@ -68,7 +68,7 @@ import Testing
     func sameProcessWakesWaiter() async throws {
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
-            cache.store.changes.watchedPoll.withLock { $0 = .seconds(60) }
+            cache.engine.changes.watchedPoll.withLock { $0 = .seconds(60) }
             try await put(cache, TestData.text(count: 100, seed: 1), as: ItemIdentifier(domain: "d", "seed"), in: dir)
             var latencies: [Duration] = []
             for round in 0..<5 {
@@ -95,7 +95,7 @@ import Testing
         try await withTemporaryDirectory { dir in
             let cache = try await makeCache(dir)
             // No check on a timer within the test: only the signal can wake the waiter before its timeout.
-            cache.store.changes.watchedPoll.withLock { $0 = .seconds(60) }
+            cache.engine.changes.watchedPoll.withLock { $0 = .seconds(60) }
             _ = try await cache.addDomain("d")
             let changes: [(String, () async throws -> Void)] = [
                 ("setDomain", { _ = try await cache.setDomain("d", readAhead: 1 << 20) }),

@@ -21,7 +21,7 @@ import Testing
             let origin = try await FaultOrigin.start(root: URL(fileURLWithPath: root))
             do {
                 let cache = try await makeCache(dir)
-                cache.store.origins.policy.withLock {
+                cache.engine.origins.policy.withLock {
                     $0.backoff = .milliseconds(20)
                     $0.idleTimeout = .seconds(1)
                     $0.connectTimeout = .seconds(1)
@@ -142,7 +142,7 @@ import Testing
         .requires(FaultOrigin.self))
     func cancelStalledDownload() async throws {
         try await Self.withFaultOrigin { cache, _, domain in
-            cache.store.origins.policy.withLock { $0.idleTimeout = .seconds(30) }
+            cache.engine.origins.policy.withLock { $0.idleTimeout = .seconds(30) }
             let name = try await domain("stall-body")
             let fetch = Task { try await Self.fetch(cache, name, 0, 1 << 20) }
             try await Task.sleep(for: .milliseconds(500))

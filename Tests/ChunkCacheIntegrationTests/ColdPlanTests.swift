@@ -5,7 +5,7 @@ import Testing
 @testable import ChunkCache
 
 /// The cold path goes one way (CONTRACT §10): a miss carries the plan it made to the fill and to the read,
-/// so a cold fetch reads the catalogue once (``Store/plansMade`` counts the plans).
+/// so a cold fetch reads the catalogue once (``Engine/plansMade`` counts the plans).
 @Suite(.serialized) struct ColdPlanTests {
     static let item = ItemIdentifier(domain: "web", "a.bin")
 
@@ -15,12 +15,12 @@ import Testing
         let bytes = TestData.random(count: 1 << 20, seed: 27)
         try await ColdPathTests.withOrigin(["a.bin": bytes], readAhead: 0) { cache, _, _ in
             try ColdPathTests.expectBytes(try await ColdPathTests.fetch(cache, "a.bin", 0, 100), bytes)
-            cache.store.plansMade.store(0, ordering: .relaxed)
+            cache.engine.plansMade.store(0, ordering: .relaxed)
             try await body(cache, bytes)
         }
     }
 
-    static func plans(_ cache: ChunkCache) -> Int { cache.store.plansMade.load(ordering: .relaxed) }
+    static func plans(_ cache: ChunkCache) -> Int { cache.engine.plansMade.load(ordering: .relaxed) }
 
     @Test(
         "§10 a cold path that goes one way: a cold fetch read from the store after its fill plans once; the fill serves the plan its miss made",

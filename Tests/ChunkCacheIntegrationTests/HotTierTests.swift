@@ -245,14 +245,14 @@ struct HotTierTests {
             // The smallest bound whose low-water mark is above what the store holds: room for one chunk's
             // growth at most, not for 32.
             var bound: Int64 = 1 << 20
-            while Int64(SpaceBound.lowWater * Double(SpaceBound.mapSize(forBound: bound))) <= live { bound += 16 << 10 }
+            while Int64(SpaceBound.lowWater * Double(Store.mapSize(forBound: bound))) <= live { bound += 16 << 10 }
             #expect(bound > 1 << 20, "the store holds more than the smallest bound's low-water mark")
             let cache = try await Self.reopen(dir + "/store", maxSize: bound)
             try await cache.setHotTierSize(1 << 30)  // the size is no limit here: the bound is
             try await Self.readTwice(cache, id, chunks: 32)
             let stats = try await cache.statistics()
             #expect(stats.hotChunks <= 1, "\(stats)")
-            let allowed = Double(cache.store.space.allowedBytes())
+            let allowed = Double(cache.engine.space.allowedBytes())
             #expect(Double(try cache.store.environment.liveBytes()) <= SpaceBound.highWater * allowed)
             #expect(try await Self.contents(cache, id) == bytes)
             try await Self.expectClean(cache)
@@ -268,9 +268,9 @@ struct HotTierTests {
             try await put(cache, bytes, as: id, in: dir)
             try await Self.readTwice(cache, id, chunks: 2)
             #expect(try await cache.statistics().hotChunks == 2)
-            let store = cache.store
+            let engine = cache.engine
             // Asked to free more than the store holds: only cooling can help a local domain.
-            _ = try await store.writer.onQueue { try store.space.evictToLowWater(below: 1 << 40) }
+            _ = try await engine.store.writer.onQueue { try engine.space.evictToLowWater(below: 1 << 40) }
             let stats = try await cache.statistics()
             #expect(stats.hotChunks == 0 && stats.hotBytes == 0)
             #expect(try await Self.contents(cache, id) == bytes)

@@ -23,7 +23,7 @@ struct PrefetchTests {
             cache.settleInBackground(false)
             // No timeout is under test here: beside a full run's load the Python origin may take over the fault
             // tests' one second to answer.
-            cache.store.origins.policy.withLock {
+            cache.engine.origins.policy.withLock {
                 $0.idleTimeout = .seconds(20)
                 $0.connectTimeout = .seconds(20)
             }

@@ -262,9 +262,9 @@ import Testing
             let before = try await cache.statistics()
 
             struct Undone: Error {}
-            cache.store.settler.beforeBatchCommit.withLock { $0 = { throw Undone() } }
+            cache.engine.settler.beforeBatchCommit.withLock { $0 = { throw Undone() } }
             await #expect(throws: (any Error).self) { try await cache.settle() }
-            cache.store.settler.beforeBatchCommit.withLock { $0 = nil }
+            cache.engine.settler.beforeBatchCommit.withLock { $0 = nil }
 
             let after = try await cache.statistics()
             #expect(

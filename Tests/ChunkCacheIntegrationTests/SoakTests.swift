@@ -44,7 +44,7 @@ import Testing
                     Thread.sleep(forTimeInterval: 1)
                 }
                 guard let phase = state.withLock({ $0.done ? nil : $0.phase }) else { return }
-                let work = cache.store.origins.pendingWork.joined(separator: "; ")
+                let work = cache.engine.origins.pendingWork.joined(separator: "; ")
                 FileHandle.standardError.write(Data("soak watchdog: still waiting for \(phase); \(work)\n".utf8))
             }
         }

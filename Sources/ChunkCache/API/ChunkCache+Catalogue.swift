@@ -88,7 +88,7 @@ extension ChunkCache {
     {
         try Records.validate(domain: domain, item: nil)
         let store = self.store
-        return try await store.changes.wait(for: "a new version of domain \"\(domain)\"", until: .now + timeout) {
+        return try await engine.changes.wait(for: "a new version of domain \"\(domain)\"", until: .now + timeout) {
             let current = try await runBlocking(doing: "reading domain \"\(domain)\"", store: store.path) {
                 try store.environment.read { txn in try Records.domain(domain, in: txn, store.dbs).version }
             }

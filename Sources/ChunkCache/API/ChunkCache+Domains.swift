@@ -122,12 +122,13 @@ extension ChunkCache {
     /// read costs its own request alone. Nothing happens for a local or unknown domain; an origin that cannot
     /// be set up or reached now (S3 credentials missing, say) is left for the first read to report.
     public func prepareOrigin(of domain: String) async {
-        let store = self.store
+        let engine = self.engine
+        let store = engine.store
         let prepared = try? await runBlocking(doing: "preparing the origin of \(domain)", store: store.path) { _ in
             try store.environment.read { txn in
                 let record = try Records.domain(domain, in: txn, store.dbs)
                 return (
-                    try store.origins.session(for: domain, record), try Self.anyFile(of: domain, in: txn, store.dbs)
+                    try engine.origins.session(for: domain, record), try Self.anyFile(of: domain, in: txn, store.dbs)
                 )
             }
         }

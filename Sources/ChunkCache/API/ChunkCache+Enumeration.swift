@@ -53,16 +53,16 @@ extension ChunkCache {
     /// Whether this process's fetches record `lastUsedDate` (on by default): off, like a `noatime` mount,
     /// items enter the working set only through `mark --used`.
     public var recordsLastUse: Bool {
-        get { store.usage.enabled.load(ordering: .relaxed) }
-        set { store.usage.enabled.store(newValue, ordering: .relaxed) }
+        get { engine.usage.enabled.load(ordering: .relaxed) }
+        set { engine.usage.enabled.store(newValue, ordering: .relaxed) }
     }
 
     /// Writes the last-use dates this process's fetches noted and has not written yet (they are otherwise
     /// written within a second of the first). Call before a short-lived process exits.
     public func flushUsage() async throws {
-        let notes = store.usage.take()
+        let notes = engine.usage.take()
         guard !notes.isEmpty else { return }
-        let store = self.store
-        try await store.writer.write { txn in try store.usage.write(notes, in: &txn, store: store) }
+        let engine = self.engine
+        try await engine.store.writer.write { txn in try engine.usage.write(notes, in: &txn, engine: engine) }
     }
 }

@@ -95,14 +95,15 @@ extension ChunkCache {
     /// `nil` when the catalogue does not know the item.
     /// - Throws: `insufficientQuota` naming the item and the bound, before anything is written.
     private func pinnable(_ item: ItemIdentifier) async throws -> Bool? {
-        let store = self.store
+        let engine = self.engine
+        let store = engine.store
         return try await runBlocking(doing: "pinning \(item)", store: store.path) { () throws -> Bool? in
             guard let status = try self.status(of: item) else { return nil }
             let file = status.item
             guard file.kind == .file, !file.isPinned,
                 try store.environment.read({ txn in try Records.domain(item.domain, in: txn, store.dbs).origin })
                     != nil,
-                !store.space.couldFit(file.documentSize)
+                !engine.space.couldFit(file.documentSize)
             else {
                 return file.isPinned
             }
@@ -142,7 +143,7 @@ extension ChunkCache {
     }
 
     /// The free space eviction keeps on the store's filesystem (CONTRACT §12; default 1 GiB).
-    public var minimumFreeSpace: Int64 { store.space.minFree }
+    public var minimumFreeSpace: Int64 { engine.space.minFree }
 
     /// Keeps `bytes` free on the store's filesystem from now on (`init --min-free`), recorded in the store:
     /// origin content is evicted to keep it, and a put or download that would pass it is `insufficientQuota`.
@@ -153,16 +154,17 @@ extension ChunkCache {
                 .invalidArgument, "--min-free \(bytes) is negative; give a size such as 1GiB, or 0 for none")
         }
         try await recordSetting(MetaKey.minFree, UInt64(bytes), doing: "setting the free space to keep")
-        store.space.setMinFree(bytes)
+        engine.space.setMinFree(bytes)
     }
 
     /// Evicts now, on the writer, what keeps the store above its low-water mark (80 % of what its bound
     /// allows, CONTRACT §12), as the writer does by itself after a commit passes 90 %; returns what went.
     /// Also waits for an eviction already queued.
     public func enforceBound() async throws -> EvictionResult {
-        let store = self.store
+        let engine = self.engine
+        let store = engine.store
         do {
-            return try await store.writer.onQueue { try store.space.evictToLowWater() }
+            return try await store.writer.onQueue { try engine.space.evictToLowWater() }
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "evicting to the store's bound")
         }

@@ -82,13 +82,13 @@ extension ChunkCache {
     ) throws -> FetchResult {
         try Self.validate(minimalRange, of: item, alignment: alignment)
         try Records.validate(domain: item.domain, item: item.rawValue)
-        let store = self.store
+        let engine = self.engine
         let job = FetchJob(
             item: item, minimalRange: minimalRange, alignment: alignment, options: options, request: request,
             destination: destination)
         let version = version?.contentVersion
         // The warm attempt on the calling thread: no task, no hop, nothing of the cold path allocated.
-        switch try job.attempt(version, store: store, cancellation: CancellationFlag()) {
+        switch try job.attempt(version, engine: engine, cancellation: CancellationFlag()) {
         case .served(var served):
             startReadAhead(after: served, item)
             if let progress = request.progress { served.record(progress) }
@@ -100,7 +100,7 @@ extension ChunkCache {
                 ColdTarget(item: item, minimal: minimalRange, alignment: alignment), options: options,
                 request: request, servesFromDownload: fromDownload, streamed: streamed, first: absence
             ) { plan in
-                try job.serve(plan, store: store, cancellation: CancellationFlag())
+                try job.serve(plan, engine: engine, cancellation: CancellationFlag())
             }
             var served = cold.served
             served.record(cold.downloaded)
@@ -132,10 +132,10 @@ extension ChunkCache {
         options: FetchOptions = [], request: FetchRequest = FetchRequest()
     ) throws -> ReadResult {
         let job = try BufferReadJob(item: item, offset: offset, buffer: buffer, options: options, request: request)
-        let store = self.store
+        let engine = self.engine
         let version = version?.contentVersion
         // The warm attempt on the calling thread, as the blocking fetch's.
-        switch try job.attempt(version, store: store) {
+        switch try job.attempt(version, engine: engine) {
         case .served(let served):
             startReadAhead(after: served, item)
             return served.result
@@ -145,10 +145,10 @@ extension ChunkCache {
             return try throughOriginWaiting(
                 ColdTarget(item: item, minimal: job.minimalRange, alignment: 1), options: options,
                 request: request,
-                servesFromDownload: { @Sendable bytes, downloaded in try job.copy(bytes, downloaded, store: store) },
+                servesFromDownload: { @Sendable bytes, downloaded in try job.copy(bytes, downloaded, engine: engine) },
                 first: absence
             ) { plan in
-                try job.serve(plan, store: store)
+                try job.serve(plan, engine: engine)
             }.served.result
         }
     }
@@ -169,7 +169,7 @@ extension ChunkCache {
         options: FetchOptions = [], request: FetchRequest = FetchRequest()
     ) throws -> CachedRead {
         let job = try BufferReadJob(item: item, offset: offset, buffer: buffer, options: options, request: request)
-        switch try job.attempt(version?.contentVersion, store: store) {
+        switch try job.attempt(version?.contentVersion, engine: engine) {
         case .served(let served):
             startReadAhead(after: served, item)
             return .served(served.result)
@@ -205,7 +205,7 @@ extension ChunkCache {
 
     /// The async buffer read of `job`: from the store, else through the origin.
     private func readAsync(_ job: BufferReadJob, version: [UInt8]?) async throws -> ReadResult {
-        switch try await readFromStore(job, { store in try job.attempt(version, store: store) }) {
+        switch try await readFromStore(job, { engine in try job.attempt(version, engine: engine) }) {
         case .served(let served):
             await readAhead(after: served, job.item)
             return served.result
@@ -219,10 +219,10 @@ extension ChunkCache {
         let cold = try await throughOrigin(
             ColdTarget(item: job.item, minimal: job.minimalRange, alignment: 1), options: job.options,
             request: job.request,
-            servesFromDownload: { @Sendable bytes, downloaded in try job.copy(bytes, downloaded, store: self.store) },
+            servesFromDownload: { @Sendable bytes, downloaded in try job.copy(bytes, downloaded, engine: self.engine) },
             first: first
         ) { plan in
-            try await self.readFromStore(job, { store in try job.serve(plan, store: store) })
+            try await self.readFromStore(job, { engine in try job.serve(plan, engine: engine) })
         }
         return cold.served.result
     }
@@ -230,12 +230,13 @@ extension ChunkCache {
     /// One attempt at a buffer read from the store alone: inline when the buffer is small (as
     /// ``fetchFromStore(_:_:)`` does for hand-offs), else on the blocking pool.
     private func readFromStore(
-        _ job: BufferReadJob, _ attempt: @escaping @Sendable (Store) throws -> FetchOutcome<ServedRead>
+        _ job: BufferReadJob, _ attempt: @escaping @Sendable (Engine) throws -> FetchOutcome<ServedRead>
     ) async throws -> FetchOutcome<ServedRead> {
         if Task.isCancelled { throw CacheError(.userCancelled, "the read of \(job.item) was cancelled") }
-        let store = self.store
-        if job.buffer.count <= FetchThresholds.inlineBytes { return try attempt(store) }
-        return try await runBlocking(doing: "reading \(job.item)", store: store.path) { _ in try attempt(store) }
+        let engine = self.engine
+        if job.buffer.count <= FetchThresholds.inlineBytes { return try attempt(engine) }
+        return try await runBlocking(doing: "reading \(job.item)", store: engine.store.path) { _ in try attempt(engine)
+        }
     }
 
     /// Checks a partial fetch's range and alignment.
@@ -306,8 +307,8 @@ extension ChunkCache {
         streamed: StreamedFile?, fromDownload: (@Sendable ([UInt8], DownloadedRange) throws -> FetchResult)?
     ) {
         if let streamed = try StreamedFile.make(for: job, store: store) {
-            let store = self.store
-            return (streamed, { @Sendable _, downloaded in try streamed.finish(downloaded, store: store) })
+            let engine = self.engine
+            return (streamed, { @Sendable _, downloaded in try streamed.finish(downloaded, engine: engine) })
         }
         guard job.servesFromDownload else { return (nil, nil) }
         return (nil, { @Sendable bytes, downloaded in try self.handOffDownloaded(bytes, downloaded) })
@@ -321,17 +322,17 @@ extension ChunkCache {
     /// Clones and larger ranges go to the blocking pool (``runBlocking(doing:store:_:)``), which plans again in
     /// its own snapshot.
     private func fetchFromStore(_ job: FetchJob, _ source: PlanSource) async throws -> FetchOutcome<FetchResult> {
-        let store = self.store
+        let engine = self.engine
         if Task.isCancelled { throw CacheError(.userCancelled, "the fetch of \(job.item) was cancelled") }
         let cancellation = CancellationFlag()
         let inline = try await withTaskCancellationHandler {
-            try job.run(source, store: store, cancellation: cancellation, within: FetchThresholds.inlineBytes)
+            try job.run(source, engine: engine, cancellation: cancellation, within: FetchThresholds.inlineBytes)
         } onCancel: {
             cancellation.cancel()
         }
         if let inline { return inline }
-        return try await runBlocking(doing: "fetching \(job.item)", store: store.path) { cancellation in
-            try job.run(source, store: store, cancellation: cancellation, within: nil)!  // no limit: never nil
+        return try await runBlocking(doing: "fetching \(job.item)", store: engine.store.path) { cancellation in
+            try job.run(source, engine: engine, cancellation: cancellation, within: nil)!  // no limit: never nil
         }
     }
 

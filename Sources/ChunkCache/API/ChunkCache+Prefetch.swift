@@ -31,7 +31,7 @@ extension ChunkCache {
         let (session, record) = try await runBlocking(doing: "starting a prefetch of \(item)", store: store.path) {
             try self.prefetchTarget(item, version: version.contentVersion)
         }
-        let fill = ColdFill(store: store, session: session, item: item.rawValue, counters: progress)
+        let fill = ColdFill(engine: engine, session: session, item: item.rawValue, counters: progress)
         let extents = Self.extents(of: range, size: record.size, chunkSize: Int64(record.layout.chunkSize))
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -87,7 +87,7 @@ extension ChunkCache {
             }
             return (domain, version)
         }
-        guard domain.origin != nil, let session = try store.origins.session(for: item.domain, domain) else {
+        guard domain.origin != nil, let session = try engine.origins.session(for: item.domain, domain) else {
             throw CacheError(
                 .invalidArgument,
                 "domain \"\(item.domain)\" has no origin: the store holds all of \(item) already, there is nothing to prefetch"

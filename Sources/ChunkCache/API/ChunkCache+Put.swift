@@ -43,13 +43,13 @@ extension ChunkCache {
         try Records.validate(domain: item.domain, item: item.rawValue)
         let version = contentVersion.map { Array($0.utf8) }
         if let version { try Records.validate(contentVersion: version) }
-        let store = self.store
-        return try await runBlocking(doing: "storing \(path) as \(item)", store: store.path) { cancellation in
+        let engine = self.engine
+        return try await runBlocking(doing: "storing \(path) as \(item)", store: engine.store.path) { cancellation in
             do {
                 return try Self.put(
-                    fileAt: path, as: item, contentVersion: version, store: store, cancellation: cancellation)
+                    fileAt: path, as: item, contentVersion: version, engine: engine, cancellation: cancellation)
             } catch {
-                throw CacheError.wrap(error, store: store.path, doing: "storing \(path) as \(item)")
+                throw CacheError.wrap(error, store: engine.store.path, doing: "storing \(path) as \(item)")
             }
         }
     }
@@ -57,14 +57,15 @@ extension ChunkCache {
     /// The body of ``put(fileAt:as:contentVersion:)``, on a blocking thread.
     @available(*, noasync)
     private static func put(
-        fileAt path: String, as item: ItemIdentifier, contentVersion version: [UInt8]?, store: Store,
+        fileAt path: String, as item: ItemIdentifier, contentVersion version: [UInt8]?, engine: Engine,
         cancellation: CancellationFlag
     ) throws -> PutResult {
+        let store = engine.store
         let file = try openRegularFile(path)
         return try file.closeAfter {
             let status = try file.status()
             let previous = try Ingestor.previousVersion(of: item.rawValue, domain: item.domain, store: store)
-            let content = try Ingestor(store: store, cancellation: cancellation).ingest(
+            let content = try Ingestor(engine: engine, cancellation: cancellation).ingest(
                 file, length: Int64(status.st_size), path: path, previous: previous)
             let published: PublishedVersion
             do {

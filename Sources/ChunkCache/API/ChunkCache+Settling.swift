@@ -10,16 +10,16 @@ extension ChunkCache {
     /// process's settling to finish first.
     public func settle() async throws -> SettleResult {
         await waitForDownloads()
-        let store = self.store
-        return try await runBlocking(doing: "settling downloaded chunks", store: store.path) {
-            try Settler.settleAll(store)
+        let engine = self.engine
+        return try await runBlocking(doing: "settling downloaded chunks", store: engine.store.path) {
+            try Settler.settleAll(engine)
         }
     }
 
     /// Whether this process settles downloaded chunks in the background (the default) or only when
     /// ``settle()`` is called.
     public func settleInBackground(_ enabled: Bool) {
-        store.settler.setBackground(enabled)
+        engine.settler.setBackground(enabled)
     }
 }
 
@@ -29,13 +29,13 @@ extension ChunkCache {
     /// for the one before only to find nothing left.
     package func settleUnlessSettling() async throws -> SettleResult {
         await waitForDownloads()
-        let store = self.store
-        return try await runBlocking(doing: "settling downloaded chunks", store: store.path) {
-            try Settler.settleAll(store, waiting: false)
+        let engine = self.engine
+        return try await runBlocking(doing: "settling downloaded chunks", store: engine.store.path) {
+            try Settler.settleAll(engine, waiting: false)
         }
     }
 
     /// Whether this process downloaded chunks that may still wait to be settled: a short-lived command then
     /// leaves settling to a process of its own (``settle()``) rather than to its own exit.
-    package var downloadedFills: Bool { store.settler.filledHere }
+    package var downloadedFills: Bool { engine.settler.filledHere }
 }

@@ -22,22 +22,25 @@ public typealias CloneStrategy = FileIO.CloneStrategy
 /// // result.url holds the bytes at their offsets; the caller owns the file and deletes it.
 /// ```
 public final class ChunkCache: Sendable {
-    let store: Store
+    /// The store and the services this process runs on it, shared with every other cache of the directory.
+    let engine: Engine
+    /// The engine's store: what reads and writes the databases take.
+    var store: Store { engine.store }
     /// How old a leftover hand-off file must be before a sweep deletes it.
     public let handOffGracePeriod: TimeInterval
 
     /// Hand-off files that opening the store swept.
     public let sweptAtOpen: Int
 
-    /// Takes over one holder of `store` (from ``Store/open(at:layout:maxSize:level:)``), released in `deinit`.
-    init(store: Store, handOffGracePeriod: TimeInterval, sweptAtOpen: Int) {
-        self.store = store
+    /// Takes over one holder of `engine` (from ``Engine/open(at:layout:maxSize:level:)``), released in `deinit`.
+    init(engine: Engine, handOffGracePeriod: TimeInterval, sweptAtOpen: Int) {
+        self.engine = engine
         self.handOffGracePeriod = handOffGracePeriod
         self.sweptAtOpen = sweptAtOpen
     }
 
     deinit {
-        store.release()
+        engine.release()
     }
 
     /// Opens the store at `path` (by default `$CHUNKCACHE_STORE`, `$XDG_CACHE_HOME/chunkcache` or
@@ -75,13 +78,14 @@ public final class ChunkCache: Sendable {
         handOffGracePeriod: TimeInterval = 3600, resumingImports: Bool = true
     ) async throws -> ChunkCache {
         let (cache, hasImportJobs) = try await runBlocking(doing: "opening", store: path ?? Store.resolvePath(path)) {
-            let store = try Store.open(
+            let engine = try Engine.open(
                 at: Store.resolvePath(path), layout: chunkSize, maxSize: maxSize, level: compressionLevel)
+            let store = engine.store
             // Reader slots of crashed processes pin old snapshots, so LMDB could never reuse their pages.
             store.environment.clearStaleReaders()
-            store.reserve.ensure(keepFree: store.space.minFree, maxSize: store.space.maxSize)
+            engine.reserve.ensure(keepFree: engine.space.minFree, maxSize: engine.space.maxSize)
             do { _ = try store.rollBackAbandonedManifests() } catch {
-                store.release()
+                engine.release()
                 throw CacheError.wrap(error, store: store.path, doing: "rolling back interrupted ingests")
             }
             // A process killed inside the transaction that wrote fills leaves bytes no record names.
@@ -89,7 +93,7 @@ public final class ChunkCache: Sendable {
                 Diagnostics.report("remove fill files no record names in \(store.path)", error)
             }
             let swept = store.sweepHandOffFiles(olderThan: handOffGracePeriod)
-            let cache = ChunkCache(store: store, handOffGracePeriod: handOffGracePeriod, sweptAtOpen: swept)
+            let cache = ChunkCache(engine: engine, handOffGracePeriod: handOffGracePeriod, sweptAtOpen: swept)
             return (cache, resumingImports ? try cache.hasImportJobs() : false)
         }
         if hasImportJobs {

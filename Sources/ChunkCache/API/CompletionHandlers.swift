@@ -110,10 +110,10 @@ extension ChunkCache {
         guard (try? FetchPlanner.validate(alignment: alignment)) != nil,
             minimal.map({ $0.location >= 0 && $0.length >= 0 }) ?? true
         else { return nil }
-        let store = self.store
-        return try? store.environment.read { txn in
+        let engine = self.engine
+        return try? engine.store.environment.read { txn in
             try FetchPlanner.plan(
-                store: store, domain: item.domain, item: item.rawValue, requested: version?.contentVersion,
+                engine: engine, domain: item.domain, item: item.rawValue, requested: version?.contentVersion,
                 minimal: minimal, alignment: alignment, options: options, request: request, in: txn)
         }
     }

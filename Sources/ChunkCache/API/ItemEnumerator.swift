@@ -86,7 +86,7 @@ public final class ItemEnumerator: Sendable {
     /// - Returns: Whether a change exists; false once `timeout` has passed without one.
     /// - Throws: `syncAnchorExpired` as ``enumerateChanges(from:suggestedBatchSize:)``; `userCancelled`.
     public func waitForChanges(after anchor: SyncAnchor, timeout: Duration) async throws -> Bool {
-        let found = try await cache.store.changes.wait(
+        let found = try await cache.engine.changes.wait(
             for: "changes of domain \"\(domain)\"", until: .now + timeout
         ) { try await hasChanges(after: anchor) ? true : nil }
         return found ?? false

@@ -2,19 +2,6 @@ import FileIO
 import Foundation
 import Synchronization
 
-/// Whether the write transaction under way bumped a domain's version (or removed a domain): set by
-/// ``WriteTransaction/finish(_:_:)`` and ``WriteTransaction/bump(_:named:_:)``, read by the writer once the
-/// transaction commits. Set and taken on the writer queue only, one transaction at a time, so a relaxed
-/// atomic orders enough; a mark of a transaction that did not commit is cleared before the next.
-final class ChangeMarks: Sendable {
-    private let marked = Atomic<Bool>(false)
-
-    func mark() { marked.store(true, ordering: .relaxed) }
-
-    /// Whether a change was marked since the last call; clears the mark.
-    func take() -> Bool { marked.exchange(false, ordering: .relaxed) }
-}
-
 /// Wakes every process waiting for a store's changes (CONTRACT §11, E2: the seed's `signalEnumerator` after
 /// every domain-version bump): after each commit that bumps a domain's version, whether it logged item
 /// changes or changed the domain's settings, the writer touches ``fileName`` in the store's folder.
@@ -30,7 +17,7 @@ final class ChangeMarks: Sendable {
 /// calls ``clearMark()`` and ``postIfMarked()``, around each transaction. A domain type: the coordination
 /// is ``WakeUps`` and ``InputWatches``, in Concurrency/; what stays here is the store's signal file and its
 /// inotify watch.
-final class ChangeSignal: Sendable {
+final class ChangeSignal: CommitSignal {
     /// The file each commit with a bump touches, in the store's folder: empty, it takes no space.
     static let fileName = "changes.signal"
     /// How often a waiter checks on its own when inotify is not available.

@@ -54,13 +54,13 @@ final class UsageRecorder: Sendable {
     /// the fetch read for the policy (`reads`, origin domains only), which are always noted, and the chunks it
     /// served (`served`, any domain) for the hot tier while it is on.
     func noteUse(
-        of item: ItemIdentifier, recorded: Double?, reads: ChunkReads? = nil, served: ChunkReads? = nil, store: Store
+        of item: ItemIdentifier, recorded: Double?, reads: ChunkReads? = nil, served: ChunkReads? = nil, engine: Engine
     ) {
         let now = Date().timeIntervalSince1970
         let use = enabled.load(ordering: .relaxed) && (recorded.map { now - $0 >= Self.granularity } ?? true)
         let hot = served.flatMap { hotTracking.load(ordering: .relaxed) ? $0 : nil }
         guard use || reads != nil || hot != nil else { return }
-        note(store: store) { pending in
+        note(engine: engine) { pending in
             if use { pending.uses[item] = now }
             if let hot {
                 for index in hot.chunks where pending.hotReads.count < Self.maxNotedChunks {
@@ -79,8 +79,8 @@ final class UsageRecorder: Sendable {
     }
 
     /// Notes where a reader of `item` is, for the next process's read-ahead.
-    func noteReadPosition(of item: ItemIdentifier, _ position: ReadAhead, store: Store) {
-        note(store: store) { pending in
+    func noteReadPosition(of item: ItemIdentifier, _ position: ReadAhead, engine: Engine) {
+        note(engine: engine) { pending in
             guard pending.readPositions.count < ReadPositions.remembered || pending.readPositions[item] != nil else {
                 return
             }
@@ -89,7 +89,7 @@ final class UsageRecorder: Sendable {
     }
 
     /// Adds to the pending notes and schedules their flush unless one is scheduled.
-    private func note(store: Store, _ add: (inout UsageNotes) -> Void) {
+    private func note(engine: Engine, _ add: (inout UsageNotes) -> Void) {
         let schedule = state.withLock { state -> Bool in
             add(&state.pending)
             defer { state.scheduled = true }
@@ -97,11 +97,11 @@ final class UsageRecorder: Sendable {
         }
         guard schedule else { return }
         // A sleeping task holds no thread; the flush itself only queues a transaction on the store's writer.
-        Task(priority: .utility) { [weak store] in
+        Task(priority: .utility) { [weak engine] in
             try? await Task.sleep(for: .seconds(Self.delay))
-            guard let store else { return }
+            guard let engine else { return }
             let notes = self.take()
-            store.writer.writeLater({ txn in try self.write(notes, in: &txn, store: store) }) { result in
+            engine.store.writer.writeLater({ txn in try self.write(notes, in: &txn, engine: engine) }) { result in
                 if case .failure(let error) = result {
                     Diagnostics.report("record when items and chunks were last used", error)
                 }
@@ -124,13 +124,14 @@ final class UsageRecorder: Sendable {
 extension UsageRecorder {
     /// Writes a flush: ``WriteTransaction/recordUsage(_:_:)``, then the hot tier's reads (``HotTier``).
     @available(*, noasync)
-    func write(_ notes: UsageNotes, in txn: inout WriteTransaction, store: Store) throws {
+    func write(_ notes: UsageNotes, in txn: inout WriteTransaction, engine: Engine) throws {
+        let store = engine.store
         try txn.recordUsage(notes, store.dbs)
         if !notes.hotReads.isEmpty {
-            hotTracking.store(try HotTier.applyReads(notes.hotReads, in: &txn, store: store), ordering: .relaxed)
+            hotTracking.store(try HotTier.applyReads(notes.hotReads, in: &txn, engine: engine), ordering: .relaxed)
         } else if !hotTracking.load(ordering: .relaxed) {
             // Another process may have turned the tier back on (`init --hot-size`).
-            let budget = try txn.hotBudget(store.dbs, maxSize: store.space.maxSize)
+            let budget = try txn.hotBudget(store.dbs, maxSize: store.maxSize)
             hotTracking.store(budget > 0, ordering: .relaxed)
         }
     }

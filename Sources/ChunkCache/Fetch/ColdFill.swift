@@ -9,7 +9,8 @@ import OriginKit
 /// Downloads run as tasks of their own, shared with every fetch that needs their chunks (single flight); a
 /// cancelled fetch stops the downloads of its own range and stops waiting.
 struct ColdFill: Sendable {
-    let store: Store
+    let engine: Engine
+    var store: Store { engine.store }
     let session: OriginSession
     let item: String
     let counters: DownloadProgress
@@ -111,7 +112,7 @@ struct ColdFill: Sendable {
                                 DiscoveryHead(
                                     recorded: recorded,
                                     sink: ChunkSink(
-                                        store: store, version: version, item: item, session: session, claimed: chunks,
+                                        engine: engine, version: version, item: item, session: session, claimed: chunks,
                                         counters: counters, direct: directBytes ?? fileTarget),
                                     direct: directBytes
                                         ?? fileTarget.flatMap {
@@ -355,7 +356,7 @@ struct ColdFill: Sendable {
         _ run: [ClaimedChunk], of version: VersionRecord, mode: SinkMode = .fill, direct: DirectBytes? = nil
     ) -> Task<Void, Never> {
         let sink = ChunkSink(
-            store: store, version: version, item: item, session: session, claimed: run, counters: counters,
+            engine: engine, version: version, item: item, session: session, claimed: run, counters: counters,
             mode: mode, direct: direct)
         let expected = String(decoding: version.contentVersion, as: UTF8.self)
         let session = self.session

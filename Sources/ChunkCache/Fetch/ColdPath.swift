@@ -62,7 +62,7 @@ extension ChunkCache {
     /// (read-ahead stores behind too): call this before the process exits so what was downloaded is kept
     /// (what is not is downloaded again next time; the store is never damaged).
     public func waitForDownloads() async {
-        await store.origins.waitUntilStored()
+        await engine.origins.waitUntilStored()
     }
 
     /// The cold path, for async and blocking callers: fills what a fetch of an origin domain lacks from the
@@ -88,7 +88,7 @@ extension ChunkCache {
     ) async throws -> (served: Served, downloaded: DownloadProgress) {
         let cold = ColdRequest(
             target, options: options, request: request, servesFromDownload: servesFromDownload != nil,
-            streamed: streamed, downloads: store.space.unreadDownloads)
+            streamed: streamed, downloads: engine.space.unreadDownloads)
         // Eviction spares what this fetch downloads until it has read it (PolicyProtection).
         defer { cold.claim.end() }
         var readAheadDone = false
@@ -168,7 +168,7 @@ extension ChunkCache {
             }
             guard case .file(let path) = made else { preconditionFailure("downloaded bytes are never damaged") }
             return downloaded.served(
-                at: URL(fileURLWithPath: path, isDirectory: false), flags: flags, owner: .caller, store: store)
+                at: URL(fileURLWithPath: path, isDirectory: false), flags: flags, owner: .caller, engine: engine)
         } catch {
             throw CacheError.wrap(
                 error, store: store.path, doing: "writing the downloaded range of \(downloaded.item.identifier)")
@@ -188,17 +188,17 @@ extension ChunkCache {
 
         /// A fetch served from the download: records the item's use, as a fetch served from the store does,
         /// and returns the result of a file at `url`.
-        func served(at url: URL, flags: MaterializationFlags, owner: FileOwner, store: Store) -> FetchResult {
-            noteUse(in: store)
+        func served(at url: URL, flags: MaterializationFlags, owner: FileOwner, engine: Engine) -> FetchResult {
+            noteUse(in: engine)
             return FetchResult(
                 url: url, item: publicItem, retrievedRange: range, flags: flags, owner: owner,
                 domainVersion: domainVersion, cloneStrategy: nil, fromOriginDomain: true)
         }
 
         /// Records the item's use (``UsageRecorder``).
-        func noteUse(in store: Store) {
-            store.usage.noteUse(
-                of: ItemIdentifier(domain: domain, item.identifier), recorded: item.lastUsedDate, store: store)
+        func noteUse(in engine: Engine) {
+            engine.usage.noteUse(
+                of: ItemIdentifier(domain: domain, item.identifier), recorded: item.lastUsedDate, engine: engine)
         }
     }
 
@@ -220,7 +220,7 @@ extension ChunkCache {
         let item = request.item
         let startsReadAhead = !readAheadDone
         let (session, ahead) = try await sessionAndReadAhead(for: absence, of: item, startsReadAhead: startsReadAhead)
-        let fill = ColdFill(store: store, session: session, item: item.rawValue, counters: request.counters)
+        let fill = ColdFill(engine: engine, session: session, item: item.rawValue, counters: request.counters)
         var filling: ColdPlan?
         do {
             switch absence {
@@ -311,7 +311,7 @@ extension ChunkCache {
         for absence: Absence, of item: ItemIdentifier, startsReadAhead: Bool
     ) async throws -> (OriginSession, Range<Int64>?) {
         if case .chunks(let plan) = absence, let domain = plan.domain,
-            let session = store.origins.existing(item.domain, matching: domain)
+            let session = engine.origins.existing(item.domain, matching: domain)
         {
             guard startsReadAhead else { return (session, nil) }
             // The item's read-ahead window, when the session remembers it: no hop.
@@ -373,7 +373,7 @@ extension ChunkCache {
     /// Notes a read-ahead step's new position for the next process (``ReadPositions``); returns what to
     /// download ahead.
     private func noted(_ step: (ahead: Range<Int64>?, moved: ReadAhead?), of item: ItemIdentifier) -> Range<Int64>? {
-        if let moved = step.moved { store.usage.noteReadPosition(of: item, moved, store: store) }
+        if let moved = step.moved { engine.usage.noteReadPosition(of: item, moved, engine: engine) }
         return step.ahead
     }
 
@@ -393,7 +393,7 @@ extension ChunkCache {
     func originSession(of domain: String) throws -> OriginSession {
         let store = self.store
         let record = try store.environment.read { txn in try Records.domain(domain, in: txn, store.dbs) }
-        guard let session = try store.origins.session(for: domain, record) else {
+        guard let session = try engine.origins.session(for: domain, record) else {
             throw CacheError(.transient, "domain \"\(domain)\" lost its origin while a fetch ran; retry")
         }
         return session
@@ -406,7 +406,7 @@ extension ChunkCache {
     /// the version to download ahead) run on the blocking pool.
     func readAhead(after served: some ServedBytes & Sendable, _ item: ItemIdentifier) async {
         guard served.fromOriginDomain else { return }
-        guard let session = store.origins.existing(item.domain),
+        guard let session = engine.origins.existing(item.domain),
             let remembered = advanceRememberedReadAhead(
                 in: session, item, fetching: served.servedRange, size: served.servedItem.documentSize)
         else {
@@ -426,7 +426,7 @@ extension ChunkCache {
     /// for them again. Only items of origin domains have read-ahead.
     func startReadAhead(after served: some ServedBytes, _ item: ItemIdentifier) {
         guard served.fromOriginDomain,
-            let session = store.origins.sessionForReadAhead(item.domain, make: { try originSession(of: item.domain) }),
+            let session = engine.origins.sessionForReadAhead(item.domain, make: { try originSession(of: item.domain) }),
             let ahead = advanceReadAhead(
                 in: session, item, fetching: served.servedRange, size: served.servedItem.documentSize)
         else { return }
@@ -446,7 +446,7 @@ extension ChunkCache {
                     try VersionRecord(decoding: $0, name: "a version of \(item)")
                 }
             }
-            let fill = ColdFill(store: store, session: session, item: item.rawValue, counters: DownloadProgress())
+            let fill = ColdFill(engine: engine, session: session, item: item.rawValue, counters: DownloadProgress())
             if let version { try fill.prefetch(version, ahead: ahead) }
         }
     }

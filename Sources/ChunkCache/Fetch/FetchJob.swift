@@ -29,23 +29,24 @@ struct FetchJob: Sendable {
     var servesFromDownload: Bool { minimalRange != nil && destination == .handOff && beforeChunk == nil }
 
     /// Plans and writes the fetch of `version` in one snapshot, on the calling thread.
-    func attempt(_ version: [UInt8]?, store: Store, cancellation: CancellationFlag) throws -> FetchOutcome<FetchResult>
-    {
-        try run(.planning(version), store: store, cancellation: cancellation, within: nil)!  // no limit: never nil
+    func attempt(_ version: [UInt8]?, engine: Engine, cancellation: CancellationFlag) throws -> FetchOutcome<
+        FetchResult
+    > {
+        try run(.planning(version), engine: engine, cancellation: cancellation, within: nil)!  // no limit: never nil
     }
 
     /// Writes `cold`, the plan a miss carried through its fill, in one snapshot, without planning again; what
     /// left the store since the fill is `.missing(.chunks(cold))` (refilled once), a damaged chunk
     /// `.missing(.damaged)`.
-    func serve(_ cold: ColdPlan, store: Store, cancellation: CancellationFlag) throws -> FetchOutcome<FetchResult> {
-        try run(.serving(cold), store: store, cancellation: cancellation, within: nil)!  // no limit: never nil
+    func serve(_ cold: ColdPlan, engine: Engine, cancellation: CancellationFlag) throws -> FetchOutcome<FetchResult> {
+        try run(.serving(cold), engine: engine, cancellation: cancellation, within: nil)!  // no limit: never nil
     }
 
     /// One attempt from `source` (``PlanSource``), in one snapshot. With a `limit`, the bounded work a caller
     /// may do on its own thread: nil, with nothing done but the plan, for a clone or a range longer than
     /// `limit`, which the caller moves to the blocking pool. A carried plan's reads are not hits for eviction:
     /// the fetch just downloaded them.
-    func run(_ source: PlanSource, store: Store, cancellation: CancellationFlag, within limit: Int64?) throws
+    func run(_ source: PlanSource, engine: Engine, cancellation: CancellationFlag, within limit: Int64?) throws
         -> FetchOutcome<FetchResult>?
     {
         let readsAreHits = if case .serving = source { false } else { true }
@@ -56,14 +57,14 @@ struct FetchJob: Sendable {
         while true {
             do {
                 return try source.inSnapshot(
-                    store: store, item: item, minimal: minimalRange, alignment: alignment, options: options,
+                    engine: engine, item: item, minimal: minimalRange, alignment: alignment, options: options,
                     request: request
                 ) { plan, txn -> FetchOutcome<FetchResult>? in
                     if let limit, destination != .handOff || plan.retrieved.length > limit { return nil }
-                    return try write(plan, store: store, checkpoint: checkpoint, readsAreHits: readsAreHits, in: txn)
+                    return try write(plan, engine: engine, checkpoint: checkpoint, readsAreHits: readsAreHits, in: txn)
                 }
             } catch let error as CacheError
-                where error.code == .insufficientQuota && !reserveReleased && store.reserve.release()
+                where error.code == .insufficientQuota && !reserveReleased && engine.reserve.release()
             {
                 reserveReleased = true
             }
@@ -74,8 +75,9 @@ struct FetchJob: Sendable {
     /// destination. On any throw, cancellation included, no file is left behind; a damaged chunk leaves none
     /// either and is returned as missing.
     private func write<T: TransactionReading & ~Copyable>(
-        _ plan: FetchPlan, store: Store, checkpoint: ChunkCheckpoint, readsAreHits: Bool, in txn: borrowing T
+        _ plan: FetchPlan, engine: Engine, checkpoint: ChunkCheckpoint, readsAreHits: Bool, in txn: borrowing T
     ) throws -> FetchOutcome<FetchResult> {
+        let store = engine.store
         var result = FetchResult(
             url: URL(fileURLWithPath: "/"),
             item: Records.publicItem(plan.item, domain: item.domain, version: plan.version),
@@ -105,9 +107,9 @@ struct FetchJob: Sendable {
             result.url = URL(fileURLWithPath: target, isDirectory: false)
             result.owner = .destination
         }
-        store.usage.noteUse(
+        engine.usage.noteUse(
             of: item, recorded: plan.item.lastUsedDate, reads: readsAreHits ? plan.policyReads : nil,
-            served: plan.servedChunks, store: store)
+            served: plan.servedChunks, engine: engine)
         return .served(result)
     }
 }
@@ -140,7 +142,7 @@ struct BufferReadJob: @unchecked Sendable {
 
     /// Serves the read from bytes downloaded for it (`bytes` are `downloaded.range` of the version, which
     /// covers the read's range up to the end of the file).
-    func copy(_ bytes: [UInt8], _ downloaded: ChunkCache.DownloadedRange, store: Store) throws -> ServedRead {
+    func copy(_ bytes: [UInt8], _ downloaded: ChunkCache.DownloadedRange, engine: Engine) throws -> ServedRead {
         let end = min(offset + Int64(buffer.count), downloaded.version.size)
         let count = Int(max(0, end - offset))
         if count > 0 {
@@ -152,7 +154,7 @@ struct BufferReadJob: @unchecked Sendable {
             }
         }
         // Its use recorded as a read served from the store records it.
-        downloaded.noteUse(in: store)
+        downloaded.noteUse(in: engine)
         return ServedRead(
             offset: offset, fromOriginDomain: true,
             result: ReadResult(
@@ -160,27 +162,28 @@ struct BufferReadJob: @unchecked Sendable {
     }
 
     /// Plans the read of `version` and reads it, in one snapshot.
-    func attempt(_ version: [UInt8]?, store: Store) throws -> FetchOutcome<ServedRead> {
-        try read(.planning(version), store: store)
+    func attempt(_ version: [UInt8]?, engine: Engine) throws -> FetchOutcome<ServedRead> {
+        try read(.planning(version), engine: engine)
     }
 
     /// Reads `cold`, the plan a miss carried through its fill, without planning again (as
     /// ``FetchJob/serve(_:within:store:cancellation:)``).
-    func serve(_ cold: ColdPlan, store: Store) throws -> FetchOutcome<ServedRead> {
-        try read(.serving(cold), store: store)
+    func serve(_ cold: ColdPlan, engine: Engine) throws -> FetchOutcome<ServedRead> {
+        try read(.serving(cold), engine: engine)
     }
 
-    private func read(_ source: PlanSource, store: Store) throws -> FetchOutcome<ServedRead> {
-        try source.inSnapshot(
-            store: store, item: item, minimal: minimalRange, alignment: 1, options: options, request: request
+    private func read(_ source: PlanSource, engine: Engine) throws -> FetchOutcome<ServedRead> {
+        let store = engine.store
+        return try source.inSnapshot(
+            engine: engine, item: item, minimal: minimalRange, alignment: 1, options: options, request: request
         ) { plan, txn -> FetchOutcome<ServedRead>? in
             switch try BufferReader.read(plan, at: offset, into: buffer, store: store, in: txn) {
             case .damaged(let chunk):
                 return .missing(.damaged(plan.cold, chunk))
             case .read(let count):
-                store.usage.noteUse(
+                engine.usage.noteUse(
                     of: item, recorded: plan.item.lastUsedDate, reads: plan.policyReads, served: plan.servedChunks,
-                    store: store)
+                    engine: engine)
                 return .served(
                     ServedRead(
                         offset: offset, fromOriginDomain: plan.fromOrigin,
@@ -226,9 +229,10 @@ enum PlanSource: Sendable {
     }
 
     func inSnapshot<R>(
-        store: Store, item: ItemIdentifier, minimal: ByteRange?, alignment: Int, options: FetchOptions,
+        engine: Engine, item: ItemIdentifier, minimal: ByteRange?, alignment: Int, options: FetchOptions,
         request: FetchRequest, _ body: (FetchPlan, borrowing ReadTransaction) throws -> FetchOutcome<R>?
     ) throws -> FetchOutcome<R>? {
+        let store = engine.store
         switch self {
         case .planning, .planned:
             return try ChunkCache.inFreshSnapshots(of: store, fetching: item) { txn -> FetchOutcome<R>? in
@@ -236,7 +240,7 @@ enum PlanSource: Sendable {
                     return try body(plan, txn)
                 }
                 switch try FetchPlanner.plan(
-                    store: store, domain: item.domain, item: item.rawValue, requested: requested, minimal: minimal,
+                    engine: engine, domain: item.domain, item: item.rawValue, requested: requested, minimal: minimal,
                     alignment: alignment, options: options, request: request, in: txn)
                 {
                 case .serve(let plan): return try body(plan, txn)

@@ -39,10 +39,11 @@ enum FetchPlanner {
     ///   `versionNoLongerAvailable` when a strict fetch's version cannot serve, `corruptData` naming the lost
     ///   chunks when no allowed version can serve a non-strict fetch (C4).
     static func plan<T: TransactionReading & ~Copyable>(
-        store: Store, domain: String, item id: String, requested: [UInt8]?, minimal: ByteRange?, alignment: Int,
+        engine: Engine, domain: String, item id: String, requested: [UInt8]?, minimal: ByteRange?, alignment: Int,
         options: FetchOptions, request: FetchRequest, in txn: borrowing T
     ) throws -> PlanOutcome {
-        store.plansMade.add(1, ordering: .relaxed)
+        engine.plansMade.add(1, ordering: .relaxed)
+        let store = engine.store
         let dbs = store.dbs
         let domainRecord = try Records.domain(domain, in: txn, dbs)
         if let process = request.requestingProcess, domainRecord.nonMaterializingProcesses.contains(process) {

@@ -131,7 +131,7 @@ final class StreamedFile: Sendable {
 
     /// Gives the complete file its size and its place, and returns the fetch's result: the file holds every
     /// byte of `downloaded.range`, all written from the download.
-    func finish(_ downloaded: ChunkCache.DownloadedRange, store: Store) throws -> FetchResult {
+    func finish(_ downloaded: ChunkCache.DownloadedRange, engine: Engine) throws -> FetchResult {
         let (owner, target) = state.withLock { ($0.owner, $0.target) }
         guard let owner else { preconditionFailure("a streamed file is finished before it is closed") }
         let flags: MaterializationFlags = target?.leftHoles ?? false ? .knownSparseRanges : []
@@ -144,7 +144,7 @@ final class StreamedFile: Sendable {
         case .handOff(let path):
             owner.keep()
             return downloaded.served(
-                at: URL(fileURLWithPath: path, isDirectory: false), flags: flags, owner: .caller, store: store)
+                at: URL(fileURLWithPath: path, isDirectory: false), flags: flags, owner: .caller, engine: engine)
         case .destination(let destination):
             // Only this call touches the pending file now: every download finished writing into it.
             do {
@@ -154,7 +154,7 @@ final class StreamedFile: Sendable {
             }
             return downloaded.served(
                 at: URL(fileURLWithPath: destination.path, isDirectory: false), flags: flags, owner: .destination,
-                store: store)
+                engine: engine)
         }
     }
 

@@ -243,9 +243,10 @@ extension HotTier {
     /// promotes those now hot within the budget and the room the bound leaves, and cools those aged out.
     /// Returns false when the tier is off (`--hot-size 0`): fetches then stop noting reads for it.
     @available(*, noasync)
-    static func applyReads(_ slots: Set<PolicySlot>, in txn: inout WriteTransaction, store: Store) throws -> Bool {
+    static func applyReads(_ slots: Set<PolicySlot>, in txn: inout WriteTransaction, engine: Engine) throws -> Bool {
+        let store = engine.store
         let dbs = store.dbs
-        let budget = try txn.hotBudget(dbs, maxSize: store.space.maxSize)
+        let budget = try txn.hotBudget(dbs, maxSize: store.maxSize)
         // Over a size that shrank while its cooling was cut short (a killed `init --hot-size`): back within it.
         if try Int64(txn.counter(dbs, HotMeta.bytes)) > budget { try coolOverBudget(budget, in: &txn, store: store) }
         guard budget > 0 else { return false }
@@ -271,7 +272,7 @@ extension HotTier {
             }
         }
         try txn.hotCountSamples(UInt64(digests.count), dbs)
-        try promote(due, budget: budget, in: &txn, store: store)
+        try promote(due, budget: budget, in: &txn, engine: engine)
         try coolAged(in: &txn, store: store)
         try txn.trimHotCandidates(
             to: maximumCandidates(budget: budget, chunkSize: store.layout.chunkSize), dbs)
@@ -282,8 +283,9 @@ extension HotTier {
     /// hot bytes never make it evict. Reads the free list in a read transaction of its own (transactions are
     /// `MDB_NOTLS`), which sees the store as of the last commit.
     @available(*, noasync)
-    static func promotionRoom(_ store: Store) -> Int64 {
-        let allowed = Double(store.space.allowedBytes())
+    static func promotionRoom(_ engine: Engine) -> Int64 {
+        let store = engine.store
+        let allowed = Double(engine.space.allowedBytes())
         let live = Int64((try? store.environment.liveBytes()) ?? store.environment.usedBytes)
         return Int64(SpaceBound.lowWater * allowed) - live
     }
@@ -291,11 +293,12 @@ extension HotTier {
     /// Promotes `due` chunks, most read first, while the flush's share, the room and the budget allow.
     @available(*, noasync)
     private static func promote(
-        _ due: [(ChunkDigest, HotRecord)], budget: Int64, in txn: inout WriteTransaction, store: Store
+        _ due: [(ChunkDigest, HotRecord)], budget: Int64, in txn: inout WriteTransaction, engine: Engine
     ) throws {
         guard !due.isEmpty else { return }
+        let store = engine.store
         let dbs = store.dbs
-        var room = promotionRoom(store)
+        var room = promotionRoom(engine)
         guard room > 0 else { return }
         let generation = UInt32(truncatingIfNeeded: try txn.counter(dbs, HotMeta.generation))
         var promoted: Int64 = 0
@@ -392,7 +395,7 @@ extension HotTier {
         var cooling = true
         while cooling {
             cooling = try store.environment.write { txn in
-                let budget = try txn.hotBudget(dbs, maxSize: store.space.maxSize)
+                let budget = try txn.hotBudget(dbs, maxSize: store.maxSize)
                 return try coolOverBudget(budget, in: &txn, store: store) > 0
             }
         }
@@ -616,7 +619,7 @@ extension ChunkCache {
     public func hotTierSize() async throws -> Int64 {
         let store = self.store
         return try await runBlocking(doing: "reading the hot tier's size", store: store.path) { _ in
-            try store.environment.read { txn in try txn.hotBudget(store.dbs, maxSize: store.space.maxSize) }
+            try store.environment.read { txn in try txn.hotBudget(store.dbs, maxSize: store.maxSize) }
         }
     }
 
@@ -635,6 +638,6 @@ extension ChunkCache {
         } catch {
             throw CacheError.wrap(error, store: store.path, doing: "cooling the hot tier to its new size")
         }
-        store.usage.hotTracking.store(bytes > 0, ordering: .relaxed)
+        engine.usage.hotTracking.store(bytes > 0, ordering: .relaxed)
     }
 }

@@ -523,10 +523,11 @@ extension ChunkCache {
                     .fileExists, "\(destination) already holds a store; give recover a new directory with --to")
             }
             let shift = PageFile.chunkShift(ofStoreAt: sourcePath)
-            let store = try Store.open(
+            // Through the engine: the new store's writer keeps its bound as any other store's does.
+            let engine = try Engine.open(
                 at: destination, layout: shift.map { ChunkLayout(uncheckedShift: $0) }, maxSize: nil)
-            defer { store.release() }
-            return try Salvage.recover(source: sourcePath, into: store)
+            defer { engine.release() }
+            return try Salvage.recover(source: sourcePath, into: engine.store)
         }
     }
 }

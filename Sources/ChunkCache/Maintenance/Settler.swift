@@ -70,7 +70,7 @@ final class Settler: Sendable {
     let beforeBatchCommit = Mutex<(@Sendable () throws -> Void)?>(nil)
 
     /// Notes that fills were recorded now, and starts background settling behind them.
-    func fillsArrived(in store: Store) {
+    func fillsArrived(in engine: Engine) {
         let start = state.withLock { state -> Bool in
             state.lastFill = .now
             guard !state.running, !state.paused else { return false }
@@ -78,7 +78,7 @@ final class Settler: Sendable {
             return true
         }
         guard start else { return }
-        Task.detached(priority: .background) { await self.settleInBackground(store) }
+        Task.detached(priority: .background) { await self.settleInBackground(engine) }
     }
 
     /// Whether this process recorded fills since it opened the store.
@@ -87,7 +87,8 @@ final class Settler: Sendable {
     /// Stops or resumes background settling in this process (tests and commands that settle when they choose).
     func setBackground(_ enabled: Bool) { state.withLock { $0.paused = !enabled } }
 
-    private func settleInBackground(_ store: Store) async {
+    private func settleInBackground(_ engine: Engine) async {
+        let store = engine.store
         defer { state.withLock { $0.running = false } }
         while true {
             // Idle first: the cores belong to the readers while downloads arrive.
@@ -97,7 +98,9 @@ final class Settler: Sendable {
             if state.withLock({ $0.paused }) { return }
             do {
                 let round = try await runBlocking(doing: "settling downloaded chunks", store: store.path) {
-                    try Self.withSettlingLock(store, waiting: false) { try Self.settleBatch(store, inBackground: true) }
+                    try Self.withSettlingLock(store, waiting: false) {
+                        try Self.settleBatch(engine, inBackground: true)
+                    }
                 }
                 guard let round, round.touched > 0 else { return }
             } catch {
@@ -116,7 +119,8 @@ final class Settler: Sendable {
     /// end of the records, once the last commit is in, listing starts again from the first, for fills recorded
     /// meanwhile, until a pass from the first settles nothing more.
     @available(*, noasync)
-    static func settleAll(_ store: Store, waiting: Bool = true) throws -> SettleResult {
+    static func settleAll(_ engine: Engine, waiting: Bool = true) throws -> SettleResult {
+        let store = engine.store
         var total = SettleResult()
         try withSettlingLock(store, waiting: waiting) {
             var committing: PendingCommit?
@@ -135,7 +139,7 @@ final class Settler: Sendable {
                     if let batch = try prepareBatch(store, after: after, width: BlockingPool.shared.threadCount) {
                         after = batch.next
                         try land()
-                        committing = commit(batch, store)
+                        committing = commit(batch, engine)
                         continue
                     }
                     try land()
@@ -230,11 +234,12 @@ final class Settler: Sendable {
     ///   ``backgroundBatchBytes``, so a fetch that needs the pool waits for little (a cancelled one must
     ///   return within 100 ms, A16). An explicit settle takes every core and full batches.
     @available(*, noasync)
-    static func settleBatch(_ store: Store, inBackground: Bool = false) throws -> SettleResult {
+    static func settleBatch(_ engine: Engine, inBackground: Bool = false) throws -> SettleResult {
+        let store = engine.store
         let width = inBackground ? 1 : BlockingPool.shared.threadCount
         let limit = inBackground ? min(batchBytes(store), backgroundBatchBytes) : batchBytes(store)
         guard let batch = try prepareBatch(store, after: nil, width: width, upTo: limit) else { return SettleResult() }
-        return try commit(batch, store).wait()
+        return try commit(batch, engine).wait()
     }
 
     /// Lists the fills after the key `after` (from the first when nil), up to `limit` bytes (``batchBytes(_:)``
@@ -288,7 +293,8 @@ final class Settler: Sendable {
     /// dropped. The bytes stay on disk until the first has committed: a kill before that commit leaves every
     /// fill of the batch as it was, bytes and all, to settle again. A kill between the two leaves bytes no
     /// record names, which go with their file (its version's last fill settled, or at the next open).
-    private static func commit(_ batch: Batch, _ store: Store) -> PendingCommit {
+    private static func commit(_ batch: Batch, _ engine: Engine) -> PendingCommit {
+        let store = engine.store
         let pending = PendingCommit()
         guard !batch.candidates.isEmpty else {
             pending.finish(.success(SettleResult()))
@@ -298,7 +304,7 @@ final class Settler: Sendable {
         // snapshots still hold: room is made for that much, so a store at its bound stays within it.
         store.writer.writeLater(
             durability: .deferMeta, reserving: batch.rawBytes / 8, doing: "settling downloaded chunks",
-            { txn in try record(batch, in: &txn, store) },
+            { txn in try record(batch, in: &txn, engine) },
             completion: { outcome in
                 // The fills' bytes were freed right after the commit (``FillRelease``), before this runs.
                 if case .success(let result) = outcome { reportMismatches(result, in: store) }
@@ -377,10 +383,10 @@ final class Settler: Sendable {
     /// the fill bytes it forgot are freed after the commit (``FillRelease``). One pass over each version's
     /// manifest pages: candidates are in key order, so a version's are together.
     @available(*, noasync)
-    private static func record(_ batch: Batch, in txn: inout WriteTransaction, _ store: Store) throws
+    private static func record(_ batch: Batch, in txn: inout WriteTransaction, _ engine: Engine) throws
         -> SettleResult
     {
-        let dbs = store.dbs
+        let dbs = engine.store.dbs
         var result = SettleResult()
         var start = 0
         while start < batch.candidates.count {
@@ -410,7 +416,7 @@ final class Settler: Sendable {
             try txn.forgetFillFileIfDone(manifestID, dbs)
         }
         if result.mismatched > 0 { try txn.addToCounter(dbs, MetaKey.settleMismatches, Int64(result.mismatched)) }
-        try store.settler.beforeBatchCommit.withLock { $0 }?()
+        try engine.settler.beforeBatchCommit.withLock { $0 }?()
         return result
     }
 

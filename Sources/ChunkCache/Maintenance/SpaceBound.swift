@@ -4,7 +4,7 @@ import LMDBKit
 import Synchronization
 
 /// Keeps the store within its bound (CONTRACT §12): `maxSize` of disk for all the files it keeps (the live
-/// pages of `data.mdb`, beside a fixed room for the others: ``mapSize(forBound:)``), and `minFree` bytes free on the store's
+/// pages of `data.mdb`, beside a fixed room for the others: ``Store/mapSize(forBound:)``), and `minFree` bytes free on the store's
 /// filesystem. When a commit takes the live pages past 90 % of what is allowed, the writer evicts origin
 /// chunks the policy chooses (``EvictionPolicy``) down to 80 %, in transactions of its own queued after that
 /// commit: never inside a reader's fetch, and between two batches of any long write. Pages eviction frees go
@@ -12,14 +12,14 @@ import Synchronization
 ///
 /// All of it runs on the writer queue (``Writer``): it reads LMDB's free list and `statvfs` there, after a
 /// commit, so a fetch never pays for it.
-final class SpaceBound: Sendable {
+final class SpaceBound: WriteBound {
     private let environment: Environment
     private let dbs: Databases
     private let path: String
     /// Compresses hot chunks again, which makes room before anything is evicted (``HotTier``).
     private let codecs: CodecPool
     /// The most disk the store's files may take (`init --max-size`); LMDB's map, which no write can pass, is a
-    /// little less (``mapSize(forBound:)``).
+    /// little less (``Store/mapSize(forBound:)``).
     let maxSize: Int64
     /// The bytes eviction keeps free on the store's filesystem: `init --min-free`, else the default.
     var minFree: Int64 { minFree(of: try? FileSystem.filesystemStatus(path)) }
@@ -65,23 +65,14 @@ final class SpaceBound: Sendable {
         self.enqueue = enqueue
     }
 
-    /// LMDB's map for a store bounded at `maxSize`: the bound less the largest space reserve it may have and
-    /// 256 KiB for `lock.mdb` (64 KiB with LMDB's 126 reader slots) and the writers' leases (a page each), so
-    /// that `data.mdb` can never grow past what leaves room for the other files, even while readers keep
-    /// freed pages from being reused. In whole 64 KiB.
-    static func mapSize(forBound maxSize: Int64) -> Int64 {
-        let others = SpaceReserve.largestSize(maxSize: maxSize) + (256 << 10)
-        return max(64 << 10, (maxSize - others) / (64 << 10) * (64 << 10))
-    }
-
     /// Keeps `bytes` free from now on (the caller records it in `meta`).
     func setMinFree(_ bytes: Int64) { minFreeBytes.store(bytes, ordering: .relaxed) }
 
-    /// The live bytes the store may hold now: what the bound leaves `data.mdb` (``mapSize(forBound:)``: the
+    /// The live bytes the store may hold now: what the bound leaves `data.mdb` (``Store/mapSize(forBound:)``: the
     /// room for the other files is fixed, so no commit has to list them), and no more than leaves `minFree`
     /// free.
     func allowedBytes() -> Int64 {
-        let bound = Self.mapSize(forBound: maxSize)
+        let bound = Store.mapSize(forBound: maxSize)
         guard let fs = try? FileSystem.filesystemStatus(path) else { return bound }
         let keep = minFree(of: fs)
         guard keep > 0, let file = try? FileSystem.status(path + "/data.mdb") else { return max(0, bound) }
@@ -201,7 +192,7 @@ final class SpaceBound: Sendable {
     /// The `insufficientQuota` of a write of `bytes` that cannot fit in `allowed`.
     private func refusal(of bytes: Int64, doing what: String, allowed: Int64) -> CacheError {
         let limit =
-            allowed < Self.mapSize(forBound: maxSize)
+            allowed < Store.mapSize(forBound: maxSize)
             ? "leaves less than --min-free \(minFree) bytes free on its filesystem"
             : "passes its --max-size of \(maxSize) bytes"
         return CacheError(

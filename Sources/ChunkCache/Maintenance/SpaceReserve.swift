@@ -24,11 +24,8 @@ final class SpaceReserve: Sendable {
     /// The reserve's size for a store bounded at `maxSize` on a filesystem of status `fs`: 32 MiB, but no
     /// more than 1/32 of the bound (the rest is the store's content) nor 1/64 of a smaller filesystem.
     static func size(of fs: statvfs, maxSize: Int64) -> Int64 {
-        min(largestSize(maxSize: maxSize), Int64(fs.f_blocks) * Int64(fs.f_frsize) / 64)
+        min(Store.largestReserve(maxSize: maxSize), Int64(fs.f_blocks) * Int64(fs.f_frsize) / 64)
     }
-
-    /// The reserve's size for a store bounded at `maxSize` on any filesystem.
-    static func largestSize(maxSize: Int64) -> Int64 { min(32 << 20, maxSize / 32) }
 
     /// Allocates the reserve for a store bounded at `maxSize` unless it exists at that size, when the
     /// filesystem has room for it beyond `keepFree`; one of another size (the bound changed) is made anew.

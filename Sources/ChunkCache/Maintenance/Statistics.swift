@@ -70,7 +70,8 @@ public struct StoreStatistics: Sendable, Hashable {
 extension ChunkCache {
     /// The store's figures.
     public func statistics() async throws -> StoreStatistics {
-        let store = self.store
+        let engine = self.engine
+        let store = engine.store
         return try await runBlocking(doing: "reading the store's figures", store: store.path) { _ in
             let dbs = store.dbs
             var stats = try store.environment.read { txn in
@@ -82,14 +83,14 @@ extension ChunkCache {
                     logicalBytes: Int64(try txn.counter(dbs, MetaKey.logicalBytes)),
                     uniqueBytes: Int64(try txn.counter(dbs, MetaKey.uniqueBytes)),
                     storedBytes: Int64(try txn.counter(dbs, MetaKey.storedBytes)), fileBytes: 0,
-                    maxSize: store.space.maxSize, minFree: store.space.minFree,
+                    maxSize: store.maxSize, minFree: engine.space.minFree,
                     evictableBytes: held.evictableBytes, pinnedBytes: held.pinnedBytes,
                     hits: Int64(try txn.counter(dbs, PolicyMeta.hits)),
                     misses: Int64(try txn.counter(dbs, PolicyMeta.misses)),
                     evictedBytes: Int64(try txn.counter(dbs, PolicyMeta.evictedBytes)),
                     deltaChunks: Int64(try txn.counter(dbs, MetaKey.deltaChunks)),
                     deltaSavedBytes: Int64(try txn.counter(dbs, MetaKey.deltaSavedBytes)))
-                try stats.readHotTier(in: txn, dbs, maxSize: store.space.maxSize)
+                try stats.readHotTier(in: txn, dbs, maxSize: store.maxSize)
                 try stats.readFills(in: txn, dbs)
                 return stats
             }

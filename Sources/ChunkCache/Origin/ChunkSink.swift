@@ -41,6 +41,7 @@ enum SinkMode: Sendable {
 /// reader never waits for more of the response than it needs. Used by one response at a time, in order
 /// (`@unchecked Sendable`): the origin calls `deliver` sequentially.
 final class ChunkSink: @unchecked Sendable {
+    private let engine: Engine
     private let store: Store
     private let version: VersionRecord
     private let session: OriginSession
@@ -68,13 +69,14 @@ final class ChunkSink: @unchecked Sendable {
     private let itemKey: [UInt8]
 
     init(
-        store: Store, version: VersionRecord, item: String, session: OriginSession, claimed: [ClaimedChunk],
+        engine: Engine, version: VersionRecord, item: String, session: OriginSession, claimed: [ClaimedChunk],
         counters: DownloadProgress, mode: SinkMode = .fill, direct: DirectBytes? = nil
     ) {
         self.itemKey = Keys.item(domain: session.domain, id: item)
         self.mode = mode
         self.direct = direct
-        self.store = store
+        self.engine = engine
+        self.store = engine.store
         self.version = version
         self.session = session
         self.counters = counters
@@ -291,7 +293,7 @@ final class ChunkSink: @unchecked Sendable {
             try txn.policyAdmit(PolicyAdmission(itemKey: itemKey, chunks: admitted), manifestID: manifestID, store.dbs)
             try txn.addToCounter(store.dbs, PolicyMeta.misses, Int64(admitted.count))
         }
-        if !filled.isEmpty { store.settler.fillsArrived(in: store) }
+        if !filled.isEmpty { engine.settler.fillsArrived(in: engine) }
     }
 
     /// Hands each chunk of a batch to the readers waiting for it, then takes its checksum for the fill the

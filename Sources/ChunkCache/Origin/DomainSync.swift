@@ -35,7 +35,7 @@ extension ChunkCache {
         let record = try await runBlocking(doing: "reading domain \"\(name)\"", store: store.path) {
             try store.environment.read { txn in try Records.domain(name, in: txn, store.dbs) }
         }
-        guard let session = try store.origins.session(for: name, record) else {
+        guard let session = try engine.origins.session(for: name, record) else {
             throw CacheError(
                 .invalidArgument,
                 "domain \"\(name)\" has no origin to sync from; give it one with `chunkcache domain set \(name) --origin URL`"

@@ -17,22 +17,6 @@ final class DeltaEncoder {
     private var likelyShift: Int64 = 0
     private let decompressor = Decompressor()
 
-    /// A delta is kept when it is smaller than the plain form and at most this fraction of the chunk (a plain
-    /// frame that small is rare)…
-    static let smallDeltaDivisor = 32
-    /// …or saves at least a quarter of the plain form: reading a delta costs its bases' decode too.
-    static let requiredSavingDivisor = 4
-
-    /// The longest frame worth keeping for a chunk of `rawCount` bytes whose plain form takes `plainLength`
-    /// bytes of payload: the delta's payload (its base digests and frame) must be smaller than the plain form,
-    /// and at most 1/32 of the chunk or a quarter smaller than the plain form. 0 or less: no delta pays.
-    static func frameBudget(rawCount: Int, plainLength: Int, layout: DeltaLayout) -> Int {
-        let worthwhile = min(
-            max(rawCount / smallDeltaDivisor, plainLength - plainLength / requiredSavingDivisor), plainLength - 1)
-        return min(worthwhile, ChunkCodec.worthwhileLength(rawCount: rawCount)) - layout.headerLength
-            + ChunkCodec.headerSize
-    }
-
     init(source: DeltaSource, store: Store) {
         self.source = source
         self.store = store
@@ -49,7 +33,7 @@ final class DeltaEncoder {
     }
 
     /// Writes `raw` (at `offset` of the new version) into `output` (at least ``ChunkCodec/encodedBound(rawCount:)``
-    /// bytes) as a delta when it has a base and beats its plain form by the margin (``frameBudget(rawCount:plainLength:layout:)``),
+    /// bytes) as a delta when it has a base and beats its plain form by the margin (``DeltaLayout/frameBudget(rawCount:plainLength:layout:)``),
     /// else plain. A base that cannot be read is no base.
     ///
     /// The delta is made first. One of at most 1/32 of the chunk that is smaller than its base's stored payload (which
@@ -75,11 +59,12 @@ final class DeltaEncoder {
         else { return .plain(length: try plain()) }
         let payload = layout.headerLength - ChunkCodec.headerSize + frameLength
         let estimate = Self.plainEstimate(of: raw.count, from: bases)
-        if payload <= raw.count / Self.smallDeltaDivisor, payload < estimate {
+        if payload <= raw.count / DeltaLayout.smallDeltaDivisor, payload < estimate {
             layout.plainLength = estimate
         } else {
             let plainLength = try plain() - ChunkCodec.headerSize
-            guard frameLength <= Self.frameBudget(rawCount: raw.count, plainLength: plainLength, layout: layout) else {
+            guard frameLength <= DeltaLayout.frameBudget(rawCount: raw.count, plainLength: plainLength, layout: layout)
+            else {
                 return .plain(length: plainLength + ChunkCodec.headerSize)
             }
             layout.plainLength = plainLength

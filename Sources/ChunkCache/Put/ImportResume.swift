@@ -27,14 +27,14 @@ extension ChunkCache {
     /// Calls `handler` with the domain's name each time an import or reimport this process runs finishes:
     /// `importDidFinish`, once per import epoch, also when a reimport joined the import under way (G4).
     public func observeImportsFinished(_ handler: @escaping @Sendable (_ domain: String) -> Void) {
-        store.importEvents.observe(handler)
+        engine.importEvents.observe(handler)
     }
 
     /// Calls `handler` with each entry an import or reimport this process runs could not take in, as it
     /// happens (the import goes on without it; ``ImportResult/failures`` lists them at the end), and with
     /// the error that stopped an import as a whole (``ImportFailure/path`` nil; it resumes on the next open).
     public func observeImportFailures(_ handler: @escaping @Sendable (ImportFailure) -> Void) {
-        store.importEvents.observeFailures(handler)
+        engine.importEvents.observeFailures(handler)
     }
 
     /// Takes in `url` again as the contents of `item` (the root by default), as `reimportItems(below:)`:
@@ -48,7 +48,8 @@ extension ChunkCache {
         -> ImportResult
     {
         try Records.validate(domain: domain, item: item)
-        let store = self.store
+        let engine = self.engine
+        let store = engine.store
         let path = url.standardizedFileURL.path
         return try await runBlocking(doing: "reimporting \(path) into domain \"\(domain)\"", store: store.path) {
             cancellation in
@@ -67,16 +68,16 @@ extension ChunkCache {
                 }
                 return try txn.beginReimport(domain, from: root, below: item, writer: writer, store.dbs)
             }
-            guard !joined || job.writer == writer, store.runningImports.claim(domain) else {
+            guard !joined || job.writer == writer, engine.runningImports.claim(domain) else {
                 // Another runner (of this process or another) has the import: it takes this tree in too
                 // before it finishes.
-                return try Self.importResult(domain, ImportTally(), (false, nil), copy: true, store: store)
+                return try Self.importResult(domain, ImportTally(), (false, nil), copy: true, engine: engine)
             }
-            defer { store.runningImports.release(domain) }
+            defer { engine.runningImports.release(domain) }
             var runner = ImportRunner(
-                store: store, domain: domain, writer: writer, cancellation: cancellation, hooks: ImportHooks())
+                engine: engine, domain: domain, writer: writer, cancellation: cancellation, hooks: ImportHooks())
             let outcome = try runner.run()
-            return try Self.importResult(domain, runner.tally, outcome, copy: true, store: store)
+            return try Self.importResult(domain, runner.tally, outcome, copy: true, engine: engine)
         }
     }
 
@@ -84,13 +85,14 @@ extension ChunkCache {
     /// published and finishes once. Opening a store does this in the background; `import --resume` waits
     /// for it. Imports another live process runs are left to it.
     public func resumeImports() async throws -> [ImportResult] {
-        let store = self.store
+        let engine = self.engine
+        let store = engine.store
         return try await runBlocking(doing: "resuming interrupted imports", store: store.path) { cancellation in
             let writer = try store.writerToken()
             var results: [ImportResult] = []
             for (domain, job) in try store.environment.read({ txn in try txn.importJobs(store.dbs) }) {
-                guard store.runningImports.claim(domain) else { continue }  // this process runs it
-                defer { store.runningImports.release(domain) }
+                guard engine.runningImports.claim(domain) else { continue }  // this process runs it
+                defer { engine.runningImports.release(domain) }
                 if job.writer != writer {
                     // alive
                     guard let lease = try AbandonedLease.claim(job.writer, in: store.writersPath) else { continue }
@@ -106,9 +108,9 @@ extension ChunkCache {
                     guard claimed else { continue }
                 }
                 var runner = ImportRunner(
-                    store: store, domain: domain, writer: writer, cancellation: cancellation, hooks: ImportHooks())
+                    engine: engine, domain: domain, writer: writer, cancellation: cancellation, hooks: ImportHooks())
                 let outcome = try runner.run()
-                results.append(try Self.importResult(domain, runner.tally, outcome, copy: job.copy, store: store))
+                results.append(try Self.importResult(domain, runner.tally, outcome, copy: job.copy, engine: engine))
             }
             return results
         }

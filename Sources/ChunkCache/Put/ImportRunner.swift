@@ -8,6 +8,7 @@ import LMDBKit
 /// flight (its pending manifests roll back on the next open); the resumed job matches what was published
 /// and goes on, so every file is taken in exactly once.
 struct ImportRunner {
+    let engine: Engine
     let store: Store
     let domain: String
     let writer: WriterToken
@@ -23,10 +24,11 @@ struct ImportRunner {
     static let batchBytes: Int64 = 64 << 20
 
     init(
-        store: Store, domain: String, writer: WriterToken, cancellation: CancellationFlag, hooks: ImportHooks,
+        engine: Engine, domain: String, writer: WriterToken, cancellation: CancellationFlag, hooks: ImportHooks,
         listing: TreeListing? = nil
     ) {
-        self.store = store
+        self.engine = engine
+        self.store = engine.store
         self.domain = domain
         self.writer = writer
         self.cancellation = cancellation
@@ -38,7 +40,7 @@ struct ImportRunner {
     /// source is still there when removing it failed.
     @available(*, noasync)
     ///
-    /// The caller holds the domain's claim in ``Store/runningImports``: one runner per job per process.
+    /// The caller holds the domain's claim in ``Engine/runningImports``: one runner per job per process.
     mutating func run() throws -> (finished: Bool, removalError: String?) {
         var finished = false
         var removalError: String?
@@ -231,7 +233,7 @@ struct ImportRunner {
     private mutating func fail(_ entry: TreeEntry, _ error: CacheError) {
         let failure = ImportFailure(domain: domain, path: entry.relativePath, error: error)
         tally.failures.append(failure)
-        store.importEvents.post(failure)
+        engine.importEvents.post(failure)
     }
 
     /// Reads or ingests one listed file as the step that publishes it; returns its length.
@@ -254,7 +256,7 @@ struct ImportRunner {
                 let previous =
                     existing?.kind == .file
                     ? try Ingestor.previousVersion(of: id, domain: domain, store: store) : nil
-                let content = try Ingestor(store: store, cancellation: cancellation).ingest(
+                let content = try Ingestor(engine: engine, cancellation: cancellation).ingest(
                     file, length: length, path: path, previous: previous)
                 steps.append(
                     .file(

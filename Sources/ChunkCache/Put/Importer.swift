@@ -279,25 +279,26 @@ extension ChunkCache {
         -> ImportOperation
     {
         try Records.validate(domain: domain, item: nil)
-        let store = self.store
+        let engine = self.engine
+        let store = engine.store
         let path = url.standardizedFileURL.path
         let what = "importing \(path) as domain \"\(domain)\""
         let (writer, listing) = try await runBlocking(doing: what, store: store.path) { _ in
-            try Self.beginImport(domain, path: path, copy: copy, hooks: hooks, store: store)
+            try Self.beginImport(domain, path: path, copy: copy, hooks: hooks, engine: engine)
         }
         let task = Task.detached { () async throws -> ImportResult in
-            defer { store.runningImports.release(domain) }
+            defer { engine.runningImports.release(domain) }
             do {
                 return try await runBlocking(doing: what, store: store.path) { cancellation in
                     var runner = ImportRunner(
-                        store: store, domain: domain, writer: writer, cancellation: cancellation, hooks: hooks,
+                        engine: engine, domain: domain, writer: writer, cancellation: cancellation, hooks: hooks,
                         listing: listing)
                     let outcome = try runner.run()
-                    return try Self.importResult(domain, runner.tally, outcome, copy: copy, store: store)
+                    return try Self.importResult(domain, runner.tally, outcome, copy: copy, engine: engine)
                 }
             } catch {
                 // The domain stays with what was published; the job resumes on the next open.
-                store.importEvents.post(
+                engine.importEvents.post(
                     ImportFailure(
                         domain: domain, path: nil, error: CacheError.wrap(error, store: store.path, doing: what)))
                 throw error
@@ -308,14 +309,15 @@ extension ChunkCache {
 
     /// The first steps of an import, undone on any error: checks, the domain and its job in one transaction,
     /// the move into the staging area (without `copy`), then `hooks.domainCreated`. Returns the writer that
-    /// runs the job, holding the domain's claim in ``Store/runningImports`` for it, and the tree's listing.
+    /// runs the job, holding the domain's claim in ``Engine/runningImports`` for it, and the tree's listing.
     @available(*, noasync)
-    private static func beginImport(_ domain: String, path: String, copy: Bool, hooks: ImportHooks, store: Store)
+    private static func beginImport(_ domain: String, path: String, copy: Bool, hooks: ImportHooks, engine: Engine)
         throws -> (WriterToken, TreeListing)
     {
+        let store = engine.store
         let (root, listing) = try checkImportable(domain, path: path, removing: !copy, store: store)
         let writer = try store.writerToken()
-        guard store.runningImports.claim(domain) else {
+        guard engine.runningImports.claim(domain) else {
             throw CacheError(
                 .fileExists,
                 "domain \"\(domain)\" is being imported by this process already; import into a new domain name")
@@ -344,7 +346,7 @@ extension ChunkCache {
                 throw error
             }
         } catch {
-            store.runningImports.release(domain)
+            engine.runningImports.release(domain)
             throw CacheError.wrap(error, store: store.path, doing: "importing \(root) as domain \"\(domain)\"")
         }
         return (writer, listing)
@@ -384,10 +386,11 @@ extension ChunkCache {
     @available(*, noasync)
     static func importResult(
         _ domain: String, _ tally: ImportTally, _ outcome: (finished: Bool, removalError: String?), copy: Bool,
-        store: Store
+        engine: Engine
     ) throws -> ImportResult {
+        let store = engine.store
         let record = try store.environment.read { txn in try Records.domain(domain, in: txn, store.dbs) }
-        if outcome.finished { store.importEvents.post(domain) }
+        if outcome.finished { engine.importEvents.post(domain) }
         return ImportResult(
             domain: domain, files: tally.files, folders: tally.folders, symlinks: tally.symlinks,
             logicalBytes: tally.logicalBytes,

@@ -39,14 +39,16 @@ struct IngestedContent: Sendable {
 /// (at most 24 MiB). Chunks go into a pending manifest,
 /// invisible until published; ``Store/rollBackAbandonedManifests()`` or the caller's rollback undoes it.
 final class Ingestor: Sendable {
+    let engine: Engine
     let store: Store
     let cancellation: CancellationFlag
 
     /// Bytes per batch: big enough to keep both cores busy and commits few.
     static let batchBytes = 16 << 20
 
-    init(store: Store, cancellation: CancellationFlag = CancellationFlag()) {
-        self.store = store
+    init(engine: Engine, cancellation: CancellationFlag = CancellationFlag()) {
+        self.engine = engine
+        self.store = engine.store
         self.cancellation = cancellation
     }
 
@@ -96,7 +98,7 @@ final class Ingestor: Sendable {
         let perBatch = max(Self.batchBytes >> layout.shift, 2 * BlockingPool.width)
         let dataRanges = try file.dataRanges(length: length)
         // Eviction makes room for the batches only when the whole put could fit once it did (CONTRACT §12).
-        let evicting = store.space.couldFit(dataRanges.reduce(0) { $0 + Int64($1.count) })
+        let evicting = engine.space.couldFit(dataRanges.reduce(0) { $0 + Int64($1.count) })
         let state = CommitState(manifestID: manifestID)
         let batches: [Batch]
         do {

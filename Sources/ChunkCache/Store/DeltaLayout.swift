@@ -244,3 +244,22 @@ package final class DecodedBases {
         next = (next + 1) % Self.count
     }
 }
+
+/// When a delta pays: shared by the put's encoder and the store's re-encoding of a chunk against new bases.
+extension DeltaLayout {
+    /// A delta is kept when it is smaller than the plain form and at most this fraction of the chunk (a plain
+    /// frame that small is rare)…
+    static let smallDeltaDivisor = 32
+    /// …or saves at least a quarter of the plain form: reading a delta costs its bases' decode too.
+    static let requiredSavingDivisor = 4
+
+    /// The longest frame worth keeping for a chunk of `rawCount` bytes whose plain form takes `plainLength`
+    /// bytes of payload: the delta's payload (its base digests and frame) must be smaller than the plain form,
+    /// and at most 1/32 of the chunk or a quarter smaller than the plain form. 0 or less: no delta pays.
+    static func frameBudget(rawCount: Int, plainLength: Int, layout: DeltaLayout) -> Int {
+        let worthwhile = min(
+            max(rawCount / smallDeltaDivisor, plainLength - plainLength / requiredSavingDivisor), plainLength - 1)
+        return min(worthwhile, ChunkCodec.worthwhileLength(rawCount: rawCount)) - layout.headerLength
+            + ChunkCodec.headerSize
+    }
+}

@@ -183,7 +183,7 @@ final class Reencoder {
                     of: layout, for: digest, decompressor: decompressor, bases: SnapshotBases(txn, dbs, room: room))
                 var delta = [UInt8](
                     repeating: 0, count: ChunkCodec.encodedBound(rawCount: rawCount) + layout.headerLength)
-                let budget = DeltaEncoder.frameBudget(
+                let budget = DeltaLayout.frameBudget(
                     rawCount: rawCount, plainLength: layout.plainLength, layout: layout)
                 guard budget > 0,
                     let frameLength = try delta.withUnsafeMutableBytes({ output in

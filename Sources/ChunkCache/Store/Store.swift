@@ -4,7 +4,8 @@ import LMDBKit
 import Synchronization
 import ZstdKit
 
-/// An open store: its directory, LMDB environment, databases and writer. Shared by every part of the engine.
+/// An open store: its directory, LMDB environment, databases, writer, codecs and layout. Storage only: the
+/// services this process runs on it live in its ``Engine``, which holds it.
 final class Store: Sendable {
     let path: String
     let tmpPath: String
@@ -15,25 +16,8 @@ final class Store: Sendable {
     let maxSize: Int64
     let compressionLevel: Int32
     let codecs: CodecPool
-    /// This process's origin clients, downloads in flight and read-ahead, by domain (CONTRACT §10).
-    let origins = OriginSessions()
-    /// Last-use dates noted by this process's fetches, written in batches.
-    let usage = UsageRecorder()
-    /// Who hears of imports this process finishes.
-    let importEvents = ImportEvents()
-    /// Imports this process runs now.
-    let runningImports = RunningImports()
-    /// The store's bound: eviction after commits, room made before downloads and puts (CONTRACT §12).
-    let space: SpaceBound
-    /// Disk held back for fetches on a full disk.
-    let reserve: SpaceReserve
-    /// Wakes the waiters of changes, in this process and others.
-    let changes: ChangeSignal
-    /// Settles downloaded chunks behind the readers (CONTRACT §10, ``Settler``).
-    let settler = Settler()
-    /// How many fetch plans this process made (``FetchPlanner/plan(store:domain:item:requested:minimal:alignment:options:request:in:)``):
-    /// the cold path goes one way, and tests check a miss is planned once.
-    let plansMade = Atomic<Int>(0)
+    /// The free space to keep that `meta` recorded when the store opened; -1 for none (the default).
+    let recordedMinFree: Int64
     /// This process's lease on the pending manifests it writes, taken at its first ingest.
     private let lease = Mutex<WriterLease?>(nil)
 
@@ -53,21 +37,26 @@ final class Store: Sendable {
         self.tmpPath = path + "/tmp"
         self.environment = environment
         self.dbs = dbs
-        let writer = Writer(environment: environment)
-        self.writer = writer
-        let codecs = CodecPool(chunkSize: layout.chunkSize, level: level)
-        self.codecs = codecs
-        space = SpaceBound(
-            environment: environment, dbs: dbs, path: path, maxSize: maxSize, minFree: minFree, codecs: codecs,
-            enqueue: { [weak writer] work in writer?.enqueue(work) })
-        writer.bind(space)
-        changes = ChangeSignal(folder: path, marks: dbs.changeMarks)
-        writer.signalChanges(through: changes)
-        reserve = SpaceReserve(storePath: path)
+        writer = Writer(environment: environment)
+        codecs = CodecPool(chunkSize: layout.chunkSize, level: level)
         self.layout = layout
         self.maxSize = maxSize
+        self.recordedMinFree = minFree
         self.compressionLevel = level
     }
+
+    /// LMDB's map for a store bounded at `maxSize`: the bound less the largest space reserve it may have and
+    /// 256 KiB for `lock.mdb` (64 KiB with LMDB's 126 reader slots) and the writers' leases (a page each), so
+    /// that `data.mdb` can never grow past what leaves room for the other files, even while readers keep
+    /// freed pages from being reused. In whole 64 KiB.
+    static func mapSize(forBound maxSize: Int64) -> Int64 {
+        let others = largestReserve(maxSize: maxSize) + (256 << 10)
+        return max(64 << 10, (maxSize - others) / (64 << 10) * (64 << 10))
+    }
+
+    /// The largest space reserve (the `reserve` file, a few MiB held back for fetches on a full disk) a
+    /// store bounded at `maxSize` keeps, on any filesystem.
+    static func largestReserve(maxSize: Int64) -> Int64 { min(32 << 20, maxSize / 32) }
 
     /// Where writers keep their lease files (``WriterLease``).
     var writersPath: String { path + "/writers" }
@@ -96,40 +85,8 @@ final class Store: Sendable {
         return (env["HOME"] ?? NSHomeDirectory()) + "/.cache/chunkcache"
     }
 
-    /// Every store open in this process, by canonical path, held by the ``ChunkCache`` values using it.
-    /// Counted, not weakly held: the store leaves the registry when its last cache goes, even while a job in
-    /// flight still holds the object, so the next open reads the store afresh (its environment is still
-    /// the one `MDB_env` of the directory: ``Environment`` keeps that rule).
-    private static let openStores = SharedHandles<String, Store>()
-
-    /// The store at `path`, creating it (mode 0700) when it does not exist: the one this process already has
-    /// open there, else a new one. One `Store` per environment per process, so one writer queue and one
-    /// codec pool whatever the number of ``ChunkCache`` values. Each call is one holder: call ``release()``
-    /// when done.
-    ///
-    /// - Parameters:
-    ///   - layout: The chunk size to create with (default 64 KiB); for an existing store, a different one
-    ///     is `invalidArgument`.
-    ///   - maxSize: The size bound to create with (default 1 TiB); for an existing store it is applied, but
-    ///     only while no one else in this process has the store open: LMDB may resize a map only while no
-    ///     transaction of the process is active, which this open cannot know of another user's. Then a
-    ///     different size is `transient`, to retry once the others have closed it.
-    ///   - level: The zstd level for new chunks; a store already open keeps the level it was opened with.
-    static func open(at rawPath: String, layout: ChunkLayout?, maxSize: Int64?, level: Int32 = 3) throws -> Store {
-        let path = try prepareDirectory(rawPath)
-        // Opening under the registry's lock: two opens of one path must not both find no store and make two.
-        return try openStores.acquire(path, join: { store in try store.check(layout: layout, maxSize: maxSize) }) {
-            try openEnvironment(at: path, layout: layout, maxSize: maxSize, level: level)
-        }
-    }
-
-    /// Ends one holder's use of the store; the last one takes it out of the registry.
-    func release() {
-        Self.openStores.release(path, held: { $0 === self })
-    }
-
     /// Whether an open asking for `layout` and `maxSize` may share this store.
-    private func check(layout: ChunkLayout?, maxSize: Int64?) throws(CacheError) {
+    func check(layout: ChunkLayout?, maxSize: Int64?) throws(CacheError) {
         if let layout, layout != self.layout {
             throw CacheError(
                 .invalidArgument,
@@ -144,9 +101,18 @@ final class Store: Sendable {
         }
     }
 
-    private static func openEnvironment(at path: String, layout: ChunkLayout?, maxSize: Int64?, level: Int32) throws
-        -> Store
-    {
+    /// Opens the store in `path`, a directory ``prepareDirectory(_:)`` made ready, creating its data file when
+    /// it has none. Use ``Engine/open(at:layout:maxSize:level:)``, which keeps one store per directory.
+    ///
+    /// - Parameters:
+    ///   - layout: The chunk size to create with (default 64 KiB); for an existing store, a different one
+    ///     is `invalidArgument`.
+    ///   - maxSize: The size bound to create with (default 1 TiB); for an existing store it is applied, but
+    ///     only while no one else in this process has the store open: LMDB may resize a map only while no
+    ///     transaction of the process is active, which this open cannot know of another user's. Then a
+    ///     different size is `transient`, to retry once the others have closed it.
+    ///   - level: The zstd level for new chunks; a store already open keeps the level it was opened with.
+    static func open(directory path: String, layout: ChunkLayout?, maxSize: Int64?, level: Int32) throws -> Store {
         let settings = StoreSettings(
             layout: layout ?? StoreSettings.standard.layout, maxSize: maxSize ?? StoreSettings.standard.maxSize,
             compressionLevel: level)
@@ -160,20 +126,20 @@ final class Store: Sendable {
                 return (
                     try Environment.open(
                         directory: path, maxDatabases: Databases.names.count + 2,
-                        mapSize: isNew ? Int(SpaceBound.mapSize(forBound: settings.maxSize)) : nil), isNew
+                        mapSize: isNew ? Int(Self.mapSize(forBound: settings.maxSize)) : nil), isNew
                 )
             } catch {
                 throw CacheError.wrap(error, store: path, doing: "opening")
             }
         }
-        if let maxSize, !isNew, Int64(environment.mapSize) != SpaceBound.mapSize(forBound: maxSize) {
-            guard SpaceBound.mapSize(forBound: maxSize) >= Int64(environment.usedBytes) else {
+        if let maxSize, !isNew, Int64(environment.mapSize) != Self.mapSize(forBound: maxSize) {
+            guard Self.mapSize(forBound: maxSize) >= Int64(environment.usedBytes) else {
                 throw CacheError(
                     .invalidArgument,
                     "--max-size \(maxSize) is smaller than the \(environment.usedBytes) bytes the store at \(path) already uses beside room for its other files; give a larger size"
                 )
             }
-            do { try environment.setMapSize(Int(SpaceBound.mapSize(forBound: maxSize))) } catch LMDBError.busy {
+            do { try environment.setMapSize(Int(Self.mapSize(forBound: maxSize))) } catch LMDBError.busy {
                 // A store of this path is still closing in this process and holds the environment.
                 throw CacheError(
                     .transient,
@@ -219,7 +185,7 @@ final class Store: Sendable {
                     try txn.indexCatalogue(dbs)
                     try txn.setCounter(dbs, MetaKey.catalogueFormat, 1)
                 }
-                // The bound is recorded in `meta`; LMDB's map is a little less (``SpaceBound/mapSize(forBound:)``).
+                // The bound is recorded in `meta`; LMDB's map is a little less (``mapSize(forBound:)``).
                 // A store from before has none recorded but its map, which was its bound.
                 let recorded = Int64(try txn.counter(dbs, MetaKey.maxSize))
                 let maxSize =
@@ -259,7 +225,7 @@ final class Store: Sendable {
         do {
             let environment = try Environment.open(
                 directory: staging, maxDatabases: Databases.names.count + 2,
-                mapSize: Int(SpaceBound.mapSize(forBound: settings.maxSize)))
+                mapSize: Int(Self.mapSize(forBound: settings.maxSize)))
             // The commit syncs the file before it is renamed; the environment closes at the end of this scope.
             try environment.write { txn in
                 try initialize(&txn, try Databases.open(in: &txn, storePath: path), settings: settings)
@@ -342,7 +308,7 @@ final class Store: Sendable {
     private static let lmdbMagic: UInt32 = 0xBEEF_C0DE
 
     /// Creates the store directory (0700, with any missing parents) and its `tmp/`, returning the canonical path.
-    private static func prepareDirectory(_ rawPath: String) throws -> String {
+    static func prepareDirectory(_ rawPath: String) throws -> String {
         switch kind(of: rawPath) {
         case .directory?:
             break

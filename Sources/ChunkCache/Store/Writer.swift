@@ -30,7 +30,7 @@ final class Writer: Sendable {
     let afterEachTransaction = Mutex<(@Sendable () -> Void)?>(nil)
 
     /// The store's bound (CONTRACT §12), consulted around commits; set once when the store opens.
-    private let bound = Mutex<SpaceBound?>(nil)
+    private let bound = Mutex<(any WriteBound)?>(nil)
 
     init(environment: Environment) { self.environment = environment }
 
@@ -43,13 +43,13 @@ final class Writer: Sendable {
     ]
 
     /// Keeps the store within `bound` from now on: eviction after commits that pass its high-water mark.
-    func bind(_ bound: SpaceBound) { self.bound.withLock { $0 = bound } }
+    func bind(_ bound: any WriteBound) { self.bound.withLock { $0 = bound } }
 
     /// Who hears of commits that logged changes; set once when the store opens.
-    private let changeSignal = Mutex<ChangeSignal?>(nil)
+    private let changeSignal = Mutex<(any CommitSignal)?>(nil)
 
     /// Wakes the waiters of changes through `signal` after each commit that logged one.
-    func signalChanges(through signal: ChangeSignal) { changeSignal.withLock { $0 = signal } }
+    func signalChanges(through signal: any CommitSignal) { changeSignal.withLock { $0 = signal } }
 
     /// Runs `work` on the writer queue, outside any transaction (it may run its own), and returns its result.
     func onQueue<R: Sendable>(_ work: @escaping @Sendable () throws -> R) async throws -> R {
@@ -96,7 +96,7 @@ final class Writer: Sendable {
     /// Starts `body` in a write transaction and calls `completion` with its outcome on the writer queue.
     /// `durability` and `reserving` as for ``write(durability:reserving:doing:_:)``; with `evicting` false, no
     /// eviction makes room for it nor follows its commit (a put that could not fit once everything evictable
-    /// went must not empty the cache before it fails: ``SpaceBound/couldFit(_:)``).
+    /// went must not empty the cache before it fails: the space bound's `couldFit`).
     func writeLater<R: Sendable>(
         durability: Environment.Durability = .full, reserving: Int64 = 0, evicting: Bool = true,
         doing what: String = "writing",
@@ -147,4 +147,27 @@ final class Writer: Sendable {
         if evicting { bound?.afterCommit() }
         return result
     }
+}
+
+/// What keeps the store within its bound around the writer's commits (CONTRACT §12): the engine's space
+/// bound, bound to the writer when the store opens. Each is called on the writer queue.
+protocol WriteBound: AnyObject, Sendable {
+    /// Makes room for about `bytes` before a write (by eviction, unless `evicting` is false), or throws
+    /// `insufficientQuota` naming `what` before anything is written.
+    @available(*, noasync)
+    func makeRoom(for bytes: Int64, doing what: String, evicting: Bool) throws
+    /// Makes room for `bytes` once more after LMDB found its map full though the live pages left room.
+    @available(*, noasync)
+    func makeRoomAfterMapFull(for bytes: Int64, doing what: String) throws
+    /// After each commit that may evict: queues an eviction when the store is past its high-water mark.
+    @available(*, noasync)
+    func afterCommit()
+}
+
+/// Who hears of the writer's commits that logged a change (CONTRACT §11): the engine's change signal.
+protocol CommitSignal: AnyObject, Sendable {
+    /// Forgets the mark of a transaction that did not commit; called before each transaction.
+    func clearMark()
+    /// After a commit: wakes the waiters when the transaction marked a change.
+    func postIfMarked()
 }

@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+
+/// Store is storage only: Sources/ChunkCache/Store/ keeps the environment, databases, writer, codecs and
+/// layout, and names nothing of the folders above it. The services this process runs on a store live in its
+/// `Engine`; a Store/ file that needs one is code in the wrong room.
+@Suite struct StoreLayerTests {
+    /// Sources/ChunkCache, found from this file's path.
+    static let library = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Sources/ChunkCache").path
+
+    /// The folders above Store/.
+    static let above = ["Origin", "Catalogue", "Put", "Maintenance", "Fetch", "API"]
+
+    /// Types of the folders above that Store/ may name, each with why.
+    static let allowed: [String: String] = [
+        // The values the records hold, or are decoded into and checked against.
+        "ChunkDigest": "a chunk's name, the key of `chunks` and of every manifest entry",
+        "ChunkLayout": "the chunk size `meta` records and every version record holds",
+        "ByteRange": "the range of a version a stored-chunk read covers",
+        "DomainVersion": "the version `domains` records hold",
+        "ItemVersion": "the content and metadata versions `items` and `versions` records hold",
+        "ItemKind": "the kind an item record holds",
+        "Item": "the public form of an item record (`Records.publicItem`)",
+        "Origin": "the origin a domain record holds",
+        "OriginHeader": "the headers a domain record holds for its origin",
+        "DomainInfo":
+            "the bounds of the pipeline depth, read-ahead and timeout a domain record holds, checked on decoding",
+        "ChangeHistory": "how much change log a domain record keeps",
+        // The one error type every layer throws: a leaf value, naming nothing itself.
+        "CacheError": "the library's one error, which the store's reads and writes throw",
+        // Leaves that name nothing of the engine, kept until they have a lower room.
+        "Diagnostics": "the process's report of a failure no caller can receive (a fill release after its commit)",
+        "FetchThresholds": "the sizes of the fetch's scratch the codec pool hands out with each decompression context",
+        "RunWriter": "the run starts of that scratch (`RunWriter.RunStart`)",
+    ]
+
+    /// The top-level types each file of `folder` declares.
+    static func declaredTypes(in folder: String) throws -> Set<String> {
+        let declaration = try Regex(
+            #"^(?:public |package |internal |fileprivate |private )?(?:final )?(?:struct|class|enum|actor|protocol|typealias) ([A-Z][A-Za-z0-9_]*)"#
+        )
+        var names: Set<String> = []
+        for file in try swiftFiles(in: folder) {
+            for line in try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n") {
+                if let match = line.firstMatch(of: declaration), let name = match.output[1].substring {
+                    names.insert(String(name))
+                }
+            }
+        }
+        return names
+    }
+
+    /// The Swift files of `folder` and the folders inside it, by path.
+    static func swiftFiles(in folder: String) throws -> [String] {
+        let walker = try #require(FileManager.default.enumerator(atPath: library + "/" + folder))
+        return walker.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }.sorted()
+            .map { library + "/" + folder + "/" + $0 }
+    }
+
+    /// A line's code: without its comment and its string literals, where a type's name is only a word.
+    static func code(of line: Substring) -> String {
+        let withoutStrings = line.replacing(#/"(?:[^"\\]|\\.)*"/#, with: "\"\"")
+        guard let comment = withoutStrings.firstRange(of: "//") else { return String(withoutStrings) }
+        return String(withoutStrings[..<comment.lowerBound])
+    }
+
+    @Test(
+        "Store is storage only: no file of Store/ names a type of Origin/, Catalogue/, Put/, Maintenance/, Fetch/ or API/ beyond the values its records hold"
+    )
+    func storeNamesNothingAbove() throws {
+        var owner: [String: String] = [:]
+        for folder in Self.above {
+            let types = try Self.declaredTypes(in: folder)
+            #expect(!types.isEmpty, "found the types of \(folder)/ at \(Self.library)")
+            for name in types { owner[name] = folder }
+        }
+        for name in Self.allowed.keys {
+            #expect(owner[name] != nil, "\(name), allowed in Store/, is still a type of a folder above it")
+        }
+        let files = try Self.swiftFiles(in: "Store")
+        #expect(files.count > 20, "found the files of Store/ at \(Self.library)")
+        let word = try Regex(#"\b[A-Z][A-Za-z0-9_]*\b"#)
+        var found: [String] = []
+        for file in files {
+            let text = try String(contentsOfFile: file, encoding: .utf8)
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                for match in Self.code(of: line).matches(of: word) {
+                    let name = String(match.output[0].substring ?? "")
+                    guard let folder = owner[name], Self.allowed[name] == nil else { continue }
+                    found.append("\(file.dropFirst(Self.library.count + 1)):\(number + 1): \(name) of \(folder)/")
+                }
+            }
+        }
+        #expect(found.isEmpty, "\(found.joined(separator: "\n"))")
+    }
+}
