@@ -11,7 +11,10 @@ This script fails (exit 1, one line per problem) when
 - a rule code cited in a Swift file of Sources/ or Tests/ has no heading in FileProviderRules.md;
 - a test that FileProviderRules.md names under "Checked by" (`Suite.function` (target)) is not a function
   of that suite in that test target;
-- a test whose `@Test` display name cites a rule code is not among that rule's "Checked by".
+- a test whose `@Test` display name cites a rule code is not among that rule's "Checked by";
+- a doc comment (`///`) of the ChunkCache module (whose catalogue holds the articles) cites a `§N` or a rule code as plain text instead of linking it
+  (`<doc:Contract#10-Origins-the-cold-path>`, `<doc:FileProviderRules#B6>`), so the symbol's page points to
+  the section that explains it, or links a heading that does not exist.
 
 usage: scripts/check-references.py          (scripts/docs.sh runs it before building the catalogue)
 """
@@ -42,12 +45,48 @@ SECTION = re.compile(r"§(\d+(?:\.\d+)*)")
 RFC_BEFORE = re.compile(r"RFC\s*\d+\s*$")
 # A rule code: a group letter A-H and a number, not part of a longer word or number (0xA1, H264, A10B).
 RULE = re.compile(r"(?<![A-Za-z0-9_])([A-H][0-9]{1,2})(?![A-Za-z0-9_])")
+# A link to a heading of the catalogue, and the fragment DocC makes of a heading's text.
+DOC_LINK = re.compile(r"<doc:(Contract|FileProviderRules)#([^>]+)>")
+FRAGMENT_BREAKS = re.compile(r"[\s\-–—]+")
 CHECKED_BY = re.compile(r"^- `([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)` \(([^)]*)\)\s*$")
 
 
 def headings(path, pattern):
     """The names of the headings of `path` that match `pattern` (one group: the name)."""
     return {m.group(1) for m in re.finditer(pattern, path.read_text(), re.MULTILINE)}
+
+
+def fragment(heading):
+    """The anchor DocC gives a heading: words joined by dashes, without quotes, backticks or `§`."""
+    words = "-".join(word for word in FRAGMENT_BREAKS.split(heading.strip()) if word)
+    return "".join(c for c in words if c not in "'\"`§")
+
+
+def anchors(path):
+    """The anchors of the `##` and `###` headings of `path`."""
+    return {fragment(m.group(1)) for m in re.finditer(r"^###? (.+)$", path.read_text(), re.MULTILINE)}
+
+
+def unlinked_doc_citations():
+    """(where, text) of each `§N` or rule code a doc comment of the ChunkCache module cites outside a link or code span,
+    and of each link to a heading that does not exist."""
+    targets = {"Contract": anchors(CONTRACT), "FileProviderRules": anchors(RULES)}
+    for path in sorted((ROOT / "Sources/ChunkCache").rglob("*.swift")):
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            comment = re.match(r"^\s*///(.*)$", line)
+            if not comment:
+                continue
+            where = f"{path.relative_to(ROOT)}:{number}"
+            for link in DOC_LINK.finditer(comment.group(1)):
+                if link.group(2) not in targets[link.group(1)]:
+                    yield where, f"<doc:{link.group(1)}#{link.group(2)}> names no heading of {link.group(1)}.md"
+            # Code spans and links are not citations in prose.
+            prose = DOC_LINK.sub(" ", re.sub(r"`[^`]*`", " ", comment.group(1)))
+            for match in SECTION.finditer(prose):
+                if not RFC_BEFORE.search(prose[: match.start()]):
+                    yield where, f"§{match.group(1)} in a doc comment: link it as <doc:Contract#…>"
+            for match in RULE.finditer(prose):
+                yield where, f"rule {match.group(1)} in a doc comment: link it as <doc:FileProviderRules#{match.group(1)}>"
 
 
 def cited_files():
@@ -132,6 +171,8 @@ def main():
                 problems.append(f"{where}: §{name} has no section in {CONTRACT.relative_to(ROOT)} (add '## §{name} …')")
             if kind == "rule" and name not in rules:
                 problems.append(f"{where}: rule {name} has no entry in {RULES.relative_to(ROOT)} (add '### {name}')")
+    for where, problem in unlinked_doc_citations():
+        problems.append(f"{where}: {problem}")
     tests = {target: tests_by_suite(target) for target in TARGETS.values() if (ROOT / "Tests" / target).is_dir()}
     listed = set()
     for number, rule, suite, function, label in checked_by_entries():

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Each ``Code`` carries the error domain and raw value the File Provider framework uses, and the CLI prints
 /// them. A macOS extension hands ``systemError`` to the system: the same, except that the engine's own codes
-/// (`ChunkCacheErrorDomain`) are wrapped as Cocoa 4101, as the framework requires (C1).
+/// (`ChunkCacheErrorDomain`) are wrapped as Cocoa 4101, as the framework requires (<doc:FileProviderRules#C1>).
 /// Lower layers' errors (`LMDBError`, `ZstdError`, `Errno`) are kept as ``underlying``.
 public struct CacheError: Error, Sendable, CustomStringConvertible {
     /// What went wrong, as a stable code with its File Provider domain and raw value.
@@ -99,14 +99,15 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
     // MARK: - Bridging
 
     /// The error as the File Provider framework wants it: the code's domain and raw value, the message as
-    /// `NSLocalizedDescriptionKey`, and any error from another domain under `NSUnderlyingErrorKey` (C1).
+    /// `NSLocalizedDescriptionKey`, and any error from another domain under `NSUnderlyingErrorKey`
+    /// (<doc:FileProviderRules#C1>).
     public var nsError: NSError {
         var info: [String: Any] = [NSLocalizedDescriptionKey: message]
         if let underlying { info[NSUnderlyingErrorKey] = underlying as NSError }
         return NSError(domain: code.domain, code: code.rawValue, userInfo: info)
     }
 
-    /// The error as handed to the system (C1): only Cocoa and File Provider domains pass; a
+    /// The error as handed to the system (<doc:FileProviderRules#C1>): only Cocoa and File Provider domains pass; a
     /// `ChunkCacheErrorDomain` error is wrapped as Cocoa 4101 with the original as `NSUnderlyingErrorKey`.
     public var systemError: NSError {
         let error = nsError
@@ -116,7 +117,7 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
             userInfo: [NSLocalizedDescriptionKey: message, NSUnderlyingErrorKey: error])
     }
 
-    /// The Cocoa code ``systemError`` wraps engine-only errors in (C1).
+    /// The Cocoa code ``systemError`` wraps engine-only errors in (<doc:FileProviderRules#C1>).
     public static let wrappedForSystemCode = 4101
 }
 

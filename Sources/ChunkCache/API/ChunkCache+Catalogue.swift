@@ -14,8 +14,8 @@ extension ChunkCache {
     }
 
     /// The item (at its newest version) and all its versions, newest first. An item of an origin domain that
-    /// the store does not hold yet is asked of the origin (`HEAD`, CONTRACT §10) and recorded, none of its
-    /// bytes downloaded.
+    /// the store does not hold yet is asked of the origin (`HEAD`, <doc:Contract#10-Origins-the-cold-path>) and
+    /// recorded, none of its bytes downloaded.
     /// - Throws: `noSuchItem` for an unknown domain or item (of an origin domain: only on the origin's 404
     ///   or 410), the origin's errors as a fetch maps them.
     public func versions(of item: ItemIdentifier) async throws -> (item: Item, versions: [VersionInfo]) {
@@ -39,8 +39,8 @@ extension ChunkCache {
     }
 
     /// Says which processes may not materialize the domain's files (exact, case-sensitive names); their
-    /// fetches get `noPermission` and download nothing. Bumps the domain version (E3), which wakes the
-    /// waiters of ``waitForDomainVersion(of:after:timeout:)`` (E2).
+    /// fetches get `noPermission` and download nothing. Bumps the domain version (<doc:FileProviderRules#E3>), which
+    /// wakes the waiters of ``waitForDomainVersion(of:after:timeout:)`` (<doc:FileProviderRules#E2>).
     public func setNonMaterializingProcesses(_ names: [String], forDomain domain: String) async throws -> DomainVersion
     {
         try Records.validate(domain: domain, item: nil)
@@ -68,9 +68,9 @@ extension ChunkCache {
         }
     }
 
-    /// Waits until `domain`'s version passes `version`, or `timeout` passes: the working-set signal of E2 (the
-    /// seed's `signalEnumerator(for: .workingSet)` after each bump). Every bump wakes it, from any process: a
-    /// change to the domain's items and a change of its settings
+    /// Waits until `domain`'s version passes `version`, or `timeout` passes: the working-set signal of
+    /// <doc:FileProviderRules#E2> (the seed's `signalEnumerator(for: .workingSet)` after each bump). Every bump wakes
+    /// it, from any process: a change to the domain's items and a change of its settings
     /// (``setDomain(_:origin:headers:pipelineDepth:readAhead:readTimeout:changeHistory:)``,
     /// ``setNonMaterializingProcesses(_:forDomain:)``) alike. The wait holds no thread.
     ///

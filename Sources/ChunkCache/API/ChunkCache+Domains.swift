@@ -7,8 +7,8 @@ extension ChunkCache {
     ///
     /// - Parameters:
     ///   - name: The domain's name, 1 to 255 bytes without NUL.
-    ///   - origin: The authoritative remote copy of its items (CONTRACT §10); `nil` for a domain the store
-    ///     alone holds.
+    ///   - origin: The authoritative remote copy of its items (<doc:Contract#10-Origins-the-cold-path>); `nil` for a
+    ///     domain the store alone holds.
     ///   - headers: Sent with every origin request; their values are stored and never printed.
     ///   - pipelineDepth: Origin requests in flight per process, 1…128.
     ///   - readAhead: The largest sequential read-ahead window, 0…1 GiB.
@@ -48,7 +48,7 @@ extension ChunkCache {
     }
 
     /// Changes the settings given (a nil one stays as it is). Bumps the domain version when anything changed,
-    /// which wakes the waiters of ``waitForDomainVersion(of:after:timeout:)`` (E2).
+    /// which wakes the waiters of ``waitForDomainVersion(of:after:timeout:)`` (<doc:FileProviderRules#E2>).
     ///
     /// - Parameters:
     ///   - name: The domain.

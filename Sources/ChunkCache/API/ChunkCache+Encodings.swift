@@ -1,6 +1,6 @@
 extension ChunkCache {
     /// Whether puts and imports store a new version's chunks as deltas against the item's previous version
-    /// when that saves space (CONTRACT §14). On by default.
+    /// when that saves space (<doc:Contract#14-Chunk-encodings>). On by default.
     public var storesDeltas: Bool {
         get async throws {
             let store = self.store

@@ -4,9 +4,9 @@ import LMDBKit
 
 extension ChunkCache {
     /// Drops the cached content of `items` (every item when empty) of an origin domain now (`evict`,
-    /// CONTRACT §12): each version's stored chunks become `absent` with their hashes kept, so the next fetch
-    /// downloads and checks them. Pinned items are left as they are. Files already handed off or cloned are
-    /// independent of it (H1). Not a catalogue change: no domain version.
+    /// <doc:Contract#12-A-bounded-cache>): each version's stored chunks become `absent` with their hashes kept, so the
+    /// next fetch downloads and checks them. Pinned items are left as they are. Files already handed off or cloned are
+    /// independent of it (<doc:FileProviderRules#H1>). Not a catalogue change: no domain version.
     /// - Throws: `invalidArgument` for a domain without an origin (the store is its only copy);
     ///   `noSuchItem` for an unknown domain or item.
     public func evict(_ items: [String] = [], inDomain domain: String) async throws -> EvictionResult {
@@ -52,10 +52,10 @@ extension ChunkCache {
     }
 
     /// Pins an item ("available offline", `pin`): exempts it from eviction and downloads what of its newest
-    /// version is absent. A metadata change (D4); pinned items are in the working set.
+    /// version is absent. A metadata change (<doc:FileProviderRules#D4>); pinned items are in the working set.
     ///
-    /// A pin that fails changes nothing (CONTRACT §12): one the store's bound cannot hold beside what is
-    /// pinned already and the local domains is refused before anything is written, and one whose download
+    /// A pin that fails changes nothing (<doc:Contract#12-A-bounded-cache>): one the store's bound cannot hold beside
+    /// what is pinned already and the local domains is refused before anything is written, and one whose download
     /// fails is unpinned again.
     /// - Parameters:
     ///   - item: The file to pin.
@@ -142,7 +142,7 @@ extension ChunkCache {
         }
     }
 
-    /// The free space eviction keeps on the store's filesystem (CONTRACT §12; default 1 GiB).
+    /// The free space eviction keeps on the store's filesystem (<doc:Contract#12-A-bounded-cache>; default 1 GiB).
     public var minimumFreeSpace: Int64 { engine.space.minFree }
 
     /// Keeps `bytes` free on the store's filesystem from now on (`init --min-free`), recorded in the store:
@@ -158,8 +158,8 @@ extension ChunkCache {
     }
 
     /// Evicts now, on the writer, what keeps the store above its low-water mark (80 % of what its bound
-    /// allows, CONTRACT §12), as the writer does by itself after a commit passes 90 %; returns what went.
-    /// Also waits for an eviction already queued.
+    /// allows, <doc:Contract#12-A-bounded-cache>), as the writer does by itself after a commit passes 90 %; returns
+    /// what went. Also waits for an eviction already queued.
     public func enforceBound() async throws -> EvictionResult {
         let engine = self.engine
         let store = engine.store

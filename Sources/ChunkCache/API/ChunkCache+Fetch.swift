@@ -3,7 +3,8 @@ import Foundation
 
 extension ChunkCache {
 
-    /// Returns a file holding at least `minimalRange` of the item, as `fetchPartialContents` (CONTRACT §3).
+    /// Returns a file holding at least `minimalRange` of the item, as `fetchPartialContents`
+    /// (<doc:Contract#3-Partial-fetch>).
     ///
     /// The retrieved range starts at `minimalRange`'s start rounded down to `max(alignment, chunkSize)` and
     /// ends at its end rounded up, or at EOF; both ends are clamped to the file first, so a range past EOF
@@ -15,17 +16,18 @@ extension ChunkCache {
     ///   - item: The item.
     ///   - version: The version asked for; `nil` for the newest. With `.strictVersioning` only that version
     ///     serves. Without it, when that version cannot serve the range, the newest *newer* version that can
-    ///     does, and the result says which; an older version never does (B6). A version the store does not
-    ///     know is asked of the origin on an origin domain (served when the origin holds it, else the
+    ///     does, and the result says which; an older version never does (<doc:FileProviderRules#B6>). A version the
+    ///     store does not know is asked of the origin on an origin domain (served when the origin holds it, else the
     ///     origin's current version serves); elsewhere the newest version that can serve does.
     ///   - request: Who asks; a process on the domain's non-materializing list gets `noPermission`.
     ///   - minimalRange: The bytes needed.
     ///   - alignment: A power of two from 1 to 2^30.
     ///   - options: `.strictVersioning` to accept only `version`.
     ///   - destination: A hand-off file (default) or a clone at a path.
-    /// - Throws: `invalidArgument`, `noSuchItem` (confirmed only, C2), `versionNoLongerAvailable` (strict
-    ///   fetches only, C4), `noPermission`, `corruptData` (also when no allowed version holds the range: it
-    ///   names the lost chunks), `userCancelled`, `fileExists` (clone destination).
+    /// - Throws: `invalidArgument`, `noSuchItem` (confirmed only, <doc:FileProviderRules#C2>),
+    ///   `versionNoLongerAvailable` (strict fetches only, <doc:FileProviderRules#C4>), `noPermission`, `corruptData`
+    ///   (also when no allowed version holds the range: it names the lost chunks), `userCancelled`, `fileExists` (clone
+    ///   destination).
     public func fetchPartialContents(
         for item: ItemIdentifier, version: ItemVersion?, request: FetchRequest = FetchRequest(),
         minimalRange: ByteRange, aligningTo alignment: Int, options: FetchOptions = [],
@@ -37,12 +39,12 @@ extension ChunkCache {
             options: options, request: request, destination: destination)
     }
 
-    /// Returns a file holding the whole item, as `fetchContents` (CONTRACT §4): zero chunks are holes and
-    /// `knownSparseRanges` says so.
+    /// Returns a file holding the whole item, as `fetchContents` (<doc:Contract#4-Full-fetch>): zero chunks are holes
+    /// and `knownSparseRanges` says so.
     ///
     /// As the seed says, a requested version is returned or the fetch fails: with `options` left out, a
-    /// non-nil `version` runs with `.strictVersioning` (B6, A11), exactly as the completion-handler
-    /// ``fetchContents(for:version:request:completionHandler:)`` does.
+    /// non-nil `version` runs with `.strictVersioning` (<doc:FileProviderRules#B6>, <doc:FileProviderRules#A11>),
+    /// exactly as the completion-handler ``fetchContents(for:version:request:completionHandler:)`` does.
     ///
     /// - Parameters:
     ///   - item: The item.
@@ -52,7 +54,7 @@ extension ChunkCache {
     ///   - options: `nil` (the default) for the seed's rule above. Given, they apply as given: `[]` lets a
     ///     newer version serve when `version` cannot, following the rules of
     ///     ``fetchPartialContents(for:version:request:minimalRange:aligningTo:options:destination:)`` (the
-    ///     command line's non-strict `fetch`, CONTRACT §7).
+    ///     command line's non-strict `fetch`, <doc:Contract#7-Command-line>).
     /// - Throws: As the partial fetch; `versionNoLongerAvailable` when a strict fetch's version cannot serve.
     public func fetchContents(
         for item: ItemIdentifier, version: ItemVersion? = nil, request: FetchRequest = FetchRequest(),
@@ -111,10 +113,11 @@ extension ChunkCache {
     /// Reads the item's bytes from `offset` into `buffer`, with no temp file: the buffer-returning form of a
     /// partial fetch, on the calling thread (a FUSE read, a C caller).
     ///
-    /// The version is chosen as for ``fetchPartialContents(for:version:request:minimalRange:aligningTo:options:destination:)``
-    /// (B6, C4), and all bytes come from that one version. The read stops at EOF: a read at or past the end
-    /// returns 0 bytes. It blocks for a buffer's worth of LMDB reads and zstd decoding; never call it from a
-    /// Swift concurrency task.
+    /// The version is chosen as for
+    /// ``fetchPartialContents(for:version:request:minimalRange:aligningTo:options:destination:)``
+    /// (<doc:FileProviderRules#B6>, <doc:FileProviderRules#C4>), and all bytes come from that one version. The read
+    /// stops at EOF: a read at or past the end returns 0 bytes. It blocks for a buffer's worth of LMDB reads and zstd
+    /// decoding; never call it from a Swift concurrency task.
     ///
     /// - Parameters:
     ///   - item: The item.
@@ -254,9 +257,10 @@ extension ChunkCache {
     ///
     /// The warm attempt first (``FetchJob``), with nothing of the cold path allocated, from the caller's own
     /// plan when it made one (`planned`), which goes straight to the cold path when it missed; what is absent
-    /// on an origin domain goes to the cold path (``throughOrigin(_:options:request:servesFromDownload:streamed:first:serve:)``) with the plan
-    /// the miss made, which serves it once filled. Task cancellation reaches both: it sets the flag the
-    /// assembler checks before each chunk.
+    /// on an origin domain goes to the cold path
+    /// (``throughOrigin(_:options:request:servesFromDownload:streamed:first:serve:)``) with the plan the miss made,
+    /// which serves it once filled. Task cancellation reaches both: it sets the flag the assembler checks before each
+    /// chunk.
     ///
     /// - Parameter beforeChunk: Called before each chunk is read; tests set it to act at a known point.
     func fetch(

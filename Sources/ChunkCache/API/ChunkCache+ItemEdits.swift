@@ -3,7 +3,8 @@ import LMDBKit
 
 extension ChunkCache {
     /// Changes an item's favorite rank, tag, shared flag or last-use date (`mark`). Changes the metadata
-    /// version, never the content version (D3, D4), and bumps the domain version, unless nothing changes.
+    /// version, never the content version (<doc:FileProviderRules#D3>, <doc:FileProviderRules#D4>), and bumps the
+    /// domain version, unless nothing changes.
     /// - Throws: `noSuchItem` for an unknown domain or item; `invalidArgument` for a container or a tag
     ///   beyond ``MetadataEdit/maxTagBytes``.
     public func setMetadata(_ edit: MetadataEdit, of item: ItemIdentifier) async throws -> ItemChange {
@@ -13,7 +14,7 @@ extension ChunkCache {
     }
 
     /// Moves an item to the trash (`rm`): it is listed in ``Item/trashContainer`` and stays in the working
-    /// set; a folder's contents stay in it and leave the working set (F11).
+    /// set; a folder's contents stay in it and leave the working set (<doc:FileProviderRules#F11>).
     public func trashItem(_ item: ItemIdentifier) async throws -> ItemChange {
         try await applyEdit(item, doing: "trashing") { txn, changes in
             try txn.trash(item.rawValue, in: &changes, self.store.dbs)

@@ -2,7 +2,7 @@ import OriginKit
 
 extension ChunkCache {
     /// Downloads what the store lacks of `range` of `item` at `version` into the store, and reads none of it
-    /// back: a fetch of the range afterwards is warm (CONTRACT §10).
+    /// back: a fetch of the range afterwards is warm (<doc:Contract#10-Origins-the-cold-path>).
     ///
     /// The bytes are stored as a read's downloads are, in their cheapest form (fills, settled later), with no
     /// destination buffer or file. The range goes out in extents of ``prefetchExtentBytes``, several at a time
@@ -19,7 +19,7 @@ extension ChunkCache {
     ///   - progress: Counts the bytes and requests this prefetch asks of the origin.
     /// - Throws: `invalidArgument` for a domain without an origin or a negative range; `noSuchItem` for an item
     ///   the store does not know; `versionNoLongerAvailable` when the store or the origin no longer has
-    ///   `version`; the origin's errors (CONTRACT §10); `userCancelled`.
+    ///   `version`; the origin's errors (<doc:Contract#10-Origins-the-cold-path>); `userCancelled`.
     public func prefetch(
         _ item: ItemIdentifier, version: ItemVersion, range: ByteRange, progress: DownloadProgress = DownloadProgress()
     ) async throws {

@@ -10,7 +10,7 @@ extension ChunkCache {
         public var item: Item
         /// Chunks in the file, new chunks stored, all-zero chunks (never stored).
         public var chunks: Int, newChunks: Int, zeroChunks: Int
-        /// New chunks stored as deltas against the item's previous version (CONTRACT §14).
+        /// New chunks stored as deltas against the item's previous version (<doc:Contract#14-Chunk-encodings>).
         public var deltaChunks = 0
         /// Payload bytes this put added to the store.
         public var storedBytes: Int64

@@ -1,5 +1,6 @@
 extension ChunkCache {
-    /// Settles every downloaded chunk the store holds unsettled, and returns what it did (CONTRACT §10).
+    /// Settles every downloaded chunk the store holds unsettled, and returns what it did
+    /// (<doc:Contract#10-Origins-the-cold-path>).
     ///
     /// A chunk downloaded from an origin is served to its reader as it arrives and stored first as a *fill*:
     /// its raw bytes at their place in the version, checked by XXH3 on every read. Settling names it by

@@ -45,7 +45,7 @@ public final class ChunkCache: Sendable {
 
     /// Opens the store at `path` (by default `$CHUNKCACHE_STORE`, `$XDG_CACHE_HOME/chunkcache` or
     /// `~/.cache/chunkcache`), creating it when missing. Opening rolls back ingests whose process died and
-    /// deletes hand-off files older than `handOffGracePeriod` (B5).
+    /// deletes hand-off files older than `handOffGracePeriod` (<doc:FileProviderRules#B5>).
     ///
     /// - Parameters:
     ///   - path: The store directory; `nil` for the default above.
@@ -68,7 +68,8 @@ public final class ChunkCache: Sendable {
     /// - Parameters:
     ///   - path: The store directory; `nil` for the default.
     ///   - chunkSize: The chunk size of a new store; for an existing one, `nil` or its own.
-    ///   - maxSize: The bound on the store's disk use (CONTRACT §12); `nil` keeps the store's, or the default.
+    ///   - maxSize: The bound on the store's disk use (<doc:Contract#12-A-bounded-cache>); `nil` keeps the store's, or
+    ///     the default.
     ///   - compressionLevel: The zstd level for new chunks (1…19).
     ///   - handOffGracePeriod: Seconds a leftover hand-off file is kept (default one hour).
     ///   - resumingImports: Resume imports whose process died, in the background (the CLI passes
@@ -119,7 +120,7 @@ public final class ChunkCache: Sendable {
     public var layout: ChunkLayout { store.layout }
     /// The most bytes the store's data file may take.
     public var maxSize: Int64 { store.maxSize }
-    /// The directory hand-off files are created in (on the store's volume, B1).
+    /// The directory hand-off files are created in (on the store's volume, <doc:FileProviderRules#B1>).
     public var temporaryDirectoryURL: URL { URL(fileURLWithPath: store.tmpPath, isDirectory: true) }
 
     // MARK: - Maintenance

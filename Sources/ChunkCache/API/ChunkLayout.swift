@@ -25,7 +25,7 @@ public struct ChunkLayout: Hashable, Sendable, CustomStringConvertible {
 
     /// The largest item the engine stores: 1 PiB.
     ///
-    /// CONTRACT §2 asks manifests to scale to 1 TiB files; a bound 1024 times that keeps every real file in,
+    /// <doc:Contract#2-Model> asks manifests to scale to 1 TiB files; a bound 1024 times that keeps every real file in,
     /// while any offset below it plus an alignment (≤ 2^30) or a chunk (≤ 2^22) stays far inside `Int64`, so
     /// no size arithmetic after the check can overflow, and chunk and manifest-page indices (LMDB keys hold
     /// them as 64-bit numbers) stay small.
@@ -67,8 +67,8 @@ public struct ChunkLayout: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The range a fetch of `minimal` aligned to `alignment` retrieves from a file of `length` bytes
-    /// (CONTRACT §3): both ends clamped to the file, the start rounded down and the end rounded up to
-    /// `max(alignment, chunkSize)`, the end capped at `length`.
+    /// (<doc:Contract#3-Partial-fetch>): both ends clamped to the file, the start rounded down and the end rounded up
+    /// to `max(alignment, chunkSize)`, the end capped at `length`.
     public func retrievedRange(for minimal: ByteRange, aligningTo alignment: Int64, length: Int64) -> ByteRange {
         FetchPlanner.retrievedRange(for: minimal, alignment: alignment, chunkSize: Int64(chunkSize), size: length)
     }

@@ -2,9 +2,9 @@ import FileIO
 import Foundation
 
 /// The File Provider–shaped layer: the seeds' completion-handler signatures, returning a `Progress` whose
-/// `cancel()` stops the work. The completion runs exactly once on every path (A17): success, error, cancel;
-/// a cancel after the completion ran changes nothing. Errors reach the completion as `NSError`s in the File
-/// Provider or Cocoa domain (``CacheError/systemError``).
+/// `cancel()` stops the work. The completion runs exactly once on every path (<doc:FileProviderRules#A17>): success,
+/// error, cancel; a cancel after the completion ran changes nothing. Errors reach the completion as `NSError`s in the
+/// File Provider or Cocoa domain (``CacheError/systemError``).
 ///
 /// A fetch's `Progress` counts bytes of the retrieved range (``FetchProgress``): determinate from the start,
 /// its total the range's length, the completed count following the range's bytes downloaded from the origin
@@ -13,8 +13,8 @@ extension ChunkCache {
     /// `fetchPartialContents(for:version:request:minimalRange:aligningTo:options:completionHandler:)`.
     ///
     /// The completion receives the file URL, the item, the retrieved range and flags, or an error; on
-    /// `Progress.cancel()` it receives `(nil, nil, minimalRange, [], userCancelled)` (A16) and in-flight chunk
-    /// work stops.
+    /// `Progress.cancel()` it receives `(nil, nil, minimalRange, [], userCancelled)` (<doc:FileProviderRules#A16>) and
+    /// in-flight chunk work stops.
     @discardableResult
     public func fetchPartialContents(
         for item: ItemIdentifier, version: ItemVersion?, request: FetchRequest, minimalRange: ByteRange,

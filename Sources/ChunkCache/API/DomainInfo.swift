@@ -22,7 +22,7 @@ public struct DomainInfo: Sendable, Hashable {
     /// How much of the change log is kept.
     public var changeHistory: ChangeHistory
     /// How many imports and reimports of the domain finished: `importDidFinish` is recorded once per
-    /// import epoch, also when a reimport joined an import under way (G4).
+    /// import epoch, also when a reimport joined an import under way (<doc:FileProviderRules#G4>).
     public var importsFinished: Int = 0
 
     /// Origin requests in flight per domain per process, unless set.
@@ -32,7 +32,7 @@ public struct DomainInfo: Sendable, Hashable {
     public static let defaultReadAhead: Int64 = 4 << 20
     public static let readAheadRange: ClosedRange<Int64> = 0...(1 << 30)
     public static let maxHeaders = 64
-    /// The read timeout unless set: CONTRACT §10's idle timeout.
+    /// The read timeout unless set: <doc:Contract#10-Origins-the-cold-path>'s idle timeout.
     public static let defaultReadTimeout: Duration = .seconds(30)
     /// Read timeouts allowed, in seconds.
     public static let readTimeoutRange: ClosedRange<Double> = 0.1...3600

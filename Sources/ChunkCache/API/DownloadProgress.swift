@@ -1,8 +1,8 @@
 import Foundation
 import Synchronization
 
-/// What a fetch has downloaded from its domain's origin so far (CONTRACT §10), updated while it runs: give one
-/// in ``FetchRequest/progress`` to show progress, read it from any thread.
+/// What a fetch has downloaded from its domain's origin so far (<doc:Contract#10-Origins-the-cold-path>), updated while
+/// it runs: give one in ``FetchRequest/progress`` to show progress, read it from any thread.
 public final class DownloadProgress: Sendable, Hashable {
     private let bytes = Atomic<Int64>(0)
     private let requests = Atomic<Int>(0)

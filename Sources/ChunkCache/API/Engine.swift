@@ -8,7 +8,8 @@ import Synchronization
 final class Engine: Sendable {
     /// The environment, databases, writer, codecs and layout: storage, and nothing above it.
     let store: Store
-    /// This process's origin clients, downloads in flight and read-ahead, by domain (CONTRACT §10).
+    /// This process's origin clients, downloads in flight and read-ahead, by domain
+    /// (<doc:Contract#10-Origins-the-cold-path>).
     let origins = OriginSessions()
     /// Last-use dates noted by this process's fetches, written in batches.
     let usage = UsageRecorder()
@@ -16,16 +17,18 @@ final class Engine: Sendable {
     let importEvents = ImportEvents()
     /// Imports this process runs now.
     let runningImports = RunningImports()
-    /// The store's bound: eviction after commits, room made before downloads and puts (CONTRACT §12).
+    /// The store's bound: eviction after commits, room made before downloads and puts
+    /// (<doc:Contract#12-A-bounded-cache>).
     let space: SpaceBound
     /// Disk held back for fetches on a full disk.
     let reserve: SpaceReserve
     /// Wakes the waiters of changes, in this process and others.
     let changes: ChangeSignal
-    /// Settles downloaded chunks behind the readers (CONTRACT §10, ``Settler``).
+    /// Settles downloaded chunks behind the readers (<doc:Contract#10-Origins-the-cold-path>, ``Settler``).
     let settler = Settler()
-    /// How many fetch plans this process made (``FetchPlanner/plan(engine:domain:item:requested:minimal:alignment:options:request:in:)``):
-    /// the cold path goes one way, and tests check a miss is planned once.
+    /// How many fetch plans this process made
+    /// (``FetchPlanner/plan(engine:domain:item:requested:minimal:alignment:options:request:in:)``): the cold path goes
+    /// one way, and tests check a miss is planned once.
     let plansMade = Atomic<Int>(0)
 
     /// Binds the services to `store`: its writer keeps the bound around commits and signals the changes

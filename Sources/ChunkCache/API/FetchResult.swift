@@ -17,7 +17,8 @@ public struct FetchResult: Sendable {
     /// How a clone reached its destination. `nil` for a hand-off, and for a destination the engine
     /// assembled in place because it cannot share blocks with the store (each byte written once).
     public var cloneStrategy: CloneStrategy?
-    /// Bytes this fetch downloaded from the domain's origin (CONTRACT §10); 0 when the store held them.
+    /// Bytes this fetch downloaded from the domain's origin (<doc:Contract#10-Origins-the-cold-path>); 0 when the store
+    /// held them.
     public var downloadedBytes: Int64 = 0
     /// Requests this fetch made to the domain's origin.
     public var originRequests = 0
@@ -43,7 +44,7 @@ public struct MaterializationFlags: OptionSet, Sendable, Hashable {
     public let rawValue: Int
     public init(rawValue: Int) { self.rawValue = rawValue }
 
-    /// The file's holes are known zeros. Set only when the whole file is returned (A8).
+    /// The file's holes are known zeros. Set only when the whole file is returned (<doc:FileProviderRules#A8>).
     public static let knownSparseRanges = MaterializationFlags(rawValue: 1)
 
     /// The flags' names, for the CLI.

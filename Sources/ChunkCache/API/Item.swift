@@ -38,13 +38,13 @@ public struct Item: Hashable, Sendable {
     public var isShared = false
     /// In the trash: listed in ``Item/trashContainer``.
     public var isTrashed = false
-    /// Kept in the store whatever eviction does (CONTRACT §12).
+    /// Kept in the store whatever eviction does (<doc:Contract#12-A-bounded-cache>).
     public var isPinned = false
 
     /// File Provider's name for ``identifier``.
     public var itemIdentifier: String { identifier }
     /// The container listing it, as File Provider names it: ``Item/trashContainer`` when trashed, else its
-    /// real parent (never the working set, F9).
+    /// real parent (never the working set, <doc:FileProviderRules#F9>).
     public var parentItemIdentifier: String { isTrashed ? Item.trashContainer : parentIdentifier }
     /// File Provider's name for ``kind``.
     public var contentType: ItemKind { kind }

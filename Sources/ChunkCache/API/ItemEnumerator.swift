@@ -1,10 +1,12 @@
 import Foundation
 import LMDBKit
 
-/// Lists a container's items in pages and follows its changes, as `NSFileProviderEnumerator` (CONTRACT §11).
+/// Lists a container's items in pages and follows its changes, as `NSFileProviderEnumerator`
+/// (<doc:Contract#11-Catalogue,-enumeration,-changes-and-the-working-set>).
 ///
 /// Made by ``ChunkCache/enumerator(for:in:)``. Holds no cursor: pages and anchors carry where they are, so
-/// a new enumerator (in a new process too) resumes any of them (F4, F5).
+/// a new enumerator (in a new process too) resumes any of them (<doc:FileProviderRules#F4>,
+/// <doc:FileProviderRules#F5>).
 ///
 /// ```swift
 /// let root = try await cache.enumerator(for: Item.rootContainer, in: "docs")
@@ -34,9 +36,9 @@ public final class ItemEnumerator: Sendable {
     /// Pages and batches default to this many items when no size is suggested.
     public static let defaultPageSize = 200
 
-    /// One page of items from `page`: at most `suggestedPageSize` of them (F8).
-    /// - Throws: `pageExpired` for an unknown, malformed or stale token (F7); `noSuchItem` for a domain
-    ///   removed since.
+    /// One page of items from `page`: at most `suggestedPageSize` of them (<doc:FileProviderRules#F8>).
+    /// - Throws: `pageExpired` for an unknown, malformed or stale token (<doc:FileProviderRules#F7>); `noSuchItem` for
+    ///   a domain removed since.
     public func enumerateItems(startingAt page: EnumerationPage, suggestedPageSize: Int? = nil) async throws -> ItemPage
     {
         let (store, domain, container) = (cache.store, self.domain, self.container)
@@ -51,7 +53,8 @@ public final class ItemEnumerator: Sendable {
         }
     }
 
-    /// The anchor of the domain's current version (F2: at or before what a page read after it lists).
+    /// The anchor of the domain's current version (<doc:FileProviderRules#F2>: at or before what a page read after it
+    /// lists).
     public func currentSyncAnchor() async throws -> SyncAnchor {
         let (store, domain) = (cache.store, self.domain)
         return try await runBlocking(doing: "reading the sync anchor of domain \"\(domain)\"", store: store.path) {
@@ -59,10 +62,11 @@ public final class ItemEnumerator: Sendable {
         }
     }
 
-    /// The changes after `anchor`: at most `suggestedBatchSize` items (F8), each as it is now. With no change
-    /// the same anchor comes back and `moreComing` is false (F3).
+    /// The changes after `anchor`: at most `suggestedBatchSize` items (<doc:FileProviderRules#F8>), each as it is now.
+    /// With no change the same anchor comes back and `moreComing` is false (<doc:FileProviderRules#F3>).
     /// - Throws: `syncAnchorExpired` for an anchor that is malformed, of another store or of an earlier
-    ///   domain of this name, or older than the retained history (F5, F6).
+    ///   domain of this name, or older than the retained history (<doc:FileProviderRules#F5>,
+    ///   <doc:FileProviderRules#F6>).
     public func enumerateChanges(from anchor: SyncAnchor, suggestedBatchSize: Int? = nil) async throws -> ChangeBatch {
         let (store, domain, container) = (cache.store, self.domain, self.container)
         return try await runBlocking(doing: "reading the changes of domain \"\(domain)\"", store: store.path) {
@@ -76,7 +80,8 @@ public final class ItemEnumerator: Sendable {
     }
 
     /// Waits until the domain has a change after `anchor` (from any process), or `timeout` passes: the
-    /// signal a client or a mount waits on before asking for changes (E2, the seed's `signalEnumerator`).
+    /// signal a client or a mount waits on before asking for changes (<doc:FileProviderRules#E2>, the seed's
+    /// `signalEnumerator`).
     ///
     /// Every commit that bumps a domain version wakes every waiter of the store at once, in this process and
     /// in others (`ChangeSignal`: inotify on a file each such commit touches, where Linux offers it, else a

@@ -5,7 +5,7 @@ public struct ItemVersion: Hashable, Sendable {
     /// Changes when any metadata changes.
     public var metadataVersion: [UInt8]
 
-    /// The most bytes either component may hold (D1).
+    /// The most bytes either component may hold (<doc:FileProviderRules#D1>).
     public static let maxComponentLength = 128
 
     public init(contentVersion: [UInt8], metadataVersion: [UInt8]) {

@@ -1,7 +1,7 @@
 import Foundation
 
-/// The authoritative remote copy of a domain's items (CONTRACT §10): an HTTP(S) base URL or an S3 bucket
-/// and prefix. Only the validating initializer makes one, so every `Origin` is well formed.
+/// The authoritative remote copy of a domain's items (<doc:Contract#10-Origins-the-cold-path>): an HTTP(S) base URL or
+/// an S3 bucket and prefix. Only the validating initializer makes one, so every `Origin` is well formed.
 public struct Origin: Sendable, Hashable, CustomStringConvertible {
     public enum Kind: Sendable, Hashable { case http, s3 }
 

@@ -1,8 +1,8 @@
 import Foundation
 import LMDBKit
 
-/// How much of a domain's change log is kept (CONTRACT §11): records beyond either bound are compacted, and
-/// an anchor older than what is kept is `syncAnchorExpired`.
+/// How much of a domain's change log is kept (<doc:Contract#11-Catalogue,-enumeration,-changes-and-the-working-set>):
+/// records beyond either bound are compacted, and an anchor older than what is kept is `syncAnchorExpired`.
 public struct ChangeHistory: Sendable, Hashable {
     /// The most change records kept.
     public var changes: UInt64
@@ -96,8 +96,8 @@ extension WriteTransaction {
     }
 
     /// Writes an item as it is after a change (`nil`: deleted), moves its listing entries and logs the change.
-    /// The item's metadata version becomes the new domain version (D4) and its working-set membership is
-    /// recomputed. Returns the item as written.
+    /// The item's metadata version becomes the new domain version (<doc:FileProviderRules#D4>) and its working-set
+    /// membership is recomputed. Returns the item as written.
     @available(*, noasync)
     @discardableResult
     mutating func commit(
@@ -125,7 +125,8 @@ extension WriteTransaction {
     }
 
     /// Saves the domain with its new version and compacts what the log keeps beyond its history. Once the
-    /// transaction commits, the writer wakes the waiters (``ChangeSignal``): every bump is signalled (E2).
+    /// transaction commits, the writer wakes the waiters (``ChangeSignal``): every bump is signalled
+    /// (<doc:FileProviderRules#E2>).
     @available(*, noasync)
     mutating func finish(_ changes: DomainChanges, _ dbs: Databases) throws {
         dbs.changeMarks.mark()

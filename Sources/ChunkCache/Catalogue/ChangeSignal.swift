@@ -2,12 +2,13 @@ import FileIO
 import Foundation
 import Synchronization
 
-/// Wakes every process waiting for a store's changes (CONTRACT §11, E2: the seed's `signalEnumerator` after
-/// every domain-version bump): after each commit that bumps a domain's version, whether it logged item
-/// changes or changed the domain's settings, the writer touches ``fileName`` in the store's folder.
-/// Waiters watch the folder with inotify (``DirectoryWatch``) through ``InputWatches``, so no thread is held
-/// per store while they wait; waiters of this process are woken directly as well. Where inotify is not available
-/// (or its limits are reached), waiters fall back to polling every ``fallbackPoll``.
+/// Wakes every process waiting for a store's changes
+/// (<doc:Contract#11-Catalogue,-enumeration,-changes-and-the-working-set>, <doc:FileProviderRules#E2>: the seed's
+/// `signalEnumerator` after every domain-version bump): after each commit that bumps a domain's version, whether it
+/// logged item changes or changed the domain's settings, the writer touches ``fileName`` in the store's folder. Waiters
+/// watch the folder with inotify (``DirectoryWatch``) through ``InputWatches``, so no thread is held per store while
+/// they wait; waiters of this process are woken directly as well. Where inotify is not available (or its limits are
+/// reached), waiters fall back to polling every ``fallbackPoll``.
 ///
 /// A wake-up says only that some domain of the store changed: waiters check their own domain again (its
 /// change log, or its version).

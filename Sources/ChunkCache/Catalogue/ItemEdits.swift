@@ -136,8 +136,8 @@ extension WriteTransaction {
         return (try commit(after, replacing: before, in: &changes, dbs)!, true)
     }
 
-    /// Moves an item to the trash (its folder's contents leave the working set, F11); returns it, and
-    /// whether anything changed (an item already in the trash stays as it is).
+    /// Moves an item to the trash (its folder's contents leave the working set, <doc:FileProviderRules#F11>); returns
+    /// it, and whether anything changed (an item already in the trash stays as it is).
     @available(*, noasync)
     mutating func trash(_ id: String, in changes: inout DomainChanges, _ dbs: Databases) throws -> (ItemRecord, Bool) {
         let before = try editableItem(id, in: changes, dbs)
@@ -256,7 +256,7 @@ extension WriteTransaction {
     }
 
     /// Marks everything listed below folder `id` as inside a trashed folder (`hidden`) or not, so it leaves
-    /// or rejoins the working set (F11). A subtree already marked so is left as it is.
+    /// or rejoins the working set (<doc:FileProviderRules#F11>). A subtree already marked so is left as it is.
     @available(*, noasync)
     private mutating func hideContents(of id: String, hidden: Bool, in changes: inout DomainChanges, _ dbs: Databases)
         throws

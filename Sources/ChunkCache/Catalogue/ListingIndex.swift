@@ -18,7 +18,8 @@ enum ListingIndex {
 
     /// The pseudo-container of the last-use order.
     static let recentTracker = "\u{1}recent"
-    /// Sort keys hold at most this many bytes of a name, so a page token stays within 500 bytes (F1).
+    /// Sort keys hold at most this many bytes of a name, so a page token stays within 500 bytes
+    /// (<doc:FileProviderRules#F1>).
     static let nameKeyLength = 200
     static let hashLength = 16
 

@@ -2,7 +2,7 @@ import Foundation
 
 /// Where an item is listed and whether it is in the working set: what the change log remembers of an item
 /// before each change, so a page or a change batch can tell where the item was when a listing began or an
-/// anchor was taken (CONTRACT §11).
+/// anchor was taken (<doc:Contract#11-Catalogue,-enumeration,-changes-and-the-working-set>).
 struct Placement: Hashable, Sendable {
     /// The container listing it: its parent, or ``Item/trashContainer`` when trashed.
     var container: String
@@ -64,7 +64,8 @@ enum EnumeratedContainer: Hashable, Sendable {
     }
 }
 
-/// How long a used item stays "recent" in the working set (CONTRACT §11).
+/// How long a used item stays "recent" in the working set
+/// (<doc:Contract#11-Catalogue,-enumeration,-changes-and-the-working-set>).
 enum RecentItems {
     static let window: Double = 30 * 86_400
 }
@@ -78,8 +79,9 @@ extension ItemRecord {
             lastUsedDate: lastUsedDate)
     }
 
-    /// Recomputes working-set membership (CONTRACT §11): recent, tagged, favorite, shared, trashed and pinned
-    /// items, except those inside a trashed folder (F11).
+    /// Recomputes working-set membership (<doc:Contract#11-Catalogue,-enumeration,-changes-and-the-working-set>):
+    /// recent, tagged, favorite, shared, trashed and pinned items, except those inside a trashed folder
+    /// (<doc:FileProviderRules#F11>).
     mutating func refreshWorkingSet(now: Double) {
         let recent = lastUsedDate.map { $0 >= now - RecentItems.window } ?? false
         let member =

@@ -17,16 +17,17 @@ extension OpaqueToken {
     public var description: String { Base64URL.encode(rawValue) }
 }
 
-/// A point in a domain's change log, as `NSFileProviderSyncAnchor`: opaque bytes (at most 500, F1) that a
-/// new process can resume from (F4, F5).
+/// A point in a domain's change log, as `NSFileProviderSyncAnchor`: opaque bytes (at most 500,
+/// <doc:FileProviderRules#F1>) that a new process can resume from (<doc:FileProviderRules#F4>,
+/// <doc:FileProviderRules#F5>).
 public struct SyncAnchor: OpaqueToken {
     public let rawValue: Data
 
     public init(rawValue: Data) { self.rawValue = rawValue }
 }
 
-/// Where a listing continues, as `NSFileProviderPage`: opaque bytes (at most 500, F1), or one of the two
-/// initial pages.
+/// Where a listing continues, as `NSFileProviderPage`: opaque bytes (at most 500, <doc:FileProviderRules#F1>), or one
+/// of the two initial pages.
 public struct EnumerationPage: OpaqueToken {
     public let rawValue: Data
 

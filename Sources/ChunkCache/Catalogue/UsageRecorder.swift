@@ -22,7 +22,8 @@ struct UsageNotes: Sendable {
 }
 
 /// Records `lastUsedDate` for fetches, and the chunks origin fetches read for the eviction policy (CONTRACT
-/// §11, §12), without a write transaction per fetch.
+/// <doc:Contract#11-Catalogue,-enumeration,-changes-and-the-working-set>, <doc:Contract#12-A-bounded-cache>), without a
+/// write transaction per fetch.
 ///
 /// A fetch whose item was marked used within ``granularity`` and that read no origin chunks costs one clock
 /// read and a comparison. Others are noted in memory and written together, one transaction per flush,

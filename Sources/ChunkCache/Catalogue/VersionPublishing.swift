@@ -27,7 +27,8 @@ extension WriteTransaction {
     }
 
     /// Bumps the domain's version and saves it, for a change to the domain's own record (its settings) that
-    /// logs no item change; once the transaction commits, the waiters are woken (E2, ``ChangeSignal``).
+    /// logs no item change; once the transaction commits, the waiters are woken (<doc:FileProviderRules#E2>,
+    /// ``ChangeSignal``).
     @available(*, noasync)
     mutating func bump(_ domain: inout DomainRecord, named name: String, _ dbs: Databases) throws -> DomainVersion {
         dbs.changeMarks.mark()
@@ -39,8 +40,8 @@ extension WriteTransaction {
     /// Publishes an ingested manifest as a content version of a file item, creating the item when missing,
     /// as one of `changes`.
     ///
-    /// Bytes the item already holds are not stored twice (D2: the content version moves exactly when the
-    /// bytes change): with no `requested` name, a version holding the same bytes is the one published, and
+    /// Bytes the item already holds are not stored twice (<doc:FileProviderRules#D2>: the content version moves exactly
+    /// when the bytes change): with no `requested` name, a version holding the same bytes is the one published, and
     /// a named existing version must hold them (content versions are immutable: other bytes are
     /// `invalidArgument`). If that version is the item's current one nothing changes (`changed` is false);
     /// if it is an older one it becomes current again, as a change of its own (a revert). A new name, or
@@ -50,7 +51,8 @@ extension WriteTransaction {
     ///   - parent: The parent of a new item (default the root).
     ///   - filename: The name of a new item (default the identifier's last component).
     ///   - modificationDate: The content's modification time (default now). When the bytes are the current
-    ///     version's under another time, the time is remembered for matching (G1), not published.
+    ///     version's under another time, the time is remembered for matching (<doc:FileProviderRules#G1>), not
+    ///     published.
     @available(*, noasync)
     mutating func publish(
         _ content: IngestedContent, item id: String, contentVersion requested: [UInt8]?, layout: ChunkLayout,

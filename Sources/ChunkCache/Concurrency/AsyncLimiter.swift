@@ -1,5 +1,5 @@
-/// Lets at most `limit` tasks hold a permit at once; the rest wait in order (CONTRACT §10: at most
-/// `--pipeline-depth` origin requests of a domain in flight per process).
+/// Lets at most `limit` tasks hold a permit at once; the rest wait in order (<doc:Contract#10-Origins-the-cold-path>:
+/// at most `--pipeline-depth` origin requests of a domain in flight per process).
 ///
 /// What it guarantees: never more than ``limit`` bodies run at once; waiters get permits in the order they
 /// came (a newcomer queues behind them even when a permit is free), and a released permit passes straight to

@@ -1,6 +1,7 @@
 import Synchronization
 
-/// One piece of work (a download) that any number of tasks wait for: a single flight (CONTRACT §10).
+/// One piece of work (a download) that any number of tasks wait for: a single flight
+/// (<doc:Contract#10-Origins-the-cold-path>).
 ///
 /// What it guarantees: only the first ``finish(_:)`` counts, and every task waiting in ``wait()`` wakes with
 /// that outcome; ``arrived(_:)`` hands the bytes once, before the outcome, to those in ``waitForBytes()``. A

@@ -2,9 +2,9 @@ import Foundation
 import LMDBKit
 import OriginKit
 
-/// Fills what a fetch of an origin domain lacks from the origin (CONTRACT §10): discovers an unknown item in
-/// the first ranged GET, downloads only the absent chunks of the range (adjacent ones in one request of at
-/// most 8 MiB) and the read-ahead after it, and waits until the range's chunks are stored.
+/// Fills what a fetch of an origin domain lacks from the origin (<doc:Contract#10-Origins-the-cold-path>): discovers an
+/// unknown item in the first ranged GET, downloads only the absent chunks of the range (adjacent ones in one request of
+/// at most 8 MiB) and the read-ahead after it, and waits until the range's chunks are stored.
 ///
 /// Downloads run as tasks of their own, shared with every fetch that needs their chunks (single flight); a
 /// cancelled fetch stops the downloads of its own range and stops waiting.
@@ -312,9 +312,9 @@ struct ColdFill: Sendable {
     }
 
     /// Downloads chunk `index` of `version` again and overwrites the copy that failed its check on read
-    /// (CONTRACT §10 "Integrity"): the stored chunk `digest`, or, when nil, the fill. Waits until it is stored.
-    /// Nothing is downloaded when the entry changed since the read (a fill settled or evicted meanwhile):
-    /// the fetch reads its plan again, and what is absent then is its one refill.
+    /// (<doc:Contract#10-Origins-the-cold-path> "Integrity"): the stored chunk `digest`, or, when nil, the fill. Waits
+    /// until it is stored. Nothing is downloaded when the entry changed since the read (a fill settled or evicted
+    /// meanwhile): the fetch reads its plan again, and what is absent then is its one refill.
     func replace(_ version: VersionRecord, index: Int64, digest: ChunkDigest?) async throws {
         let key = ChunkKey(manifestID: version.manifestID, index: index)
         let (flight, claimed) = session.chunks.claim(key)

@@ -76,8 +76,8 @@ extension ChunkCache {
     /// It goes one way: discover (an unknown item), fill, serve. Two things send it back, each bounded: a
     /// chunk that left the store between the fill and the read (another process's eviction, a damaged fill)
     /// is filled again from the same plan (at most ``ColdRounds/maxRefills`` times), a chunk found damaged on
-    /// read is downloaded again (each once), and an origin that moved on from the version being filled is asked for the version
-    /// it holds now (non-strict), at most ``ColdRounds/maxChanges`` times.
+    /// read is downloaded again (each once), and an origin that moved on from the version being filled is asked for the
+    /// version it holds now (non-strict), at most ``ColdRounds/maxChanges`` times.
     ///
     /// - Returns: What served the fetch, and what it downloaded.
     func throughOrigin<Served: ServedBytes & Sendable>(
@@ -120,9 +120,9 @@ extension ChunkCache {
         }
     }
 
-    /// The cold path for a caller that owns its thread and cannot await (``throughOrigin(_:options:request:servesFromDownload:streamed:first:serve:)``
-    /// as a task the thread waits for): served from its download as the async caller's is, and each `serve`
-    /// runs on the blocking pool.
+    /// The cold path for a caller that owns its thread and cannot await
+    /// (``throughOrigin(_:options:request:servesFromDownload:streamed:first:serve:)`` as a task the thread waits for):
+    /// served from its download as the async caller's is, and each `serve` runs on the blocking pool.
     @available(*, noasync)
     func throughOriginWaiting<Served: ServedBytes & Sendable>(
         _ target: ColdTarget, options: FetchOptions, request: FetchRequest,
@@ -213,8 +213,9 @@ extension ChunkCache {
         case again(Absence)
     }
 
-    /// Fills one absence from the origin, mapping the origin's failures to the errors CONTRACT §10 names: an
-    /// unknown item is discovered and its range filled at once, with the same session.
+    /// Fills one absence from the origin, mapping the origin's failures to the errors
+    /// <doc:Contract#10-Origins-the-cold-path> names: an unknown item is discovered and its range filled at once, with
+    /// the same session.
     func coldFill(_ absence: Absence, _ request: ColdRequest, readAheadDone: inout Bool) async throws -> ColdStep {
         let store = self.store
         let item = request.item
@@ -290,12 +291,12 @@ extension ChunkCache {
                 domainVersion: plan.domainVersion))
     }
 
-    /// The version a discovery pins its request to, for a fetch that asks for `asked` (CONTRACT §3, §10): a
-    /// strict fetch's own; a non-strict fetch's when the origin still serves it by name though the item moved
-    /// on (an S3 `VersionId`), so the version asked for serves whenever the origin keeps it, and the origin's
-    /// current one only when it lacks it (its refusal moves the fetch on, ``ColdStep/again(_:)``). An HTTP ETag
-    /// or date names only what the server holds now: asking for it unpinned gets the same answer in one
-    /// request fewer when it is gone.
+    /// The version a discovery pins its request to, for a fetch that asks for `asked` (<doc:Contract#3-Partial-fetch>,
+    /// <doc:Contract#10-Origins-the-cold-path>): a strict fetch's own; a non-strict fetch's when the origin still
+    /// serves it by name though the item moved on (an S3 `VersionId`), so the version asked for serves whenever the
+    /// origin keeps it, and the origin's current one only when it lacks it (its refusal moves the fetch on,
+    /// ``ColdStep/again(_:)``). An HTTP ETag or date names only what the server holds now: asking for it unpinned gets
+    /// the same answer in one request fewer when it is gone.
     static func discoveryPin(_ asked: [UInt8]?, strict: Bool, origin: any RemoteOrigin) -> [UInt8]? {
         guard let asked, !strict else { return asked }
         return origin.addresses(String(decoding: asked, as: UTF8.self)) ? asked : nil
@@ -378,7 +379,7 @@ extension ChunkCache {
     }
 
     /// What the origin's `failure` means for a download of `item`: the error to throw, and an item the origin
-    /// says is gone (C2) removed from the store first.
+    /// says is gone (<doc:FileProviderRules#C2>) removed from the store first.
     func originFailed(_ failure: OriginFailure, _ item: ItemIdentifier, strict: Bool) async throws -> CacheError {
         if case .notFound = failure {
             let store = self.store

@@ -2,8 +2,8 @@ import FileIO
 import Foundation
 
 /// The bytes of a cold fetch's whole range, served from the download as they arrive, before they are stored
-/// (CONTRACT §10, "store behind"): the fetch is answered from them while the chunks are compressed and
-/// committed behind it.
+/// (<doc:Contract#10-Origins-the-cold-path>, "store behind"): the fetch is answered from them while the chunks are
+/// compressed and committed behind it.
 ///
 /// Two places take the bytes: memory, for a small range (a hand-off or a buffer read of at most
 /// ``FetchThresholds/inlineBytes``), handed over whole when the last chunk is in, whichever download brings

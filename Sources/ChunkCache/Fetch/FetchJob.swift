@@ -267,7 +267,8 @@ enum PlanSource: Sendable {
 extension ChunkCache {
     /// Runs `body` in a read snapshot. When a chunk the plan found left the cache before it was read (a
     /// parallel worker's newer snapshot saw `verify --repair` mark it absent), `body` runs again in a fresh
-    /// snapshot, where the planner sees the loss; a fetch never reports that as `versionNoLongerAvailable` (C4).
+    /// snapshot, where the planner sees the loss; a fetch never reports that as `versionNoLongerAvailable`
+    /// (<doc:FileProviderRules#C4>).
     static func inFreshSnapshots<R>(
         of store: Store, fetching item: ItemIdentifier, _ body: (borrowing ReadTransaction) throws -> R
     ) throws -> R {

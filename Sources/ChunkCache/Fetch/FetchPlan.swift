@@ -1,6 +1,7 @@
-/// What planning a fetch decided (``FetchPlanner/plan(store:domain:item:requested:minimal:alignment:options:request:in:)``):
-/// the plan that serves it from the store, or what the store lacks, which only an origin domain's fetch can
-/// fill (CONTRACT §10).
+/// What planning a fetch decided
+/// (``FetchPlanner/plan(store:domain:item:requested:minimal:alignment:options:request:in:)``): the plan that serves it
+/// from the store, or what the store lacks, which only an origin domain's fetch can fill
+/// (<doc:Contract#10-Origins-the-cold-path>).
 enum PlanOutcome: Sendable {
     case serve(FetchPlan)
     case miss(Absence)
@@ -68,7 +69,8 @@ struct FetchPlan: Sendable {
     /// The retrieved range holds at least one zero chunk.
     let hasZeroChunks: Bool
     let domainVersion: DomainVersion
-    /// The domain has an origin: a stored chunk that fails its check is downloaded again (CONTRACT §10).
+    /// The domain has an origin: a stored chunk that fails its check is downloaded again
+    /// (<doc:Contract#10-Origins-the-cold-path>).
     var fromOrigin = false
 
     /// The plan as the cold path carries it: what a damaged chunk's refill serves afterwards.
@@ -90,7 +92,8 @@ struct FetchPlan: Sendable {
 
 extension FetchPlan {
     /// What a chunk of the plan that could not be read (``StoredChunkReader``) makes of the fetch. On an origin
-    /// domain a damaged or lost chunk is downloaded again and the fetch succeeds (CONTRACT §10): it is returned.
+    /// domain a damaged or lost chunk is downloaded again and the fetch succeeds
+    /// (<doc:Contract#10-Origins-the-cold-path>): it is returned.
     ///
     /// - Throws: ``ChunkVanished`` for an `absent` entry (the fetch plans again); `corruptData` for a stored
     ///   chunk the store lacks, and, on a domain without an origin, for a damaged one.

@@ -2,15 +2,16 @@ import LMDBKit
 
 extension VersionRecord {
     /// Whether `range` is the whole file: then zero chunks stay holes and a fetch says `knownSparseRanges`
-    /// (CONTRACT §3), warm or cold.
+    /// (<doc:Contract#3-Partial-fetch>), warm or cold.
     func isWhole(_ range: ByteRange) -> Bool { range.location == 0 && range.length == size }
 }
 
-/// Chooses the version and range of a fetch (CONTRACT §3–§4), reading the catalogue in one snapshot, and says
-/// what serves it or what is absent (``PlanOutcome``).
+/// Chooses the version and range of a fetch (<doc:Contract#3-Partial-fetch>–<doc:Contract#4-Full-fetch>), reading the
+/// catalogue in one snapshot, and says what serves it or what is absent (``PlanOutcome``).
 enum FetchPlanner {
-    /// The range to retrieve for `minimal` in a file of `size` bytes (§3): both ends clamped to `[0, size]`,
-    /// the start rounded down and the end rounded up to `max(alignment, chunkSize)`, the end capped at `size`.
+    /// The range to retrieve for `minimal` in a file of `size` bytes (<doc:Contract#3-Partial-fetch>): both ends
+    /// clamped to `[0, size]`, the start rounded down and the end rounded up to `max(alignment, chunkSize)`, the end
+    /// capped at `size`.
     static func retrievedRange(for minimal: ByteRange, alignment: Int64, chunkSize: Int64, size: Int64) -> ByteRange {
         let start = min(max(minimal.location, 0), size)
         let (rawEnd, overflow) = minimal.location.addingReportingOverflow(minimal.length)
@@ -29,7 +30,8 @@ enum FetchPlanner {
         }
     }
 
-    /// Plans a fetch: what serves it, or, on an origin domain, what the store lacks (CONTRACT §10).
+    /// Plans a fetch: what serves it, or, on an origin domain, what the store lacks
+    /// (<doc:Contract#10-Origins-the-cold-path>).
     ///
     /// - Parameters:
     ///   - minimal: The range asked for; `nil` for the whole file.
@@ -37,7 +39,7 @@ enum FetchPlanner {
     /// - Throws: `noSuchItem` for an unknown domain or an item ``MissingItem`` confirms gone,
     ///   `invalidArgument` for a folder or symlink, `noPermission` for a non-materializing process,
     ///   `versionNoLongerAvailable` when a strict fetch's version cannot serve, `corruptData` naming the lost
-    ///   chunks when no allowed version can serve a non-strict fetch (C4).
+    ///   chunks when no allowed version can serve a non-strict fetch (<doc:FileProviderRules#C4>).
     static func plan<T: TransactionReading & ~Copyable>(
         engine: Engine, domain: String, item id: String, requested: [UInt8]?, minimal: ByteRange?, alignment: Int,
         options: FetchOptions, request: FetchRequest, in txn: borrowing T
@@ -103,11 +105,12 @@ enum FetchPlanner {
         )
     }
 
-    /// Plans a fetch of an origin domain, where what the store lacks is read from the origin (CONTRACT §10):
-    /// the version the candidate order puts first serves when it holds the range, else it is filled
-    /// (``Absence/chunks(version:range:item:domainVersion:domain:)``). A version the store does not know is asked of
-    /// the origin (``Absence/undiscovered(pinned:range:refresh:)``), strict or not: the origin may hold it, and a
-    /// stored version may be older than it, which must never serve (B6).
+    /// Plans a fetch of an origin domain, where what the store lacks is read from the origin
+    /// (<doc:Contract#10-Origins-the-cold-path>): the version the candidate order puts first serves when it holds the
+    /// range, else it is filled (``Absence/chunks(version:range:item:domainVersion:domain:)``). A version the store
+    /// does not know is asked of the origin (``Absence/undiscovered(pinned:range:refresh:)``), strict or not: the
+    /// origin may hold it, and a stored version may be older than it, which must never serve
+    /// (<doc:FileProviderRules#B6>).
     private static func planFromOrigin<T: TransactionReading & ~Copyable>(
         _ versions: [VersionRecord], order: (first: Int?, thenNewest: Range<Int>), item: ItemRecord,
         requested: [UInt8]?,
@@ -144,8 +147,8 @@ enum FetchPlanner {
         return .miss(.undiscovered(asked: requested, range: minimal))
     }
 
-    /// Which versions may serve a fetch, in the order they are tried (CONTRACT §7 "Which version serves a
-    /// fetch", B6): indices into `versions`, which is newest first.
+    /// Which versions may serve a fetch, in the order they are tried (<doc:Contract#7-Command-line> "Which version
+    /// serves a fetch", <doc:FileProviderRules#B6>): indices into `versions`, which is newest first.
     ///
     /// - `first`: the requested version when the store knows it; the newest when none was requested.
     /// - `thenNewest`: tried after `first`, newest first. Without strict versioning these are the versions

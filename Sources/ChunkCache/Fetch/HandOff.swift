@@ -1,7 +1,8 @@
 import FileIO
 import Foundation
 
-/// The files a fetch hands off: private temp files in the store's `tmp/` (clones at a caller's path are ``Destination``'s).
+/// The files a fetch hands off: private temp files in the store's `tmp/` (clones at a caller's path are
+/// ``Destination``'s).
 enum HandOff {
     /// What ``make(size:in:fill:)`` made.
     enum Made {
@@ -37,7 +38,8 @@ enum HandOff {
         return OwnedFile(descriptor, path: path)
     }
 
-    /// Creates a new, empty file in `directory` with a unique name, mode 0600 and `O_EXCL` (B4).
+    /// Creates a new, empty file in `directory` with a unique name, mode 0600 and `O_EXCL`
+    /// (<doc:FileProviderRules#B4>).
     static func createUniqueFile(in directory: String, prefix: String, mode: mode_t = 0o600) throws -> (
         FileDescriptor, String
     ) {

@@ -1,9 +1,9 @@
 import FileIO
 
 /// The one writer of a fetch's bytes into its file (a hand-off, a clone's staging file, `fetch --out`): bytes
-/// go at their own offsets in a file of the item's size, by the rule of CONTRACT §3. When the range written
-/// is the whole file a zero chunk stays a hole (the result says `knownSparseRanges`); inside any other range
-/// every byte is written, zeros too, since a hole there would read as "not materialized" (A7).
+/// go at their own offsets in a file of the item's size, by the rule of <doc:Contract#3-Partial-fetch>. When the range
+/// written is the whole file a zero chunk stays a hole (the result says `knownSparseRanges`); inside any other range
+/// every byte is written, zeros too, since a hole there would read as "not materialized" (<doc:FileProviderRules#A7>).
 ///
 /// Every path that fills such a file writes through it: the store's chunks, in runs (``RunWriter``, for
 /// ``RangeAssembler``), a cold fetch's downloaded range (``ChunkCache/handOffDownloaded(_:_:)``), and the

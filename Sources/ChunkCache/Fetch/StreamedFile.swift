@@ -3,8 +3,8 @@ import Foundation
 import Synchronization
 
 /// The file of a large cold fetch (`fetch --out`, a whole-file hand-off), written from the fetch's download
-/// as the bytes arrive while the store is written behind it (CONTRACT §10): nothing the fetch downloaded is
-/// read back from the store.
+/// as the bytes arrive while the store is written behind it (<doc:Contract#10-Origins-the-cold-path>): nothing the
+/// fetch downloaded is read back from the store.
 ///
 /// Made when a fetch goes to its origin. It serves only when the fetch's own downloads bring every chunk of
 /// the range (``DirectBytes``, file mode: the discovery's first bytes and the fill's); otherwise it is given

@@ -12,8 +12,8 @@ public struct EvictionResult: Sendable, Hashable {
 }
 
 extension WriteTransaction {
-    /// Drops the cached chunks of one version of an origin item (CONTRACT §12): each stored entry becomes
-    /// `absent` with its hash kept, so a later fetch downloads it again and checks it, and the chunk loses a
+    /// Drops the cached chunks of one version of an origin item (<doc:Contract#12-A-bounded-cache>): each stored entry
+    /// becomes `absent` with its hash kept, so a later fetch downloads it again and checks it, and the chunk loses a
     /// reference (freed with its last). Returns the raw bytes no longer cached.
     @available(*, noasync)
     mutating func evictCachedChunks(of version: VersionRecord, _ dbs: Databases) throws -> Int64 {

@@ -1,7 +1,7 @@
 import Foundation
 import LMDBKit
 
-/// The eviction policy (CONTRACT §12): W-TinyLFU at chunk granularity, kept in the store.
+/// The eviction policy (<doc:Contract#12-A-bounded-cache>): W-TinyLFU at chunk granularity, kept in the store.
 ///
 /// W-TinyLFU is Einziger, Friedman and Manes, "TinyLFU: A Highly Efficient Cache Admission Policy", ACM
 /// Transactions on Storage 13(4), 2017 (the policy of Caffeine). New chunks enter a small LRU *window*

@@ -2,8 +2,8 @@ import Foundation
 import LMDBKit
 import ZstdKit
 
-/// The hot tier (CONTRACT §14): chunks read often are kept decoded, so a warm fetch copies them out of LMDB's
-/// map as it does raw chunks, without a zstd decode; they are compressed again when they cool.
+/// The hot tier (<doc:Contract#14-Chunk-encodings>): chunks read often are kept decoded, so a warm fetch copies them
+/// out of LMDB's map as it does raw chunks, without a zstd decode; they are compressed again when they cool.
 ///
 /// **The form.** A hot chunk's value is its raw bytes with their XXH3-64 in the header (``ChunkCodec/Encoding/hot``),
 /// read exactly as a raw chunk is, in the same `chunks` database: no second copy, no file beside the store, and
@@ -51,7 +51,8 @@ enum HotTier {
     /// Chunks cooled per transaction when the bound or a smaller `--hot-size` needs room.
     static let cooledPerTransaction = 256
 
-    /// `init --hot-size` when never set: the smaller of 10 % of the bound and 1 GiB (CONTRACT §14).
+    /// `init --hot-size` when never set: the smaller of 10 % of the bound and 1 GiB
+    /// (<doc:Contract#14-Chunk-encodings>).
     static func defaultSize(forBound maxSize: Int64) -> Int64 { min(maxSize / 10, 1 << 30) }
 
     /// Candidates kept: four times the chunks the budget holds, and no fewer than 4096.
@@ -614,8 +615,8 @@ extension StoreStatistics {
 }
 
 extension ChunkCache {
-    /// The hot tier's size (CONTRACT §14): `init --hot-size` once set, else the smaller of 10 % of the bound
-    /// and 1 GiB; 0 when the tier is off.
+    /// The hot tier's size (<doc:Contract#14-Chunk-encodings>): `init --hot-size` once set, else the smaller of 10 % of
+    /// the bound and 1 GiB; 0 when the tier is off.
     public func hotTierSize() async throws -> Int64 {
         let store = self.store
         return try await runBlocking(doing: "reading the hot tier's size", store: store.path) { _ in

@@ -20,9 +20,9 @@ public struct RecoveryReport: Sendable, Hashable {
     /// Distinct chunks: taken (each re-hashed with SHA-256 and checked against its name), and lost (unreadable,
     /// failing their hash, or used by no version that could be taken).
     public var chunks = Count()
-    /// Downloaded chunks the old store had not settled yet (fills, CONTRACT §10): taken (their bytes read from
-    /// the old store's fill files, checked against their XXH3 and the SHA-256 their manifest knew, and stored
-    /// as settled chunks), and lost (missing or failing a check: `absent` in the new store).
+    /// Downloaded chunks the old store had not settled yet (fills, <doc:Contract#10-Origins-the-cold-path>): taken
+    /// (their bytes read from the old store's fill files, checked against their XXH3 and the SHA-256 their manifest
+    /// knew, and stored as settled chunks), and lost (missing or failing a check: `absent` in the new store).
     public var fills = Count()
     /// Versions of origin domains kept with some chunks `absent` (a later fetch downloads them again).
     public var versionsWithAbsentChunks = 0
@@ -417,7 +417,8 @@ enum Salvage {
     /// The value to store of a chunk that decodes to `rawLength` bytes hashing to `digest`, or nil when it does not.
     ///
     /// A delta is read against its bases in the old store and kept only when they read back its bytes (CONTRACT
-    /// §14); it is stored plain in the new store, which then depends on no base recovered or lost beside it.
+    /// <doc:Contract#14-Chunk-encodings>); it is stored plain in the new store, which then depends on no base recovered
+    /// or lost beside it.
     private static func checked(
         _ value: [UInt8], digest: ChunkDigest, rawLength: Int, bases: PageBases, decompressor: Decompressor,
         buffer: UnsafeMutableRawBufferPointer, codecs: CodecPool

@@ -35,17 +35,17 @@ public struct SettleResult: Sendable, Hashable, Codable {
     }
 }
 
-/// Settles fills (CONTRACT §10, "stored behind"): reads each fill's bytes from its file, names it by SHA-256,
-/// checks that against the hash its manifest knew (a mismatch drops it, so the next read downloads it again,
-/// and is counted), deduplicates it against the store, compresses it, and records it as a stored chunk;
+/// Settles fills (<doc:Contract#10-Origins-the-cold-path>, "stored behind"): reads each fill's bytes from its file,
+/// names it by SHA-256, checks that against the hash its manifest knew (a mismatch drops it, so the next read downloads
+/// it again, and is counted), deduplicates it against the store, compresses it, and records it as a stored chunk;
 /// a version's fill file goes once none of its fills is left.
 ///
 /// Work runs in batches of ``batchBytes(_:)``: a read snapshot lists and reads them, the hashing and compression
 /// run outside any transaction, and one write transaction records the batch, checking again that each entry
 /// is still the fill it read (a fill evicted, refilled or settled by another process meanwhile is left to
 /// that); a second, once it has committed, frees the bytes of the fills it recorded. ``settleAll(_:waiting:)``
-/// prepares the next batch while one commits. Fills are settled in the background when the process has downloaded nothing for ``idleTime``, one
-/// settler per store across processes (`fills/.settling` is locked while one runs).
+/// prepares the next batch while one commits. Fills are settled in the background when the process has downloaded
+/// nothing for ``idleTime``, one settler per store across processes (`fills/.settling` is locked while one runs).
 final class Settler: Sendable {
     /// Raw bytes a batch settles: 8 MiB, or a 32nd of a smaller store's bound. While a batch commits its
     /// chunks are in `data.mdb` before their fills' room is reused, so a bounded store may pass its mark by
@@ -232,7 +232,7 @@ final class Settler: Sendable {
     ///
     /// - Parameter inBackground: Settling behind this process's own work: one pool thread and at most
     ///   ``backgroundBatchBytes``, so a fetch that needs the pool waits for little (a cancelled one must
-    ///   return within 100 ms, A16). An explicit settle takes every core and full batches.
+    ///   return within 100 ms, <doc:FileProviderRules#A16>). An explicit settle takes every core and full batches.
     @available(*, noasync)
     static func settleBatch(_ engine: Engine, inBackground: Bool = false) throws -> SettleResult {
         let store = engine.store

@@ -3,11 +3,11 @@ import Foundation
 import LMDBKit
 import Synchronization
 
-/// Keeps the store within its bound (CONTRACT §12): `maxSize` of disk for all the files it keeps (the live
-/// pages of `data.mdb`, beside a fixed room for the others: ``Store/mapSize(forBound:)``), and `minFree` bytes free on the store's
-/// filesystem. When a commit takes the live pages past 90 % of what is allowed, the writer evicts origin
-/// chunks the policy chooses (``EvictionPolicy``) down to 80 %, in transactions of its own queued after that
-/// commit: never inside a reader's fetch, and between two batches of any long write. Pages eviction frees go
+/// Keeps the store within its bound (<doc:Contract#12-A-bounded-cache>): `maxSize` of disk for all the files it keeps
+/// (the live pages of `data.mdb`, beside a fixed room for the others: ``Store/mapSize(forBound:)``), and `minFree`
+/// bytes free on the store's filesystem. When a commit takes the live pages past 90 % of what is allowed, the writer
+/// evicts origin chunks the policy chooses (``EvictionPolicy``) down to 80 %, in transactions of its own queued after
+/// that commit: never inside a reader's fetch, and between two batches of any long write. Pages eviction frees go
 /// on LMDB's free list and are reused before the file grows.
 ///
 /// All of it runs on the writer queue (``Writer``): it reads LMDB's free list and `statvfs` there, after a
@@ -36,8 +36,8 @@ final class SpaceBound: WriteBound {
     static let highWater = 0.9
     /// …and frees down to this one.
     static let lowWater = 0.8
-    /// The free space kept when `init --min-free` never set one: 1 GiB (CONTRACT §12), but no more than 5 %
-    /// of a filesystem under 20 GiB, as ext4 reserves 5 % for root: a 1 GiB floor would refuse every write
+    /// The free space kept when `init --min-free` never set one: 1 GiB (<doc:Contract#12-A-bounded-cache>), but no more
+    /// than 5 % of a filesystem under 20 GiB, as ext4 reserves 5 % for root: a 1 GiB floor would refuse every write
     /// to a store on a small volume that is nowhere near full.
     static func defaultMinFree(of fs: statvfs?) -> Int64 {
         guard let fs else { return 1 << 30 }
@@ -164,8 +164,8 @@ final class SpaceBound: WriteBound {
 
     /// Whether a put of about `bytes` could fit once eviction freed everything it may (``HeldChunks``): the
     /// put decides this before it writes, and evicts for its batches only when it could, so a put that cannot
-    /// fit leaves the origin domains' cache as it was (CONTRACT §12). Counts the evictable chunks only when
-    /// the put does not fit beside what is there. Blocking (a read transaction).
+    /// fit leaves the origin domains' cache as it was (<doc:Contract#12-A-bounded-cache>). Counts the evictable chunks
+    /// only when the put does not fit beside what is there. Blocking (a read transaction).
     @available(*, noasync)
     func couldFit(_ bytes: Int64) -> Bool {
         let need = Self.pagesNeeded(for: bytes)

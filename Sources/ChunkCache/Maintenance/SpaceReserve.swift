@@ -3,9 +3,9 @@ import Foundation
 import Synchronization
 
 /// A few MiB of disk the store holds back so that a fetch of what it already has still works on a full disk
-/// (CONTRACT §6, §12): a fetch needs a temp file, and with no block left even a 4 KiB range could not be
-/// written. The reserve is `reserve` in the store directory, allocated when the store opens with room to
-/// spare; a fetch that runs out of space releases it and tries once more; the next open with room makes it
+/// (<doc:Contract#6-Errors>, <doc:Contract#12-A-bounded-cache>): a fetch needs a temp file, and with no block left even
+/// a 4 KiB range could not be written. The reserve is `reserve` in the store directory, allocated when the store opens
+/// with room to spare; a fetch that runs out of space releases it and tries once more; the next open with room makes it
 /// again. Best effort: when the disk is already full at open there is none, and another process may take
 /// what was released first.
 ///

@@ -19,13 +19,13 @@ public struct StoreStatistics: Sendable, Hashable {
     /// keeps (`data.mdb`, `lock.mdb`, the space reserve, the writers' leases), but not the hand-offs in `tmp/`,
     /// which belong to their callers.
     public var fileBytes: Int64
-    /// The bound on the store's disk use, `fileBytes` (`init --max-size`, CONTRACT §12).
+    /// The bound on the store's disk use, `fileBytes` (`init --max-size`, <doc:Contract#12-A-bounded-cache>).
     public var maxSize: Int64 = 0
     /// The free space eviction keeps on the store's filesystem (`init --min-free`).
     public var minFree: Int64 = 0
     /// What eviction could free now: the stored bytes of the distinct chunks every referencing version of
-    /// which belongs to an origin domain and is not pinned (CONTRACT §12), each chunk once however many
-    /// versions share it. A chunk a pinned item, a local domain or a pending put also references is not
+    /// which belongs to an origin domain and is not pinned (<doc:Contract#12-A-bounded-cache>), each chunk once however
+    /// many versions share it. A chunk a pinned item, a local domain or a pending put also references is not
     /// counted: evicting the others would free nothing. Exact: `statistics()` scans the manifests of origin
     /// domains and pinned items for it (never local domains' content).
     public var evictableBytes: Int64 = 0
@@ -38,20 +38,20 @@ public struct StoreStatistics: Sendable, Hashable {
     public var misses: Int64 = 0
     /// Raw bytes of content eviction has made absent (by the bound and by `evict`).
     public var evictedBytes: Int64 = 0
-    /// Chunks stored as deltas against a base chunk of an earlier version (CONTRACT §14).
+    /// Chunks stored as deltas against a base chunk of an earlier version (<doc:Contract#14-Chunk-encodings>).
     public var deltaChunks: Int64 = 0
     /// What the delta chunks would take stored plain (zstd or raw), less what they take. A delta of at most 1/32
     /// of its chunk counts its base's stored size as its plain size (it is made without compressing the chunk
     /// plain, and nearly equals its base).
     public var deltaSavedBytes: Int64 = 0
-    /// The hot tier's size (`init --hot-size`, CONTRACT §14); 0 when it is off.
+    /// The hot tier's size (`init --hot-size`, <doc:Contract#14-Chunk-encodings>); 0 when it is off.
     public var hotSize: Int64 = 0
     /// Bytes of the chunks the hot tier keeps decoded (part of `storedBytes`).
     public var hotBytes: Int64 = 0
     /// Chunks the hot tier keeps decoded.
     public var hotChunks: Int64 = 0
     /// Downloaded chunks not settled yet: served from their fills, waiting to be named, checked, deduplicated
-    /// and compressed (CONTRACT §10).
+    /// and compressed (<doc:Contract#10-Origins-the-cold-path>).
     public var unsettledChunks: Int64 = 0
     /// Their raw bytes.
     public var unsettledBytes: Int64 = 0
@@ -109,8 +109,9 @@ extension StoreStatistics {
     }
 }
 
-/// What eviction could free and what pins hold (`stat`'s `evictableBytes` and `pinnedBytes`, CONTRACT §12):
-/// stored bytes of distinct chunks, each counted once however many versions share it.
+/// What eviction could free and what pins hold (`stat`'s `evictableBytes` and `pinnedBytes`,
+/// <doc:Contract#12-A-bounded-cache>): stored bytes of distinct chunks, each counted once however many versions share
+/// it.
 struct HeldChunks: Sendable, Equatable {
     /// Chunks every reference of which is a version of an unpinned item of an origin domain.
     var evictableBytes: Int64 = 0

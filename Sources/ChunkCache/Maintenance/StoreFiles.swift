@@ -1,10 +1,10 @@
 import FileIO
 import Foundation
 
-/// The files a store keeps, as its bound counts them (CONTRACT §12): every file in the store directory and
-/// the folders below it (`data.mdb`, `lock.mdb`, the space `reserve`, the writers' leases, `changes.signal`),
-/// except `tmp/`, whose hand-offs belong to the callers they were handed to. A file counts by the disk it
-/// takes (`st_blocks` × 512), as `du` counts it; folders themselves are not counted.
+/// The files a store keeps, as its bound counts them (<doc:Contract#12-A-bounded-cache>): every file in the store
+/// directory and the folders below it (`data.mdb`, `lock.mdb`, the space `reserve`, the writers' leases,
+/// `changes.signal`), except `tmp/`, whose hand-offs belong to the callers they were handed to. A file counts by the
+/// disk it takes (`st_blocks` × 512), as `du` counts it; folders themselves are not counted.
 enum StoreFiles {
     /// The folder of hand-offs, not counted.
     static let handOffFolder = "tmp"

@@ -30,7 +30,8 @@ public struct VerifyReport: Sendable, Hashable {
     /// owns, and a `fillBytes` counter that differs from the sum of the byte counts. `repair` mends those of
     /// the fills (the record, count or file goes, the counter is set to its recount) and no other; sorted.
     public var inconsistencies: [String] = []
-    /// Downloaded chunks not settled yet (fills, CONTRACT §10) whose bytes were read and checked.
+    /// Downloaded chunks not settled yet (fills, <doc:Contract#10-Origins-the-cold-path>) whose bytes were read and
+    /// checked.
     public var fillsChecked = 0
     /// Fills that cannot be served, each named with what is wrong, for example
     /// `fill 2 of the manifest of version "v1" of item "doc" in domain "d": its bytes are missing or fail their
@@ -396,7 +397,7 @@ enum Verifier {
     }
 
     /// Checks that every delta's bases are stored plain and linked to it, and every link names a delta that
-    /// names its base (CONTRACT §14); returns the deltas' count and saving, for their counters.
+    /// names its base (<doc:Contract#14-Chunk-encodings>); returns the deltas' count and saving, for their counters.
     private static func checkDeltaLinks(
         in txn: borrowing ReadTransaction, _ dbs: Databases, found: inout [String], observer: Observer?
     ) throws -> (chunks: Int64, savedBytes: Int64) {

@@ -10,7 +10,8 @@ struct ClaimedChunk: Sendable {
     let expected: ChunkDigest?
 }
 
-/// A downloaded chunk whose SHA-256 is not the hash its manifest holds (CONTRACT §10 "Integrity").
+/// A downloaded chunk whose SHA-256 is not the hash its manifest holds (<doc:Contract#10-Origins-the-cold-path>
+/// "Integrity").
 struct ChunkMismatch: Error {
     let index: Int64
     let expected: ChunkDigest
@@ -19,8 +20,8 @@ struct ChunkMismatch: Error {
 
 /// How a download's chunks go into the store.
 enum SinkMode: Sendable {
-    /// As fills (``FillFiles``): served and written as they arrive, settled later (CONTRACT §10). Absent
-    /// entries only.
+    /// As fills (``FillFiles``): served and written as they arrive, settled later
+    /// (<doc:Contract#10-Origins-the-cold-path>). Absent entries only.
     case fill
     /// As fills over a fill whose bytes failed their check (or absent entries).
     case refill
@@ -29,10 +30,10 @@ enum SinkMode: Sendable {
     case replaceStored
 }
 
-/// Turns one response's bytes into stored chunks (CONTRACT §10): cuts them at chunk boundaries and hands each
-/// to the readers waiting for it as it arrives; batches of them are written into the version's fill file
-/// and recorded by write transactions while the response goes on, and each chunk's flight ends when its
-/// transaction commits. Nothing is hashed or compressed on the way: the settler (``Settler``) does that
+/// Turns one response's bytes into stored chunks (<doc:Contract#10-Origins-the-cold-path>): cuts them at chunk
+/// boundaries and hands each to the readers waiting for it as it arrives; batches of them are written into the
+/// version's fill file and recorded by write transactions while the response goes on, and each chunk's flight ends when
+/// its transaction commits. Nothing is hashed or compressed on the way: the settler (``Settler``) does that
 /// later. A chunk that replaces a damaged stored copy (``SinkMode/replaceStored``) is hashed, checked and
 /// compressed here instead.
 ///
@@ -348,8 +349,9 @@ final class ChunkSink: @unchecked Sendable {
     }
 }
 
-/// Hashes and encodes raw chunks for a transaction to store (``WriteTransaction/storeDownloaded(_:manifestID:replacing:_:)``):
-/// the cold path's downloads and an import's small files.
+/// Hashes and encodes raw chunks for a transaction to store
+/// (``WriteTransaction/storeDownloaded(_:manifestID:replacing:_:)``): the cold path's downloads and an import's small
+/// files.
 struct ChunkEncoder {
     let store: Store
     private var scratch: [UInt8]

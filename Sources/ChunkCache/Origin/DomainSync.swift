@@ -18,13 +18,14 @@ public struct SyncResult: Sendable, Hashable {
 }
 
 extension ChunkCache {
-    /// Lists the domain's origin and applies what it finds as changes (CONTRACT §11, `domain sync`): new
-    /// files (with the folders of their paths), new versions of known files, files and folders the origin
-    /// no longer has. Local metadata (favorites, tags, the trash, moves and renames) is kept.
+    /// Lists the domain's origin and applies what it finds as changes
+    /// (<doc:Contract#11-Catalogue,-enumeration,-changes-and-the-working-set>, `domain sync`): new files (with the
+    /// folders of their paths), new versions of known files, files and folders the origin no longer has. Local metadata
+    /// (favorites, tags, the trash, moves and renames) is kept.
     ///
     /// The whole listing is read first and applied in one transaction, so a sync that fails part-way applies
-    /// nothing and moves no anchor (F12); run it again to retry. Memory grows with the number of objects
-    /// listed (about 200 bytes each), never with their sizes.
+    /// nothing and moves no anchor (<doc:FileProviderRules#F12>); run it again to retry. Memory grows with the number
+    /// of objects listed (about 200 bytes each), never with their sizes.
     ///
     /// - Throws: `invalidArgument` for a domain without an origin or a listing the origin cannot give;
     ///   the origin's errors as a fetch maps them (`serverUnreachable`, `notAuthenticated`, `noPermission`,

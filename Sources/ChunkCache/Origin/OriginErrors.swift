@@ -1,9 +1,9 @@
 import OriginKit
 
 extension CacheError {
-    /// The error a fetch reports for an origin's failure, exactly as CONTRACT §10 maps them: `noSuchItem`
-    /// only for a 404 or 410 of the item itself (C2). `versionChanged` is mapped here only for strict
-    /// fetches; a non-strict fetch moves on to the origin's new version instead.
+    /// The error a fetch reports for an origin's failure, exactly as <doc:Contract#10-Origins-the-cold-path> maps them:
+    /// `noSuchItem` only for a 404 or 410 of the item itself (<doc:FileProviderRules#C2>). `versionChanged` is mapped
+    /// here only for strict fetches; a non-strict fetch moves on to the origin's new version instead.
     static func origin(_ failure: OriginFailure, item: String, domain: String, strict: Bool) -> CacheError {
         let what = "item \"\(item)\" at the origin of domain \"\(domain)\""
         switch failure {

@@ -9,7 +9,7 @@ final class OriginSession: Sendable {
     let domain: String
     let settings: Settings
     let origin: any RemoteOrigin
-    /// At most `--pipeline-depth` requests in flight (CONTRACT §10).
+    /// At most `--pipeline-depth` requests in flight (<doc:Contract#10-Origins-the-cold-path>).
     let requests: AsyncLimiter
     /// The prefetches' lane (``ChunkCache/prefetch(_:version:range:progress:)``): at most half the depth of
     /// extents under way, so a fetch always finds a request free.
@@ -108,7 +108,7 @@ final class OriginSession: Sendable {
 /// The origin sessions of one open store, by domain.
 final class OriginSessions: Sendable {
     private let sessions = Mutex<[String: OriginSession]>([:])
-    /// Timeouts and retries of origin requests: CONTRACT §10's, shortened by tests.
+    /// Timeouts and retries of origin requests: <doc:Contract#10-Origins-the-cold-path>'s, shortened by tests.
     let policy = Mutex(OriginPolicy())
 
     /// Waits until no download of this store runs: everything a fetch returned before it was stored is stored.

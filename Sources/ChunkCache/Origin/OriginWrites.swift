@@ -27,8 +27,8 @@ struct DownloadedChunk: Sendable {
 /// The catalogue changes of the cold path, each inside one write transaction on the writer.
 extension WriteTransaction {
     /// Records what an origin said an item is: the item (created when missing) and a version whose manifest
-    /// is all `absent`, in one transaction that bumps the domain version (CONTRACT §10). A version already
-    /// recorded is returned unchanged.
+    /// is all `absent`, in one transaction that bumps the domain version (<doc:Contract#10-Origins-the-cold-path>). A
+    /// version already recorded is returned unchanged.
     @available(*, noasync)
     mutating func recordOriginVersion(
         domain name: String, item id: String, contentVersion: [UInt8], size: Int64, layout: ChunkLayout,
@@ -150,8 +150,8 @@ extension WriteTransaction {
         try replaceEncoding(of: digest, with: encoded, ref: ref, dbs)
     }
 
-    /// Removes an item the origin says is gone (404 or 410, C2) with all its versions, bumping the domain
-    /// version. Nothing happens when the store does not hold it.
+    /// Removes an item the origin says is gone (404 or 410, <doc:FileProviderRules#C2>) with all its versions, bumping
+    /// the domain version. Nothing happens when the store does not hold it.
     @available(*, noasync)
     mutating func removeGoneItem(domain name: String, item id: String, _ dbs: Databases) throws {
         let itemKey = Keys.item(domain: name, id: id)

@@ -1,6 +1,7 @@
-/// Sequential read-ahead of one item (CONTRACT §10, A19): while fetches arrive in order, the bytes after
-/// them are downloaded ahead in a window that starts at a quarter of the limit (or the fetch's length) and
-/// doubles up to the limit; a fetch out of order resets it, so a random fetch downloads only its range.
+/// Sequential read-ahead of one item (<doc:Contract#10-Origins-the-cold-path>, <doc:FileProviderRules#A19>): while
+/// fetches arrive in order, the bytes after them are downloaded ahead in a window that starts at a quarter of the limit
+/// (or the fetch's length) and doubles up to the limit; a fetch out of order resets it, so a random fetch downloads
+/// only its range.
 ///
 /// A fetch is in order when it starts no earlier than the last one started and no later than it ended, and
 /// reaches past that end (aligned ranges of a sequential reader overlap by up to a chunk). The first fetch of

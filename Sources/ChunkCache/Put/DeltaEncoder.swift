@@ -1,7 +1,8 @@
 import FileIO
 import ZstdKit
 
-/// One ingest worker's means to store new chunks as deltas against the previous version (CONTRACT §14).
+/// One ingest worker's means to store new chunks as deltas against the previous version
+/// (<doc:Contract#14-Chunk-encodings>).
 ///
 /// Its bases are decoded as a read decodes them (``ChunkCodec/readBases(of:for:decompressor:bases:)``), in a
 /// ``BaseRoom`` that keeps the last ones: consecutive new chunks mostly share a base chunk (a chunk's bytes at a
@@ -33,8 +34,8 @@ final class DeltaEncoder {
     }
 
     /// Writes `raw` (at `offset` of the new version) into `output` (at least ``ChunkCodec/encodedBound(rawCount:)``
-    /// bytes) as a delta when it has a base and beats its plain form by the margin (``DeltaLayout/frameBudget(rawCount:plainLength:layout:)``),
-    /// else plain. A base that cannot be read is no base.
+    /// bytes) as a delta when it has a base and beats its plain form by the margin
+    /// (``DeltaLayout/frameBudget(rawCount:plainLength:layout:)``), else plain. A base that cannot be read is no base.
     ///
     /// The delta is made first. One of at most 1/32 of the chunk that is smaller than its base's stored payload (which
     /// a chunk nearly equal to its base would take plain) is kept without compressing the chunk plain too: most

@@ -3,7 +3,7 @@ import FileIO
 import LMDBKit
 
 /// The previous version of the item being ingested, indexed so that each new chunk finds its base there
-/// (CONTRACT §14).
+/// (<doc:Contract#14-Chunk-encodings>).
 ///
 /// A base is never a delta (depth 1), so what is indexed is the previous version's *plain* bytes: the version's
 /// chunks in order, each plain chunk as itself and each delta as the plain chunks it was made against (each

@@ -26,8 +26,8 @@ extension WriteTransaction {
     }
 
     /// Asks for `root` to be taken in again below `below`: joins the import under way, whose one
-    /// `importDidFinish` then covers both (G4), or starts a new epoch. Returns the job and whether it joined
-    /// one under way.
+    /// `importDidFinish` then covers both (<doc:FileProviderRules#G4>), or starts a new epoch. Returns the job and
+    /// whether it joined one under way.
     @available(*, noasync)
     mutating func beginReimport(
         _ domain: String, from root: String, below: String, writer: WriterToken, _ dbs: Databases
@@ -48,8 +48,8 @@ extension WriteTransaction {
         return (job, false)
     }
 
-    /// Records that the job's epoch finished, once (G4): a second call for the same epoch changes nothing.
-    /// Returns whether this call recorded it.
+    /// Records that the job's epoch finished, once (<doc:FileProviderRules#G4>): a second call for the same epoch
+    /// changes nothing. Returns whether this call recorded it.
     @available(*, noasync)
     mutating func finishImport(_ domain: String, epoch: UInt64, _ dbs: Databases) throws -> Bool {
         var record = try Records.domain(domain, in: self, dbs)

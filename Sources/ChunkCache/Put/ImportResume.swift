@@ -25,7 +25,8 @@ final class ImportEvents: Sendable {
 
 extension ChunkCache {
     /// Calls `handler` with the domain's name each time an import or reimport this process runs finishes:
-    /// `importDidFinish`, once per import epoch, also when a reimport joined the import under way (G4).
+    /// `importDidFinish`, once per import epoch, also when a reimport joined the import under way
+    /// (<doc:FileProviderRules#G4>).
     public func observeImportsFinished(_ handler: @escaping @Sendable (_ domain: String) -> Void) {
         engine.importEvents.observe(handler)
     }
@@ -38,10 +39,10 @@ extension ChunkCache {
     }
 
     /// Takes in `url` again as the contents of `item` (the root by default), as `reimportItems(below:)`:
-    /// files matched by parent, name, size and modification time are not read (G1), changed ones get a new
-    /// version, new ones are created, and items below `item` the directory no longer has are deleted. The
-    /// directory stays in place. Asked while an import of the domain is under way, it joins it, and one
-    /// `importDidFinish` covers both (G4); run by the process running that import.
+    /// files matched by parent, name, size and modification time are not read (<doc:FileProviderRules#G1>), changed
+    /// ones get a new version, new ones are created, and items below `item` the directory no longer has are deleted.
+    /// The directory stays in place. Asked while an import of the domain is under way, it joins it, and one
+    /// `importDidFinish` covers both (<doc:FileProviderRules#G4>); run by the process running that import.
     /// - Throws: `noSuchItem` for an unknown domain or item; `invalidArgument` for an item that is not a
     ///   folder, or a path that is not a directory.
     public func reimportItems(below item: String = Item.rootContainer, in domain: String, from url: URL) async throws
@@ -81,7 +82,7 @@ extension ChunkCache {
         }
     }
 
-    /// Resumes the imports and reimports whose process died (CONTRACT §8): each goes on from what it had
+    /// Resumes the imports and reimports whose process died (<doc:Contract#8-Import>): each goes on from what it had
     /// published and finishes once. Opening a store does this in the background; `import --resume` waits
     /// for it. Imports another live process runs are left to it.
     public func resumeImports() async throws -> [ImportResult] {

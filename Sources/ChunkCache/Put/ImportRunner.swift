@@ -2,9 +2,9 @@ import FileIO
 import Foundation
 import LMDBKit
 
-/// Runs a domain's import job to its end (CONTRACT §8): walks each tree, matches every entry against the
-/// item already in its folder by name, size and modification time before reading anything (G1), ingests
-/// the rest, and publishes in batches, each one transaction of changes. A crash loses at most the batch in
+/// Runs a domain's import job to its end (<doc:Contract#8-Import>): walks each tree, matches every entry against the
+/// item already in its folder by name, size and modification time before reading anything (<doc:FileProviderRules#G1>),
+/// ingests the rest, and publishes in batches, each one transaction of changes. A crash loses at most the batch in
 /// flight (its pending manifests roll back on the next open); the resumed job matches what was published
 /// and goes on, so every file is taken in exactly once.
 struct ImportRunner {
@@ -377,8 +377,9 @@ struct ImportRunner {
         try store.environment.read { txn in try txn.items(named: name, in: parent, domain: domain, store.dbs).first }
     }
 
-    /// Whether a file item's newest version has `size` bytes and was modified at `modified` (G1): the item's
-    /// time, or the time of a file last found to hold the same bytes (``VersionRecord/matchedModificationDate``).
+    /// Whether a file item's newest version has `size` bytes and was modified at `modified`
+    /// (<doc:FileProviderRules#G1>): the item's time, or the time of a file last found to hold the same bytes
+    /// (``VersionRecord/matchedModificationDate``).
     private func matches(_ item: ItemRecord, size: Int64, modified: Double) throws -> Bool {
         guard
             let newest = try store.environment.read({ txn in
@@ -496,7 +497,7 @@ struct ImportRunner {
 /// What an import run counted.
 struct ImportTally {
     var files = 0, folders = 0, symlinks = 0
-    /// Files matched by name, size and time, so not read again (G1).
+    /// Files matched by name, size and time, so not read again (<doc:FileProviderRules#G1>).
     var matched = 0
     var logicalBytes: Int64 = 0
     var newChunks = 0

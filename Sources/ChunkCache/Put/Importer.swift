@@ -22,7 +22,7 @@ public struct ImportResult: Sendable, Hashable {
     /// domain holds what was imported either way.
     public var sourceRemovalError: String?
     /// Files already in the store with the same parent, name, size and modification time (the item's, or
-    /// the time an earlier reimport found the file holding the same bytes): not read (G1).
+    /// the time an earlier reimport found the file holding the same bytes): not read (<doc:FileProviderRules#G1>).
     public var matchedFiles: Int = 0
     /// The import's epoch finished (false when a reimport joined it and another process runs it).
     public var finished: Bool = true

@@ -33,7 +33,7 @@ struct IngestedContent: Sendable {
 /// Streams a file into the store: reads it in batches (skipping holes), hashes and compresses each batch on
 /// the blocking pool's threads (``SharedWork``), and commits batch after batch on the writer while the next
 /// is prepared. New chunks of an item's next version are also tried as deltas against the one before
-/// (``DeltaSource``, CONTRACT §14).
+/// (``DeltaSource``, <doc:Contract#14-Chunk-encodings>).
 ///
 /// Memory is two batches of raw and encoded bytes whatever the file's size, and the previous version's index
 /// (at most 24 MiB). Chunks go into a pending manifest,
@@ -64,7 +64,7 @@ final class Ingestor: Sendable {
     /// Ingests `length` bytes of `file` (named `path` in errors) into a new pending manifest.
     /// On any error the manifest is rolled back before this throws.
     /// - Parameter previous: The item's version before this one, whose chunks new chunks may be stored as deltas
-    ///   against (CONTRACT §14); nil for a new item.
+    ///   against (<doc:Contract#14-Chunk-encodings>); nil for a new item.
     /// - Throws: `invalidArgument` when `length` is beyond ``ChunkLayout/maxItemLength``, before anything is written.
     @available(*, noasync)
     func ingest(_ file: FileDescriptor, length: Int64, path: String, previous: VersionRecord?) throws

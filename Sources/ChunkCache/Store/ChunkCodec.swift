@@ -12,7 +12,7 @@ package enum ChunkCodec {
     package enum Encoding: UInt8 {
         case zstd = 0
         case raw = 1
-        /// A zstd frame against one or two plain chunks (CONTRACT §14): ``DeltaLayout``.
+        /// A zstd frame against one or two plain chunks (<doc:Contract#14-Chunk-encodings>): ``DeltaLayout``.
         case delta = 2
         /// Raw bytes of a chunk the hot tier promoted from zstd (``HotTier``): read like `raw`, re-compressed
         /// when it cools.

@@ -15,14 +15,16 @@ import LMDBKit
 ///   reference does not copy the chunk's pages.
 /// - `pending`: manifest id → ``PendingRecord`` of a manifest written but not yet published (an ingest
 ///   in progress, or one a crash interrupted), rolled back on the next open once its process is gone.
-/// - `changes`: (domain, domain version, index) → ``ChangeRecord``: the domain's change log (CONTRACT §11).
+/// - `changes`: (domain, domain version, index) → ``ChangeRecord``: the domain's change log
+///   (<doc:Contract#11-Catalogue,-enumeration,-changes-and-the-working-set>).
 /// - `listing`: (domain, container, sort, sort key, item hash) → nothing: the order pages list a container
 ///   in (``ListingIndex``).
 /// - `policy`: (manifest id, chunk index) → ``PolicyRecord``: what the eviction policy knows of a chunk of an
 ///   origin version (``EvictionPolicy``).
 /// - `policyQueue`: (segment, clock) → (manifest id, chunk index): each policy segment in recency order.
 /// - `bases`: (base digest, delta digest) → nothing: which delta chunks are made against each base chunk, so
-///   that a base is never deleted under a delta (``WriteTransaction/detachDeltas(from:_:)``, CONTRACT §14).
+///   that a base is never deleted under a delta (``WriteTransaction/detachDeltas(from:_:)``,
+///   <doc:Contract#14-Chunk-encodings>).
 /// - `hot`: the hot tier's read counts per chunk digest and its queues (``HotTier``).
 /// - `fills`: (manifest id, chunk index) → the SHA-256 the manifest knew for a chunk now waiting as a fill (32
 ///   bytes), or nothing when it knew none: the settler's work list, in version and chunk order

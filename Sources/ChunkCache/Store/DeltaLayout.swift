@@ -1,8 +1,8 @@
 import LMDBKit
 import ZstdKit
 
-/// How a delta chunk is stored (CONTRACT §14): a zstd frame compressed against the raw bytes of one or two
-/// *base* chunks, which it names.
+/// How a delta chunk is stored (<doc:Contract#14-Chunk-encodings>): a zstd frame compressed against the raw bytes of
+/// one or two *base* chunks, which it names.
 ///
 /// `[encoding 2: 1][base count, 1 or 2: 1][reserved: 2][plain length: 4][base 1 raw length: 4]
 /// [base 2 raw length, or 0: 4]` (the 16-byte header every chunk has), then each base's SHA-256 (32 bytes each),
@@ -150,7 +150,8 @@ package struct NoBases: BaseValues {
 }
 
 extension ChunkCodec {
-    /// The raw bytes of a delta chunk, decoded into `buffer` against its bases (see ``decode(_:rawCount:decompressor:buffer:digest:bases:)``).
+    /// The raw bytes of a delta chunk, decoded into `buffer` against its bases (see
+    /// ``decode(_:rawCount:decompressor:buffer:digest:bases:)``).
     static func decodeDelta(
         _ stored: UnsafeRawBufferPointer, rawCount: Int, decompressor: Decompressor,
         buffer: UnsafeMutableRawBufferPointer, digest: ChunkDigest, bases: some BaseValues

@@ -1,7 +1,7 @@
 import LMDBKit
 import ZstdKit
 
-/// The links between delta chunks and their bases, inside one write transaction (CONTRACT §14).
+/// The links between delta chunks and their bases, inside one write transaction (<doc:Contract#14-Chunk-encodings>).
 ///
 /// A delta names its bases in its header; `bases` holds the reverse, one key per (base, delta), so that the
 /// deltas of a base are found before the base is deleted. A base is deleted only with its last manifest

@@ -1,4 +1,5 @@
-/// A domain: its version counter, who may not materialize its files, and its origin settings (CONTRACT §10).
+/// A domain: its version counter, who may not materialize its files, and its origin settings
+/// (<doc:Contract#10-Origins-the-cold-path>).
 ///
 /// The origin settings were appended after `nonMaterializingProcesses`; a record that ends before them is a
 /// domain without an origin, with the default settings.
@@ -14,7 +15,8 @@ package struct DomainRecord: StoreRecord {
     var pipelineDepth = DomainInfo.defaultPipelineDepth
     var readAhead = DomainInfo.defaultReadAhead
     /// Tells this domain from an earlier one of the same name: anchors and page tokens carry it, so one of a
-    /// removed domain is `syncAnchorExpired` in the next (CONTRACT §11). Random for a new domain; a record
+    /// removed domain is `syncAnchorExpired` in the next
+    /// (<doc:Contract#11-Catalogue,-enumeration,-changes-and-the-working-set>). Random for a new domain; a record
     /// written before the change log reads its creation time here.
     var epoch = UInt64.random(in: 1...UInt64.max)
     /// Change records of versions up to this one are compacted away: an anchor before it has expired.
@@ -25,13 +27,13 @@ package struct DomainRecord: StoreRecord {
     var history = ChangeHistory.standard
     /// Recent items used before this time have already left the working set (``RecentItems``).
     var recentCheckedThrough: Double = 0
-    /// The latest import or reimport of the domain (0: none), and the latest that finished (CONTRACT §8).
+    /// The latest import or reimport of the domain (0: none), and the latest that finished (<doc:Contract#8-Import>).
     var importEpoch: UInt64 = 0
     var importFinishedEpoch: UInt64 = 0
-    /// How many times an import's end was recorded: once per epoch (G4).
+    /// How many times an import's end was recorded: once per epoch (<doc:FileProviderRules#G4>).
     var importsFinished: UInt64 = 0
     /// How long an origin request may send nothing before it fails `serverUnreachable` (`--read-timeout`),
-    /// in seconds; nil: CONTRACT §10's idle timeout (``DomainInfo/defaultReadTimeout``).
+    /// in seconds; nil: <doc:Contract#10-Origins-the-cold-path>'s idle timeout (``DomainInfo/defaultReadTimeout``).
     var readTimeout: Double?
 
     package static let remedy = "run `chunkcache verify` to list the damage; put the domain's files into a new domain"

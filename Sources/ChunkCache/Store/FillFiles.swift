@@ -2,9 +2,9 @@ import FileIO
 import Foundation
 import Synchronization
 
-/// Where downloaded chunks wait to be settled (CONTRACT §10, "served as it arrives, stored behind"): their raw
-/// bytes at their own offsets in one sparse file per version, `fills/<manifest id>`, beside the store's LMDB
-/// files.
+/// Where downloaded chunks wait to be settled (<doc:Contract#10-Origins-the-cold-path>, "served as it arrives, stored
+/// behind"): their raw bytes at their own offsets in one sparse file per version, `fills/<manifest id>`, beside the
+/// store's LMDB files.
 ///
 /// A fill is the cheapest safe form of a chunk. Writing it is a copy into the page cache: no hash, no
 /// compression, no flush. Its manifest entry (``ManifestEntry/filled(checksum:)``) holds the XXH3 of its bytes,

@@ -7,7 +7,8 @@ package struct ItemRecord: StoreRecord, Sendable, Equatable {
     var metadataVersion: [UInt8]
     var symlinkTarget: String = ""
     var createdAt: Double
-    /// The File Provider metadata of CONTRACT §11, appended after `symlinkTarget`.
+    /// The File Provider metadata of <doc:Contract#11-Catalogue,-enumeration,-changes-and-the-working-set>, appended
+    /// after `symlinkTarget`.
     var contentModificationDate: Double = 0
     var lastUsedDate: Double?
     /// Empty when the item has no tag.
@@ -67,7 +68,8 @@ struct ItemFlags: OptionSet, Sendable, Hashable {
     static let shared = ItemFlags(rawValue: 1)
     static let trashed = ItemFlags(rawValue: 2)
     static let pinned = ItemFlags(rawValue: 4)
-    /// A folder above it is trashed: it stays listed in that folder and leaves the working set (F11).
+    /// A folder above it is trashed: it stays listed in that folder and leaves the working set
+    /// (<doc:FileProviderRules#F11>).
     static let inTrashedFolder = ItemFlags(rawValue: 8)
     /// In the working set as of its last change (``ItemRecord/refreshWorkingSet(now:)``).
     static let inWorkingSet = ItemFlags(rawValue: 16)

@@ -19,13 +19,14 @@ enum MetaKey {
     static let evictionRuns = "evictionRuns"
     /// 1 when puts and imports store no deltas (`init --no-deltas`); unset or 0: they do.
     static let deltasOff = "deltasOff"
-    /// Chunks stored as deltas (CONTRACT §14).
+    /// Chunks stored as deltas (<doc:Contract#14-Chunk-encodings>).
     static let deltaChunks = "deltaChunks"
     /// What the delta chunks would take stored plain, less what they take.
     static let deltaSavedBytes = "deltaSavedBytes"
     /// The bytes the fill files take (``FillFiles``): counted toward the bound beside `data.mdb`'s pages.
     static let fillBytes = "fillBytes"
-    /// Fills the settler dropped because their bytes did not hash to what the manifest knew (CONTRACT §10).
+    /// Fills the settler dropped because their bytes did not hash to what the manifest knew
+    /// (<doc:Contract#10-Origins-the-cold-path>).
     static let settleMismatches = "settleMismatches"
 }
 

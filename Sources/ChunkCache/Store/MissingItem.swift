@@ -1,4 +1,4 @@
-/// What an item the catalogue does not hold means (C2).
+/// What an item the catalogue does not hold means (<doc:FileProviderRules#C2>).
 ///
 /// `noSuchItem` makes the File Provider delete the user's copy of the item, so it is said only when the
 /// authority over the domain's items has confirmed that the item is gone. A cache miss, a timeout or a
@@ -12,7 +12,8 @@ enum MissingItem {
         case origin
     }
 
-    /// The authority over `domain`'s items: its origin when it names one (CONTRACT §10), else the store.
+    /// The authority over `domain`'s items: its origin when it names one (<doc:Contract#10-Origins-the-cold-path>),
+    /// else the store.
     static func authority(of domain: DomainRecord) -> Authority { domain.origin == nil ? .store : .origin }
 
     /// The error for item `id`, which the catalogue of `domain` lacks, as its `authority` decides it.

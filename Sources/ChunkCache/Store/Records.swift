@@ -19,7 +19,8 @@ enum Records {
         return record
     }
 
-    /// The item's record, or the error ``MissingItem`` confirms for an item the catalogue lacks (C2).
+    /// The item's record, or the error ``MissingItem`` confirms for an item the catalogue lacks
+    /// (<doc:FileProviderRules#C2>).
     static func item<T: TransactionReading & ~Copyable>(
         _ id: String, domain: String, key: [UInt8]? = nil, in txn: borrowing T, _ dbs: Databases
     ) throws -> ItemRecord {
@@ -97,7 +98,7 @@ enum Records {
         }
     }
 
-    /// Checks a content version given by a user (D1: at most 128 bytes).
+    /// Checks a content version given by a user (<doc:FileProviderRules#D1>: at most 128 bytes).
     static func validate(contentVersion: [UInt8]) throws(CacheError) {
         guard !contentVersion.isEmpty, contentVersion.count <= ItemVersion.maxComponentLength else {
             throw CacheError(

@@ -21,9 +21,9 @@ final class Store: Sendable {
     /// This process's lease on the pending manifests it writes, taken at its first ingest.
     private let lease = Mutex<WriterLease?>(nil)
 
-    /// 3 adds delta chunks and the `bases` database (CONTRACT §14); 4 adds fills (the `fills` database and
-    /// manifest entries that name them). Older formats have the same records and neither: they are migrated by
-    /// recording 4 when opened, which an older chunkcache then refuses cleanly.
+    /// 3 adds delta chunks and the `bases` database (<doc:Contract#14-Chunk-encodings>); 4 adds fills (the `fills`
+    /// database and manifest entries that name them). Older formats have the same records and neither: they are
+    /// migrated by recording 4 when opened, which an older chunkcache then refuses cleanly.
     static let formatVersion: UInt64 = 4
     static let formatBeforeDeltas: UInt64 = 2
     /// Format 3 had no fills (``FillFiles``): it opens as format 4 unchanged, since it has none to read.

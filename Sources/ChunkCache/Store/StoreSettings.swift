@@ -2,8 +2,9 @@
 public struct StoreSettings: Sendable, Hashable {
     /// The chunk size.
     public var layout: ChunkLayout
-    /// The most disk the store's files may take together (`init --max-size`, CONTRACT §12): `data.mdb`, whose
-    /// LMDB map is this less room for the others, `lock.mdb` and the space reserve; hand-offs in `tmp/` aside.
+    /// The most disk the store's files may take together (`init --max-size`, <doc:Contract#12-A-bounded-cache>):
+    /// `data.mdb`, whose LMDB map is this less room for the others, `lock.mdb` and the space reserve; hand-offs in
+    /// `tmp/` aside.
     public var maxSize: Int64
     /// The zstd level for new chunks (1…19).
     public var compressionLevel: Int32

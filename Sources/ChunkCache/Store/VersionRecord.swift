@@ -10,8 +10,8 @@ package struct VersionRecord: StoreRecord, Sendable {
     /// Hash over the length and chunk digests (``RootHasher``): equal exactly when the bytes are equal.
     var root: ChunkDigest
     /// The modification time of a file last found to hold these bytes although its time differed from the
-    /// item's: a reimport matches that time too (G1), so an unchanged file is not read again. Not metadata
-    /// the item publishes; appended after `contentVersion`.
+    /// item's: a reimport matches that time too (<doc:FileProviderRules#G1>), so an unchanged file is not read again.
+    /// Not metadata the item publishes; appended after `contentVersion`.
     var matchedModificationDate: Double?
 
     package static let remedy =

@@ -29,7 +29,7 @@ final class Writer: Sendable {
     /// there, between two transactions of an ingest, to act while its pending manifest is on disk.
     let afterEachTransaction = Mutex<(@Sendable () -> Void)?>(nil)
 
-    /// The store's bound (CONTRACT §12), consulted around commits; set once when the store opens.
+    /// The store's bound (<doc:Contract#12-A-bounded-cache>), consulted around commits; set once when the store opens.
     private let bound = Mutex<(any WriteBound)?>(nil)
 
     init(environment: Environment) { self.environment = environment }
@@ -67,9 +67,9 @@ final class Writer: Sendable {
     ///   origin): one flush per commit instead of two; a system crash may undo the transaction, never damage
     ///   the store.
     /// - Parameter reserving: About how many bytes the transaction adds. When they would pass the store's
-    ///   bound, eviction makes room first (CONTRACT §12), or the write is `insufficientQuota` before it begins.
-    ///   A `.deferMeta` write that still finds LMDB's map full makes room and runs once more: its `body` must
-    ///   only act on the transaction.
+    ///   bound, eviction makes room first (<doc:Contract#12-A-bounded-cache>), or the write is `insufficientQuota`
+    ///   before it begins. A `.deferMeta` write that still finds LMDB's map full makes room and runs once more: its
+    ///   `body` must only act on the transaction.
     func write<R: Sendable>(
         durability: Environment.Durability = .full, reserving: Int64 = 0, doing what: String = "writing",
         _ body: @escaping @Sendable (inout WriteTransaction) throws -> R
@@ -149,8 +149,8 @@ final class Writer: Sendable {
     }
 }
 
-/// What keeps the store within its bound around the writer's commits (CONTRACT §12): the engine's space
-/// bound, bound to the writer when the store opens. Each is called on the writer queue.
+/// What keeps the store within its bound around the writer's commits (<doc:Contract#12-A-bounded-cache>): the engine's
+/// space bound, bound to the writer when the store opens. Each is called on the writer queue.
 protocol WriteBound: AnyObject, Sendable {
     /// Makes room for about `bytes` before a write (by eviction, unless `evicting` is false), or throws
     /// `insufficientQuota` naming `what` before anything is written.
@@ -164,7 +164,8 @@ protocol WriteBound: AnyObject, Sendable {
     func afterCommit()
 }
 
-/// Who hears of the writer's commits that logged a change (CONTRACT §11): the engine's change signal.
+/// Who hears of the writer's commits that logged a change
+/// (<doc:Contract#11-Catalogue,-enumeration,-changes-and-the-working-set>): the engine's change signal.
 protocol CommitSignal: AnyObject, Sendable {
     /// Forgets the mark of a transaction that did not commit; called before each transaction.
     func clearMark()

@@ -2,7 +2,7 @@ import LMDBKit
 
 // The table of import jobs: records of `meta` under `import/`, one per domain being imported (CONTRACT §8).
 
-/// An import or reimport under way, persisted so a crash at any point resumes where it was (CONTRACT §8):
+/// An import or reimport under way, persisted so a crash at any point resumes where it was (<doc:Contract#8-Import>):
 /// the trees still to walk, whether the first one's source is to be removed, and the writer running it.
 ///
 /// A moving import (without `--copy`) walks its tree in the store's staging area (``Store/importsPath``):
