@@ -204,7 +204,7 @@ def w_tinylfu(seq, size):
     return misses
 
 class Engine:
-    """The engine's W-TinyLFU (Sources/ChunkCache/Maintenance/EvictionPolicy.swift and SpaceBound.swift), step
+    """The engine's W-TinyLFU (Sources/ChunkCache/Bound/EvictionPolicy.swift and SpaceBound.swift), step
     by step, at chunk granularity. Each function below names the Swift function it mirrors; the constants are
     the engine's (`EvictionPolicy`, `SpaceBound`).
 
