@@ -64,8 +64,11 @@ import Testing
             name = rng.choice(names)
             data = open(os.path.join(root, name), "rb").read()
             start, length = rng.randrange(len(data)), rng.randint(1, 262144)
-            r = subprocess.run([binary, "--store", store, "--json", "fetch", "--domain", "web", name, "--range", "%d:%d" % (start, length)],
-                               capture_output=True)
+            try:
+                r = subprocess.run([binary, "--store", store, "--json", "fetch", "--domain", "web", name, "--range", "%d:%d" % (start, length)],
+                                   capture_output=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                errors += 1; print("fetch %s %d:%d: no answer in 120 s (killed)" % (name, start, length), file=sys.stderr); continue
             if r.returncode != 0:
                 errors += 1; print("fetch %s %d:%d: %s" % (name, start, length, r.stderr.decode()[:300]), file=sys.stderr); continue
             out = json.loads(r.stdout)

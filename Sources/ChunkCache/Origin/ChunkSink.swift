@@ -235,10 +235,13 @@ final class ChunkSink: @unchecked Sendable {
     private func commitBatch(waiting: Bool = false) async throws {
         try await encodeBatch()
         if !encoded.isEmpty {
+            // The commit before this one first: when it failed, this batch stays in `encoded`, where the
+            // download's ``abandon(_:)`` fails its flights. Taken out before that wait, its chunks were in no
+            // list and no commit, and the fetches waiting for them waited forever (a full store fails a commit).
+            try await committing?.value
             let pending = encoded
             encoded.removeAll()
             encodedSize = 0
-            try await committing?.value
             committing = Task { [self] in
                 do {
                     try await commit(pending.map(\.stored))
