@@ -310,7 +310,7 @@ extension ChunkCache {
     private func downloadServing(_ job: FetchJob) throws -> (
         streamed: StreamedFile?, fromDownload: (@Sendable ([UInt8], DownloadedRange) throws -> FetchResult)?
     ) {
-        if let streamed = try StreamedFile.make(for: job, store: store) {
+        if let streamed = try StreamedFile.make(for: job, engine: engine) {
             let engine = self.engine
             return (streamed, { @Sendable _, downloaded in try streamed.finish(downloaded, engine: engine) })
         }

@@ -96,7 +96,8 @@ struct FetchJob: Sendable {
             }
         case .clone(let target, let replaceExisting):
             let written = try Destination(path: target, replaceExisting: replaceExisting).write(
-                size: plan.version.size, scratch: store.tmpPath, strategies: strategies, inspect: inspectClone
+                size: plan.version.size, scratch: store.tmpPath, strategies: strategies,
+                faults: engine.probes.destination, inspect: inspectClone
             ) { file in
                 try RangeAssembler.assemble(plan, store: store, into: file, checkpoint: checkpoint, in: txn)
             }
