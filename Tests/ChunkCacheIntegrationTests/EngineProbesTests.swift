@@ -64,4 +64,28 @@ import Testing
             #expect(first.value == before, "a closed engine's probe still ran")
         }
     }
+
+    @Test(
+        "Tests run the product's path: a probed store's cold fetch of a range is served from its download as the product's is, reading no chunk back from the store; its warm fetch reads each chunk through the probe",
+        .requires(NginxServer.self))
+    func aProbedColdFetchServesFromItsDownload() async throws {
+        let chunksRead = CommitCounter()
+        let bytes = TestData.random(count: 1 << 20, seed: 28)
+        try await ColdPathTests.withOrigin(
+            ["a.bin": bytes], readAhead: 0, probes: EngineProbes(beforeChunk: { _ in chunksRead.add() })
+        ) { cache, _, _ in
+            let range = ByteRange(location: 65536, length: 65536)
+            let cold = try await ColdPathTests.fetch(cache, "a.bin", range.location, range.length)
+            defer { unlink(cold.url.path) }
+            #expect(cold.downloadedBytes > 0, "the first fetch went to the origin")
+            #expect(try readRange(cold.url.path, range) == Array(bytes[65536..<131072]))
+            #expect(chunksRead.value == 0, "the cold fetch read \(chunksRead.value) chunk(s) back from the store")
+            await cache.waitForDownloads()
+            let warm = try await ColdPathTests.fetch(cache, "a.bin", range.location, range.length)
+            defer { unlink(warm.url.path) }
+            #expect(warm.downloadedBytes == 0)
+            #expect(try readRange(warm.url.path, range) == Array(bytes[65536..<131072]))
+            #expect(chunksRead.value == 1, "the warm fetch reads its one chunk from the store")
+        }
+    }
 }

@@ -82,11 +82,8 @@ final class StreamedFile: Sendable {
     }
 
     /// The streamed file of `job`, or nil when the job is not one a download can stream: a hand-off of a
-    /// range small enough for memory (``DirectBytes``), or a test's hooked fetch.
+    /// range small enough for memory (``DirectBytes``).
     static func make(for job: FetchJob, engine: Engine) throws -> StreamedFile? {
-        guard job.beforeChunk == nil, job.inspectClone == nil, job.strategies == ChunkCache.cloneStrategies else {
-            return nil
-        }
         switch job.destination {
         case .handOff:
             if let range = job.minimalRange, range.length <= FetchThresholds.inlineBytes { return nil }
