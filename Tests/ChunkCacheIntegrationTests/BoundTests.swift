@@ -13,9 +13,11 @@ import Testing
     /// An nginx origin of `files` and a store bounded at `bound` with no free-space floor and no read-ahead;
     /// `body` gets the store's directory's parent.
     static func withBoundedOrigin(
-        _ files: [String: [UInt8]], bound: Int64 = bound, _ body: (ChunkCache, NginxServer, String) async throws -> Void
+        _ files: [String: [UInt8]], bound: Int64 = bound, probes: EngineProbes = .none,
+        _ body: (ChunkCache, NginxServer, String) async throws -> Void
     ) async throws {
-        try await ColdPathTests.withOrigin(files, readAhead: 0, maxSize: bound, minFree: 0) { cache, server, root in
+        try await ColdPathTests.withOrigin(files, readAhead: 0, maxSize: bound, minFree: 0, probes: probes) {
+            cache, server, root in
             try await body(cache, server, (root as NSString).deletingLastPathComponent)
         }
     }
@@ -337,12 +339,16 @@ import Testing
         "§12: reads are counted in batches, not a transaction each: 200 warm fetches of an origin item add hits with one flush"
     )
     func readsAreBatched() async throws {
-        try await Self.withBoundedOrigin(["r.bin": TestData.random(count: 1 << 20, seed: 12)]) { cache, _, _ in
+        let afterEach = ArmedProbe()
+        try await Self.withBoundedOrigin(
+            ["r.bin": TestData.random(count: 1 << 20, seed: 12)],
+            probes: EngineProbes(afterEachTransaction: afterEach.runWithoutThrowing)
+        ) { cache, _, _ in
             _ = try await Self.fetchWhole(cache, "r.bin")
             try await cache.flushUsage()
             let before = try await cache.statistics().hits
             let commits = CommitCounter()
-            cache.store.writer.afterEachTransaction.withLock { $0 = { commits.add() } }
+            afterEach.arm { commits.add() }
             for n in 0..<200 {
                 let result = try await cache.fetchPartialContents(
                     for: ItemIdentifier(domain: "web", "r.bin"), version: nil,
@@ -351,15 +357,8 @@ import Testing
             }
             #expect(commits.value <= 2, "at most a timed flush: \(commits.value) transactions")
             try await cache.flushUsage()
-            cache.store.writer.afterEachTransaction.withLock { $0 = nil }
+            afterEach.arm(nil)
             #expect(try await cache.statistics().hits - before == 200)
         }
     }
-}
-
-/// Counts calls from any thread.
-private final class CommitCounter: Sendable {
-    private let count = Mutex(0)
-    func add() { count.withLock { $0 += 1 } }
-    var value: Int { count.withLock { $0 } }
 }

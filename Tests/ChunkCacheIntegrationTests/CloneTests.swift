@@ -20,14 +20,14 @@ import Testing
         arguments: [FileIO.CloneStrategy.copyRange, FileIO.CloneStrategy.readWrite])
     func fallbackStrategies(strategy: FileIO.CloneStrategy) async throws {
         try await withTemporaryDirectory { dir in
-            let cache = try await makeCache(dir)
+            let cache = try await makeCache(dir, probes: EngineProbes(cloneStrategies: [strategy]))
             let id = ItemIdentifier(domain: "d", "sparse")
             let bytes = Self.sparseContent()
             try await put(cache, bytes, as: id, in: dir)
             let target = dir + "/out-\(strategy.rawValue)"
             let result = try await cache.fetch(
                 id, version: nil, minimalRange: nil, alignment: 1, options: [], request: FetchRequest(),
-                destination: .clone(to: target, replaceExisting: false), strategies: [strategy])
+                destination: .clone(to: target, replaceExisting: false))
             #expect(result.cloneStrategy == strategy)
             #expect(result.owner == .destination)
             #expect(result.url.path == target)
@@ -73,17 +73,18 @@ import Testing
         try await withTemporaryDirectory { dir in
             let mount = try XFSMount(in: dir)
             defer { mount.unmount() }
-            let cache = try await makeCache(mount.path)
+            // Extents are shared while both files exist: look before the engine removes its temp.
+            let seen = Mutex<(shared: Int, total: Int)?>(nil)
+            let cache = try await makeCache(
+                mount.path, probes: EngineProbes(inspectClone: { fd in seen.withLock { $0 = try? fd.sharedExtents() } })
+            )
             let id = ItemIdentifier(domain: "d", "blob")
             let bytes = TestData.random(count: 4 << 20, seed: 5)
             try await put(cache, bytes, as: id, in: mount.path)
             let target = mount.path + "/clone"
-            // Extents are shared while both files exist: look before the engine removes its temp.
-            let seen = Mutex<(shared: Int, total: Int)?>(nil)
             let clone = try await cache.fetch(
                 id, version: nil, minimalRange: nil, alignment: 1, options: [], request: FetchRequest(),
-                destination: .clone(to: target, replaceExisting: false),
-                inspectClone: { fd in seen.withLock { $0 = try? fd.sharedExtents() } })
+                destination: .clone(to: target, replaceExisting: false))
             #expect(clone.cloneStrategy == .reflink)
             #expect(try readRange(target, ByteRange(location: 0, length: Int64(bytes.count))) == bytes)
             let extents = try #require(seen.withLock { $0 })

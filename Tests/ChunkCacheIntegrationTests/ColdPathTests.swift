@@ -14,7 +14,7 @@ import Testing
     ///   - maxSize: The store's bound; `minFree` the free space it keeps (nil: the default).
     static func withOrigin(
         _ files: [String: [UInt8]], readAhead: Int64 = DomainInfo.defaultReadAhead, maxSize: Int64 = 1 << 34,
-        minFree: Int64? = nil,
+        minFree: Int64? = nil, probes: EngineProbes = .none,
         _ body: (ChunkCache, NginxServer, String) async throws -> Void
     ) async throws {
         try await withTemporaryDirectory { dir in
@@ -23,7 +23,7 @@ import Testing
             for (name, bytes) in files { try TestData.write(bytes, to: root + "/" + name) }
             let server = try await NginxServer.start(root: URL(fileURLWithPath: root))
             do {
-                let cache = try await makeCache(dir, maxSize: maxSize)
+                let cache = try await makeCache(dir, maxSize: maxSize, probes: probes)
                 if let minFree { try await cache.setMinimumFreeSpace(minFree) }
                 _ = try await cache.addDomain("web", origin: try Origin(server.baseURL), readAhead: readAhead)
                 try await body(cache, server, root)

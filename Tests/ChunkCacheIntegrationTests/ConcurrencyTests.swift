@@ -84,7 +84,9 @@ import Testing
     @Test("§3 A16: cancelling the Task of a put in flight reports userCancelled and leaves the store as it was")
     func cancelledPut() async throws {
         try await withTemporaryDirectory { dir in
-            let cache = try await makeCache(dir)
+            let afterEach = ArmedProbe()
+            let cache = try await makeCache(
+                dir, probes: EngineProbes(afterEachTransaction: afterEach.runWithoutThrowing))
             try await put(
                 cache, TestData.text(count: 1 << 20, seed: 3), as: ItemIdentifier(domain: "d", "small"), in: dir)
             let before = try await cache.statistics()
@@ -94,14 +96,12 @@ import Testing
             let transactions = Atomic(0)
             let (published, publish) = AsyncStream<Void>.makeStream()
             // The first transaction begins the pending manifest, the second commits the first batch.
-            cache.store.writer.afterEachTransaction.withLock { hook in
-                hook = {
-                    if transactions.wrappingAdd(1, ordering: .relaxed).newValue == 2 {
-                        handle.withLock { $0 }?.cancel()
-                    }
+            afterEach.arm {
+                if transactions.wrappingAdd(1, ordering: .relaxed).newValue == 2 {
+                    handle.withLock { $0 }?.cancel()
                 }
             }
-            defer { cache.store.writer.afterEachTransaction.withLock { $0 = nil } }
+            defer { afterEach.arm(nil) }
             let task = Task {
                 for await _ in published { break }  // the hook needs the handle
                 return try await cache.put(fileAt: input, as: ItemIdentifier(domain: "d", "other"))

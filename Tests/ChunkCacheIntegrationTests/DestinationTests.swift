@@ -82,7 +82,9 @@ import Glibc
     )
     func existingDestination() async throws {
         try await withTemporaryDirectory { dir in
-            let cache = try await makeCache(dir)
+            let beforeNaming = ArmedProbe()
+            let cache = try await makeCache(
+                dir, probes: EngineProbes(inspectClone: { _ in beforeNaming.runWithoutThrowing() }))
             let id = ItemIdentifier(domain: "d", "doc")
             let bytes = TestData.random(count: 3 * Self.chunk + 5, seed: 3)
             try await put(cache, bytes, as: id, in: dir)
@@ -98,12 +100,13 @@ import Glibc
 
             // Another writer takes the name between the check and the placement: it keeps it.
             let late = dir + "/out/late"
+            beforeNaming.arm { try TestData.write(Array("theirs".utf8), to: late) }
             let raced = await errorCode {
                 _ = try await cache.fetch(
                     id, version: nil, minimalRange: nil, alignment: 1, options: [], request: FetchRequest(),
-                    destination: .clone(to: late, replaceExisting: false),
-                    inspectClone: { _ in try? TestData.write(Array("theirs".utf8), to: late) })
+                    destination: .clone(to: late, replaceExisting: false))
             }
+            beforeNaming.arm(nil)
             #expect(raced == .fileExists)
             #expect(try TestData.read(late, count: 100) == Array("theirs".utf8))
             #expect(try Self.entries(dir + "/out") == ["late", "precious"])

@@ -8,24 +8,27 @@ import Testing
 /// A16 on every path: Task cancellation stops an inline (small) fetch and a handed-over (large) one.
 @Suite struct FetchCancellationTests {
     /// Starts a fetch of `range` whose first chunk cancels the fetch's own task, then checks that the fetch
-    /// stops with `userCancelled` and leaves no temp file. No sleeps and no waits: the hook cancels at a known
-    /// point, and the cancellation handler sets the flag the assembler checks right after the hook.
+    /// stops with `userCancelled` and leaves no temp file. No sleeps and no waits: the store's probe
+    /// (``EngineProbes/beforeChunk``) cancels at a known point once the fetch's task is known, and the
+    /// cancellation handler sets the flag the assembler checks right after the probe.
     static func cancelMidFetch(range: ByteRange, size: Int) async throws {
         try await withTemporaryDirectory { dir in
-            let cache = try await makeCache(dir)
-            let id = ItemIdentifier(domain: "d", "file")
-            try await put(cache, TestData.text(count: size, seed: 5), as: id, in: dir)
             let handle = Mutex<Task<FetchResult, any Error>?>(nil)
             let hooked = Atomic(0)
+            let cache = try await makeCache(
+                dir,
+                probes: EngineProbes(beforeChunk: { _ in
+                    guard let task = handle.withLock({ $0 }) else { return }  // not the fetch's chunks yet
+                    if hooked.wrappingAdd(1, ordering: .relaxed).oldValue == 0 { task.cancel() }
+                }))
+            let id = ItemIdentifier(domain: "d", "file")
+            try await put(cache, TestData.text(count: size, seed: 5), as: id, in: dir)
             let (published, publish) = AsyncStream<Void>.makeStream()
             let task = Task {
-                for await _ in published { break }  // the hook needs the handle
+                for await _ in published { break }  // the probe needs the handle
                 return try await cache.fetch(
                     id, version: nil, minimalRange: range, alignment: 4096, options: [], request: FetchRequest(),
-                    destination: .handOff,
-                    beforeChunk: { _ in
-                        if hooked.wrappingAdd(1, ordering: .relaxed).oldValue == 0 { handle.withLock { $0 }?.cancel() }
-                    })
+                    destination: .handOff)
             }
             handle.withLock { $0 = task }
             publish.yield()

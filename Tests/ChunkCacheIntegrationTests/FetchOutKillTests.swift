@@ -12,7 +12,8 @@ import Glibc
 /// A fetch to a path (`fetch --out`) killed with SIGKILL while it writes: nothing stays beside the
 /// destination for ever.
 ///
-/// The fetch runs in a child process (an exit test) with a ``DestinationFaults`` hook injected: once the
+/// The fetch runs in a child process (an exit test) whose store is opened with a ``DestinationFaults`` hook
+/// (``EngineProbes/destination``): once the
 /// destination's file exists, the hook writes the child's pid and the staging path (or `unnamed`) to a FIFO
 /// and holds the fetch there. The parent reads that line, looks at the folder, kills the child and looks
 /// again. No environment variable reaches the engine.
@@ -21,21 +22,19 @@ struct FetchOutKillTests {
     /// The child wrote no line within 60 s.
     struct HookNotReached: Error {}
 
-    /// The child's side: injects the hook, then fetches d/big of `store` to `target`. The hook holds the
-    /// fetch until the parent kills the process.
+    /// The child's side: opens `store` with the hook injected, then fetches d/big of it to `target`. The hook
+    /// holds the fetch until the parent kills the process.
     static func fetchUntilKilled(store: String, target: String, fifo: String, namedStaging: Bool) async throws {
-        DestinationFaults.inProcess.withLock {
-            $0 = DestinationFaults(namedStaging: namedStaging) { staging in
-                if let writer = try? FileDescriptor.open(fifo, O_WRONLY) {
-                    _ = try? Array("\(getpid()) \(staging ?? "unnamed")\n".utf8).withUnsafeBytes {
-                        try writer.writeAll($0)
-                    }
-                    try? writer.close()
+        let faults = DestinationFaults(namedStaging: namedStaging) { staging in
+            if let writer = try? FileDescriptor.open(fifo, O_WRONLY) {
+                _ = try? Array("\(getpid()) \(staging ?? "unnamed")\n".utf8).withUnsafeBytes {
+                    try writer.writeAll($0)
                 }
-                while true { pause() }  // until SIGKILL
+                try? writer.close()
             }
+            while true { pause() }  // until SIGKILL
         }
-        let cache = try await ChunkCache.open(at: store)
+        let cache = try await openCache(store, probes: EngineProbes(destination: faults))
         _ = try await cache.fetchContents(
             for: ItemIdentifier(domain: "d", "big"), destination: .clone(to: target, replaceExisting: false))
     }
@@ -137,8 +136,8 @@ struct FetchOutKillTests {
             // The next fetch into the folder, named too (sweeps happen where a named file is made).
             let again = dir + "/out/again"
             await #expect(processExitsWith: .success) { [store = store as String, again = again as String] in
-                DestinationFaults.inProcess.withLock { $0.namedStaging = true }
-                let cache = try await ChunkCache.open(at: store)
+                let cache = try await openCache(
+                    store, probes: EngineProbes(destination: DestinationFaults(namedStaging: true)))
                 _ = try await cache.fetchContents(
                     for: ItemIdentifier(domain: "d", "big"), destination: .clone(to: again, replaceExisting: false))
             }
@@ -159,7 +158,8 @@ struct FetchOutKillTests {
                 setenv("CHUNKCACHE_TEST_NAMED_STAGING", "1", 1)
                 var named = true
                 _ = try Destination(path: target, replaceExisting: false).write(
-                    size: 10, scratch: dir + "/scratch", strategies: Set(CloneStrategy.allCases), inspect: nil
+                    size: 10, scratch: dir + "/scratch", strategies: Set(CloneStrategy.allCases),
+                    faults: EngineProbes.none.destination, inspect: nil
                 ) { _ in
                     named = try FetchOutKillTests.entries(dir).contains { $0.hasPrefix(".chunkcache-") }
                     return .complete

@@ -17,10 +17,10 @@ import Testing
     /// ``ColdPathTests/withOrigin(_:readAhead:maxSize:minFree:_:)`` without read-ahead, with background
     /// settling off from the moment the store opens.
     static func withOrigin(
-        _ files: [String: [UInt8]], maxSize: Int64 = 1 << 34, minFree: Int64? = nil,
+        _ files: [String: [UInt8]], maxSize: Int64 = 1 << 34, minFree: Int64? = nil, probes: EngineProbes = .none,
         _ body: (ChunkCache, NginxServer, String) async throws -> Void
     ) async throws {
-        try await ColdPathTests.withOrigin(files, readAhead: 0, maxSize: maxSize, minFree: minFree) {
+        try await ColdPathTests.withOrigin(files, readAhead: 0, maxSize: maxSize, minFree: minFree, probes: probes) {
             cache, server, root in
             cache.settleInBackground(false)
             try await body(cache, server, root)
@@ -231,7 +231,7 @@ import Testing
     /// Two files at the origin (6 random chunks and 5 text chunks and a bit, from `seed` and `seed + 1`),
     /// fetched whole and left as 12 fills, for `body` with the files, their total size and each fetch's result.
     static func withTwoFilledFiles(
-        seed: UInt64,
+        seed: UInt64, probes: EngineProbes = .none,
         _ body: (ChunkCache, _ files: [String: [UInt8]], _ total: Int64, _ fetched: [String: FetchResult])
             async throws -> Void
     ) async throws {
@@ -240,7 +240,7 @@ import Testing
             "b.bin": TestData.text(count: 5 * chunk + 123, seed: seed + 1),
         ]
         let total = Int64(files.values.reduce(0) { $0 + $1.count })
-        try await withOrigin(files) { cache, _, _ in
+        try await withOrigin(files, probes: probes) { cache, _, _ in
             var fetched: [String: FetchResult] = [:]
             for name in files.keys.sorted() {
                 let whole = try await fetchWhole(cache, name)
@@ -258,13 +258,16 @@ import Testing
         "§10 a crash never damages the store: a settle whose batch is undone before it commits (as by a kill) leaves every fill as it was, bytes and file included; verify is clean, and the next settle settles every one, none lost",
         .requires(NginxServer.self))
     func settleUndoneBeforeItsCommitLosesNothing() async throws {
-        try await Self.withTwoFilledFiles(seed: 2761) { cache, files, total, _ in
+        let beforeBatchCommit = ArmedProbe()
+        try await Self.withTwoFilledFiles(
+            seed: 2761, probes: EngineProbes(beforeBatchCommit: beforeBatchCommit.run)
+        ) { cache, files, total, _ in
             let before = try await cache.statistics()
 
             struct Undone: Error {}
-            cache.engine.settler.beforeBatchCommit.withLock { $0 = { throw Undone() } }
+            beforeBatchCommit.arm { throw Undone() }
             await #expect(throws: (any Error).self) { try await cache.settle() }
-            cache.engine.settler.beforeBatchCommit.withLock { $0 = nil }
+            beforeBatchCommit.arm(nil)
 
             let after = try await cache.statistics()
             #expect(
@@ -343,7 +346,9 @@ import Testing
         .requires(NginxServer.self))
     func mismatchAtSettlingDropsTheChunk() async throws {
         let bytes = TestData.random(count: 16 * Self.chunk, seed: 2721)
-        try await Self.withOrigin(["a.bin": bytes]) { cache, server, root in
+        let reports = Mutex<[String]>([])
+        let probes = EngineProbes(diagnostics: { line in reports.withLock { $0.append(line) } })
+        try await Self.withOrigin(["a.bin": bytes], probes: probes) { cache, server, root in
             let item = ItemIdentifier(domain: "web", "a.bin")
             let first = try await Self.fetchWhole(cache, "a.bin")
             let version = first.result.item.itemVersion.contentVersionString
@@ -363,13 +368,6 @@ import Testing
             try TestData.write(changed, to: path + ".tmp")
             #expect(rename(path + ".tmp", path) == 0)
             try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: path)
-
-            let reports = Mutex<[String]>([])
-            let previous = Diagnostics.sink.withLock { sink in
-                defer { sink = { line in reports.withLock { $0.append(line) } } }
-                return sink
-            }
-            defer { Diagnostics.sink.withLock { $0 = previous } }
 
             let again = try await Self.fetchWhole(cache, "a.bin")
             #expect(again.result.item.itemVersion.contentVersionString == version, "the same ETag")

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -35,14 +36,43 @@ func fileSizes(_ path: String) throws -> (size: Int64, allocated: Int64) {
     return (Int64(st.st_size), Int64(st.st_blocks) * 512)
 }
 
-/// Opens a fresh store in `directory` with `chunkSize`.
-func makeCache(_ directory: String, chunkSize: Int = 65536, maxSize: Int64 = 1 << 34, grace: TimeInterval = 3600)
-    async throws -> ChunkCache
-{
+/// Opens a fresh store in `directory` with `chunkSize`, and with what the test injects (`probes`).
+func makeCache(
+    _ directory: String, chunkSize: Int = 65536, maxSize: Int64 = 1 << 34, grace: TimeInterval = 3600,
+    probes: EngineProbes = .none
+) async throws -> ChunkCache {
     try await ChunkCache.open(
-        at: directory + "/store",
-        creatingWith: StoreSettings(layout: try ChunkLayout(chunkSize: chunkSize), maxSize: maxSize),
-        handOffGracePeriod: grace)
+        at: directory + "/store", chunkSize: try ChunkLayout(chunkSize: chunkSize), maxSize: maxSize,
+        handOffGracePeriod: grace, probes: probes)
+}
+
+/// Opens the store at `path` as the product does, with what the test injects (`probes`).
+func openCache(_ path: String, probes: EngineProbes) async throws -> ChunkCache {
+    try await ChunkCache.open(at: path, chunkSize: nil, maxSize: nil, probes: probes)
+}
+
+/// Counts calls from any thread.
+final class CommitCounter: Sendable {
+    private let count = Mutex(0)
+    func add() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+}
+
+/// A probe a test passes when it opens a store and arms later (its hook needs the open store, or acts in one
+/// step of the test only): ``run`` does what was last set, nothing while unset.
+final class ArmedProbe: Sendable {
+    private let body = Mutex<(@Sendable () throws -> Void)?>(nil)
+
+    /// Does `body` from now on; nil disarms.
+    func arm(_ body: (@Sendable () throws -> Void)?) { self.body.withLock { $0 = body } }
+
+    /// What the store calls: the armed body, if any.
+    func run() throws { try body.withLock { $0 }?() }
+
+    /// ``run()`` for a probe that cannot throw: a throwing body is a test's mistake there, recorded as one.
+    func runWithoutThrowing() {
+        do { try run() } catch { Issue.record(error, "a probe that cannot throw threw") }
+    }
 }
 
 /// Puts `bytes` as `item` through a file in `directory`.

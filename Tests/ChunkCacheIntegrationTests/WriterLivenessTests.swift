@@ -27,7 +27,9 @@ import Testing
         .enabled(if: canUnsharePID, "needs root and `unshare --pid --fork --mount-proc`"))
     func openerInAnotherPIDNamespace() async throws {
         try await withTemporaryDirectory { dir in
-            let cache = try await makeCache(dir)
+            let afterEach = ArmedProbe()
+            let cache = try await makeCache(
+                dir, probes: EngineProbes(afterEachTransaction: afterEach.runWithoutThrowing))
             let store = cache.store
             let binary = try #require(ChunkCacheBinary.path)
             let unshare = try #require(Capabilities.path(of: "unshare"))
@@ -35,32 +37,30 @@ import Testing
             let bytes = TestData.mixed(count: Ingestor.batchBytes + (4 << 20), chunkSize: 65536, seed: 11)
             let opener = Mutex<(status: Int32, output: String)?>(nil)
             let transactionsWithPending = Atomic<Int>(0)
-            store.writer.afterEachTransaction.withLock { hook in
-                hook = {
-                    // Once, after the put's first batch is committed under its pending manifest (a rollback
-                    // before that would drop nothing): open the store from a new PID namespace while the put
-                    // waits here.
-                    let pending = (try? store.environment.read { txn in try txn.count(store.dbs.pending) }) ?? 0
-                    guard pending > 0 else { return }
-                    guard transactionsWithPending.wrappingAdd(1, ordering: .relaxed).newValue == 2 else { return }
-                    let process = Process()
-                    process.executableURL = URL(fileURLWithPath: unshare)
-                    process.arguments = ["--pid", "--fork", "--mount-proc", binary, "stat", "--store", store.path]
-                    let output = Pipe()
-                    process.standardOutput = output
-                    process.standardError = output
-                    do { try process.run() } catch {
-                        opener.withLock { $0 = (-1, "\(error)") }
-                        return
-                    }
-                    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                    process.waitUntilExit()
-                    opener.withLock { $0 = (process.terminationStatus, text) }
+            afterEach.arm {
+                // Once, after the put's first batch is committed under its pending manifest (a rollback
+                // before that would drop nothing): open the store from a new PID namespace while the put
+                // waits here.
+                let pending = (try? store.environment.read { txn in try txn.count(store.dbs.pending) }) ?? 0
+                guard pending > 0 else { return }
+                guard transactionsWithPending.wrappingAdd(1, ordering: .relaxed).newValue == 2 else { return }
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: unshare)
+                process.arguments = ["--pid", "--fork", "--mount-proc", binary, "stat", "--store", store.path]
+                let output = Pipe()
+                process.standardOutput = output
+                process.standardError = output
+                do { try process.run() } catch {
+                    opener.withLock { $0 = (-1, "\(error)") }
+                    return
                 }
+                let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                process.waitUntilExit()
+                opener.withLock { $0 = (process.terminationStatus, text) }
             }
             let id = ItemIdentifier(domain: "d", "big")
             let result = try await put(cache, bytes, as: id, in: dir)
-            store.writer.afterEachTransaction.withLock { $0 = nil }
+            afterEach.arm(nil)
 
             let ran = try #require(opener.withLock { $0 }, "the other process never opened the store during the put")
             #expect(ran.status == 0, "\(ran.output)")
@@ -85,18 +85,18 @@ import Testing
             let seen = Mutex<[WriterToken: [UInt64]]?>(nil)
             let lease: String
             do {
-                let writing = try await makeCache(dir)
+                let afterEach = ArmedProbe()
+                let writing = try await makeCache(
+                    dir, probes: EngineProbes(afterEachTransaction: afterEach.runWithoutThrowing))
                 let store = writing.store
-                store.writer.afterEachTransaction.withLock { hook in
-                    hook = {
-                        guard seen.withLock({ $0 == nil }),
-                            let pending = try? store.pendingManifestsByWriter(), !pending.isEmpty
-                        else { return }
-                        seen.withLock { $0 = pending }
-                    }
+                afterEach.arm {
+                    guard seen.withLock({ $0 == nil }),
+                        let pending = try? store.pendingManifestsByWriter(), !pending.isEmpty
+                    else { return }
+                    seen.withLock { $0 = pending }
                 }
                 try await put(writing, bytes, as: id, in: dir)
-                store.writer.afterEachTransaction.withLock { $0 = nil }
+                afterEach.arm(nil)
                 lease = store.writersPath + "/" + (try store.writerToken()).description
             }
             // The put's process ends: its lease goes with its store.

@@ -107,7 +107,7 @@ import Glibc
     func changeSignalWatchesThroughTheHome() async throws {
         let folder = try FileSystem.makeUniqueDirectory(in: NSTemporaryDirectory(), prefix: "chunkcache-signal.")
         defer { try? FileSystem.removeTree(folder) }
-        let signal = ChangeSignal(folder: folder, marks: ChangeMarks())
+        let signal = ChangeSignal(folder: folder, marks: ChangeMarks(), diagnostics: .standardError)
         // Only the inotify event can wake the waiter within two minutes. Generous: in the full suite on two
         // cores, synchronous tests hold the cooperative threads for seconds at a time.
         signal.watchedPoll.withLock { $0 = .seconds(600) }

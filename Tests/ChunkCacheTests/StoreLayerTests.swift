@@ -32,7 +32,7 @@ import Testing
         // The one error type every layer throws: a leaf value, naming nothing itself.
         "CacheError": "the library's one error, which the store's reads and writes throw",
         // Leaves that name nothing of the engine, kept until they have a lower room.
-        "Diagnostics": "the process's report of a failure no caller can receive (a fill release after its commit)",
+        "Diagnostics": "where the store reports a failure no caller can receive, as the test that opened it chose",
         "FetchThresholds": "the sizes of the fetch's scratch the codec pool hands out with each decompression context",
         "RunWriter": "the run starts of that scratch (`RunWriter.RunStart`)",
     ]

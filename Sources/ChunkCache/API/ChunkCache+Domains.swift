@@ -179,7 +179,7 @@ extension ChunkCache {
             throw CacheError.wrap(error, store: store.path, doing: "removing domain \"\(name)\"")
         }
         if let job, let original = job.original, FileIdentity(ofPath: job.sources[0].root) != nil {
-            Diagnostics.attempt(
+            store.diagnostics.attempt(
                 "move \(job.sources[0].root) back to \(original), the directory domain \"\(name)\" was importing"
             ) { try FileSystem.rename(job.sources[0].root, to: original, options: .noReplace) }
         }

@@ -261,18 +261,14 @@ extension ChunkCache {
     /// (``throughOrigin(_:options:request:servesFromDownload:streamed:first:serve:)``) with the plan the miss made,
     /// which serves it once filled. Task cancellation reaches both: it sets the flag the assembler checks before each
     /// chunk.
-    ///
-    /// - Parameter beforeChunk: Called before each chunk is read; tests set it to act at a known point.
     func fetch(
         _ item: ItemIdentifier, version: [UInt8]?, minimalRange: ByteRange?, alignment: Int, options: FetchOptions,
-        request: FetchRequest, destination: FetchDestination, planned: PlanOutcome? = nil,
-        strategies: Set<CloneStrategy> = cloneStrategies,
-        inspectClone: (@Sendable (FileDescriptor) -> Void)? = nil, beforeChunk: (@Sendable (Int64) -> Void)? = nil
+        request: FetchRequest, destination: FetchDestination, planned: PlanOutcome? = nil
     ) async throws -> FetchResult {
         try Records.validate(domain: item.domain, item: item.rawValue)
         let job = FetchJob(
             item: item, minimalRange: minimalRange, alignment: alignment, options: options, request: request,
-            destination: destination, strategies: strategies, inspectClone: inspectClone, beforeChunk: beforeChunk)
+            destination: destination)
         let absence: Absence
         if case .miss(let missing) = planned {
             absence = missing
@@ -310,7 +306,7 @@ extension ChunkCache {
     private func downloadServing(_ job: FetchJob) throws -> (
         streamed: StreamedFile?, fromDownload: (@Sendable ([UInt8], DownloadedRange) throws -> FetchResult)?
     ) {
-        if let streamed = try StreamedFile.make(for: job, store: store) {
+        if let streamed = try StreamedFile.make(for: job, engine: engine) {
             let engine = self.engine
             return (streamed, { @Sendable _, downloaded in try streamed.finish(downloaded, engine: engine) })
         }
@@ -340,6 +336,7 @@ extension ChunkCache {
         }
     }
 
-    /// Which strategies a clone may use; tests narrow it to exercise each fallback.
+    /// Which strategies a clone may use: every one, unless a test's probes narrow them
+    /// (``EngineProbes/cloneStrategies``) to run each fallback.
     static let cloneStrategies = Set(CloneStrategy.allCases)
 }

@@ -79,7 +79,7 @@ extension ChunkCache {
                 }
             } catch {
                 // The publishing transaction aborted, so the pending manifest is still there: drop it.
-                Diagnostics.attempt("roll back the pending manifest of \(path)") {
+                store.diagnostics.attempt("roll back the pending manifest of \(path)") {
                     try store.writer.writeAndWait { txn in try txn.dropManifest(content.manifestID, store.dbs) }
                 }
                 throw CacheError.wrap(error, store: store.path, doing: "publishing \(path)")

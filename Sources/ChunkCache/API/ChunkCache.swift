@@ -32,7 +32,8 @@ public final class ChunkCache: Sendable {
     /// Hand-off files that opening the store swept.
     public let sweptAtOpen: Int
 
-    /// Takes over one holder of `engine` (from ``Engine/open(at:layout:maxSize:level:)``), released in `deinit`.
+    /// Takes over one holder of `engine` (from ``Engine/open(at:layout:maxSize:level:probes:)``), released in
+    /// `deinit`.
     init(engine: Engine, handOffGracePeriod: TimeInterval, sweptAtOpen: Int) {
         self.engine = engine
         self.handOffGracePeriod = handOffGracePeriod
@@ -78,9 +79,22 @@ public final class ChunkCache: Sendable {
         at path: String?, chunkSize: ChunkLayout?, maxSize: Int64?, compressionLevel: Int32 = 3,
         handOffGracePeriod: TimeInterval = 3600, resumingImports: Bool = true
     ) async throws -> ChunkCache {
+        try await open(
+            at: path, chunkSize: chunkSize, maxSize: maxSize, compressionLevel: compressionLevel,
+            handOffGracePeriod: handOffGracePeriod, resumingImports: resumingImports, probes: .none)
+    }
+
+    /// Opens the store at `path` as ``open(at:chunkSize:maxSize:compressionLevel:handOffGracePeriod:resumingImports:)``
+    /// does, with what a test injects (``EngineProbes``): they hold when this open starts the directory's engine
+    /// in this process, and are ignored when another cache of the directory has it open already.
+    static func open(
+        at path: String?, chunkSize: ChunkLayout?, maxSize: Int64?, compressionLevel: Int32 = 3,
+        handOffGracePeriod: TimeInterval = 3600, resumingImports: Bool = true, probes: EngineProbes
+    ) async throws -> ChunkCache {
         let (cache, hasImportJobs) = try await runBlocking(doing: "opening", store: path ?? Store.resolvePath(path)) {
             let engine = try Engine.open(
-                at: Store.resolvePath(path), layout: chunkSize, maxSize: maxSize, level: compressionLevel)
+                at: Store.resolvePath(path), layout: chunkSize, maxSize: maxSize, level: compressionLevel,
+                probes: probes)
             let store = engine.store
             // Reader slots of crashed processes pin old snapshots, so LMDB could never reuse their pages.
             store.environment.clearStaleReaders()
@@ -91,7 +105,7 @@ public final class ChunkCache: Sendable {
             }
             // A process killed inside the transaction that wrote fills leaves bytes no record names.
             do { try Settler.removeFilesWithoutFills(store) } catch {
-                Diagnostics.report("remove fill files no record names in \(store.path)", error)
+                store.diagnostics.report("remove fill files no record names in \(store.path)", error)
             }
             let swept = store.sweepHandOffFiles(olderThan: handOffGracePeriod)
             let cache = ChunkCache(engine: engine, handOffGracePeriod: handOffGracePeriod, sweptAtOpen: swept)
@@ -101,7 +115,7 @@ public final class ChunkCache: Sendable {
             // CONTRACT §8: an import a crash interrupted resumes on the next open, behind it.
             Task.detached {
                 do { _ = try await cache.resumeImports() } catch {
-                    Diagnostics.report("resume an interrupted import", error)
+                    cache.engine.diagnostics.report("resume an interrupted import", error)
                 }
             }
         }

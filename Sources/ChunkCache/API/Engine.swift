@@ -24,6 +24,10 @@ final class Engine: Sendable {
     let reserve: SpaceReserve
     /// Wakes the waiters of changes, in this process and others.
     let changes: ChangeSignal
+    /// What the test that opened the engine injected; ``EngineProbes/none`` in the product.
+    let probes: EngineProbes
+    /// Where failures that cannot be thrown are reported (the store's).
+    var diagnostics: Diagnostics { store.diagnostics }
     /// Settles downloaded chunks behind the readers (<doc:Contract#10-Origins-the-cold-path>, ``Settler``).
     let settler = Settler()
     /// How many fetch plans this process made
@@ -33,15 +37,16 @@ final class Engine: Sendable {
 
     /// Binds the services to `store`: its writer keeps the bound around commits and signals the changes
     /// they log.
-    private init(store: Store) {
+    private init(store: Store, probes: EngineProbes) {
         self.store = store
+        self.probes = probes
         let writer = store.writer
         space = SpaceBound(
             environment: store.environment, dbs: store.dbs, path: store.path, maxSize: store.maxSize,
-            minFree: store.recordedMinFree, codecs: store.codecs,
+            minFree: store.recordedMinFree, codecs: store.codecs, diagnostics: store.diagnostics,
             enqueue: { [weak writer] work in writer?.enqueue(work) })
         writer.bind(space)
-        changes = ChangeSignal(folder: store.path, marks: store.dbs.changeMarks)
+        changes = ChangeSignal(folder: store.path, marks: store.dbs.changeMarks, diagnostics: store.diagnostics)
         writer.signalChanges(through: changes)
         reserve = SpaceReserve(storePath: store.path)
     }
@@ -56,14 +61,21 @@ final class Engine: Sendable {
     /// this process already has open there, else a new one. One engine and one ``Store`` per environment per
     /// process, so one writer queue, one codec pool and one set of services whatever the number of
     /// ``ChunkCache`` values. Each call is one holder: call ``release()`` when done. The parameters are
-    /// those of ``Store/open(directory:layout:maxSize:level:)``.
-    static func open(at rawPath: String, layout: ChunkLayout?, maxSize: Int64?, level: Int32 = 3) throws -> Engine {
+    /// those of ``Store/open(directory:layout:maxSize:level:afterEachTransaction:diagnostics:)``, and `probes`
+    /// what a test injects: an engine already open keeps the probes of its first open (``EngineProbes``).
+    static func open(
+        at rawPath: String, layout: ChunkLayout?, maxSize: Int64?, level: Int32 = 3, probes: EngineProbes = .none
+    ) throws -> Engine {
         let path = try Store.prepareDirectory(rawPath)
         // Opening under the registry's lock: two opens of one path must not both find no store and make two.
         return try openEngines.acquire(
             path, join: { engine in try engine.store.check(layout: layout, maxSize: maxSize) }
         ) {
-            Engine(store: try Store.open(directory: path, layout: layout, maxSize: maxSize, level: level))
+            let store = try Store.open(
+                directory: path, layout: layout, maxSize: maxSize, level: level,
+                afterEachTransaction: probes.afterEachTransaction,
+                diagnostics: Diagnostics(probes: probes.diagnostics))
+            return Engine(store: store, probes: probes)
         }
     }
 

@@ -18,6 +18,8 @@ final class SpaceBound: WriteBound {
     private let path: String
     /// Compresses hot chunks again, which makes room before anything is evicted (``HotTier``).
     private let codecs: CodecPool
+    /// Where a failed eviction after a commit is reported.
+    private let diagnostics: Diagnostics
     /// The most disk the store's files may take (`init --max-size`); LMDB's map, which no write can pass, is a
     /// little less (``Store/mapSize(forBound:)``).
     let maxSize: Int64
@@ -54,9 +56,10 @@ final class SpaceBound: WriteBound {
 
     init(
         environment: Environment, dbs: Databases, path: String, maxSize: Int64, minFree: Int64, codecs: CodecPool,
-        enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void
+        diagnostics: Diagnostics, enqueue: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void
     ) {
         self.environment = environment
+        self.diagnostics = diagnostics
         self.dbs = dbs
         self.path = path
         self.codecs = codecs
@@ -95,7 +98,7 @@ final class SpaceBound: WriteBound {
             do {
                 _ = try evictToLowWater()
             } catch {
-                Diagnostics.report("evict to keep the store within its bound", error)
+                diagnostics.report("evict to keep the store within its bound", error)
             }
         }
     }

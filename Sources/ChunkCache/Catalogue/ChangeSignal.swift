@@ -29,6 +29,8 @@ final class ChangeSignal: CommitSignal {
 
     let marks: ChangeMarks
     private let folder: String
+    /// Where a failed touch or watch is reported.
+    private let diagnostics: Diagnostics
     private var path: String { folder + "/" + Self.fileName }
 
     /// This process's waiters; a touch by another process wakes them through ``InputWatches``.
@@ -42,8 +44,9 @@ final class ChangeSignal: CommitSignal {
 
     private let state = Mutex(State())
 
-    init(folder: String, marks: ChangeMarks) {
+    init(folder: String, marks: ChangeMarks, diagnostics: Diagnostics) {
         self.folder = folder
+        self.diagnostics = diagnostics
         self.marks = marks
     }
 
@@ -62,7 +65,7 @@ final class ChangeSignal: CommitSignal {
         do {
             try FileSystem.touch(path)
         } catch {
-            Diagnostics.report(
+            diagnostics.report(
                 "touch \(path) to wake the processes waiting for changes (they find them within \(watchedPoll.withLock { $0 }))",
                 error)
         }
@@ -115,7 +118,7 @@ final class ChangeSignal: CommitSignal {
                 watch = try DirectoryWatch.start(folder)
             } catch {
                 state.watchFailed = true
-                Diagnostics.report(
+                diagnostics.report(
                     "watch \(folder) for changes with inotify (waiters poll every \(Self.fallbackPoll) instead)", error)
                 return
             }
@@ -127,7 +130,7 @@ final class ChangeSignal: CommitSignal {
             } catch {
                 watch.close()
                 state.watchFailed = true
-                Diagnostics.report(
+                diagnostics.report(
                     "wait for inotify events on \(folder) (waiters poll every \(Self.fallbackPoll) instead)", error)
                 return
             }

@@ -104,7 +104,7 @@ final class UsageRecorder: Sendable {
             let notes = self.take()
             engine.store.writer.writeLater({ txn in try self.write(notes, in: &txn, engine: engine) }) { result in
                 if case .failure(let error) = result {
-                    Diagnostics.report("record when items and chunks were last used", error)
+                    engine.diagnostics.report("record when items and chunks were last used", error)
                 }
             }
         }

@@ -87,7 +87,7 @@ final class InputWatches: Sendable {
             } catch {
                 // Only a broken epoll instance fails here (EINTR is retried): stop rather than spin. Waiters
                 // still check on their own every `ChangeSignal.watchedPoll`.
-                Diagnostics.report(
+                Diagnostics.standardError.report(
                     "wait for input on watched descriptors (changes are noticed by polling instead)", error)
                 return
             }
@@ -119,7 +119,8 @@ final class InputWatches: Sendable {
             do {
                 try state.waiter?.rearm(entry.file, token: token)
             } catch {
-                Diagnostics.report("watch a descriptor for input again (changes are noticed by polling instead)", error)
+                Diagnostics.standardError.report(
+                    "watch a descriptor for input again (changes are noticed by polling instead)", error)
             }
             return nil
         }

@@ -387,7 +387,7 @@ extension ChunkCache {
     private func prefetch(_ ahead: Range<Int64>, of served: Item, _ item: ItemIdentifier, session: OriginSession) {
         let store = self.store
         let contentVersion = served.itemVersion.contentVersion
-        Diagnostics.attempt("read ahead in \(item)") {
+        store.diagnostics.attempt("read ahead in \(item)") {
             let key = Keys.version(
                 itemKey: Keys.item(domain: item.domain, id: item.rawValue), contentVersion: contentVersion)
             let version = try store.environment.read { txn in

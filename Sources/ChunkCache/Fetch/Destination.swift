@@ -1,6 +1,5 @@
 import FileIO
 import Foundation
-import Synchronization
 
 /// A fetch's file at a path the caller named (`fetch --out`), written so that each byte is written once.
 ///
@@ -55,7 +54,7 @@ struct Destination {
     ///   - scratch: Where the clone route assembles: the store's `tmp/`.
     ///   - strategies: The clone strategies allowed. Without `.reflink` the clone route is taken whatever the
     ///     filesystem, so tests can run the copying fallbacks.
-    ///   - faults: What a test injected (``DestinationFaults``); none in product code.
+    ///   - faults: What a test injected (the engine's ``EngineProbes/destination``); none in the product.
     ///   - inspect: Sees the finished file before it is named (tests look at its extents).
     /// - Returns: The clone strategy (`nil` when the file was assembled in place); or, when `assemble` found a
     ///   damaged chunk, that chunk, and the destination is left as it was.
@@ -63,7 +62,7 @@ struct Destination {
     ///   `replaceExisting`; the file errors of `CacheError.file`, naming the destination.
     func write(
         size: Int64, scratch: String, strategies: Set<CloneStrategy>,
-        faults: DestinationFaults = DestinationFaults.inProcess.withLock { $0 },
+        faults: DestinationFaults,
         inspect: ((FileDescriptor) -> Void)?, assemble: (FileDescriptor) throws -> Assembly
     ) throws -> Written {
         var pending = try PendingFile.create(in: directory, unnamed: !faults.namedStaging)
@@ -281,17 +280,13 @@ enum StagingFiles {
 // MARK: - Test hooks
 
 /// Points where a test steers or stops a fetch's destination, to reach what only a killed process shows.
-/// Tests set them (`@testable`), either for one ``Destination/write(size:scratch:strategies:faults:inspect:assemble:)``
-/// or, in an exit test's child process, for the whole process (``inProcess``). Product code never sets
-/// them, and unset they change nothing.
+/// Tests give them to one ``Destination/write(size:scratch:strategies:faults:inspect:assemble:)``, or to every
+/// fetch of a store through the probes it opens the store with (``EngineProbes/destination``). The product
+/// gives none, and unset they change nothing.
 struct DestinationFaults: Sendable {
     /// Never use `O_TMPFILE`, as on a filesystem without it.
     var namedStaging = false
     /// Runs once the destination's file exists, with its staging path (`nil` while it has no name): a test
     /// looks at the folder, or holds the process there for its parent to kill.
     var stagingCreated: (@Sendable (_ stagingPath: String?) -> Void)?
-
-    /// The faults of every destination of this process that is given none: none, unless an exit test's
-    /// child process (which runs that one test) set them before it fetched.
-    static let inProcess = Mutex(DestinationFaults())
 }

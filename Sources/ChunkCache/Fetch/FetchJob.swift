@@ -19,14 +19,10 @@ struct FetchJob: Sendable {
     let options: FetchOptions
     let request: FetchRequest
     let destination: FetchDestination
-    var strategies = ChunkCache.cloneStrategies
-    var inspectClone: (@Sendable (FileDescriptor) -> Void)?
-    /// Called before each chunk is read; tests set it to act at a known point.
-    var beforeChunk: (@Sendable (Int64) -> Void)?
 
     /// The fetch may be served from the bytes it downloads, before they are stored (``DirectBytes``): a
-    /// hand-off of a range (a clone, a whole file and a hooked test fetch read the store).
-    var servesFromDownload: Bool { minimalRange != nil && destination == .handOff && beforeChunk == nil }
+    /// hand-off of a range (a clone and a whole file read the store).
+    var servesFromDownload: Bool { minimalRange != nil && destination == .handOff }
 
     /// Plans and writes the fetch of `version` in one snapshot, on the calling thread.
     func attempt(_ version: [UInt8]?, engine: Engine, cancellation: CancellationFlag) throws -> FetchOutcome<
@@ -50,7 +46,7 @@ struct FetchJob: Sendable {
         -> FetchOutcome<FetchResult>?
     {
         let readsAreHits = if case .serving = source { false } else { true }
-        let checkpoint = ChunkCheckpoint(cancellation: cancellation, beforeChunk: beforeChunk)
+        let checkpoint = ChunkCheckpoint(cancellation: cancellation, beforeChunk: engine.probes.beforeChunk)
         // A full disk must not stop a fetch of what the store holds: the attempt runs once more after the
         // store's space reserve is released (``SpaceReserve``).
         var reserveReleased = false
@@ -96,7 +92,8 @@ struct FetchJob: Sendable {
             }
         case .clone(let target, let replaceExisting):
             let written = try Destination(path: target, replaceExisting: replaceExisting).write(
-                size: plan.version.size, scratch: store.tmpPath, strategies: strategies, inspect: inspectClone
+                size: plan.version.size, scratch: store.tmpPath, strategies: engine.probes.cloneStrategies,
+                faults: engine.probes.destination, inspect: engine.probes.inspectClone
             ) { file in
                 try RangeAssembler.assemble(plan, store: store, into: file, checkpoint: checkpoint, in: txn)
             }

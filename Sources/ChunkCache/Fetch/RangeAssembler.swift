@@ -153,7 +153,7 @@ enum RangeAssembler {
     }
 }
 
-/// What a fetch checks before each chunk: its cancellation, and a hook only tests set.
+/// What a fetch checks before each chunk: its cancellation, and a test's probe (``EngineProbes/beforeChunk``).
 struct ChunkCheckpoint: Sendable {
     let cancellation: CancellationFlag
     /// Called with each chunk's index before the chunk is read, so a test can act at a known point of a

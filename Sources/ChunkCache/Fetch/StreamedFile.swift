@@ -82,20 +82,17 @@ final class StreamedFile: Sendable {
     }
 
     /// The streamed file of `job`, or nil when the job is not one a download can stream: a hand-off of a
-    /// range small enough for memory (``DirectBytes``), or a test's hooked fetch.
-    static func make(for job: FetchJob, store: Store) throws -> StreamedFile? {
-        guard job.beforeChunk == nil, job.inspectClone == nil, job.strategies == ChunkCache.cloneStrategies else {
-            return nil
-        }
+    /// range small enough for memory (``DirectBytes``).
+    static func make(for job: FetchJob, engine: Engine) throws -> StreamedFile? {
         switch job.destination {
         case .handOff:
             if let range = job.minimalRange, range.length <= FetchThresholds.inlineBytes { return nil }
-            let file = try HandOff.createOwnedFile(in: store.tmpPath, prefix: "fetch-")
+            let file = try HandOff.createOwnedFile(in: engine.store.tmpPath, prefix: "fetch-")
             let path = file.path
             return StreamedFile(Owner(handOff: file), place: .handOff(path: path))
         case .clone(let path, let replaceExisting):
             let destination = try Destination(path: path, replaceExisting: replaceExisting)
-            let faults = DestinationFaults.inProcess.withLock { $0 }
+            let faults = engine.probes.destination
             let pending = try PendingFile.create(in: destination.directory, unnamed: !faults.namedStaging)
             faults.stagingCreated?(pending.stagingPath)
             return StreamedFile(Owner(destination: pending), place: .destination(destination))

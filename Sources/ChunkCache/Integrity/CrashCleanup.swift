@@ -63,7 +63,7 @@ extension Store {
         guard (try? FileSystem.forEachEntry(in: writersPath, { names.append($0.name) })) != nil else { return }
         for name in names {
             guard let token = WriterToken(fileName: name), !pendingWriters.contains(token) else { continue }
-            Diagnostics.attempt("remove the abandoned writer lease \(writersPath)/\(name)") {
+            diagnostics.attempt("remove the abandoned writer lease \(writersPath)/\(name)") {
                 try AbandonedLease.claim(token, in: writersPath)?.remove()
             }
         }

@@ -102,7 +102,7 @@ extension ChunkCache {
                 try hooks.domainCreated()
             } catch {
                 // Before the domain was handed back: the import is undone, as if it never began.
-                Diagnostics.attempt("roll back the import of \(root) as domain \"\(domain)\"") {
+                store.diagnostics.attempt("roll back the import of \(root) as domain \"\(domain)\"") {
                     if let staged { try FileSystem.rename(staged, to: root, options: .noReplace) }
                     try store.writer.writeAndWait { txn in
                         try txn.removeDomainRecords(domain, store.dbs)

@@ -127,7 +127,7 @@ struct ImportRunner {
         } catch {
             // Ingested, not yet published: their pending manifests go now (a crash leaves them to the next open).
             let dbs = store.dbs
-            Diagnostics.attempt("roll back the pending manifests of an import batch of domain \"\(domain)\"") {
+            store.diagnostics.attempt("roll back the pending manifests of an import batch of domain \"\(domain)\"") {
                 try store.writer.writeAndWait { txn in
                     for case .file(_, _, _, _, let content) in steps { try txn.dropManifest(content.manifestID, dbs) }
                 }

@@ -80,7 +80,7 @@ final class Ingestor: Sendable {
         do {
             return try fill(manifestID, from: file, length: length, path: path, previous: previous)
         } catch {
-            Diagnostics.attempt("roll back the pending manifest of \(path)") {
+            store.diagnostics.attempt("roll back the pending manifest of \(path)") {
                 try store.writer.writeAndWait { txn in try txn.dropManifest(manifestID, dbs) }
             }
             throw CacheError.wrap(error, store: store.path, doing: "storing \(path)")

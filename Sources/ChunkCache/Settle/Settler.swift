@@ -65,10 +65,6 @@ final class Settler: Sendable {
 
     private let state = Mutex(State())
 
-    /// A test hook run at the end of each batch's write transaction, before it commits: one that throws undoes
-    /// the transaction, as a kill before the commit would.
-    let beforeBatchCommit = Mutex<(@Sendable () throws -> Void)?>(nil)
-
     /// Notes that fills were recorded now, and starts background settling behind them.
     func fillsArrived(in engine: Engine) {
         let start = state.withLock { state -> Bool in
@@ -104,7 +100,7 @@ final class Settler: Sendable {
                 }
                 guard let round, round.touched > 0 else { return }
             } catch {
-                Diagnostics.report("settle downloaded chunks", error)
+                engine.diagnostics.report("settle downloaded chunks", error)
                 return
             }
         }
@@ -316,7 +312,7 @@ final class Settler: Sendable {
     /// Reports fills a committed batch dropped because their bytes did not hash to what the store knew.
     private static func reportMismatches(_ result: SettleResult, in store: Store) {
         guard result.mismatched > 0 else { return }
-        Diagnostics.report(
+        store.diagnostics.report(
             "keep \(result.mismatched) downloaded chunk(s) of the store at \(store.path)",
             CacheError(
                 .corruptData,
@@ -416,7 +412,8 @@ final class Settler: Sendable {
             try txn.forgetFillFileIfDone(manifestID, dbs)
         }
         if result.mismatched > 0 { try txn.addToCounter(dbs, MetaKey.settleMismatches, Int64(result.mismatched)) }
-        try engine.settler.beforeBatchCommit.withLock { $0 }?()
+        // A test's probe (``EngineProbes/beforeBatchCommit``): a throw here undoes the batch, as a kill would.
+        try engine.probes.beforeBatchCommit?()
         return result
     }
 

@@ -83,8 +83,9 @@ final class FillRelease: AfterCommit {
 
     func run(_ environment: Environment) {
         guard !unnamed.isEmpty else { return }
-        // Failing here leaves bytes no record names, as a kill here would; they go with their file.
-        Diagnostics.attempt("free the disk of forgotten downloaded chunks") {
+        // Failing here leaves bytes no record names, as a kill here would; they go with their file. Reported to
+        // standard error: an after-commit step is given the environment, not the store and its diagnostics.
+        Diagnostics.standardError.attempt("free the disk of forgotten downloaded chunks") {
             try environment.write { txn in try txn.releaseUnnamedFills(unnamed, dbs) }
         }
     }

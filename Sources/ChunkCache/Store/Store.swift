@@ -18,6 +18,8 @@ final class Store: Sendable {
     let codecs: CodecPool
     /// The free space to keep that `meta` recorded when the store opened; -1 for none (the default).
     let recordedMinFree: Int64
+    /// Where the store's engine reports failures it cannot throw: standard error, unless a test gave a sink.
+    let diagnostics: Diagnostics
     /// This process's lease on the pending manifests it writes, taken at its first ingest.
     private let lease = Mutex<WriterLease?>(nil)
 
@@ -31,13 +33,14 @@ final class Store: Sendable {
 
     private init(
         path: String, environment: Environment, dbs: Databases, layout: ChunkLayout, maxSize: Int64, minFree: Int64,
-        level: Int32
+        level: Int32, afterEachTransaction: (@Sendable () -> Void)?, diagnostics: Diagnostics
     ) {
         self.path = path
+        self.diagnostics = diagnostics
         self.tmpPath = path + "/tmp"
         self.environment = environment
         self.dbs = dbs
-        writer = Writer(environment: environment)
+        writer = Writer(environment: environment, afterEachTransaction: afterEachTransaction)
         codecs = CodecPool(chunkSize: layout.chunkSize, level: level)
         self.layout = layout
         self.maxSize = maxSize
@@ -102,7 +105,7 @@ final class Store: Sendable {
     }
 
     /// Opens the store in `path`, a directory ``prepareDirectory(_:)`` made ready, creating its data file when
-    /// it has none. Use ``Engine/open(at:layout:maxSize:level:)``, which keeps one store per directory.
+    /// it has none. Use ``Engine/open(at:layout:maxSize:level:probes:)``, which keeps one store per directory.
     ///
     /// - Parameters:
     ///   - layout: The chunk size to create with (default 64 KiB); for an existing store, a different one
@@ -112,7 +115,12 @@ final class Store: Sendable {
     ///     transaction of the process is active, which this open cannot know of another user's. Then a
     ///     different size is `transient`, to retry once the others have closed it.
     ///   - level: The zstd level for new chunks; a store already open keeps the level it was opened with.
-    static func open(directory path: String, layout: ChunkLayout?, maxSize: Int64?, level: Int32) throws -> Store {
+    ///   - afterEachTransaction: A test's probe the writer runs after each transaction; nil in the product.
+    ///   - diagnostics: Where failures that cannot be thrown are reported.
+    static func open(
+        directory path: String, layout: ChunkLayout?, maxSize: Int64?, level: Int32,
+        afterEachTransaction: (@Sendable () -> Void)?, diagnostics: Diagnostics
+    ) throws -> Store {
         let settings = StoreSettings(
             layout: layout ?? StoreSettings.standard.layout, maxSize: maxSize ?? StoreSettings.standard.maxSize,
             compressionLevel: level)
@@ -198,7 +206,8 @@ final class Store: Sendable {
                     ? Int64(try txn.counter(dbs, MetaKey.minFree)) : -1
                 return Store(
                     path: path, environment: environment, dbs: dbs, layout: ChunkLayout(uncheckedShift: shift),
-                    maxSize: maxSize, minFree: minFree, level: settings.compressionLevel)
+                    maxSize: maxSize, minFree: minFree, level: settings.compressionLevel,
+                    afterEachTransaction: afterEachTransaction, diagnostics: diagnostics)
             }
         } catch {
             throw CacheError.wrap(error, store: path, doing: "opening")

@@ -25,14 +25,17 @@ import Synchronization
 final class Writer: Sendable {
     private let queue = DispatchQueue(label: "chunkcache.writer", qos: .userInitiated)
     let environment: Environment
-    /// A test hook run on the writer queue after each transaction, committed or not: a test pauses writes
-    /// there, between two transactions of an ingest, to act while its pending manifest is on disk.
-    let afterEachTransaction = Mutex<(@Sendable () -> Void)?>(nil)
+    /// A test's probe run on the writer queue after each transaction, committed or not,
+    /// given when the store opened; nil in the product.
+    private let afterEachTransaction: (@Sendable () -> Void)?
 
     /// The store's bound (<doc:Contract#12-A-bounded-cache>), consulted around commits; set once when the store opens.
     private let bound = Mutex<(any WriteBound)?>(nil)
 
-    init(environment: Environment) { self.environment = environment }
+    init(environment: Environment, afterEachTransaction: (@Sendable () -> Void)?) {
+        self.environment = environment
+        self.afterEachTransaction = afterEachTransaction
+    }
 
     /// Pauses between attempts of a download's commit that found the map full: readers' snapshots end in
     /// milliseconds, and with them the hold on the pages eviction freed. On a machine loaded several times
@@ -119,7 +122,7 @@ final class Writer: Sendable {
         doing what: String = "writing",
         _ body: (inout WriteTransaction) throws -> R
     ) throws -> R {
-        defer { afterEachTransaction.withLock { $0 }?() }
+        defer { afterEachTransaction?() }
         let bound = self.bound.withLock { $0 }
         let changeSignal = self.changeSignal.withLock { $0 }
         changeSignal?.clearMark()
