@@ -10,22 +10,8 @@ public protocol EnumerationObserver: AnyObject, Sendable {
     func finishEnumeratingWithError(_ error: any Error)
 }
 
-/// Receives a batch of changes, as `NSFileProviderChangeObserver`.
-public protocol ChangeObserver: AnyObject, Sendable {
-    /// The batch size the system suggests; nil for the default.
-    var suggestedBatchSize: Int? { get }
-    func didUpdate(_ updatedItems: [Item])
-    func didDeleteItems(withIdentifiers deletedItemIdentifiers: [String])
-    func finishEnumeratingChanges(upTo anchor: SyncAnchor, moreComing: Bool)
-    func finishEnumeratingWithError(_ error: any Error)
-}
-
 extension EnumerationObserver {
     public var suggestedPageSize: Int? { nil }
-}
-
-extension ChangeObserver {
-    public var suggestedBatchSize: Int? { nil }
 }
 
 /// The observer and completion-handler shapes of `NSFileProviderEnumerator`, for an extension to forward

@@ -3,58 +3,6 @@ import Foundation
 import LMDBKit
 import OriginKit
 
-/// What a fetch tells the cold path about itself. Made in one place, where the cold path starts
-/// (``ChunkCache/throughOrigin(_:options:request:servesFromDownload:streamed:first:serve:)``).
-struct ColdRequest: Sendable {
-    let item: ItemIdentifier
-    let strict: Bool
-    /// The range asked for; nil for the whole file.
-    let minimal: ByteRange?
-    let alignment: Int
-    let counters: DownloadProgress
-    /// The fetch may be served from the bytes it downloads, before they are stored (``DirectBytes``).
-    let servesFromDownload: Bool
-    /// The fetch's own file, written from its download as the bytes arrive (a large range).
-    let streamed: StreamedFile?
-    /// The fetch's claim on what it downloads, which eviction spares until the fetch ends.
-    let claim: UnreadDownloads.Claim
-
-    init(
-        _ target: ColdTarget, options: FetchOptions, request: FetchRequest, servesFromDownload: Bool,
-        streamed: StreamedFile?, downloads: UnreadDownloads
-    ) {
-        item = target.item
-        strict = options.contains(.strictVersioning)
-        minimal = target.minimal
-        alignment = target.alignment
-        counters = request.progress ?? DownloadProgress()
-        self.servesFromDownload = servesFromDownload && streamed == nil
-        self.streamed = streamed
-        claim = downloads.claim()
-    }
-}
-
-/// What a fetch on the cold path reads: the item, and the range asked for (nil: the whole file) with its
-/// alignment.
-struct ColdTarget: Sendable {
-    let item: ItemIdentifier
-    let minimal: ByteRange?
-    let alignment: Int
-}
-
-/// The bytes a fetch served, for the read-ahead that follows it.
-protocol ServedBytes {
-    var servedItem: Item { get }
-    var servedRange: Range<Int64> { get }
-    /// Served from an origin domain: only those have read-ahead.
-    var fromOriginDomain: Bool { get }
-}
-
-extension FetchResult: ServedBytes {
-    var servedItem: Item { item }
-    var servedRange: Range<Int64> { retrievedRange.location..<retrievedRange.end }
-}
-
 /// How often one fetch goes back to its origin, and when it gives up (as `transient`).
 ///
 /// Version changes: a discovery, a fill and a new version when the origin moves on take three; more means the
@@ -106,11 +54,5 @@ struct ColdRounds {
                 "what this fetch downloaded of item \(item) was evicted before it could be read, \(Self.maxRefills + 1) times: the store's bound (init --max-size, --min-free) is too small for the reads running at once; raise it, then retry"
             )
         }
-    }
-}
-
-extension Result where Failure == any Error {
-    init(_ body: () async throws -> Success) async {
-        do { self = .success(try await body()) } catch { self = .failure(error) }
     }
 }
