@@ -104,8 +104,6 @@ public final class RawCopyFloor {
     }
 }
 
-// MARK: - Decode floor
-
 // MARK: - Shared parts
 
 /// The bytes a floor handles for `range`: clamped to `[0, size)`, widened if asked to the range a fetch
@@ -149,8 +147,6 @@ public func touchedBuffer(_ count: Int) -> UnsafeMutableRawBufferPointer {
 public func floorTemporaryPath(in directory: String, kind: String) -> String {
     "\(directory)/floor-\(ThisProcess.id)-\(kind)-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
 }
-
-// MARK: - Page cache
 
 /// What every floor does around its copy, as the engine does around a fetch: create the temp file
 /// (`O_EXCL`), size it to the whole item, let `body` write, close it and unlink it, also when `body` throws.

@@ -245,5 +245,3 @@ public enum FileSystem {
         }
     }
 }
-
-// MARK: - Anonymous memory
