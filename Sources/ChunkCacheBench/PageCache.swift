@@ -1,6 +1,5 @@
 import ChunkCache
 import FileIO
-import ZstdKit
 
 /// Keeps files in the page cache, so floors and the engine read memory, not the disk.
 public enum PageCache {

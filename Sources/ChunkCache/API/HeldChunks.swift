@@ -1,6 +1,5 @@
 import FileIO
 import Foundation
-import LMDBKit
 
 /// What eviction could free and what pins hold (`stat`'s `evictableBytes` and `pinnedBytes`,
 /// <doc:Contract#12-A-bounded-cache>): stored bytes of distinct chunks, each counted once however many versions share

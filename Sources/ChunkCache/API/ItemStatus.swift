@@ -1,5 +1,4 @@
 import Foundation
-import LMDBKit
 
 /// An item as a file system shows it: the item at its newest version, and how much of that version the
 /// store holds.

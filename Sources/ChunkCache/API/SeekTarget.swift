@@ -1,5 +1,4 @@
 import Foundation
-import LMDBKit
 
 /// What `lseek(2)`'s `SEEK_DATA` and `SEEK_HOLE` look for in a file (``ChunkCache/seek(_:in:version:from:)``).
 public enum SeekTarget: Sendable, Hashable {

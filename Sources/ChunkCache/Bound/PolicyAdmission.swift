@@ -1,5 +1,4 @@
 import Foundation
-import LMDBKit
 
 /// Chunks downloaded into one manifest, for the policy to take in.
 struct PolicyAdmission: Sendable {

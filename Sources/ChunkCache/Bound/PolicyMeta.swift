@@ -1,5 +1,4 @@
 import Foundation
-import LMDBKit
 
 /// The policy's counters in `meta`.
 enum PolicyMeta {

@@ -1,5 +1,4 @@
 import Foundation
-import LMDBKit
 
 /// The chunks eviction spares while anything else can go: those fetches of this process downloaded and
 /// have not read yet. A fetch downloads what it lacks, then reads it from the store; without this, a store

@@ -1,5 +1,4 @@
 import Foundation
-import LMDBKit
 
 /// Where a tracked chunk stands in W-TinyLFU.
 enum PolicySegment: UInt8, CaseIterable {

@@ -1,5 +1,4 @@
 import Foundation
-import LMDBKit
 
 /// A chunk of an origin version: its manifest and index. The unit the policy tracks and evicts.
 struct PolicySlot: Hashable, Sendable {

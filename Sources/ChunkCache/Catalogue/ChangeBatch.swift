@@ -1,5 +1,4 @@
 import Foundation
-import LMDBKit
 
 /// A batch of changes, as `enumerateChanges(for:from:)` delivers it.
 public struct ChangeBatch: Sendable {

@@ -1,5 +1,4 @@
 import Foundation
-import LMDBKit
 
 /// How much of a domain's change log is kept (<doc:Contract#11-Catalogue,-enumeration,-changes-and-the-working-set>):
 /// records beyond either bound are compacted, and an anchor older than what is kept is `syncAnchorExpired`.

@@ -1,5 +1,4 @@
 import Foundation
-import LMDBKit
 import Synchronization
 
 /// The chunks of one version a fetch of an origin domain read from the store, for the eviction policy.

@@ -1,5 +1,4 @@
 import Foundation
-import LMDBKit
 
 /// A page of a container's items, as `enumerateItems(for:startingAt:)` delivers it.
 public struct ItemPage: Sendable {

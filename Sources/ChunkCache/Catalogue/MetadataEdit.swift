@@ -1,5 +1,4 @@
 import Foundation
-import LMDBKit
 
 /// A change to an item's user metadata, as `mark` makes it: each field nil leaves it as it is.
 public struct MetadataEdit: Sendable, Hashable {

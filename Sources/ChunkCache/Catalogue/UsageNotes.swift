@@ -1,5 +1,4 @@
 import Foundation
-import LMDBKit
 import Synchronization
 
 /// What a process noted since its last flush.

@@ -1,6 +1,5 @@
 import FileIO
 import Foundation
-import LMDBKit
 
 /// What a fetch checks before each chunk: its cancellation, and a hook only tests set.
 struct ChunkCheckpoint: Sendable {

@@ -1,6 +1,5 @@
 import FileIO
 import Foundation
-import LMDBKit
 
 /// A chunk the plan found in the cache was absent when it was read: the reading snapshot is newer than the
 /// planning one, and `verify --repair` (or eviction) marked the chunk absent in between. The fetch is planned

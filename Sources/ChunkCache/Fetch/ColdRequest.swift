@@ -1,6 +1,5 @@
 import FileIO
 import Foundation
-import LMDBKit
 import OriginKit
 
 /// What a fetch tells the cold path about itself. Made in one place, where the cold path starts

@@ -1,7 +1,5 @@
 import FileIO
 import Foundation
-import LMDBKit
-import OriginKit
 
 /// What a fetch on the cold path reads: the item, and the range asked for (nil: the whole file) with its
 /// alignment.

@@ -1,6 +1,5 @@
 import FileIO
 import Foundation
-import LMDBKit
 import OriginKit
 
 /// The bytes a fetch served, for the read-ahead that follows it.

@@ -1,6 +1,5 @@
 import FileIO
 import Foundation
-import LMDBKit
 
 /// A read-only run of zero bytes as long as the largest chunk, for zero chunks inside partial ranges.
 enum ZeroBytes {

@@ -1,6 +1,4 @@
 import Foundation
-import LMDBKit
-import ZstdKit
 
 /// The hot tier's setting and counters in `meta`.
 enum HotMeta {

@@ -1,6 +1,5 @@
 import Foundation
 import LMDBKit
-import ZstdKit
 
 /// What the hot tier knows of one chunk (`hot` database, key `0x01` + digest).
 package struct HotRecord: StoreRecord {

@@ -1,6 +1,4 @@
 import Foundation
-import LMDBKit
-import ZstdKit
 
 /// The hot tier's two queues.
 enum HotSegment: UInt8 {

@@ -1,7 +1,6 @@
 import Crypto
 import FileIO
 import Foundation
-import LMDBKit
 
 /// A content version that ``ChunkCache/verify(repair:walking:)`` found damaged. `repair` does not mend it: put the
 /// file again under a new version.

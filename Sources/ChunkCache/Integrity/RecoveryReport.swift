@@ -1,8 +1,6 @@
 import Crypto
 import FileIO
 import Foundation
-import LMDBKit
-import ZstdKit
 
 /// What ``ChunkCache/recover(storeAt:into:)`` salvaged, and what it lost.
 public struct RecoveryReport: Sendable, Hashable {

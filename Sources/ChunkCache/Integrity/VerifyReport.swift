@@ -1,7 +1,6 @@
 import Crypto
 import FileIO
 import Foundation
-import LMDBKit
 
 /// What `verify` found.
 public struct VerifyReport: Sendable, Hashable {

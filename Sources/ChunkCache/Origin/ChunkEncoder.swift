@@ -1,6 +1,5 @@
 import FileIO
 import Foundation
-import OriginKit
 import Synchronization
 
 /// Hashes and encodes raw chunks for a transaction to store

@@ -1,5 +1,4 @@
 import Foundation
-import OriginKit
 import SigV4
 import Synchronization
 

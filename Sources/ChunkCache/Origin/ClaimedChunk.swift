@@ -1,6 +1,5 @@
 import FileIO
 import Foundation
-import OriginKit
 import Synchronization
 
 /// A chunk this download claimed: its flight and the hash its manifest already knows for it, if any.

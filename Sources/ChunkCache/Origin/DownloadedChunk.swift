@@ -1,5 +1,4 @@
 import Foundation
-import LMDBKit
 
 /// A chunk downloaded from an origin, hashed and encoded, ready to be stored.
 struct DownloadedChunk: Sendable {

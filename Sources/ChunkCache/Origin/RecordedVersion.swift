@@ -1,5 +1,4 @@
 import Foundation
-import LMDBKit
 
 /// An item and version as an origin's answer recorded them, and the domain version after.
 struct RecordedVersion: Sendable {

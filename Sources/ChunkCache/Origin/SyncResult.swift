@@ -1,5 +1,4 @@
 import Foundation
-import LMDBKit
 import OriginKit
 import Synchronization
 

@@ -1,6 +1,5 @@
 import FileIO
 import Foundation
-import LMDBKit
 
 extension CacheError {
     /// A moving import of a directory on another filesystem than the store.

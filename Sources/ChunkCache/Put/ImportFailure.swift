@@ -1,6 +1,5 @@
 import FileIO
 import Foundation
-import LMDBKit
 
 /// An entry an import could not take in, or the error that stopped an import as a whole.
 public struct ImportFailure: Sendable, Hashable, CustomStringConvertible {

@@ -1,6 +1,5 @@
 import FileIO
 import Foundation
-import LMDBKit
 
 /// Points inside an import where tests act between its steps, so races are reproduced without sleeps.
 struct ImportHooks: Sendable {

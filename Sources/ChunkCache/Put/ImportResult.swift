@@ -1,6 +1,5 @@
 import FileIO
 import Foundation
-import LMDBKit
 
 /// What an import (``ChunkCache/import(_:fromDirectoryAt:copy:)``) or a reimport took in.
 public struct ImportResult: Sendable, Hashable {

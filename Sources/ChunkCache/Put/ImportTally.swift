@@ -1,6 +1,5 @@
 import FileIO
 import Foundation
-import LMDBKit
 
 /// What an import run counted.
 struct ImportTally {

@@ -1,7 +1,6 @@
 import Dispatch
 import FileIO
 import Foundation
-import LMDBKit
 
 /// What one ingest wrote.
 struct IngestCounts: Sendable {

@@ -1,7 +1,6 @@
 import Dispatch
 import FileIO
 import Foundation
-import LMDBKit
 
 /// A file's chunks written as a pending manifest: what ``Ingestor`` returns and publishing consumes.
 struct IngestedContent: Sendable {

@@ -1,5 +1,4 @@
 import Foundation
-import LMDBKit
 import Synchronization
 
 /// The domains whose import a thread of this process runs now: one runner per job per process.

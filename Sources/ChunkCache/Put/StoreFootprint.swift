@@ -1,6 +1,5 @@
 import FileIO
 import Foundation
-import LMDBKit
 
 /// The store's directory and the files in it, which no import may read or remove.
 ///

@@ -1,6 +1,5 @@
 import FileIO
 import Foundation
-import LMDBKit
 
 /// One entry of a directory tree, by its path relative to the root.
 struct TreeEntry: Sendable {

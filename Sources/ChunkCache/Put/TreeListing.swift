@@ -1,6 +1,5 @@
 import FileIO
 import Foundation
-import LMDBKit
 
 /// A tree's entries as one walk listed them, and the identity of its root folder then.
 struct TreeListing: Sendable {

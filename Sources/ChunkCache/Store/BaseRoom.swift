@@ -1,6 +1,3 @@
-import LMDBKit
-import ZstdKit
-
 /// Room to decode a delta's bases in, and the bases decoded before: made with its owner (a decode context),
 /// its buffers only at the first delta read, so reads of plain chunks never pay for them (nor allocate per
 /// read). Used by one thread at a time.

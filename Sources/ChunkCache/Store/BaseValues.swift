@@ -1,6 +1,3 @@
-import LMDBKit
-import ZstdKit
-
 /// Where a delta's bases are read from while it is decoded: the stored values of plain chunks, and room to
 /// decode two of them side by side (the frame's prefix).
 package protocol BaseValues {

@@ -1,6 +1,3 @@
-import LMDBKit
-import ZstdKit
-
 /// Bases decoded by earlier delta reads, kept by digest so that the next delta, which mostly shares one of
 /// them (consecutive chunks of a version are placed on consecutive chunks of the previous one), decodes one
 /// base rather than two. A digest names its bytes for good, so a kept base never goes stale; only bytes that

@@ -1,5 +1,4 @@
 import FileIO
-import LMDBKit
 
 /// The keys of the `fills` database and what they hold.
 enum FillKeys {

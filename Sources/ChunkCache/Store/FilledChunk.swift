@@ -1,5 +1,4 @@
 import FileIO
-import LMDBKit
 
 /// A downloaded chunk on its way into the store as a fill (``FillFiles``): its bytes are written into the fill
 /// file by the transaction that records it.

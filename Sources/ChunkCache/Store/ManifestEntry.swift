@@ -1,5 +1,4 @@
 import Crypto
-import LMDBKit
 
 /// One chunk index of a manifest.
 public enum ManifestEntry: Hashable, Sendable {

@@ -1,6 +1,3 @@
-import LMDBKit
-import ZstdKit
-
 /// No bases at all: where a chunk is checked on its own (the fuzz target), a delta cannot be read.
 package struct NoBases: BaseValues {
     package let scratch = UnsafeMutableRawBufferPointer(start: nil, count: 0)

@@ -1,5 +1,4 @@
 import Crypto
-import LMDBKit
 
 /// The hash that names a version's bytes: SHA-256 over the length (8 bytes, little-endian), then per chunk a
 /// tag (0 for an all-zero chunk, 1 for data) and, for data, the chunk's digest. The ingest computes it as it

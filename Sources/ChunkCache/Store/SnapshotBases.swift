@@ -1,5 +1,4 @@
 import LMDBKit
-import ZstdKit
 
 /// The bases of one LMDB snapshot: valid while the transaction it was made from lasts.
 struct SnapshotBases: BaseValues {

@@ -1,6 +1,4 @@
 import FileIO
-import LMDBKit
-import ZstdKit
 
 /// Why a chunk could not be read.
 enum UnreadableChunk {
