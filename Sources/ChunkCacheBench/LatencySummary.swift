@@ -37,20 +37,3 @@ public struct LatencySummary: Sendable, Hashable {
         return LatencyRatio(p50: divide(p50, floor.p50), p90: divide(p90, floor.p90), p99: divide(p99, floor.p99))
     }
 }
-
-/// One latency summary divided by another at each percentile (see ``LatencySummary/ratio(to:)``).
-public struct LatencyRatio: Sendable, Hashable {
-    /// The ratio of the medians.
-    public var p50: Double
-    /// The ratio of the 90th percentiles.
-    public var p90: Double
-    /// The ratio of the 99th percentiles.
-    public var p99: Double
-}
-
-/// The clock every latency here is measured with: FileIO's ``Clocks/monotonicNanoseconds()``.
-public enum MonotonicClock {
-    /// Nanoseconds since an arbitrary fixed point (boot), on `CLOCK_MONOTONIC`.
-    @inline(__always)
-    public static func nanoseconds() -> UInt64 { Clocks.monotonicNanoseconds() }
-}

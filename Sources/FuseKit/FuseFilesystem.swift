@@ -32,39 +32,3 @@ public protocol FuseFilesystem: AnyObject, Sendable {
     func extendedAttributeNames(_ request: FuseRequest, node: UInt64, size: Int)
     func setExtendedAttribute(_ request: FuseRequest, node: UInt64, name: String, value: UnsafeRawBufferPointer)
 }
-
-/// The `whence` values of ``FuseFilesystem/seek(_:node:handle:offset:whence:)`` (Linux's `SEEK_DATA` and
-/// `SEEK_HOLE`, which glibc's headers hide from Swift behind `_GNU_SOURCE`).
-public enum FuseSeek {
-    public static let data: Int32 = 3
-    public static let hole: Int32 = 4
-}
-
-/// What the kernel and libfuse agreed on, and what the file system asks of them (`struct fuse_conn_info`).
-public struct FuseConnection: Sendable {
-    /// How far the kernel reads ahead of a sequential reader, in bytes.
-    public var maxReadahead: UInt32
-    /// How many requests the kernel keeps in flight in the background (read-ahead among them).
-    public var maxBackground: UInt32
-    /// Features wanted (`FUSE_CAP_…`) and those the kernel offers.
-    public var wanted: UInt32
-    public let capable: UInt32
-}
-
-/// The feature bits of ``FuseConnection/wanted`` (`FUSE_CAP_…` of libfuse 3.14).
-public enum FuseCapabilities {
-    /// Several reads of one file in flight at once (read-ahead among them).
-    public static let asyncRead: UInt32 = 1 << 0
-    /// The kernel drops a file's pages when its size or modification time changes.
-    public static let autoInvalidateData: UInt32 = 1 << 12
-    /// `READDIRPLUS`: listings carry each entry's attributes.
-    public static let readdirPlus: UInt32 = 1 << 13
-    /// Let the kernel choose between `READDIR` and `READDIRPLUS`.
-    public static let readdirPlusAuto: UInt32 = 1 << 14
-    /// Lookups and listings of one folder at once.
-    public static let parallelDirectoryOperations: UInt32 = 1 << 18
-    /// The kernel caches link targets.
-    public static let cacheSymlinks: UInt32 = 1 << 23
-    /// A file's pages are dropped only when the file system says so.
-    public static let explicitInvalidateData: UInt32 = 1 << 25
-}

@@ -136,9 +136,3 @@ public final class FuseSession: @unchecked Sendable {
         }
     }
 }
-
-/// A FUSE session that could not start.
-public struct FuseError: Error, CustomStringConvertible {
-    public let description: String
-    init(_ description: String) { self.description = description }
-}

@@ -305,8 +305,3 @@ final class HandleCensus: Sendable {
 private final class ReaderCount: Sendable {
     let count = Atomic<Int>(0)
 }
-
-/// A named database inside an environment.
-public struct Database: Sendable, Hashable {
-    let dbi: MDB_dbi
-}

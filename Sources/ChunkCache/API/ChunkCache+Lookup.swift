@@ -1,23 +1,6 @@
 import Foundation
 import LMDBKit
 
-/// An item as a file system shows it: the item at its newest version, and how much of that version the
-/// store holds.
-public struct ItemStatus: Sendable, Hashable {
-    /// The item, at its newest version.
-    public var item: Item
-    /// Bytes of that version held in the store (zero chunks count as held); a folder's or link's is 0.
-    public var cachedBytes: Int64
-}
-
-/// What `lseek(2)`'s `SEEK_DATA` and `SEEK_HOLE` look for in a file (``ChunkCache/seek(_:in:version:from:)``).
-public enum SeekTarget: Sendable, Hashable {
-    /// Bytes that may not be zeros: stored chunks, and chunks not downloaded yet, whose bytes are unknown.
-    case data
-    /// A run of zero chunks, or the end of the file.
-    case hole
-}
-
 extension ChunkCache {
     /// The first offset at or after `offset` where `target` begins in version `version` of `identifier`, read
     /// on the calling thread as ``status(of:)``: the answer to `lseek(2)` with `SEEK_DATA` or `SEEK_HOLE`.

@@ -1,12 +1,5 @@
 import Foundation
 
-/// What kind of item an identifier names.
-public enum ItemKind: UInt8, Sendable, Codable {
-    case file = 0
-    case folder = 1
-    case symlink = 2
-}
-
 /// An item as the engine knows it, with the version a response served.
 public struct Item: Hashable, Sendable {
     /// The domain it belongs to.

@@ -8,20 +8,3 @@ public struct ReadResult: Sendable, Hashable {
     /// The domain's version when the read's snapshot was taken.
     public var domainVersion: DomainVersion
 }
-
-/// What ``ChunkCache/readCached(_:version:at:into:options:request:)`` found in the store alone.
-public enum CachedRead: Sendable {
-    /// The bytes were in the store and are in the buffer.
-    case served(ReadResult)
-    /// The store lacks some of them: ``ChunkCache/read(_:)`` fetches them from the origin into the same
-    /// buffer, from the plan this read made.
-    case missing(ReadMiss)
-}
-
-/// A buffer read the store could not serve, and the plan it made: handed to ``ChunkCache/read(_:)``, in a
-/// task, so a cold read plans once. It holds the caller's buffer, which must stay valid until that read
-/// returns.
-public struct ReadMiss: Sendable {
-    let job: BufferReadJob
-    let absence: Absence
-}

@@ -1,49 +1,6 @@
 import Foundation
 import LMDBKit
 
-/// How much of a domain's change log is kept (<doc:Contract#11-Catalogue,-enumeration,-changes-and-the-working-set>):
-/// records beyond either bound are compacted, and an anchor older than what is kept is `syncAnchorExpired`.
-public struct ChangeHistory: Sendable, Hashable {
-    /// The most change records kept.
-    public var changes: UInt64
-    /// The age in seconds beyond which records are dropped.
-    public var seconds: Double
-
-    public init(changes: UInt64, seconds: Double) {
-        self.changes = changes
-        self.seconds = seconds
-    }
-
-    /// 1,000,000 changes or 30 days, whichever is less.
-    public static let standard = ChangeHistory(changes: 1_000_000, seconds: 30 * 86_400)
-}
-
-/// One change to one item: its identifier and where it was before (nil: it did not exist). Where it is
-/// after is the next record's `before`, or the item as it is now.
-package struct ChangeRecord: StoreRecord {
-    var identifier: String
-    var before: Placement?
-    var time: Double
-
-    package static let remedy =
-        "run `chunkcache verify` to list the damage; clients following the domain's changes must list it again"
-
-    package func write(to w: inout ByteWriter) {
-        w.append(time)
-        w.appendPrefixed(identifier)
-        w.append(UInt8(before == nil ? 0 : 1))
-        before?.write(to: &w)
-    }
-}
-
-extension ChangeRecord {
-    package init(reading r: inout ByteReader) throws(RecordDamage) {
-        time = try r.readDouble()
-        identifier = try r.readPrefixedString()
-        before = try r.read(UInt8.self) == 1 ? try Placement(reading: &r) : nil
-    }
-}
-
 extension Keys {
     /// A key of `changes`: the domain, then the version and the record's index in it, big-endian so the log
     /// reads in order.

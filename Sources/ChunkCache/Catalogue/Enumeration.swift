@@ -1,38 +1,6 @@
 import Foundation
 import LMDBKit
 
-/// A page of a container's items, as `enumerateItems(for:startingAt:)` delivers it.
-public struct ItemPage: Sendable {
-    /// The items, in the page's order.
-    public var items: [Item]
-    /// Where the listing continues; nil after its last page.
-    public var nextPage: EnumerationPage?
-    /// The anchor taken when the listing's first page was read (<doc:FileProviderRules#F2>): the changes from it cover
-    /// everything the listing may have missed.
-    public var syncAnchor: SyncAnchor
-    /// The domain's version when this page was read, as the system reads `domainVersion` with each page
-    /// (<doc:FileProviderRules#E5>); a waiter of ``ChunkCache/ChunkCache/waitForDomainVersion(of:after:timeout:)``
-    /// starts from it.
-    public var domainVersion: DomainVersion
-}
-
-/// A batch of changes, as `enumerateChanges(for:from:)` delivers it.
-public struct ChangeBatch: Sendable {
-    /// Items created or changed, as they are now.
-    public var updated: [Item]
-    /// Identifiers of items deleted, or gone from the container.
-    public var deleted: [String]
-    /// The anchor to ask from next: distinct from the one given whenever anything was read
-    /// (<doc:FileProviderRules#F3>), resumable by a new process (<doc:FileProviderRules#F4>).
-    public var nextAnchor: SyncAnchor
-    /// More changes follow: ask again from ``nextAnchor``.
-    public var moreComing: Bool
-    /// The domain's version when this batch was read, as the system reads `domainVersion` after
-    /// `finishEnumeratingChanges` (<doc:FileProviderRules#E5>). With ``moreComing`` the batch stops before it; a bump
-    /// that logs no item change (a settings change) moves it with no change in the batch.
-    public var domainVersion: DomainVersion
-}
-
 /// Reads pages and change batches of a domain's catalogue in one read transaction each
 /// (<doc:Contract#11-Catalogue,-enumeration,-changes-and-the-working-set>).
 enum CatalogueReader {

@@ -47,29 +47,6 @@ struct Placement: Hashable, Sendable {
     }
 }
 
-/// What an enumeration lists: a folder (the root and the trash included), the working set, or every item of
-/// the domain (the changes a sync client or a mount follows).
-enum EnumeratedContainer: Hashable, Sendable {
-    case folder(String)
-    case workingSet
-    case allItems
-
-    /// The container whose ``ListingIndex`` entries a page walks; every item is listed under none.
-    var listedIdentifier: String? {
-        switch self {
-        case .folder(let identifier): return identifier
-        case .workingSet: return Item.workingSetContainer
-        case .allItems: return nil
-        }
-    }
-}
-
-/// How long a used item stays "recent" in the working set
-/// (<doc:Contract#11-Catalogue,-enumeration,-changes-and-the-working-set>).
-enum RecentItems {
-    static let window: Double = 30 * 86_400
-}
-
 extension ItemRecord {
     /// Where the item is listed now.
     var placement: Placement {

@@ -2,25 +2,6 @@ import Foundation
 import LMDBKit
 import Synchronization
 
-/// The chunks of one version a fetch of an origin domain read from the store, for the eviction policy.
-struct ChunkReads: Sendable {
-    let manifestID: UInt64
-    let chunks: ClosedRange<Int64>
-}
-
-/// What a process noted since its last flush.
-struct UsageNotes: Sendable {
-    var uses: [ItemIdentifier: Double] = [:]
-    /// Reads per chunk of origin domains (``EvictionPolicy``).
-    var reads: [PolicySlot: UInt32] = [:]
-    /// The read-ahead state of items of origin domains, for the next process (``ReadPositions``).
-    var readPositions: [ItemIdentifier: ReadAhead] = [:]
-    /// Chunks of every domain served from the store, each once per flush, for the hot tier (``HotTier``).
-    var hotReads: Set<PolicySlot> = []
-
-    var isEmpty: Bool { uses.isEmpty && reads.isEmpty && readPositions.isEmpty && hotReads.isEmpty }
-}
-
 /// Records `lastUsedDate` for fetches, and the chunks origin fetches read for the eviction policy (CONTRACT
 /// <doc:Contract#11-Catalogue,-enumeration,-changes-and-the-working-set>, <doc:Contract#12-A-bounded-cache>), without a
 /// write transaction per fetch.

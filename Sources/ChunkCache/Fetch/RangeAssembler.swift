@@ -153,36 +153,6 @@ enum RangeAssembler {
     }
 }
 
-/// What a fetch checks before each chunk: its cancellation, and a test's probe (``EngineProbes/beforeChunk``).
-struct ChunkCheckpoint: Sendable {
-    let cancellation: CancellationFlag
-    /// Called with each chunk's index before the chunk is read, so a test can act at a known point of a
-    /// fetch (cancel it, change the store) without sleeping.
-    var beforeChunk: (@Sendable (Int64) -> Void)?
-
-    /// Throws `userCancelled` once the fetch is cancelled.
-    func check(_ index: Int64) throws(CacheError) {
-        beforeChunk?(index)
-        try cancellation.check()
-    }
-}
-
-/// A chunk the plan found in the cache was absent when it was read: the reading snapshot is newer than the
-/// planning one, and `verify --repair` (or eviction) marked the chunk absent in between. The fetch is planned
-/// again in a newer snapshot, never reported as `versionNoLongerAvailable` (<doc:FileProviderRules#C4>).
-struct ChunkVanished: Error {
-    let index: Int64
-}
-
-/// A read-only run of zero bytes as long as the largest chunk, for zero chunks inside partial ranges.
-enum ZeroBytes {
-    // calloc'd and never written: the kernel backs it with the shared zero page.
-    private nonisolated(unsafe) static let buffer = UnsafeRawBufferPointer(
-        start: calloc(1, 1 << ChunkLayout.shifts.upperBound), count: 1 << ChunkLayout.shifts.upperBound)
-
-    static func prefix(_ count: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: buffer[..<count]) }
-}
-
 /// What the workers of a parallel range share, in one object: the chunks they claim a few at a time, the
 /// first error and the first damaged chunk (either stops them all), and the bytes written. The guarantees are
 /// those of ``WorkClaims``, ``FirstValue`` and ``AtomicTotal``; this only holds them together.

@@ -3,33 +3,6 @@ import Foundation
 import OriginKit
 import Synchronization
 
-/// A chunk this download claimed: its flight and the hash its manifest already knows for it, if any.
-struct ClaimedChunk: Sendable {
-    let index: Int64
-    let flight: Flight
-    let expected: ChunkDigest?
-}
-
-/// A downloaded chunk whose SHA-256 is not the hash its manifest holds (<doc:Contract#10-Origins-the-cold-path>
-/// "Integrity").
-struct ChunkMismatch: Error {
-    let index: Int64
-    let expected: ChunkDigest
-    let actual: ChunkDigest?
-}
-
-/// How a download's chunks go into the store.
-enum SinkMode: Sendable {
-    /// As fills (``FillFiles``): served and written as they arrive, settled later
-    /// (<doc:Contract#10-Origins-the-cold-path>). Absent entries only.
-    case fill
-    /// As fills over a fill whose bytes failed their check (or absent entries).
-    case refill
-    /// Hashed, checked against the digest and compressed now, overwriting a stored chunk that failed its
-    /// check: the digest is known and the chunk is already named, so there is nothing to settle.
-    case replaceStored
-}
-
 /// Turns one response's bytes into stored chunks (<doc:Contract#10-Origins-the-cold-path>): cuts them at chunk
 /// boundaries and hands each to the readers waiting for it as it arrives; batches of them are written into the
 /// version's fill file and recorded by write transactions while the response goes on, and each chunk's flight ends when
@@ -349,46 +322,6 @@ final class ChunkSink: @unchecked Sendable {
             out.append(try raw.withUnsafeBytes { try encoder.encode($0, index: chunk.index, digest: digest) })
         }
         return (out, mismatch)
-    }
-}
-
-/// Hashes and encodes raw chunks for a transaction to store
-/// (``WriteTransaction/storeDownloaded(_:manifestID:replacing:_:)``): the cold path's downloads and an import's small
-/// files.
-struct ChunkEncoder {
-    let store: Store
-    private var scratch: [UInt8]
-
-    /// - Parameter largest: The largest raw chunk it will be given.
-    init(store: Store, largest: Int) {
-        self.store = store
-        scratch = [UInt8](repeating: 0, count: ChunkCodec.encodedBound(rawCount: largest))
-    }
-
-    /// The digest a chunk is stored under: nil for all zeros, which is never stored.
-    static func digest(of raw: UnsafeRawBufferPointer) -> ChunkDigest? {
-        isAllZero(raw) ? nil : ChunkDigest(hashing: raw)
-    }
-
-    /// Chunk `index`: its digest (nil for all zeros, which is never stored) and stored form.
-    mutating func encode(_ raw: UnsafeRawBufferPointer, index: Int64) throws -> DownloadedChunk {
-        try encode(raw, index: index, digest: Self.digest(of: raw))
-    }
-
-    /// Chunk `index` whose digest (``digest(of:)``) is known: its stored form.
-    mutating func encode(_ raw: UnsafeRawBufferPointer, index: Int64, digest: ChunkDigest?) throws -> DownloadedChunk {
-        var encoded: [UInt8] = []
-        if digest != nil {
-            if scratch.count < ChunkCodec.encodedBound(rawCount: raw.count) {
-                scratch = [UInt8](repeating: 0, count: ChunkCodec.encodedBound(rawCount: raw.count))
-            }
-            let store = self.store
-            let count = try scratch.withUnsafeMutableBytes { output in
-                try store.codecs.withCompressor { try ChunkCodec.encode(raw, compressor: $0, into: output) }
-            }
-            encoded = Array(scratch[..<count])
-        }
-        return DownloadedChunk(index: index, digest: digest, encoded: encoded, rawLength: raw.count)
     }
 }
 

@@ -7,23 +7,6 @@ extension VersionRecord {
     static let unknownRoot = ChunkDigest(bytes: [UInt8](repeating: 0, count: 32))!
 }
 
-/// An item and version as an origin's answer recorded them, and the domain version after.
-struct RecordedVersion: Sendable {
-    let item: ItemRecord
-    let version: VersionRecord
-    let domainVersion: DomainVersion
-}
-
-/// A chunk downloaded from an origin, hashed and encoded, ready to be stored.
-struct DownloadedChunk: Sendable {
-    let index: Int64
-    /// nil for an all-zero chunk, which is never stored.
-    let digest: ChunkDigest?
-    /// The header and payload from ``ChunkCodec``; empty for a zero chunk.
-    let encoded: [UInt8]
-    let rawLength: Int
-}
-
 /// The catalogue changes of the cold path, each inside one write transaction on the writer.
 extension WriteTransaction {
     /// Records what an origin said an item is: the item (created when missing) and a version whose manifest

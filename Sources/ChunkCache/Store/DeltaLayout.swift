@@ -67,88 +67,6 @@ struct DeltaLayout: Equatable {
     }
 }
 
-/// Where a delta's bases are read from while it is decoded: the stored values of plain chunks, and room to
-/// decode two of them side by side (the frame's prefix).
-package protocol BaseValues {
-    /// At least two chunks of scratch space.
-    var scratch: UnsafeMutableRawBufferPointer { get }
-    /// Bases decoded by earlier reads, kept by digest; nil where none are kept.
-    var decoded: DecodedBases? { get }
-    /// Calls `body` with the stored value of chunk `digest`; nil when the store does not hold it.
-    func withStoredChunk<R>(_ digest: ChunkDigest, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R?
-}
-
-/// The bases of one LMDB snapshot: valid while the transaction it was made from lasts.
-struct SnapshotBases: BaseValues {
-    private let view: TransactionView
-    private let chunks: Database
-    private let room: BaseRoom
-
-    /// - Parameter room: Where bases are decoded, and kept decoded between reads.
-    init<T: TransactionReading & ~Copyable>(_ txn: borrowing T, _ dbs: Databases, room: BaseRoom) {
-        view = TransactionView(handle: txn.handle)
-        chunks = dbs.chunks
-        self.room = room
-    }
-
-    var scratch: UnsafeMutableRawBufferPointer { room.scratch }
-    var decoded: DecodedBases? { room.decoded }
-
-    func withStoredChunk<R>(_ digest: ChunkDigest, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
-        guard let stored = try digest.withUnsafeBytes({ try view.unsafeValue(chunks, key: $0) }) else { return nil }
-        return try body(stored)
-    }
-}
-
-/// Room to decode a delta's bases in, and the bases decoded before: made with its owner (a decode context),
-/// its buffers only at the first delta read, so reads of plain chunks never pay for them (nor allocate per
-/// read). Used by one thread at a time.
-final class BaseRoom {
-    let chunkSize: Int
-    private let keepsDecoded: Bool
-    private var buffer: UnsafeMutableRawBufferPointer?
-    private var kept: DecodedBases?
-
-    /// - Parameters:
-    ///   - chunkSize: The largest base: two of them fit side by side.
-    ///   - keepsDecoded: Whether bases are kept between reads (``DecodedBases``).
-    init(chunkSize: Int, keepsDecoded: Bool = true) {
-        self.chunkSize = chunkSize
-        self.keepsDecoded = keepsDecoded
-    }
-
-    deinit { buffer?.deallocate() }
-
-    var scratch: UnsafeMutableRawBufferPointer {
-        if let buffer { return buffer }
-        let made = UnsafeMutableRawBufferPointer.allocate(byteCount: DeltaLayout.maxBases * chunkSize, alignment: 4096)
-        buffer = made
-        return made
-    }
-
-    var decoded: DecodedBases? {
-        guard keepsDecoded else { return nil }
-        if let kept { return kept }
-        let made = DecodedBases(chunkSize: chunkSize)
-        kept = made
-        return made
-    }
-}
-
-/// A transaction borrowed by its handle, so that a decode deep in a call can read bases from it. Only made
-/// from a live transaction, and used while that transaction lasts.
-private struct TransactionView: TransactionReading {
-    let handle: OpaquePointer
-}
-
-/// No bases at all: where a chunk is checked on its own (the fuzz target), a delta cannot be read.
-package struct NoBases: BaseValues {
-    package let scratch = UnsafeMutableRawBufferPointer(start: nil, count: 0)
-    package init() {}
-    package var decoded: DecodedBases? { nil }
-    package func withStoredChunk<R>(_: ChunkDigest, _: (UnsafeRawBufferPointer) throws -> R) throws -> R? { nil }
-}
-
 extension ChunkCodec {
     /// The raw bytes of a delta chunk, decoded into `buffer` against its bases (see
     /// ``decode(_:rawCount:decompressor:buffer:digest:bases:)``).
@@ -204,45 +122,6 @@ extension ChunkCodec {
             length += base.rawLength
         }
         return UnsafeRawBufferPointer(rebasing: scratch[..<length])
-    }
-}
-
-/// Bases decoded by earlier delta reads, kept by digest so that the next delta, which mostly shares one of
-/// them (consecutive chunks of a version are placed on consecutive chunks of the previous one), decodes one
-/// base rather than two. A digest names its bytes for good, so a kept base never goes stale; only bytes that
-/// passed their check are kept. Used by one thread at a time, as its ``CodecPool/DecodeContext`` is.
-package final class DecodedBases {
-    private let chunkSize: Int
-    private let slots: UnsafeMutableRawBufferPointer
-    private var names: [(digest: ChunkDigest, length: Int)?]
-    private var next = 0
-
-    /// Bases kept: the two of one delta and the two of the next.
-    static let count = 4
-
-    init(chunkSize: Int) {
-        self.chunkSize = chunkSize
-        slots = .allocate(byteCount: Self.count * chunkSize, alignment: 4096)
-        names = Array(repeating: nil, count: Self.count)
-    }
-
-    deinit { slots.deallocate() }
-
-    /// Copies the kept bytes of `digest` into `target`; false when they are not kept.
-    func copy(_ digest: ChunkDigest, length: Int, into target: UnsafeMutableRawBufferPointer) -> Bool {
-        guard let slot = names.firstIndex(where: { $0?.digest == digest && $0?.length == length }) else { return false }
-        target.copyMemory(
-            from: UnsafeRawBufferPointer(rebasing: slots[(slot * chunkSize)..<(slot * chunkSize + length)]))
-        return true
-    }
-
-    /// Keeps the checked bytes of base `digest`, in place of the oldest kept.
-    func keep(_ digest: ChunkDigest, _ bytes: UnsafeRawBufferPointer) {
-        guard bytes.count <= chunkSize, !names.contains(where: { $0?.digest == digest }) else { return }
-        UnsafeMutableRawBufferPointer(rebasing: slots[(next * chunkSize)..<(next * chunkSize + bytes.count)])
-            .copyMemory(from: bytes)
-        names[next] = (digest, bytes.count)
-        next = (next + 1) % Self.count
     }
 }
 

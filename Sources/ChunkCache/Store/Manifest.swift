@@ -1,20 +1,6 @@
 import Crypto
 import LMDBKit
 
-/// One chunk index of a manifest.
-public enum ManifestEntry: Hashable, Sendable {
-    /// The chunk with this digest, stored in the cache.
-    case stored(ChunkDigest)
-    /// An all-zero chunk: nothing is stored.
-    case zero
-    /// Not in the cache (never downloaded, or dropped by `verify --repair`); the digest when known.
-    case absent(ChunkDigest?)
-    /// Downloaded and not settled yet: its raw bytes wait at their own offset in the version's fill file,
-    /// checked by this XXH3 of them (<doc:Contract#10-Origins-the-cold-path>; the hash the manifest knew before, if
-    /// any, is kept beside them for the settler, which names the chunk).
-    case filled(checksum: UInt64)
-}
-
 /// The on-disk form of a manifest page: up to 1024 entries of 33 bytes, `[tag][digest]`, then the page's
 /// ``Seal``, checked once each time a page is loaded.
 package enum ManifestPage {
@@ -164,27 +150,5 @@ extension WriteTransaction {
             }
             if changed { try ManifestPage.store(&entries, manifest: manifestID, page: pageIndex, in: &self, dbs) }
         }
-    }
-}
-
-/// The hash that names a version's bytes: SHA-256 over the length (8 bytes, little-endian), then per chunk a
-/// tag (0 for an all-zero chunk, 1 for data) and, for data, the chunk's digest. The ingest computes it as it
-/// reads; `verify` derives it again from the manifest to catch a manifest that no longer matches its version.
-struct RootHasher {
-    private var hasher = SHA256()
-
-    init(length: Int64) {
-        withUnsafeBytes(of: length.littleEndian) { hasher.update(bufferPointer: $0) }
-    }
-
-    /// Adds the next chunk: its digest, or nil for an all-zero chunk.
-    mutating func add(_ digest: ChunkDigest?) {
-        let tag: UInt8 = digest == nil ? 0 : 1
-        withUnsafeBytes(of: tag) { hasher.update(bufferPointer: $0) }
-        digest?.withUnsafeBytes { hasher.update(bufferPointer: $0) }
-    }
-
-    func finalize() -> ChunkDigest {
-        hasher.finalize().withUnsafeBytes { ChunkDigest(raw: $0) }
     }
 }
