@@ -13,7 +13,7 @@ public struct ChunkCacheCommand: AsyncParsableCommand {
             Init.self, Put.self, Import.self, Fetch.self, Versions.self, Stat.self, Domain.self, Ls.self, Changes.self,
             Anchor.self,
             Mark.self, Rm.self, Mv.self, Reimport.self, Pin.self, Unpin.self, Evict.self, Gc.self, Verify.self,
-            Recover.self, Sweep.self, Settle.self, Mount.self,
+            Recover.self, Sweep.self, Settle.self, Mount.self, Trace.self,
             VerifyWalk.self,
         ])
 

@@ -39,6 +39,8 @@ public enum DomainMount {
         }
         mounted()
         try await onThreadOfItsOwn(named: "chunkcache-mount") { try session.run(threads: options.threads) }
+        // What the programs read is saved as traces, once the prefetches running for them finish.
+        await cache.finishTraceSessions()
         try? await cache.flushUsage()
     }
 

@@ -23,6 +23,9 @@ public final class MountedDomain: FuseFilesystem {
     /// Whether eviction may drop the files' cached bytes (an origin domain): their `st_blocks` can shrink with
     /// no change to the catalogue.
     let evictable: Bool
+    /// Whether the mount teaches traces and starts their prefetches: for an origin domain only, where a
+    /// prediction saves downloads (CONTRACT §15).
+    let learns: Bool
     /// How long the kernel may trust names and attributes: long, because the mount tells it of every
     /// change (``ChangeFollower``).
     static let timeout: Double = 24 * 3600
@@ -38,6 +41,7 @@ public final class MountedDomain: FuseFilesystem {
         self.cache = cache
         self.domain = domain
         self.evictable = evictable
+        self.learns = evictable
         self.buffers = ReadBuffers(size: Self.maxRead, kept: 16)
         self.fill = BackgroundFill(cache, limit: fillBelow)
     }
@@ -161,8 +165,9 @@ public final class MountedDomain: FuseFilesystem {
             guard status.item.kind == .file else { return request.fail(.isDirectory) }
             let file = OpenFile(
                 item: ItemIdentifier(domain: domain, status.item.identifier), version: status.item.itemVersion,
-                size: status.item.documentSize)
+                size: status.item.documentSize, opener: opener(of: request))
             let handle = files.add(file)
+            if learns { cache.noteOpen(file.item, by: file.opener) }
             fill.start(file, cachedBytes: status.cachedBytes)
             // The pages the kernel cached stay valid: a changed file is invalidated when the change is seen.
             request.replyOpen(handle: handle, keepCache: true)
@@ -185,6 +190,9 @@ public final class MountedDomain: FuseFilesystem {
             case .served(let served):
                 request.reply(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<served.bytesRead]))
                 buffers.give(buffer)
+                if learns {
+                    cache.noteRead(file.item, range: ByteRange(location: offset, length: Int64(count)), by: file.opener)
+                }
                 return
             case .missing(let missing):
                 miss = missing
@@ -192,6 +200,9 @@ public final class MountedDomain: FuseFilesystem {
         } catch {
             buffers.give(buffer)
             return request.fail(error.mountErrno)
+        }
+        if learns {
+            cache.noteRead(file.item, range: ByteRange(location: offset, length: Int64(count)), by: file.opener)
         }
         let range = offset..<(offset + Int64(count))
         guard !timedOut.justFailed(handle, range) else {
@@ -211,6 +222,13 @@ public final class MountedDomain: FuseFilesystem {
             }
             buffers.give(buffer)
         }
+    }
+
+    /// Who opens a file, as traces tell runs apart: the requesting thread's process, so all of a program's
+    /// threads are one opener.
+    private func opener(of request: FuseRequest) -> TraceOpener {
+        let thread = request.threadID
+        return .process(ThreadGroup.process(ofThread: thread) ?? thread)
     }
 
     /// `SEEK_DATA` and `SEEK_HOLE` in the version the file was opened at: holes are its zero chunks.

@@ -7,4 +7,6 @@ struct OpenFile: Sendable {
     let item: ItemIdentifier
     let version: ItemVersion
     let size: Int64
+    /// The process that opened it: its reads teach that process's trace (CONTRACT §15).
+    let opener: TraceOpener
 }

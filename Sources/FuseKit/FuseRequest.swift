@@ -21,6 +21,10 @@ public struct FuseRequest: @unchecked Sendable {
         gate = Unmanaged<FuseSession.Target>.fromOpaque(fuse_req_userdata(raw)!).takeUnretainedValue().replies
     }
 
+    /// The id of the thread that made the request (the kernel's `pid` of the caller), 0 when the kernel made
+    /// it on no one's behalf.
+    public var threadID: Int32 { fuse_req_ctx(raw).pointee.pid }
+
     /// Fails the request with `error`.
     public func fail(_ error: Errno) { gate.pass { _ = fuse_reply_err(raw, error.rawValue) } }
 

@@ -173,6 +173,7 @@ extension ChunkCache {
                 let job = try txn.importJob(name, dbs)
                 try txn.removeDomainRecords(name, dbs)
                 try txn.deleteImportJob(of: name, dbs)
+                _ = try txn.deleteTraces(of: name, dbs)
                 return job
             }
         } catch {

@@ -94,8 +94,10 @@ extension ChunkCache {
         case .served(var served):
             startReadAhead(after: served, item)
             if let progress = request.progress { served.record(progress) }
+            noteFetched(item, minimalRange)
             return served
         case .missing(let absence):
+            noteColdFetch(item, minimalRange)
             let (streamed, fromDownload) = try downloadServing(job)
             defer { streamed?.close() }
             let cold = try throughOriginWaiting(
@@ -282,11 +284,13 @@ extension ChunkCache {
             switch try await fetchFromStore(job, source) {
             case .served(let served):
                 await readAhead(after: served, item)
+                noteFetched(item, minimalRange ?? served.retrievedRange)
                 return served
             case .missing(let missing):
                 absence = missing
             }
         }
+        noteColdFetch(item, minimalRange ?? ByteRange(location: 0, length: .max))
         let (streamed, fromDownload) = try downloadServing(job)
         defer { streamed?.close() }
         let cold = try await throughOrigin(
@@ -298,6 +302,21 @@ extension ChunkCache {
         var served = cold.served
         served.record(cold.downloaded)
         return served
+    }
+
+    /// Notes a warm fetch's range in the item's run, when a run of it is under way
+    /// (<doc:Contract#15-Learned-prefetch>): the check costs one atomic load when none is.
+    private func noteFetched(_ item: ItemIdentifier, _ range: ByteRange) {
+        guard engine.traces.isOpen else { return }
+        noteRead(item, range: range, by: .fetches(of: item))
+    }
+
+    /// Notes a fetch that goes to the origin: the first fetch of an item starts its run, and the prefetch of its
+    /// trace (<doc:Contract#15-Learned-prefetch>).
+    private func noteColdFetch(_ item: ItemIdentifier, _ range: ByteRange) {
+        let opener = TraceOpener.fetches(of: item)
+        noteOpen(item, by: opener)
+        noteRead(item, range: range, by: opener)
     }
 
     /// How a cold fetch is served from what it downloads, never read back from the store: a large range goes

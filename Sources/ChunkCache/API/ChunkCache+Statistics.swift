@@ -27,6 +27,7 @@ extension ChunkCache {
                     deltaSavedBytes: Int64(try txn.counter(dbs, MetaKey.deltaSavedBytes)))
                 try stats.readHotTier(in: txn, dbs, maxSize: store.maxSize)
                 try stats.readFills(in: txn, dbs)
+                try stats.readTraces(in: txn, dbs)
                 return stats
             }
             stats.fileBytes = StoreFiles.diskBytes(of: store.path)

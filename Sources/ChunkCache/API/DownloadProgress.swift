@@ -10,16 +10,27 @@ public final class DownloadProgress: Sendable, Hashable {
     private let forward: DownloadProgress?
     /// The `Progress` of a completion-handler fetch, in bytes of its retrieved range.
     private let fetch: FetchProgress?
+    /// Told of each piece received, with its offset: a trace's prefetch notes what it downloaded.
+    private let observer: (@Sendable (Int, Int64) -> Void)?
 
     public init() {
         forward = nil
         fetch = nil
+        observer = nil
+    }
+
+    /// Counters that tell `observer` the length and offset of each piece received.
+    init(observing observer: @escaping @Sendable (Int, Int64) -> Void) {
+        forward = nil
+        fetch = nil
+        self.observer = observer
     }
 
     /// Counters of one fetch that count into `forward` too and move `fetch`'s `Progress`.
     init(forwardingTo forward: DownloadProgress?, reporting fetch: FetchProgress) {
         self.forward = forward
         self.fetch = fetch
+        observer = nil
     }
 
     /// Bytes received from the origin.
@@ -32,6 +43,7 @@ public final class DownloadProgress: Sendable, Hashable {
         bytes.add(Int64(count), ordering: .relaxed)
         forward?.received(count, at: offset)
         fetch?.downloaded(count, at: offset)
+        observer?(count, offset)
     }
 
     /// Counts a request made to the origin.

@@ -28,6 +28,9 @@ final class Engine: Sendable {
     let probes: EngineProbes
     /// Where failures that cannot be thrown are reported (the store's).
     var diagnostics: Diagnostics { store.diagnostics }
+    /// What this process's openers read, learned into traces, and the prefetches traces start
+    /// (<doc:Contract#15-Learned-prefetch>).
+    let traces = TraceSessions()
     /// Settles downloaded chunks behind the readers (<doc:Contract#10-Origins-the-cold-path>, ``Settler``).
     let settler = Settler()
     /// How many fetch plans this process made

@@ -60,6 +60,12 @@ public struct StoreStatistics: Sendable, Hashable {
     public var fillBytes: Int64 = 0
     /// Fills the settler dropped because their bytes did not hash to what the store knew of them.
     public var settleMismatches: Int64 = 0
+    /// Learned traces in the store (<doc:Contract#15-Learned-prefetch>).
+    public var traces = 0
+    /// Bytes downloaded because a trace predicted them.
+    public var prefetchedBytes: Int64 = 0
+    /// Of those, bytes the run that prefetched them then read.
+    public var prefetchHitBytes: Int64 = 0
 
     /// `logicalBytes / uniqueBytes`: how many times each unique byte is used (zero chunks count as saved).
     public var dedupRatio: Double { uniqueBytes == 0 ? 1 : Double(logicalBytes) / Double(uniqueBytes) }
@@ -68,6 +74,18 @@ public struct StoreStatistics: Sendable, Hashable {
 }
 
 extension StoreStatistics {
+    /// Reads the learned traces' figures (<doc:Contract#15-Learned-prefetch>).
+    mutating func readTraces(in txn: borrowing ReadTransaction, _ dbs: Databases) throws {
+        var count = 0
+        try txn.scan(dbs.meta, prefix: Keys.tracePrefix) { _, _ in
+            count += 1
+            return true
+        }
+        traces = count
+        prefetchedBytes = Int64(try txn.counter(dbs, MetaKey.prefetchedBytes))
+        prefetchHitBytes = Int64(try txn.counter(dbs, MetaKey.prefetchHitBytes))
+    }
+
     /// Counts the fills (a scan of `fills`: one short record each) and reads their counters.
     mutating func readFills(in txn: borrowing ReadTransaction, _ dbs: Databases) throws {
         (unsettledChunks, unsettledBytes) = try txn.fillRecords(under: [], dbs)

@@ -10,6 +10,8 @@ extension ChunkCache {
     /// (read-ahead stores behind too): call this before the process exits so what was downloaded is kept
     /// (what is not is downloaded again next time; the store is never damaged).
     public func waitForDownloads() async {
+        // A trace's prefetches download too: they finish, and the runs are saved, before the wait.
+        await finishTraceSessions()
         await engine.origins.waitUntilStored()
     }
 

@@ -25,6 +25,8 @@ struct Stat: AsyncParsableCommand {
                 ("hotBytes", .int(s.hotBytes)), ("hotChunks", .int(s.hotChunks)),
                 ("unsettledChunks", .int(s.unsettledChunks)), ("unsettledBytes", .int(s.unsettledBytes)),
                 ("fillBytes", .int(s.fillBytes)), ("settleMismatches", .int(s.settleMismatches)),
+                ("traces", .int(Int64(s.traces))), ("prefetchedBytes", .int(s.prefetchedBytes)),
+                ("prefetchHitBytes", .int(s.prefetchHitBytes)),
             ]),
             summary: """
                 store \(cache.path) (\(cache.layout) chunks)
@@ -36,6 +38,7 @@ struct Stat: AsyncParsableCommand {
                 \(s.deltaChunks) delta chunks, saving \(formatSize(s.deltaSavedBytes)) over plain
                 hot \(formatSize(s.hotBytes)) in \(s.hotChunks) chunks, of \(formatSize(s.hotSize))
                 unsettled \(formatSize(s.unsettledBytes)) in \(s.unsettledChunks) chunks, fill files \(formatSize(s.fillBytes)), \(s.settleMismatches) dropped at settling
+                \(s.traces) traces; prefetched \(formatSize(s.prefetchedBytes)), of which read \(formatSize(s.prefetchHitBytes))
                 """)
     }
 }

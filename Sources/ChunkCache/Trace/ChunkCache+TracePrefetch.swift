@@ -1,0 +1,135 @@
+import Foundation
+import LMDBKit
+
+extension ChunkCache {
+    /// Extents of a trace closer than this are asked for in one request: the gap costs less than a round trip.
+    static let traceRequestGap: Int64 = 256 << 10
+    /// Requests of one trace's prefetch started at once; the origin session's prefetch lane (half its
+    /// pipeline depth) decides how many are in flight.
+    static let traceRequestsStarted = 64
+
+    /// An item of a trace, as its prefetch finds it now.
+    private struct PrefetchTarget: Sendable {
+        let item: String
+        let version: ItemVersion
+        let size: Int64
+        let extents: [TraceExtent]
+    }
+
+    /// Prefetches what `item`'s trace predicts (<doc:Contract#15-Learned-prefetch>), when it has one and its
+    /// domain learns: each item of it at its current version (a trace learned on an earlier version maps onto
+    /// this one by offset), coalesced, in the trace's order, through ``prefetch(_:version:range:progress:)`` so
+    /// the reader's own requests go first. Items no longer files, or cached whole, are skipped; a failure ends
+    /// one request quietly (the reader's fetches report their own).
+    ///
+    /// - Parameters:
+    ///   - predicting: Given the items the trace predicts, and those it names that are no longer files, before
+    ///     any is asked for.
+    ///   - disabled: Called when the domain has no origin or learned prefetch is off for it.
+    ///   - received: Given each piece downloaded: its item, its length and its offset.
+    func prefetchTrace(
+        of item: ItemIdentifier,
+        predicting: @escaping @Sendable (_ predicted: Set<String>, _ gone: Set<String>) -> Void,
+        disabled: @escaping @Sendable () -> Void, received: @escaping @Sendable (String, Int, Int64) -> Void
+    ) async {
+        let found: (predicted: Set<String>, gone: Set<String>, targets: [PrefetchTarget])?
+        do {
+            found = try await runBlocking(doing: "reading the trace of \(item)", store: store.path) {
+                try self.prefetchTargets(of: item)
+            }
+        } catch {
+            return
+        }
+        guard let (predicted, gone, targets) = found else { return disabled() }
+        if !predicted.isEmpty || !gone.isEmpty { predicting(predicted, gone) }
+        await withTaskGroup(of: Void.self) { group in
+            var started = 0
+            for target in targets {
+                let member = ItemIdentifier(domain: item.domain, target.item)
+                for request in TraceExtents.requests(target.extents, size: target.size, gap: Self.traceRequestGap) {
+                    if started >= Self.traceRequestsStarted { _ = await group.next() }
+                    group.addTask(priority: .utility) {
+                        let progress = DownloadProgress { count, offset in received(target.item, count, offset) }
+                        try? await self.prefetch(
+                            member, version: target.version,
+                            range: ByteRange(location: request.offset, length: request.length), progress: progress)
+                    }
+                    started += 1
+                }
+            }
+        }
+    }
+
+    /// The items `item`'s trace predicts (those still files), those it names that are not, and of the first the
+    /// ones the store lacks, at their current versions; all empty when it has no trace, nil when its domain has
+    /// no origin or learned prefetch is off for it. Blocking: LMDB reads.
+    private func prefetchTargets(of item: ItemIdentifier) throws -> (
+        predicted: Set<String>, gone: Set<String>, targets: [PrefetchTarget]
+    )? {
+        let store = self.store
+        let trace: TraceRecord? = try store.environment.read { txn in
+            let domain = try Records.domain(item.domain, in: txn, store.dbs)
+            guard domain.origin != nil, try txn.tracesEnabled(item.domain, store.dbs) else { return nil }
+            return try txn.trace(item.domain, leader: item.rawValue, store.dbs)
+                ?? TraceRecord(leader: item.rawValue, members: [], usedAt: 0)
+        }
+        guard let trace else { return nil }
+        var predicted: Set<String> = []
+        var gone: Set<String> = []
+        var targets: [PrefetchTarget] = []
+        for member in trace.members {
+            guard let status = try status(of: ItemIdentifier(domain: item.domain, member.item)),
+                status.item.kind == .file
+            else {
+                gone.insert(member.item)
+                continue
+            }
+            predicted.insert(member.item)
+            guard status.cachedBytes < status.item.documentSize else { continue }
+            targets.append(
+                PrefetchTarget(
+                    item: member.item, version: status.item.itemVersion, size: status.item.documentSize,
+                    extents: member.extents))
+        }
+        return (predicted, gone, targets)
+    }
+
+    /// Merges `run` into its leader's trace and counts what the session's prefetches downloaded (`prefetched`)
+    /// and what of it was read (`hits`), in one write. A new trace ages its domain's others out
+    /// (``TraceRecord/maxIdle``, ``TraceRecord/maxPerDomain``). Nothing happens when the domain is gone.
+    func saveRun(
+        _ run: TraceRun, in domain: String, predicted: Set<String>, gone: Set<String>, prefetched: Int64, hits: Int64
+    ) async throws {
+        let now = Date().timeIntervalSince1970
+        let dbs = store.dbs
+        try await store.writer.write(durability: .deferMeta, doing: "saving what a run read") { txn in
+            guard try txn.withValue(dbs.domains, key: Keys.domain(domain), { _ in true }) != nil else { return }
+            try txn.addToCounter(dbs, MetaKey.prefetchedBytes, prefetched)
+            try txn.addToCounter(dbs, MetaKey.prefetchHitBytes, hits)
+            guard !run.isEmpty else { return }
+            if let old = try txn.trace(domain, leader: run.leader, dbs) {
+                if let merged = old.merging(run, predicted: predicted, gone: gone, at: now) {
+                    try txn.saveTrace(merged, in: domain, dbs)
+                } else {
+                    _ = try txn.deleteTrace(of: run.leader, in: domain, dbs)
+                }
+            } else {
+                try txn.saveTrace(TraceRecord(learning: run, at: now), in: domain, dbs)
+                try txn.ageTraces(of: domain, at: now, dbs)
+            }
+        }
+    }
+}
+
+extension WriteTransaction {
+    /// Removes `domain`'s traces unused for ``TraceRecord/maxIdle``, then the least recently used past
+    /// ``TraceRecord/maxPerDomain``.
+    @available(*, noasync)
+    mutating func ageTraces(of domain: String, at now: Double, _ dbs: Databases) throws {
+        let traces = try traces(of: domain, dbs).map(\.trace).sorted { $0.usedAt > $1.usedAt }
+        for (rank, trace) in traces.enumerated()
+        where rank >= TraceRecord.maxPerDomain || now - trace.usedAt > TraceRecord.maxIdle {
+            _ = try deleteTrace(of: trace.leader, in: domain, dbs)
+        }
+    }
+}
