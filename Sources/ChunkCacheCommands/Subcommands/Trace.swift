@@ -23,7 +23,7 @@ struct Trace: AsyncParsableCommand {
             let cache = try await global.openCache()
             let traces = try await cache.traces(in: domain)
             global.emit(
-                .array(traces.map(\.json)),
+                .object([("traces", .array(traces.map(\.json)))]),
                 summary: traces.isEmpty
                     ? "no traces" : traces.map(\.summary).joined(separator: "\n"))
         }
