@@ -32,7 +32,9 @@ extension TraceRecord {
     }
 
     /// The trace after another run (`run`) of its leader: what the run read first, in its order, each item
-    /// keeping the bytes earlier runs read of it too; then the items earlier runs read and this one did not. An
+    /// keeping the extents earlier runs read of it that this run read again (so a reader whose bytes change
+    /// from run to run, a random one, predicts only its last run's, never the union of all of them); then the
+    /// items earlier runs read and this one did not. An
     /// item that was prefetched for this run (`predicted`) and not read counts a miss; at ``maxMisses`` in a
     /// row it leaves the trace; an item that is no longer a file (`gone`) leaves it at once. Returns nil when
     /// nothing is left.
@@ -40,7 +42,8 @@ extension TraceRecord {
         let old = Dictionary(members.map { ($0.item, $0) }, uniquingKeysWith: { first, _ in first })
         var merged = run.members
         for index in merged.indices {
-            for extent in old[merged[index].item]?.extents ?? [] {
+            let read = merged[index].extents
+            for extent in old[merged[index].item]?.extents ?? [] where TraceExtents.overlap([extent], read) > 0 {
                 TraceExtents.note(extent, in: &merged[index].extents)
             }
         }
