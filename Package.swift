@@ -34,6 +34,9 @@ let package = Package(
         // The rolling match that places a new chunk's base in an earlier version (deltas, CONTRACT §14).
         .target(name: "DeltaKit", dependencies: ["CXXHash"]),
         .target(name: "FileIO", dependencies: ["CLinuxShims"]),
+        // The seeded generator (SplitMix64) the benchmarks and the tests draw from, apart from both so the
+        // low-level test targets need not link the engine.
+        .target(name: "SeededRandom"),
         // FUSE's low-level API (libfuse 3), typed; and a domain served through it (`chunkcache mount`).
         .target(name: "FuseKit", dependencies: ["CFuse3", "FileIO"]),
         .target(name: "ChunkCacheMount", dependencies: ["ChunkCache", "FuseKit", "FileIO"]),
@@ -57,7 +60,7 @@ let package = Package(
             ]
         ),
         // What `chunkcache-bench` and the benchmark suite share: the floors and latency statistics.
-        .target(name: "ChunkCacheBench", dependencies: ["ChunkCache", "ZstdKit", "FileIO"]),
+        .target(name: "ChunkCacheBench", dependencies: ["ChunkCache", "ZstdKit", "FileIO", "SeededRandom"]),
         .target(
             name: "ChunkCacheCommands",
             dependencies: [
@@ -79,7 +82,8 @@ let package = Package(
         .target(
             name: "ChunkCacheBenchCommands",
             dependencies: [
-                "ChunkCache", "ChunkCacheBench", "ChunkCacheCommands", "DeltaKit", "FileIO", "LMDBKit", "ZstdKit",
+                "ChunkCache", "ChunkCacheBench", "ChunkCacheCommands", "DeltaKit", "FileIO", "LMDBKit", "SeededRandom",
+                "ZstdKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -90,25 +94,28 @@ let package = Package(
             dependencies: ["ChunkCache", "ChunkCacheCommands", "DeltaKit", "FileIO", "OriginKit", "ZstdKit"]),
         .executableTarget(name: "chunkcache-fuzz", dependencies: ["FuzzTargets", "FileIO"]),
 
-        .target(name: "TestSupport", dependencies: ["LMDBKit"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["LMDBKit", "SeededRandom"], path: "Tests/TestSupport"),
         .testTarget(name: "LMDBKitTests", dependencies: ["LMDBKit", "TestSupport"]),
         .testTarget(name: "ZstdKitTests", dependencies: ["ZstdKit", "TestSupport"]),
         .testTarget(name: "DeltaKitTests", dependencies: ["DeltaKit", "TestSupport"]),
-        .testTarget(name: "FileIOTests", dependencies: ["FileIO", "TestSupport"]),
+        .testTarget(name: "FileIOTests", dependencies: ["FileIO", "SeededRandom", "TestSupport"]),
+        .testTarget(name: "SeededRandomTests", dependencies: ["SeededRandom"]),
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4"]),
         .testTarget(name: "OriginKitTests", dependencies: ["OriginKit", "SigV4", "TestSupport"]),
-        .testTarget(name: "ChunkCacheTests", dependencies: ["ChunkCache", "FileIO", "OriginKit", "TestSupport"]),
         .testTarget(
-            name: "ChunkCacheIntegrationTests", dependencies: ["ChunkCache", "FileIO", "LMDBKit", "TestSupport"]),
+            name: "ChunkCacheTests", dependencies: ["ChunkCache", "FileIO", "OriginKit", "SeededRandom", "TestSupport"]),
+        .testTarget(
+            name: "ChunkCacheIntegrationTests",
+            dependencies: ["ChunkCache", "FileIO", "LMDBKit", "SeededRandom", "TestSupport"]),
         .testTarget(
             name: "ChunkCacheCommandsTests",
-            dependencies: ["ChunkCacheCommands", "ChunkCache", "ChunkCacheBench", "FuseKit", "TestSupport"]),
+            dependencies: ["ChunkCacheCommands", "ChunkCache", "FuseKit", "SeededRandom", "TestSupport"]),
         .testTarget(name: "FuzzTargetsTests", dependencies: ["FuzzTargets", "TestSupport"]),
 
         .executableTarget(
             name: "ChunkCacheBenchmarks",
             dependencies: [
-                "ChunkCache", "ChunkCacheBench", "ZstdKit", "FileIO", "OriginKit",
+                "ChunkCache", "ChunkCacheBench", "ZstdKit", "FileIO", "OriginKit", "SeededRandom",
                 .product(name: "Benchmark", package: "package-benchmark"),
             ],
             path: "Benchmarks/ChunkCacheBenchmarks",

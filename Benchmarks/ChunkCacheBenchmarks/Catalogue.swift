@@ -3,6 +3,7 @@ import ChunkCache
 import ChunkCacheBench
 import FileIO
 import Foundation
+import SeededRandom
 
 // The catalogue (CONTRACT §11), each figure beside a floor measured in the same run:
 //
@@ -210,7 +211,7 @@ final class UsageFetch: @unchecked Sendable {  // used by one iteration at a tim
         cache = try await ChunkCache.open(
             at: directory + "/store", chunkSize: nil, maxSize: nil, resumingImports: false)
         self.items = items
-        var generator = SplitMix64Generator(seed: 11)
+        var generator = SplitMix64(seed: 11)
         for index in 0..<items {
             let path = directory + "/input"
             try Data((0..<65_536).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(

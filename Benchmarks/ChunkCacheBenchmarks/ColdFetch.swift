@@ -4,6 +4,7 @@ import ChunkCacheBench
 import FileIO
 import Foundation
 import OriginKit
+import SeededRandom
 
 // The cold path (CONTRACT §10): fetches whose bytes come from an origin, beside what the same bytes cost
 // without the engine. run.sh serves `origin/cold/` with nginx on 127.0.0.1 and puts a delaying proxy in front
@@ -77,7 +78,7 @@ struct ColdRanges {
     private var indices: [Int64]
 
     init(size: Int64, seed: UInt64) {
-        var generator = SplitMix64Generator(seed: seed)
+        var generator = SplitMix64(seed: seed)
         indices = Array(stride(from: Int64(2), to: size >> 16, by: 2)).shuffled(using: &generator)
     }
 

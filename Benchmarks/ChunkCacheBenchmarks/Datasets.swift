@@ -2,6 +2,7 @@ import ChunkCache
 import ChunkCacheBench
 import FileIO
 import Foundation
+import SeededRandom
 
 /// A benchmark failure outside the engine: a data set that cannot be built, bytes that do not match.
 struct BenchmarkSetupError: Error, CustomStringConvertible {
@@ -71,7 +72,7 @@ enum Dataset: String, CaseIterable, Sendable {
 
     /// Writes `size` bytes of SplitMix64 output, 1 MiB at a time.
     private func writeRandom(to output: FileDescriptor) throws {
-        var generator = SplitMix64Generator(seed: 0xC0FF_EE00_5EED)
+        var generator = SplitMix64(seed: 0xC0FF_EE00_5EED)
         let block = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 8)
         defer { block.deallocate() }
         var offset: Int64 = 0

@@ -3,6 +3,7 @@ import ChunkCache
 import ChunkCacheBench
 import FileIO
 import Foundation
+import SeededRandom
 
 // Fetch latency against the store's size: the same two probe items (text and random) in stores of 0.1, 1 and
 // 10 GiB of distinct data, 64 KiB chunks, a warm 64 KiB range each iteration. The stores are built once under
@@ -153,7 +154,7 @@ struct FillerText {
                 let count = Int(min(Int64(block.count), size - offset))
                 for start in stride(from: 0, to: count, by: chunk) {
                     let g = firstChunk + (offset + Int64(start)) >> 16
-                    var generator = SplitMix64Generator(seed: 0xF111_E500 ^ UInt64(g) &* 0x9E37_79B9)
+                    var generator = SplitMix64(seed: 0xF111_E500 ^ UInt64(g) &* 0x9E37_79B9)
                     let piece = UnsafeMutableRawBufferPointer(rebasing: block[start..<min(count, start + chunk)])
                     if generator.next() & 1 == 0 {
                         let words = UnsafeMutableRawBufferPointer(rebasing: piece[..<(piece.count & ~7)]).bindMemory(

@@ -1,4 +1,5 @@
 import ChunkCache
+import SeededRandom
 
 /// Draws `length`-byte ranges that start on `alignment` boundaries and lie inside a file of `size` bytes,
 /// uniformly over the possible starts, from a seeded generator.
@@ -12,7 +13,7 @@ public struct RangeSampler: Sendable {
     public let length: Int64
     /// Every range's start is a multiple of this.
     public let alignment: Int64
-    private var generator: SplitMix64Generator
+    private var generator: SplitMix64
 
     /// A sampler of ranges in a file of `size` bytes.
     ///
@@ -28,7 +29,7 @@ public struct RangeSampler: Sendable {
         self.size = size
         self.length = length
         self.alignment = alignment
-        generator = SplitMix64Generator(seed: seed ^ UInt64(length))
+        generator = SplitMix64(seed: seed ^ UInt64(length))
     }
 
     /// The next range's start.

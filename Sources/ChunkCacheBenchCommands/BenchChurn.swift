@@ -5,6 +5,7 @@ import ChunkCacheCommands
 import FileIO
 import Foundation
 import LMDBKit
+import SeededRandom
 import Synchronization
 
 /// `chunkcache-bench churn`: a store bounded by `init --max-size` filled past its bound from an origin, cycle
@@ -416,7 +417,7 @@ private struct Prober: Sendable {
     func run(count: Int) async throws -> [UInt64] {
         var samples: [UInt64] = []
         samples.reserveCapacity(count)
-        var generator = SplitMix64Generator(seed: seed ^ 0x51E7)
+        var generator = SplitMix64(seed: seed ^ 0x51E7)
         for _ in 0..<count {
             samples.append(try await fetch(&generator))
             try await pause()
@@ -427,7 +428,7 @@ private struct Prober: Sendable {
     /// Fetches until `control.stop`, each sample tagged with the phase it ran in wholly.
     func run(control: ProbeControl) async throws -> [(phase: Int, nanoseconds: UInt64)] {
         var samples: [(phase: Int, nanoseconds: UInt64)] = []
-        var generator = SplitMix64Generator(seed: seed ^ 0xD0_7135)
+        var generator = SplitMix64(seed: seed ^ 0xD0_7135)
         while !control.stop.load(ordering: .acquiring) {
             let phase = control.phase.load(ordering: .acquiring)
             let elapsed = try await fetch(&generator)
@@ -437,7 +438,7 @@ private struct Prober: Sendable {
         return samples
     }
 
-    private func fetch(_ generator: inout SplitMix64Generator) async throws -> UInt64 {
+    private func fetch(_ generator: inout SplitMix64) async throws -> UInt64 {
         let slots = UInt64(size / BenchChurn.probeLength)
         let range = ByteRange(
             location: Int64(generator.next() % slots) * BenchChurn.probeLength, length: BenchChurn.probeLength)
@@ -473,7 +474,7 @@ private final class OriginFiles: @unchecked Sendable {  // Used by the command's
         do {
             let file = try FileDescriptor.open(path, .writeOnly, options: [.create, .truncate], mode: 0o644)
             try file.closeAfter {
-                var generator = SplitMix64Generator(seed: seed &+ stream &* 0x9E37_79B9_7F4A_7C15)
+                var generator = SplitMix64(seed: seed &+ stream &* 0x9E37_79B9_7F4A_7C15)
                 let words = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: (1 << 20) / 8)
                 defer { words.deallocate() }
                 var offset: Int64 = 0

@@ -1,5 +1,6 @@
 import ChunkCacheCommands
 import Foundation
+import SeededRandom
 import TestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import ChunkCache
 import Foundation
+import SeededRandom
 import TestSupport
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -240,5 +241,131 @@ import Testing
             let listings = try await origin.requests().filter { $0.path.hasPrefix("/s3-same-token") }
             #expect(listings.count == 2, "the first page, then the one that repeats its token")
         }
+    }
+
+    // MARK: - A download whose commit fails
+
+    /// Fails a store's first commit of downloaded chunks as a full store fails one
+    /// (``EngineProbes/beforeDownloadCommit``), holding it on the writer until ``release()`` so that a test can
+    /// gather the fetches that share the download first; later commits pass.
+    final class FailingCommit: Sendable {
+        static let full = CacheError(.insufficientQuota, "the store is full (a test failed this commit)")
+        private let commits = Mutex(0)
+        private let entered = DispatchSemaphore(value: 0)
+        private let released = DispatchSemaphore(value: 0)
+
+        var probes: EngineProbes {
+            EngineProbes(beforeDownloadCommit: { [self] in
+                guard
+                    commits.withLock({ count in
+                        count += 1
+                        return count
+                    }) == 1
+                else { return }
+                entered.signal()
+                _ = released.wait(timeout: .now() + 30)  // never holds the writer for ever
+                throw Self.full
+            })
+        }
+
+        /// Whether the first commit reached the probe within `seconds`.
+        func held(within seconds: Int) async throws -> Bool {
+            let deadline = ContinuousClock.now + .seconds(seconds)
+            while entered.wait(timeout: .now()) == .timedOut {
+                guard ContinuousClock.now < deadline else { return false }
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            return true
+        }
+
+        /// Lets the held commit fail.
+        func release() { released.signal() }
+    }
+
+    /// `count` bytes of `item` from `offset`, read into a buffer (past ``FetchThresholds/inlineBytes`` such a
+    /// read waits for the store, never served from its download).
+    static func read(_ cache: ChunkCache, _ item: ItemIdentifier, _ offset: Int, _ count: Int) async throws -> [UInt8] {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 16)
+        defer { buffer.deallocate() }
+        let read = try await cache.read(item, version: nil, at: Int64(offset), into: buffer)
+        return Array(buffer[0..<read.bytesRead])
+    }
+
+    /// The bytes of `count` from `offset` a fetch to a hand-off file returned (the file is removed).
+    static func fetchedBytes(_ cache: ChunkCache, _ name: String, _ offset: Int, _ count: Int) async throws -> [UInt8] {
+        let result = try await ColdPathTests.fetch(cache, name, Int64(offset), Int64(count))
+        defer { try? FileManager.default.removeItem(at: result.url) }
+        return try readRange(result.url.path, ByteRange(location: Int64(offset), length: Int64(count)))
+    }
+
+    @Test(
+        "§10: when a download's commit fails, every fetch that shares the download ends, with the download's failure or served by a download of its own, and a later fetch reads the right bytes",
+        .requires(NginxServer.self), .timeLimit(.minutes(1)))
+    func aFailedCommitEndsEveryFetchOfItsDownload() async throws {
+        let bytes = TestData.random(count: 8 << 20, seed: 2810)
+        let commit = FailingCommit()
+        defer { commit.release() }
+        try await ColdPathTests.withOrigin(["big.bin": bytes], readAhead: 0, probes: commit.probes) { cache, _, _ in
+            let item = ItemIdentifier(domain: "web", "big.bin")
+            _ = try await cache.versions(of: item)  // known (one HEAD), none of its bytes: the reads fill
+            let owner = (offset: 0, count: 6 << 20)
+            let joined = (offset: 1 << 20, count: 5 << 20)
+            // The owner's download claims [0, 6 MiB) and its first commit is held; three fetches join it past
+            // that commit's chunks. Then the commit fails, and the download's next batch must stay where its
+            // abandon fails their flights: a batch taken out of the sink before the wait for the failed commit
+            // is in no list, and the fetches waiting for its chunks (the joined ones first) wait for ever.
+            let ended = try await WireSpeedTests.within(30) {
+                await withTaskGroup(of: (String, Result<[UInt8], any Error>).self) { group in
+                    group.addTask {
+                        ("owner", await Result { try await Self.read(cache, item, owner.offset, owner.count) })
+                    }
+                    guard (try? await commit.held(within: 20)) == true else {
+                        return [String: Result<[UInt8], any Error>]()
+                    }
+                    for name in ["read 1", "read 2"] {
+                        group.addTask {
+                            (name, await Result { try await Self.read(cache, item, joined.offset, joined.count) })
+                        }
+                    }
+                    group.addTask {
+                        (
+                            "hand-off",
+                            await Result { try await Self.fetchedBytes(cache, "big.bin", joined.offset, joined.count) }
+                        )
+                    }
+                    // Time to reach their waits; one that comes later claims the chunks again once the download
+                    // failed, and downloads them itself.
+                    try? await Task.sleep(for: .milliseconds(300))
+                    commit.release()
+                    var outcomes: [String: Result<[UInt8], any Error>] = [:]
+                    for await (name, outcome) in group { outcomes[name] = outcome }
+                    return outcomes
+                }
+            }
+            let outcomes = try #require(ended, "a fetch that shared the failed download never ended")
+            #expect(outcomes.count == 4, "the download's first commit was never held: \(outcomes.keys.sorted())")
+            // The owner waits for its first chunk, whose commit failed: it ends with that failure.
+            #expect(Self.failedAsTheCommit(outcomes["owner"]), "owner: \(String(describing: outcomes["owner"]))")
+            let expected = Array(bytes[joined.offset..<(joined.offset + joined.count)])
+            for name in ["read 1", "read 2", "hand-off"] {
+                let outcome = outcomes[name]
+                let served = (try? outcome?.get()).map { $0 == expected } ?? false
+                #expect(
+                    served || Self.failedAsTheCommit(outcome),
+                    "\(name): neither the download's failure nor the right bytes: \(String(describing: outcome))")
+            }
+            await cache.waitForDownloads()
+            // Nothing of the failed download is still claimed: the whole range is downloaded again, byte-exact.
+            let later = try await WireSpeedTests.within(30) { try await Self.read(cache, item, 0, 8 << 20) }
+            #expect(later == bytes, "a later read of the range never ended, or read other bytes")
+            await cache.waitForDownloads()
+            try await Self.expectClean(cache)
+        }
+    }
+
+    /// Whether `outcome` is the failure of ``FailingCommit``'s commit, as the fetch's caller sees it.
+    static func failedAsTheCommit(_ outcome: Result<[UInt8], any Error>?) -> Bool {
+        guard case .failure(let error as CacheError) = outcome else { return false }
+        return error.code == FailingCommit.full.code && error.message == FailingCommit.full.message
     }
 }

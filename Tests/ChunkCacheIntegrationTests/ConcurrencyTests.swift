@@ -1,5 +1,6 @@
 import FileIO
 import Foundation
+import SeededRandom
 import Synchronization
 import TestSupport
 import Testing
@@ -350,6 +351,114 @@ import Testing
         #expect(table.entries.sorted() == standing, "the ended claims' entries are gone, the others stand")
         for claim in claims { claim.end() }
         #expect(table.entries.isEmpty)
+    }
+
+    // MARK: - The counters a stuck soak reports
+
+    /// Whether `condition` holds within `seconds`, looked at every millisecond: for a count that changes once
+    /// another task has run.
+    private static func eventually(within seconds: Int = 20, _ condition: () -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while !condition() {
+            guard ContinuousClock.now < deadline else { return false }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        return true
+    }
+
+    @Test(
+        "Concurrency, RunningCount: current is the begins not yet ended, and a wait for zero returns when the last end brings it there",
+        .timeLimit(.minutes(1)))
+    func runningCountIsTheBeginsNotEnded() async throws {
+        let running = RunningCount()
+        #expect(running.current == 0)
+        await running.waitForZero()  // at once: nothing runs
+        for _ in 0..<3 { running.begin() }
+        #expect(running.current == 3)
+        let returned = Witnessed()
+        let waiter = Task {
+            await running.waitForZero()
+            returned.values.withLock { $0.append(running.current) }
+        }
+        running.end()
+        #expect(running.current == 2)
+        running.end()
+        #expect(running.current == 1)
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(returned.values.withLock { $0.isEmpty }, "a wait for zero returned with one still running")
+        running.end()
+        #expect(running.current == 0)
+        await waiter.value
+        #expect(returned.values.withLock { $0 } == [0], "the wait returned once, at zero")
+        running.begin()
+        #expect(running.current == 1, "counts again after reaching zero")
+        running.end()
+        #expect(running.current == 0)
+    }
+
+    /// An ``AsyncLimiter``'s usage as `[held, waiting]`.
+    private static func usage(_ limiter: AsyncLimiter) -> [Int] { [limiter.usage.held, limiter.usage.waiting] }
+
+    @Test(
+        "Concurrency, AsyncLimiter: usage is the permits held and the tasks waiting (limit 2, three callers: 2 held, 1 waiting); a release passes its permit to the waiter, then frees it; a cancelled waiter leaves the count",
+        .timeLimit(.minutes(1)))
+    func limiterUsageIsHeldAndWaiting() async throws {
+        let limiter = AsyncLimiter(limit: 2)
+        #expect(Self.usage(limiter) == [0, 0])
+        #expect(AsyncLimiter(limit: 0).limit == 1, "a limit under one is one")
+        let gates = (0..<3).map { _ in SetOnce<Void>() }
+        let inside = Witnessed()
+        let callers = gates.enumerated().map { index, gate in
+            Task {
+                try await limiter.withPermit {
+                    inside.values.withLock { $0.append(index) }
+                    try await gate.value()
+                }
+            }
+        }
+        #expect(try await Self.eventually { Self.usage(limiter) == [2, 1] }, "now \(Self.usage(limiter))")
+        let first = inside.values.withLock { $0 }
+        #expect(first.count == 2, "two hold a permit: \(first)")
+        let cancelled = Task { try await limiter.withPermit {} }
+        #expect(try await Self.eventually { Self.usage(limiter) == [2, 2] }, "now \(Self.usage(limiter))")
+        cancelled.cancel()
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        #expect(Self.usage(limiter) == [2, 1], "the cancelled waiter left the queue and holds no permit")
+        _ = gates[first[0]].set(())
+        try await callers[first[0]].value
+        // The permit passed on: as many held, none waiting.
+        #expect(try await Self.eventually { Self.usage(limiter) == [2, 0] }, "now \(Self.usage(limiter))")
+        #expect(inside.values.withLock { $0.count } == 3)
+        _ = gates[first[1]].set(())
+        try await callers[first[1]].value
+        #expect(Self.usage(limiter) == [1, 0])
+        let last = try #require(inside.values.withLock { $0 }.last)
+        _ = gates[last].set(())
+        try await callers[last].value
+        #expect(Self.usage(limiter) == [0, 0])
+    }
+
+    @Test(
+        "Concurrency, Flights: count is the keys claimed and not yet finished; a second claim joins the key's flight, and finishing an ended flight leaves the key's new one"
+    )
+    func flightsCountIsTheUnfinishedClaims() {
+        let flights = Flights<Int>()
+        #expect(flights.count == 0)
+        let one = flights.claim(1)
+        let two = flights.claim(2)
+        let joined = flights.claim(1)
+        #expect(one.claimed && two.claimed && !joined.claimed)
+        #expect(flights.count == 2, "a joined claim counts once")
+        flights.finish(1, one.flight, with: .success(()))
+        #expect(flights.count == 1)
+        let again = flights.claim(1)
+        #expect(again.claimed && again.flight !== one.flight, "a claim after the finish starts a new flight")
+        #expect(flights.count == 2)
+        flights.finish(1, one.flight, with: .success(()))
+        #expect(flights.count == 2, "the ended flight's second finish left the new one")
+        flights.finish(2, two.flight, with: .failure(CacheError(.transient, "a failed download")))
+        flights.finish(1, again.flight, with: .success(()))
+        #expect(flights.count == 0)
     }
 
     @Test(

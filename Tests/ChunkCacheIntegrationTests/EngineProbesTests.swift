@@ -19,6 +19,7 @@ import Testing
             let probes = cache.engine.probes
             #expect(probes.afterEachTransaction == nil)
             #expect(probes.beforeBatchCommit == nil)
+            #expect(probes.beforeDownloadCommit == nil)
             #expect(probes.diagnostics == nil)
             #expect(probes.destination.stagingCreated == nil)
             #expect(!probes.destination.namedStaging)

@@ -1,5 +1,6 @@
 import Foundation
 import LMDBKit
+import SeededRandom
 import TestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import FileIO
 import Foundation
+import SeededRandom
 import Synchronization
 import TestSupport
 import Testing

@@ -1,5 +1,6 @@
 import FileIO
 import Foundation
+import SeededRandom
 import TestSupport
 import Testing
 import ZstdKit

@@ -1,4 +1,5 @@
 import FileIO
+import SeededRandom
 import TestSupport
 import Testing
 

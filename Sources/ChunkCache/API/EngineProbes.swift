@@ -17,6 +17,10 @@ struct EngineProbes: Sendable {
     var afterEachTransaction: (@Sendable () -> Void)?
     /// Runs before each settle batch commits (``Settler``): a throw undoes the batch, as a kill there would.
     var beforeBatchCommit: (@Sendable () throws -> Void)?
+    /// Runs last in each write transaction that stores a batch of downloaded chunks (``ChunkSink``), before it
+    /// commits: a throw undoes the transaction and fails the commit, as a full store fails one, and the
+    /// download ends with that failure.
+    var beforeDownloadCommit: (@Sendable () throws -> Void)?
     /// Receives the engine's reports of failures it cannot throw (``Diagnostics``) instead of standard error.
     var diagnostics: (@Sendable (String) -> Void)?
     /// The clone strategies a fetch to a destination may use (``ChunkCache/cloneStrategies``, every one, in the

@@ -246,6 +246,7 @@ final class ChunkSink: @unchecked Sendable {
         let manifestID = version.manifestID
         let itemKey = self.itemKey
         let refill = mode == .refill
+        let probe = engine.probes.beforeDownloadCommit
         let bytes = chunks.reduce(Int64(0)) { $0 + Int64($1.length) }
         let filled: [FilledChunk] = chunks.compactMap { if case .filled(let fill) = $0 { fill } else { nil } }
         let downloaded: [DownloadedChunk] = chunks.compactMap {
@@ -269,6 +270,8 @@ final class ChunkSink: @unchecked Sendable {
             }
             try txn.policyAdmit(PolicyAdmission(itemKey: itemKey, chunks: admitted), manifestID: manifestID, store.dbs)
             try txn.addToCounter(store.dbs, PolicyMeta.misses, Int64(admitted.count))
+            // A test's probe (``EngineProbes/beforeDownloadCommit``): a throw here fails the commit.
+            try probe?()
         }
         if !filled.isEmpty { engine.settler.fillsArrived(in: engine) }
     }
