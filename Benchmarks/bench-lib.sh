@@ -45,10 +45,11 @@ wait_mounted() {
     done
     echo "$BENCH_NAME: $1 not mounted after 30 s" >&2; return 1
 }
-# cc_store STORE NET: a fresh store with the origin domain "web" synced (the catalogue the mount shows).
+# cc_store STORE NET [OPTION...]: a fresh store with the origin domain "web" synced (the catalogue the mount
+# shows); OPTIONs go to `domain add` (e.g. --pipeline-depth 32).
 cc_store() {
     rm -rf "$1"
-    "$CC" --store "$1" domain add web --origin "${url[$2]}json/" >/dev/null
+    "$CC" --store "$1" domain add web --origin "${url[$2]}json/" "${@:3}" >/dev/null
     "$CC" --store "$1" domain sync web >/dev/null
 }
 # cc_mount STORE DOMAIN MP / rclone_mount NET CACHE MP: mount in the foreground of a background process,
