@@ -67,13 +67,15 @@ rclone_mount() {
     MOUNT_PID=$!; pids+=("$MOUNT_PID")
     wait_mounted "$3" "$MOUNT_PID"
 }
-# unmount MP PID: fusermount3 -u and wait for the process (10 s), else kill it and detach the mount point.
+# unmount MP PID: fusermount3 -u and wait for the process ($UNMOUNT_WAIT s, default 10), else kill it, detach
+# the mount point and note MP in $work/unmounts-killed.
 unmount() {
-    local i
+    local i wait="${UNMOUNT_WAIT:-10}"
     fusermount3 -u "$1" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do kill -0 "$2" 2>/dev/null || break; sleep 0.1; done
+    for ((i = 0; i < wait * 10; i++)); do kill -0 "$2" 2>/dev/null || break; sleep 0.1; done
     if kill -0 "$2" 2>/dev/null; then
-        echo "$BENCH_NAME: $1 still running 10 s after fusermount3 -u: killed" >&2
+        echo "$BENCH_NAME: $1 still running $wait s after fusermount3 -u: killed" >&2
+        echo "$1" >>"$work/unmounts-killed"
         kill -9 "$2" 2>/dev/null || true
         fusermount3 -uz "$1" 2>/dev/null || true
     fi

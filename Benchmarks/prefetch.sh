@@ -85,6 +85,8 @@ results_dir="$base/prefetch-results"
 mkdir -p "$data/origin" "$results_dir"
 work="$(mktemp -d "${TMPDIR:-/tmp}/prefetch-bench.XXXXXX")"
 pids=()        # every process this script started in the background (servers, mounts)
+# A mount may still be saving what it learned when unmounted: it gets a minute before it is killed.
+UNMOUNT_WAIT=60
 # step, median, timed, record/fig, the mounts (cc_store, mounted, unmount), mix, and cleanup.
 source "$ROOT/Benchmarks/bench-lib.sh"
 trap cleanup EXIT
@@ -205,6 +207,7 @@ measure() {
     unmount "$MP" "$MOUNT_PID"
     local downloaded; downloaded="$(downloaded_since)"
     record "down-$workload-$kind" "$downloaded"
+    record "gets-$workload-$kind" "$(log_since | awk '$1 == "GET" { n++ } END { print n + 0 }')"
     if [[ $kind == cc* && $has_trace == 1 ]]; then
         local prefetched hit
         prefetched="$(stat_of "$store" .prefetchedBytes)"; hit="$(stat_of "$store" .prefetchHitBytes)"
@@ -353,12 +356,32 @@ waste_row() {
         "rclone mount downloaded $(mb "down-$w-rclone"); chunkcache without a trace $(mb "down-$w-cc")" \
         "$(traced "$r1 %")" "≤ 20 %" "$( ((has_trace)) && verdict 'r1 <= 20' -v r1="$r1" || echo "$NA")"
 }
+# learned / learned_sizes: the workloads whose traces row 5 sums, and each one's trace beside what it describes.
+learned() { if wants django && wants sqlite; then echo "Django and SQLite"; elif wants django; then echo Django; else echo SQLite; fi; }
+learned_sizes() {
+    local w sizes=()
+    for w in django sqlite; do
+        wants "$w" && sizes+=("$([[ $w == django ]] && echo Django || echo SQLite): $(f "trace-count-$w") traces of $(f "trace-bytes-$w") bytes for $(mb "trace-described-$w")")
+    done
+    local IFS=';'; echo "${sizes[*]}" | sed 's/;/; /g'
+}
+# requests_row WORKLOAD: where the time goes, in round trips: GETs and bytes downloaded by each mount.
+requests_row() {
+    local w="$1" kind parts=()
+    for kind in rclone cc cctrace base; do
+        [[ -n $(fig "gets-$w-$kind") ]] && parts+=("$kind $(f "gets-$w-$kind") GETs, $(mb "down-$w-$kind")")
+    done
+    local IFS=';'
+    row "$(workload_title "$w"): origin requests and bytes per cold run (where the time goes; rclone's include folder listings)" \
+        "$(echo "${parts[*]}" | sed 's/;/; /g')" "—" "—" "—" "—"
+}
 table() {
     local w r1 counts bytes described
     echo "| row | chunkcache | peer(s) | ratio | goal | met/missed |"
     echo "|---|---|---|---|---|---|"
     for w in django sqlite; do wants "$w" && workload_rows "$w"; done
     for w in django sqlite; do wants "$w" && waste_row "$w"; done
+    for w in django sqlite; do wants "$w" && requests_row "$w"; done
     if wants random; then
         counts="$(paste -sd, "$work/gets-cc" 2>/dev/null | sed 's/,/, /g')"
         row "one random 4 KiB pread of the $((big_size >> 20)) MiB file, no trace: GETs nginx logged" \
@@ -368,8 +391,8 @@ table() {
     bytes="$(sum_of trace-bytes-django trace-bytes-sqlite)"
     described="$(sum_of trace-described-django trace-described-sqlite)"
     r1="$(awk -v b="$bytes" -v d="$described" 'BEGIN { if (d > 0) printf "%.3f", b * 100 / d; else print "—" }')"
-    row "traces in the store ÷ the bytes they describe (\`trace ls --json\` after learning $(wants django && echo Django)$(wants django && wants sqlite && echo " and ")$(wants sqlite && echo SQLite))" \
-        "$(traced "$r1 % ($(f trace-bytes-django) + $(f trace-bytes-sqlite) bytes of traces for $(mb trace-described-django) + $(mb trace-described-sqlite))")" \
+    row "traces in the store ÷ the bytes they describe (\`trace ls --json\` of the stores that learned $(learned))" \
+        "$(traced "$r1 % ($(learned_sizes))")" \
         "—" "$(traced "$r1 %")" "≤ 1 %" "$( ((has_trace)) && verdict 'r1 <= 1' -v r1="$r1" || echo "$NA")"
 }
 
@@ -397,6 +420,9 @@ out="$results_dir/prefetch-$( ((quick)) && echo quick || echo full)-$stamp.md"
         "prefetchedBytes and prefetchHitBytes of store B."
     echo
     table
+    if [[ -s $work/unmounts-killed ]]; then
+        echo; echo "$(wc -l <"$work/unmounts-killed") mount(s) still running $UNMOUNT_WAIT s after \`fusermount3 -u\` were killed: their store may lack what they learned last."
+    fi
     if ((${#failed[@]})); then echo; echo "FAILED (rows left empty; see the messages above the table): ${failed[*]}"; fi
 } | tee "$out"
 echo "== saved: $out" >&2
