@@ -6,7 +6,7 @@
 # with the commands and the date, ready for RESULTS.md, and saves it under
 # $CHUNKCACHE_BENCH_DIR/prefetch-results/.
 #
-#   Benchmarks/prefetch.sh                 the issue's sizes (220 MB SQLite, 1 GiB random file), 3 runs: ~15-25 min
+#   Benchmarks/prefetch.sh                 the issue's sizes (200 MB SQLite, 1 GiB random file), 3 runs: ~15-25 min
 #   Benchmarks/prefetch.sh --quick         a 16 MB SQLite database, a 512 MiB random file, 1 run: a smoke run
 #   Benchmarks/prefetch.sh --rows django,sqlite,random   only these groups (default: all)
 #
@@ -39,7 +39,7 @@
 #                               than today" half of the no-trace goal)
 #   CHUNKCACHE_BENCH_DIR        where data, stores and results go (default /tmp/chunkcache-bench)
 #   PREFETCH_BENCH_DJANGO       the pip requirement downloaded ('django>=4.2,<4.3')
-#   PREFETCH_BENCH_SQLITE_MB    the SQLite database (220; --quick 16)
+#   PREFETCH_BENCH_SQLITE_MB    the SQLite database (200, about 202 MB made; --quick 16)
 #   PREFETCH_BENCH_BIG_SIZE     the random file of the 4 KiB reader (1G; --quick 512M), above the mount's
 #                               --fill-below (256 MiB), so opening it downloads only what is read
 #   PREFETCH_BENCH_RUNS         runs per figure (3; --quick 1)
@@ -67,7 +67,7 @@ if ((quick)); then
     sqlite_mb=${PREFETCH_BENCH_SQLITE_MB:-16}; big_size=$(numfmt --from=iec "${PREFETCH_BENCH_BIG_SIZE:-512M}")
     runs=${PREFETCH_BENCH_RUNS:-1}
 else
-    sqlite_mb=${PREFETCH_BENCH_SQLITE_MB:-220}; big_size=$(numfmt --from=iec "${PREFETCH_BENCH_BIG_SIZE:-1G}")
+    sqlite_mb=${PREFETCH_BENCH_SQLITE_MB:-200}; big_size=$(numfmt --from=iec "${PREFETCH_BENCH_BIG_SIZE:-1G}")
     runs=${PREFETCH_BENCH_RUNS:-3}
 fi
 django_spec="${PREFETCH_BENCH_DJANGO:-django>=4.2,<4.3}"
@@ -173,7 +173,8 @@ learn() {
     mounted cc 20ms "$store"
     "$2" "$MP" "learn-$1"
     unmount "$MP" "$MOUNT_PID"
-    "$CC" --store "$store" trace export --domain web --out "$work/trace-$1"
+    rm -f "$work/trace-$1"
+    "$CC" --store "$store" trace export --domain web --out "$work/trace-$1" >/dev/null
     "$CC" --store "$store" trace ls --domain web --json >"$work/traces.json"
     record "trace-bytes-$1" "$(jq '[.[].bytes] | add // 0' "$work/traces.json")"
     record "trace-described-$1" "$(jq '[.[].describedBytes] | add // 0' "$work/traces.json")"
@@ -417,7 +418,9 @@ out="$results_dir/prefetch-$( ((quick)) && echo quick || echo full)-$stamp.md"
     echo "Cold: a fresh store (or rclone cache) and a fresh mount, \`sync; echo 3 > /proc/sys/vm/drop_caches\`, the origin's files" \
         "read back into memory (nginx stands for a remote server; the client is cold); local ext4: a copy, caches dropped." \
         "Downloaded: the body bytes nginx logged from the mount to the unmount; prefetched and read: \`stat --json\`'s" \
-        "prefetchedBytes and prefetchHitBytes of store B."
+        "prefetchedBytes and prefetchHitBytes of store B. The mount runs with its defaults: a file opened while not cached" \
+        "whole and at most --fill-below (256 MiB) is downloaded whole in the background, the SQLite database included;" \
+        "the 4 KiB reader's $((big_size >> 20)) MiB file is above it."
     echo
     table
     if [[ -s $work/unmounts-killed ]]; then
