@@ -45,10 +45,11 @@ wait_mounted() {
     done
     echo "$BENCH_NAME: $1 not mounted after 30 s" >&2; return 1
 }
-# cc_store STORE NET: a fresh store with the origin domain "web" synced (the catalogue the mount shows).
+# cc_store STORE NET [OPTION...]: a fresh store with the origin domain "web" synced (the catalogue the mount
+# shows); OPTIONs go to `domain add` (e.g. --pipeline-depth 32).
 cc_store() {
     rm -rf "$1"
-    "$CC" --store "$1" domain add web --origin "${url[$2]}json/" >/dev/null
+    "$CC" --store "$1" domain add web --origin "${url[$2]}json/" "${@:3}" >/dev/null
     "$CC" --store "$1" domain sync web >/dev/null
 }
 # cc_mount STORE DOMAIN MP / rclone_mount NET CACHE MP: mount in the foreground of a background process,
@@ -66,13 +67,15 @@ rclone_mount() {
     MOUNT_PID=$!; pids+=("$MOUNT_PID")
     wait_mounted "$3" "$MOUNT_PID"
 }
-# unmount MP PID: fusermount3 -u and wait for the process (10 s), else kill it and detach the mount point.
+# unmount MP PID: fusermount3 -u and wait for the process ($UNMOUNT_WAIT s, default 10), else kill it, detach
+# the mount point and note MP in $work/unmounts-killed.
 unmount() {
-    local i
+    local i wait="${UNMOUNT_WAIT:-10}"
     fusermount3 -u "$1" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do kill -0 "$2" 2>/dev/null || break; sleep 0.1; done
+    for ((i = 0; i < wait * 10; i++)); do kill -0 "$2" 2>/dev/null || break; sleep 0.1; done
     if kill -0 "$2" 2>/dev/null; then
-        echo "$BENCH_NAME: $1 still running 10 s after fusermount3 -u: killed" >&2
+        echo "$BENCH_NAME: $1 still running $wait s after fusermount3 -u: killed" >&2
+        echo "$1" >>"$work/unmounts-killed"
         kill -9 "$2" 2>/dev/null || true
         fusermount3 -uz "$1" 2>/dev/null || true
     fi

@@ -3,10 +3,15 @@
 # netem). Sets ORIGIN_URL, ORIGIN_URL_20MS and ORIGIN_PIDS; the caller kills ORIGIN_PIDS when done.
 # The same files are also served below /json/ with nginx's JSON autoindex, which `chunkcache domain sync`
 # lists (rclone's http remote lists the HTML one at the root): "${ORIGIN_URL}json/" is an origin to sync.
+# With ACCESS_LOG, nginx logs each request there as "METHOD STATUS BODY_BYTES_SENT URI" (what a client
+# downloaded, and in how many requests).
 #
-#   start_origin DIR RUNDIR REPO_ROOT
+#   start_origin DIR RUNDIR REPO_ROOT [ACCESS_LOG]
 start_origin() {
-    local dir="$1" run="$2" repo="$3" nginx port proxy_port
+    local dir="$1" run="$2" repo="$3" nginx port proxy_port access="access_log off;"
+    if [[ -n ${4:-} ]]; then
+        access='log_format bench "$request_method $status $body_bytes_sent $uri"; access_log '"$4"' bench;'
+    fi
     nginx="$(command -v nginx || echo /usr/sbin/nginx)"
     [[ -x "$nginx" ]] || { echo "no nginx (apt-get install nginx-light)" >&2; return 1; }
     mkdir -p "$run"
@@ -25,7 +30,7 @@ http {
     fastcgi_temp_path $run/fastcgi;
     uwsgi_temp_path $run/uwsgi;
     scgi_temp_path $run/scgi;
-    access_log off;
+    $access
     sendfile on;
     keepalive_requests 1000000;
     # HTML autoindex: rclone's http remote lists folders from it; /json/: the same files, listed as

@@ -25,12 +25,18 @@ if ((${#missing[@]})); then
 fi
 # Python packages through pip: Debian's own python3 has no pip until python3-pip is installed, and refuses
 # installs into the system (PEP 668) unless told; a python3 of pyenv or a virtualenv takes them as they are.
-pip_install() {
+ensure_pip() {
     if ! python3 -m pip --version >/dev/null 2>&1; then
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends python3-pip
     fi
+}
+pip_install() {
+    ensure_pip
     python3 -m pip install -q "$@" 2>/dev/null || $sudo python3 -m pip install -q --break-system-packages "$@"
 }
+# pip itself: Benchmarks/prefetch.sh fetches Django's wheels with `pip download` (into its data folder; nothing
+# is installed).
+ensure_pip
 # botocore: the SigV4 tests compare the signer with botocore's on the same requests.
 python3 -c 'import botocore' 2>/dev/null || pip_install botocore
 # moto's server mode: the S3 origin the tests start on 127.0.0.1 (python3 -m moto.server -H 127.0.0.1 -p PORT).
