@@ -184,9 +184,9 @@ learn() {
     rm -f "$work/trace-$1"
     "$CC" --store "$store" trace export --domain web --out "$work/trace-$1" >/dev/null
     "$CC" --store "$store" trace ls --domain web --json >"$work/traces.json"
-    record "trace-bytes-$1" "$(jq '[.[].bytes] | add // 0' "$work/traces.json")"
-    record "trace-described-$1" "$(jq '[.[].describedBytes] | add // 0' "$work/traces.json")"
-    record "trace-count-$1" "$(jq length "$work/traces.json")"
+    record "trace-bytes-$1" "$(jq '[.traces[].bytes] | add // 0' "$work/traces.json")"
+    record "trace-described-$1" "$(jq '[.traces[].describedBytes] | add // 0' "$work/traces.json")"
+    record "trace-count-$1" "$(jq '.traces | length' "$work/traces.json")"
     rm -rf "$store"
 }
 
