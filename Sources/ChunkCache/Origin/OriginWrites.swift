@@ -73,21 +73,6 @@ extension WriteTransaction {
         return (record, version)
     }
 
-    /// Writes a manifest of `chunkCount` entries, all `absent` with no known hash.
-    @available(*, noasync)
-    mutating func writeAbsentManifest(_ manifestID: UInt64, chunkCount: Int64, _ dbs: Databases) throws {
-        var page: [UInt8] = []
-        var first: Int64 = 0
-        while first < chunkCount {
-            let count = min(ManifestPage.entriesPerPage, chunkCount - first)
-            page.removeAll(keepingCapacity: true)
-            for _ in 0..<count { ManifestPage.append(.absent(nil), to: &page) }
-            try ManifestPage.store(
-                &page, manifest: manifestID, page: first / ManifestPage.entriesPerPage, in: &self, dbs)
-            first += count
-        }
-    }
-
     /// Stores downloaded chunks of a manifest and sets their entries, deduplicated against the whole store.
     /// Only entries still `absent` change: a chunk another process stored meanwhile is left as it is, and a
     /// manifest that is gone (its version removed) takes nothing.
@@ -157,15 +142,5 @@ extension WriteTransaction {
         let dropped = try dropVersions(under: Keys.item(domain: changes.name, id: record.identifier), dbs)
         try commit(nil, replacing: record, in: &changes, dbs)
         return dropped
-    }
-}
-
-extension ManifestPage {
-    /// Replaces the entry in `slot` of a page's unsealed entries.
-    static func replace(slot: Int, with entry: ManifestEntry, in entries: inout [UInt8]) {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(entrySize)
-        append(entry, to: &bytes)
-        entries.replaceSubrange((slot * entrySize)..<((slot + 1) * entrySize), with: bytes)
     }
 }

@@ -29,7 +29,7 @@ import LMDBKit
 /// - `fills`: (manifest id, chunk index) → the SHA-256 the manifest knew for a chunk now waiting as a fill (32
 ///   bytes), or nothing when it knew none: the settler's work list, in version and chunk order
 ///   (``FillFiles``, ``Settler``). Key (manifest id, `UInt64.max`) holds the bytes the version's fill file
-///   takes (``FillLedger``).
+///   takes (``WriteTransaction/fileBytes(_:_:)``).
 package struct Databases: Sendable {
     let meta: Database
     let domains: Database
