@@ -66,7 +66,7 @@ extension WriteTransaction {
         var record = changes.record
         record.retainedChanges += UInt64(changes.count)
         try compactChanges(&record, domainKey: changes.key, before: changes.version.rawValue, now: changes.now, dbs)
-        try put(dbs.domains, key: changes.key, value: record.encoded())
+        try saveDomain(record, named: changes.name, dbs)
     }
 
     /// Drops the oldest versions' records while the log holds more than its history allows, whole versions

@@ -57,9 +57,7 @@ extension WriteTransaction {
                 modificationDate != held.matchedModificationDate
             {
                 held.matchedModificationDate = modificationDate
-                try put(
-                    dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: held.contentVersion),
-                    value: held.encoded())
+                try saveVersion(held, ofItemKey: itemKey, dbs)
             }
             return PublishedVersion(
                 item: Records.publicItem(existing, domain: name, version: held),
@@ -87,9 +85,7 @@ extension WriteTransaction {
                 root: content.root)
             try addToCounter(dbs, MetaKey.logicalBytes, content.length)
         }
-        try put(
-            dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: version.contentVersion),
-            value: version.encoded())
+        try saveVersion(version, ofItemKey: itemKey, dbs)
         return PublishedVersion(
             item: Records.publicItem(written, domain: name, version: version), domainVersion: changes.version,
             changed: true, stored: held == nil)

@@ -25,9 +25,7 @@ extension WriteTransaction {
                 domainVersion: DomainVersion(rawValue: try Records.domain(name, in: self, dbs).version))
         }
         var changes = try beginChanges(to: name, dbs)
-        let existing = try withValue(dbs.items, key: itemKey) {
-            try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: name))
-        }
+        let existing = try itemRecord(id, domain: name, key: itemKey, dbs)
         let (record, version) = try addOriginVersion(
             contentVersion, size: size, of: id, existing: existing, layout: layout, modificationDate: modificationDate,
             in: &changes, dbs)
@@ -59,16 +57,14 @@ extension WriteTransaction {
                 identifier: id, parent: parent, filename: String(id.split(separator: "/").last ?? Substring(id)),
                 kind: .file, metadataVersion: [], createdAt: changes.now)
         record.contentModificationDate = modificationDate ?? changes.now
-        let manifestID = max(1, try counter(dbs, MetaKey.nextManifestID))
-        try setCounter(dbs, MetaKey.nextManifestID, manifestID + 1)
+        let manifestID = try takeManifestID(dbs)
         try writeAbsentManifest(manifestID, chunkCount: layout.chunkCount(forLength: size), dbs)
         record = try commit(record, replacing: existing, in: &changes, dbs)!
         let version = VersionRecord(
             contentVersion: contentVersion, manifestID: manifestID, size: size, chunkShift: layout.shift,
             sequence: changes.version.rawValue, createdAt: changes.now, root: VersionRecord.unknownRoot)
         let itemKey = Keys.item(domain: changes.name, id: id)
-        try put(
-            dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: contentVersion), value: version.encoded())
+        try saveVersion(version, ofItemKey: itemKey, dbs)
         try addToCounter(dbs, MetaKey.logicalBytes, size)
         return (record, version)
     }
@@ -122,14 +118,7 @@ extension WriteTransaction {
     /// the domain version. Nothing happens when the store does not hold it.
     @available(*, noasync)
     mutating func removeGoneItem(domain name: String, item id: String, _ dbs: Databases) throws {
-        let itemKey = Keys.item(domain: name, id: id)
-        guard
-            let record = try withValue(
-                dbs.items, key: itemKey,
-                {
-                    try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: name))
-                })
-        else { return }
+        guard let record = try itemRecord(id, domain: name, dbs) else { return }
         var changes = try beginChanges(to: name, dbs)
         try deleteItem(record, in: &changes, dbs)
         try finish(changes, dbs)

@@ -16,6 +16,12 @@ extension WriteTransaction {
         return DomainRecord(version: 0, createdAt: Date().timeIntervalSince1970)
     }
 
+    /// Writes a domain's record.
+    @available(*, noasync)
+    mutating func saveDomain(_ record: DomainRecord, named name: String, _ dbs: Databases) throws {
+        try put(dbs.domains, key: Keys.domain(name), value: record.encoded())
+    }
+
     /// Bumps the domain's version and saves it, for a change to the domain's own record (its settings) that
     /// logs no item change; once the transaction commits, the waiters are woken (<doc:FileProviderRules#E2>,
     /// ``ChangeSignal``).
@@ -23,7 +29,7 @@ extension WriteTransaction {
     mutating func bump(_ domain: inout DomainRecord, named name: String, _ dbs: Databases) throws -> DomainVersion {
         dbs.changeMarks.mark()
         domain.version += 1
-        try put(dbs.domains, key: Keys.domain(name), value: domain.encoded())
+        try saveDomain(domain, named: name, dbs)
         return DomainVersion(rawValue: domain.version)
     }
 

@@ -143,6 +143,14 @@ extension WriteTransaction {
         try removeFills(of: manifestID, dbs)
     }
 
+    /// Takes a fresh manifest id from `meta`'s ``MetaKey/nextManifestID``.
+    @available(*, noasync)
+    mutating func takeManifestID(_ dbs: Databases) throws -> UInt64 {
+        let id = max(1, try counter(dbs, MetaKey.nextManifestID))
+        try setCounter(dbs, MetaKey.nextManifestID, id + 1)
+        return id
+    }
+
     /// Writes a manifest of `chunkCount` entries, all `absent` with no known hash.
     @available(*, noasync)
     mutating func writeAbsentManifest(_ manifestID: UInt64, chunkCount: Int64, _ dbs: Databases) throws {

@@ -40,8 +40,7 @@ extension WriteTransaction {
     /// Takes a fresh manifest id and records it as pending for `writer`.
     @available(*, noasync)
     mutating func beginManifest(_ dbs: Databases, writer: WriterToken, now: Double) throws -> UInt64 {
-        let id = max(1, try counter(dbs, MetaKey.nextManifestID))
-        try setCounter(dbs, MetaKey.nextManifestID, id + 1)
+        let id = try takeManifestID(dbs)
         try put(dbs.pending, key: Keys.manifest(id), value: PendingRecord(writer: writer, startedAt: now).encoded())
         return id
     }

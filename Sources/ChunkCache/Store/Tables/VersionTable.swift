@@ -3,6 +3,14 @@ import LMDBKit
 // The table of versions, `versions`: item key + content version → ``VersionRecord``.
 
 extension WriteTransaction {
+    /// Writes a version record of the item whose key is `itemKey`, under its content version.
+    @available(*, noasync)
+    mutating func saveVersion(_ version: VersionRecord, ofItemKey itemKey: [UInt8], _ dbs: Databases) throws {
+        try put(
+            dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: version.contentVersion),
+            value: version.encoded())
+    }
+
     /// Removes one version: its record, its manifest (releasing its chunks) and its bytes from `logicalBytes`.
     @available(*, noasync)
     mutating func dropVersion(key: [UInt8], _ version: VersionRecord, _ dbs: Databases) throws {
