@@ -1,6 +1,8 @@
 import LMDBKit
 
-/// The named LMDB databases of a store and what each holds.
+/// The named LMDB databases of a store and what each holds. Each one's records, keys, reads and writes are in
+/// `Store/Tables/`, a file per database (`meta`'s counters in `MetaTable.swift`, `policy` and `policyQueue` in
+/// `PolicyTable.swift`, …).
 ///
 /// - `meta`: settings and counters (`chunkShift`, `maxSize`, `nextManifestID`, `logicalBytes`, …).
 /// - `domains`: domain name → ``DomainRecord``.
