@@ -102,53 +102,6 @@ extension TransactionReading where Self: ~Copyable {
         try contains(dbs.meta, key: Keys.meta(HotMeta.size))
             ? Int64(try counter(dbs, HotMeta.size)) : HotTier.defaultSize(forBound: maxSize)
     }
-
-    /// What is wrong with the hot tier's records (for `verify`): each hot chunk must be stored `.hot` with its
-    /// raw length, `hotBytes` and `hotChunks` must add them up, and each segment's queue must hold one entry
-    /// per record of it.
-    func hotInconsistencies(_ dbs: Databases) throws -> [String] {
-        var found: [String] = []
-        var bytes: Int64 = 0
-        var records: [HotSegment: Int64] = [.candidate: 0, .hot: 0]
-        var recordsKnown = true
-        try scan(dbs.hot, prefix: [0x01]) { key, value in
-            guard key.count == 33, let record = HotRecord(ifIntact: value) else {
-                recordsKnown = false
-                return true
-            }
-            records[record.segment, default: 0] += 1
-            guard record.segment == .hot else { return true }
-            let digest = ChunkDigest(raw: UnsafeRawBufferPointer(rebasing: key[1...]))
-            bytes += Int64(record.rawLength)
-            let length = try digest.withUnsafeBytes { k in
-                try withValue(dbs.chunks, key: k) { ChunkCodec.encoding(of: $0) == .hot ? $0.count : -1 }
-            }
-            if length != ChunkCodec.headerSize + Int(record.rawLength) {
-                found.append("chunk \(digest) is hot in the hot tier but not stored hot with its raw length")
-            }
-            return true
-        }
-        guard recordsKnown else { return found + ["a record of the hot tier fails its check"] }
-        var recounts = [(HotMeta.bytes, bytes)]
-        for segment in [HotSegment.candidate, .hot] {
-            var queued: Int64 = 0
-            try scan(dbs.hot, prefix: HotRecord.queuePrefix(segment)) { _, _ in
-                queued += 1
-                return true
-            }
-            if queued != records[segment] {
-                found.append("the hot tier's \(segment) queue holds \(queued) entries for \(records[segment]!) records")
-            }
-            recounts.append((segment.counterName, records[segment]!))
-        }
-        for (name, recounted) in recounts {
-            let counted = Int64(bitPattern: try counter(dbs, name))
-            if counted != recounted {
-                found.append("the counter \(name) is \(counted) but a recount gives \(recounted)")
-            }
-        }
-        return found
-    }
 }
 
 extension HotTier {
@@ -339,11 +292,6 @@ extension WriteTransaction {
         return digests
     }
 
-    @available(*, noasync)
-    fileprivate func storedEncoding(of digest: ChunkDigest, _ dbs: Databases) throws -> ChunkCodec.Encoding? {
-        try digest.withUnsafeBytes { key in try withValue(dbs.chunks, key: key, ChunkCodec.encoding(of:)) } ?? nil
-    }
-
     /// Rewrites a zstd or delta chunk as `.hot`. Returns the bytes it grew by, or nil when it is neither, fails
     /// its check, or would grow by more than `room` (with the pages that index it). A delta leaves its bases'
     /// links; when it cools it is stored plain (zstd), not as a delta again.
@@ -426,17 +374,6 @@ extension WriteTransaction {
         if let saved = try hotCool(digest, record, compressor: compressor, dbs) { return saved }
         try hotForget(digest, dbs)
         return 0
-    }
-
-    /// Sets a chunk's stored length in its reference and `storedBytes` with it.
-    @available(*, noasync)
-    private mutating func setStoredLength(
-        of digest: ChunkDigest, _ ref: inout ChunkRef, _ length: UInt32, _ dbs: Databases
-    ) throws {
-        try addToCounter(dbs, MetaKey.storedBytes, Int64(length) - Int64(ref.storedLength))
-        ref.storedLength = length
-        try digest.withUnsafeBytes { key in try ref.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
-        }
     }
 
     /// Forgets the least recently read candidates beyond `limit`.

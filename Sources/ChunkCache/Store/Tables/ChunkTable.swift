@@ -81,9 +81,25 @@ extension WriteTransaction {
             try updated.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
         }
     }
+
+    /// Sets a chunk's stored length in its reference and `storedBytes` with it.
+    @available(*, noasync)
+    mutating func setStoredLength(
+        of digest: ChunkDigest, _ ref: inout ChunkRef, _ length: UInt32, _ dbs: Databases
+    ) throws {
+        try addToCounter(dbs, MetaKey.storedBytes, Int64(length) - Int64(ref.storedLength))
+        ref.storedLength = length
+        try digest.withUnsafeBytes { key in try ref.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
+        }
+    }
 }
 
 extension TransactionReading where Self: ~Copyable {
+    /// The encoding chunk `digest` is stored in; nil when it is not stored or its header is not one.
+    func storedEncoding(of digest: ChunkDigest, _ dbs: Databases) throws -> ChunkCodec.Encoding? {
+        try digest.withUnsafeBytes { key in try withValue(dbs.chunks, key: key, ChunkCodec.encoding(of:)) } ?? nil
+    }
+
     /// Whether chunk `digest` can be a base: stored, and not itself a delta (depth 1).
     func isPlainChunk(_ digest: ChunkDigest, _ dbs: Databases) throws -> Bool {
         guard let stored = try digest.withUnsafeBytes({ try unsafeValue(dbs.chunks, key: $0) }) else { return false }

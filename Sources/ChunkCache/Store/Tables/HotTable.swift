@@ -8,6 +8,53 @@ extension TransactionReading where Self: ~Copyable {
     func hotRecord(_ digest: ChunkDigest, _ dbs: Databases) throws -> HotRecord? {
         try withValue(dbs.hot, key: HotRecord.key(digest), HotRecord.init(ifIntact:)) ?? nil
     }
+
+    /// What is wrong with the hot tier's records (for `verify`): each hot chunk must be stored `.hot` with its
+    /// raw length, `hotBytes` and `hotChunks` must add them up, and each segment's queue must hold one entry
+    /// per record of it.
+    func hotInconsistencies(_ dbs: Databases) throws -> [String] {
+        var found: [String] = []
+        var bytes: Int64 = 0
+        var records: [HotSegment: Int64] = [.candidate: 0, .hot: 0]
+        var recordsKnown = true
+        try scan(dbs.hot, prefix: [0x01]) { key, value in
+            guard key.count == 33, let record = HotRecord(ifIntact: value) else {
+                recordsKnown = false
+                return true
+            }
+            records[record.segment, default: 0] += 1
+            guard record.segment == .hot else { return true }
+            let digest = ChunkDigest(raw: UnsafeRawBufferPointer(rebasing: key[1...]))
+            bytes += Int64(record.rawLength)
+            let length = try digest.withUnsafeBytes { k in
+                try withValue(dbs.chunks, key: k) { ChunkCodec.encoding(of: $0) == .hot ? $0.count : -1 }
+            }
+            if length != ChunkCodec.headerSize + Int(record.rawLength) {
+                found.append("chunk \(digest) is hot in the hot tier but not stored hot with its raw length")
+            }
+            return true
+        }
+        guard recordsKnown else { return found + ["a record of the hot tier fails its check"] }
+        var recounts = [(HotMeta.bytes, bytes)]
+        for segment in [HotSegment.candidate, .hot] {
+            var queued: Int64 = 0
+            try scan(dbs.hot, prefix: HotRecord.queuePrefix(segment)) { _, _ in
+                queued += 1
+                return true
+            }
+            if queued != records[segment] {
+                found.append("the hot tier's \(segment) queue holds \(queued) entries for \(records[segment]!) records")
+            }
+            recounts.append((segment.counterName, records[segment]!))
+        }
+        for (name, recounted) in recounts {
+            let counted = Int64(bitPattern: try counter(dbs, name))
+            if counted != recounted {
+                found.append("the counter \(name) is \(counted) but a recount gives \(recounted)")
+            }
+        }
+        return found
+    }
 }
 
 extension WriteTransaction {
