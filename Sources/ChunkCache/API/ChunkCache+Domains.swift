@@ -222,18 +222,3 @@ extension DomainRecord {
             && history == other.history
     }
 }
-
-extension WriteTransaction {
-    /// Deletes a domain's record, items, versions (releasing their chunks), change log and listing entries.
-    @available(*, noasync)
-    mutating func removeDomainRecords(_ name: String, _ dbs: Databases) throws {
-        dbs.changeMarks.mark()  // its waiters of changes learn at once that it is gone
-        let prefix = Keys.domain(name)
-        try dropVersions(under: prefix, dbs)
-        try deleteAll(under: prefix, in: dbs.items)
-        try deleteAll(under: prefix, in: dbs.changes)
-        try deleteAll(under: prefix, in: dbs.listing)
-        try deleteAll(under: ReadPositions.keys(ofDomain: name), in: dbs.meta)
-        _ = try delete(dbs.domains, key: prefix)
-    }
-}

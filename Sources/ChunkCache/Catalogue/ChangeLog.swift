@@ -1,30 +1,6 @@
 import Foundation
 import LMDBKit
 
-extension Keys {
-    /// A key of `changes`: the domain, then the version and the record's index in it, big-endian so the log
-    /// reads in order.
-    package static func change(domain: [UInt8], version: UInt64, index: UInt32) -> [UInt8] {
-        var w = ByteWriter()
-        w.append(raw: domain)
-        w.appendBigEndian(version)
-        w.appendBigEndian(index)
-        return w.bytes
-    }
-
-    /// The version and index of a key of `changes` under `domain`, or nil when it is not one.
-    package static func parseChange(_ key: UnsafeRawBufferPointer, domainLength: Int) -> (
-        version: UInt64, index: UInt32
-    )? {
-        guard key.count == domainLength + 12 else { return nil }
-        var version: UInt64 = 0
-        var index: UInt32 = 0
-        for byte in key[domainLength..<(domainLength + 8)] { version = version << 8 | UInt64(byte) }
-        for byte in key[(domainLength + 8)...] { index = index << 8 | UInt32(byte) }
-        return (version, index)
-    }
-}
-
 /// The changes one transaction makes to one domain: one domain-version bump, and one log record per item
 /// changed. Every change to items goes through ``WriteTransaction/beginChanges(to:create:_:)``,
 /// ``WriteTransaction/commit(_:replacing:in:_:)`` and ``WriteTransaction/finish(_:_:)``.
@@ -90,7 +66,7 @@ extension WriteTransaction {
         var record = changes.record
         record.retainedChanges += UInt64(changes.count)
         try compactChanges(&record, domainKey: changes.key, before: changes.version.rawValue, now: changes.now, dbs)
-        try put(dbs.domains, key: changes.key, value: record.encoded())
+        try saveDomain(record, named: changes.name, dbs)
     }
 
     /// Drops the oldest versions' records while the log holds more than its history allows, whole versions
@@ -124,15 +100,4 @@ extension WriteTransaction {
     }
 
     static var compactionStep: Int { 100_000 }
-
-    /// Deletes every record of `domainKey` in `db` (a domain's change log or listing entries).
-    @available(*, noasync)
-    mutating func deleteAll(under domainKey: [UInt8], in db: Database) throws {
-        var keys: [[UInt8]] = []
-        try scan(db, prefix: domainKey) { key, _ in
-            keys.append(Array(key))
-            return true
-        }
-        for key in keys { _ = try delete(db, key: key) }
-    }
 }

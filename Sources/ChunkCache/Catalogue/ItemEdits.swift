@@ -30,9 +30,7 @@ extension WriteTransaction {
             throw CacheError(
                 .invalidArgument, "\"\(id)\" is a container, not an item: it cannot be marked, removed or moved")
         }
-        let record = try withValue(dbs.items, key: Keys.item(domain: changes.name, id: id)) {
-            try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: changes.name))
-        }
+        let record = try itemRecord(id, domain: changes.name, dbs)
         guard let record else {
             throw CacheError(
                 .noSuchItem,
@@ -160,9 +158,7 @@ extension WriteTransaction {
         }
         var hidden = false
         if parent != Item.rootContainer {
-            let folder = try withValue(dbs.items, key: Keys.item(domain: changes.name, id: parent)) {
-                try ItemRecord(decoding: $0, name: RecordNames.item(parent, domain: changes.name))
-            }
+            let folder = try itemRecord(parent, domain: changes.name, dbs)
             guard let folder else {
                 throw CacheError(
                     .noSuchItem,

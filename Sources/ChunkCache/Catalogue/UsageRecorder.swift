@@ -135,13 +135,7 @@ extension WriteTransaction {
             guard try contains(dbs.domains, key: Keys.domain(domain)) else { continue }
             var changes = try beginChanges(to: domain, dbs)
             for (item, time) in uses {
-                guard
-                    let before = try withValue(
-                        dbs.items, key: Keys.item(domain: domain, id: item.rawValue),
-                        {
-                            try ItemRecord(decoding: $0, name: RecordNames.item(item.rawValue, domain: domain))
-                        })
-                else { continue }
+                guard let before = try itemRecord(item.rawValue, domain: domain, dbs) else { continue }
                 guard time - (before.lastUsedDate ?? -.infinity) >= UsageRecorder.granularity else { continue }
                 var after = before
                 after.lastUsedDate = time
@@ -188,7 +182,7 @@ extension WriteTransaction {
         // Nothing left the working set: remember how far it was checked, without a new domain version.
         var record = try Records.domain(domain, in: self, dbs)
         record.recentCheckedThrough = cutoff
-        try put(dbs.domains, key: domainKey, value: record.encoded())
+        try saveDomain(record, named: domain, dbs)
         return false
     }
 }

@@ -14,29 +14,6 @@ struct PublishedVersion: Sendable {
 }
 
 extension WriteTransaction {
-    /// Loads a domain for a change, creating it (version 0, bumped to 1 by the change) when `create`.
-    @available(*, noasync)
-    mutating func domainForChange(_ name: String, create: Bool, _ dbs: Databases) throws -> DomainRecord {
-        if let domain = try withValue(
-            dbs.domains, key: Keys.domain(name), { try DomainRecord(decoding: $0, name: RecordNames.domain(name)) })
-        {
-            return domain
-        }
-        guard create else { return try Records.domain(name, in: self, dbs) }
-        return DomainRecord(version: 0, createdAt: Date().timeIntervalSince1970)
-    }
-
-    /// Bumps the domain's version and saves it, for a change to the domain's own record (its settings) that
-    /// logs no item change; once the transaction commits, the waiters are woken (<doc:FileProviderRules#E2>,
-    /// ``ChangeSignal``).
-    @available(*, noasync)
-    mutating func bump(_ domain: inout DomainRecord, named name: String, _ dbs: Databases) throws -> DomainVersion {
-        dbs.changeMarks.mark()
-        domain.version += 1
-        try put(dbs.domains, key: Keys.domain(name), value: domain.encoded())
-        return DomainVersion(rawValue: domain.version)
-    }
-
     /// Publishes an ingested manifest as a content version of a file item, creating the item when missing,
     /// as one of `changes`.
     ///
@@ -80,9 +57,7 @@ extension WriteTransaction {
                 modificationDate != held.matchedModificationDate
             {
                 held.matchedModificationDate = modificationDate
-                try put(
-                    dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: held.contentVersion),
-                    value: held.encoded())
+                try saveVersion(held, ofItemKey: itemKey, dbs)
             }
             return PublishedVersion(
                 item: Records.publicItem(existing, domain: name, version: held),
@@ -110,9 +85,7 @@ extension WriteTransaction {
                 root: content.root)
             try addToCounter(dbs, MetaKey.logicalBytes, content.length)
         }
-        try put(
-            dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: version.contentVersion),
-            value: version.encoded())
+        try saveVersion(version, ofItemKey: itemKey, dbs)
         return PublishedVersion(
             item: Records.publicItem(written, domain: name, version: version), domainVersion: changes.version,
             changed: true, stored: held == nil)

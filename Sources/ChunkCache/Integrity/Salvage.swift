@@ -68,7 +68,7 @@ enum Salvage {
             }
             try destination.writer.writeAndWait { txn in
                 for (name, record) in batch {
-                    try txn.put(dbs.domains, key: Keys.domain(name), value: record.encoded())
+                    try txn.saveDomain(record, named: name, dbs)
                 }
             }
         }

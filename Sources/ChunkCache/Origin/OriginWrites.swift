@@ -25,9 +25,7 @@ extension WriteTransaction {
                 domainVersion: DomainVersion(rawValue: try Records.domain(name, in: self, dbs).version))
         }
         var changes = try beginChanges(to: name, dbs)
-        let existing = try withValue(dbs.items, key: itemKey) {
-            try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: name))
-        }
+        let existing = try itemRecord(id, domain: name, key: itemKey, dbs)
         let (record, version) = try addOriginVersion(
             contentVersion, size: size, of: id, existing: existing, layout: layout, modificationDate: modificationDate,
             in: &changes, dbs)
@@ -59,33 +57,16 @@ extension WriteTransaction {
                 identifier: id, parent: parent, filename: String(id.split(separator: "/").last ?? Substring(id)),
                 kind: .file, metadataVersion: [], createdAt: changes.now)
         record.contentModificationDate = modificationDate ?? changes.now
-        let manifestID = max(1, try counter(dbs, MetaKey.nextManifestID))
-        try setCounter(dbs, MetaKey.nextManifestID, manifestID + 1)
+        let manifestID = try takeManifestID(dbs)
         try writeAbsentManifest(manifestID, chunkCount: layout.chunkCount(forLength: size), dbs)
         record = try commit(record, replacing: existing, in: &changes, dbs)!
         let version = VersionRecord(
             contentVersion: contentVersion, manifestID: manifestID, size: size, chunkShift: layout.shift,
             sequence: changes.version.rawValue, createdAt: changes.now, root: VersionRecord.unknownRoot)
         let itemKey = Keys.item(domain: changes.name, id: id)
-        try put(
-            dbs.versions, key: Keys.version(itemKey: itemKey, contentVersion: contentVersion), value: version.encoded())
+        try saveVersion(version, ofItemKey: itemKey, dbs)
         try addToCounter(dbs, MetaKey.logicalBytes, size)
         return (record, version)
-    }
-
-    /// Writes a manifest of `chunkCount` entries, all `absent` with no known hash.
-    @available(*, noasync)
-    mutating func writeAbsentManifest(_ manifestID: UInt64, chunkCount: Int64, _ dbs: Databases) throws {
-        var page: [UInt8] = []
-        var first: Int64 = 0
-        while first < chunkCount {
-            let count = min(ManifestPage.entriesPerPage, chunkCount - first)
-            page.removeAll(keepingCapacity: true)
-            for _ in 0..<count { ManifestPage.append(.absent(nil), to: &page) }
-            try ManifestPage.store(
-                &page, manifest: manifestID, page: first / ManifestPage.entriesPerPage, in: &self, dbs)
-            first += count
-        }
     }
 
     /// Stores downloaded chunks of a manifest and sets their entries, deduplicated against the whole store.
@@ -137,14 +118,7 @@ extension WriteTransaction {
     /// the domain version. Nothing happens when the store does not hold it.
     @available(*, noasync)
     mutating func removeGoneItem(domain name: String, item id: String, _ dbs: Databases) throws {
-        let itemKey = Keys.item(domain: name, id: id)
-        guard
-            let record = try withValue(
-                dbs.items, key: itemKey,
-                {
-                    try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: name))
-                })
-        else { return }
+        guard let record = try itemRecord(id, domain: name, dbs) else { return }
         var changes = try beginChanges(to: name, dbs)
         try deleteItem(record, in: &changes, dbs)
         try finish(changes, dbs)
@@ -157,15 +131,5 @@ extension WriteTransaction {
         let dropped = try dropVersions(under: Keys.item(domain: changes.name, id: record.identifier), dbs)
         try commit(nil, replacing: record, in: &changes, dbs)
         return dropped
-    }
-}
-
-extension ManifestPage {
-    /// Replaces the entry in `slot` of a page's unsealed entries.
-    static func replace(slot: Int, with entry: ManifestEntry, in entries: inout [UInt8]) {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(entrySize)
-        append(entry, to: &bytes)
-        entries.replaceSubrange((slot * entrySize)..<((slot + 1) * entrySize), with: bytes)
     }
 }

@@ -16,7 +16,7 @@ extension WriteTransaction {
         // Version 0 until the first batch publishes (version 1, the whole of a small tree) or the import ends.
         var record = DomainRecord(version: 0, createdAt: Date().timeIntervalSince1970)
         record.importEpoch = 1
-        try put(dbs.domains, key: Keys.domain(domain), value: record.encoded())
+        try saveDomain(record, named: domain, dbs)
         let job = ImportJobRecord(
             writer: writer, epoch: 1, copy: staging == nil, phase: .importing,
             sources: [.init(root: staging ?? root, below: Item.rootContainer)], done: 0, startedAt: record.createdAt,
@@ -40,7 +40,7 @@ extension WriteTransaction {
             return (job, true)
         }
         record.importEpoch += 1
-        try put(dbs.domains, key: Keys.domain(domain), value: record.encoded())
+        try saveDomain(record, named: domain, dbs)
         let job = ImportJobRecord(
             writer: writer, epoch: record.importEpoch, copy: true, phase: .importing, sources: [source],
             done: 0, startedAt: Date().timeIntervalSince1970)
@@ -60,7 +60,7 @@ extension WriteTransaction {
             record.version = DomainVersion.initial.rawValue
             dbs.changeMarks.mark()
         }
-        try put(dbs.domains, key: Keys.domain(domain), value: record.encoded())
+        try saveDomain(record, named: domain, dbs)
         return true
     }
 }

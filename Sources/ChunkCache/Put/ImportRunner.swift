@@ -293,8 +293,7 @@ struct ImportRunner {
                         content, item: id, contentVersion: nil, layout: layout, parent: parent, filename: name,
                         modificationDate: modified, in: &changes, dbs)
                 case .smallFile(let id, let parent, let name, let modified, let length, let root, let chunks):
-                    let manifestID = max(1, try txn.counter(dbs, MetaKey.nextManifestID))
-                    try txn.setCounter(dbs, MetaKey.nextManifestID, manifestID + 1)
+                    let manifestID = try txn.takeManifestID(dbs)
                     try txn.writeAbsentManifest(manifestID, chunkCount: layout.chunkCount(forLength: length), dbs)
                     inserted += try txn.storeDownloaded(chunks, manifestID: manifestID, dbs)
                     let content = IngestedContent(

@@ -1,6 +1,8 @@
 import LMDBKit
 
-/// The named LMDB databases of a store and what each holds.
+/// The named LMDB databases of a store and what each holds. Each one's records, keys, reads and writes are in
+/// `Store/Tables/`, a file per database (`meta`'s counters in `MetaTable.swift`, `policy` and `policyQueue` in
+/// `PolicyTable.swift`, …).
 ///
 /// - `meta`: settings and counters (`chunkShift`, `maxSize`, `nextManifestID`, `logicalBytes`, …).
 /// - `domains`: domain name → ``DomainRecord``.
@@ -29,7 +31,7 @@ import LMDBKit
 /// - `fills`: (manifest id, chunk index) → the SHA-256 the manifest knew for a chunk now waiting as a fill (32
 ///   bytes), or nothing when it knew none: the settler's work list, in version and chunk order
 ///   (``FillFiles``, ``Settler``). Key (manifest id, `UInt64.max`) holds the bytes the version's fill file
-///   takes (``FillLedger``).
+///   takes (``WriteTransaction/fileBytes(_:_:)``).
 package struct Databases: Sendable {
     let meta: Database
     let domains: Database

@@ -24,9 +24,7 @@ enum Records {
     static func item<T: TransactionReading & ~Copyable>(
         _ id: String, domain: String, key: [UInt8]? = nil, in txn: borrowing T, _ dbs: Databases
     ) throws -> ItemRecord {
-        let record = try txn.withValue(dbs.items, key: key ?? Keys.item(domain: domain, id: id)) {
-            try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: domain))
-        }
+        let record = try txn.itemRecord(id, domain: domain, key: key, dbs)
         guard let record else {
             throw MissingItem.confirm(
                 id, domain: domain, authority: MissingItem.authority(of: try Records.domain(domain, in: txn, dbs)))

@@ -36,15 +36,6 @@ struct Placement: Hashable, Sendable {
         inWorkingSet = bits & 1 != 0
         lastUsedDate = bits & 2 != 0 ? lastUse : nil
     }
-
-    /// Whether the item is in `container` when placed so.
-    func isListed(in container: EnumeratedContainer) -> Bool {
-        switch container {
-        case .allItems: return true
-        case .workingSet: return inWorkingSet
-        case .folder(let identifier): return self.container == identifier
-        }
-    }
 }
 
 extension ItemRecord {
@@ -54,17 +45,5 @@ extension ItemRecord {
             container: flags.contains(.trashed) ? Item.trashContainer : parent, filename: filename,
             modificationDate: contentModificationDate, inWorkingSet: flags.contains(.inWorkingSet),
             lastUsedDate: lastUsedDate)
-    }
-
-    /// Recomputes working-set membership (<doc:Contract#11-Catalogue,-enumeration,-changes-and-the-working-set>):
-    /// recent, tagged, favorite, shared, trashed and pinned items, except those inside a trashed folder
-    /// (<doc:FileProviderRules#F11>).
-    mutating func refreshWorkingSet(now: Double) {
-        let recent = lastUsedDate.map { $0 >= now - RecentItems.window } ?? false
-        let member =
-            !flags.contains(.inTrashedFolder)
-            && (recent || !tagData.isEmpty || favoriteRank != nil
-                || !flags.isDisjoint(with: [.shared, .trashed, .pinned]))
-        if member { flags.insert(.inWorkingSet) } else { flags.remove(.inWorkingSet) }
     }
 }

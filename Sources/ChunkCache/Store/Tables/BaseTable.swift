@@ -1,5 +1,4 @@
 import LMDBKit
-import ZstdKit
 
 /// The links between delta chunks and their bases, inside one write transaction (<doc:Contract#14-Chunk-encodings>).
 ///
@@ -104,25 +103,6 @@ extension WriteTransaction {
         return dependents.count
     }
 
-    /// Writes a new encoding of the same bytes for chunk `digest`, keeping its counters exact and dropping the
-    /// links of the old one when it was a delta (the caller links a new delta).
-    @available(*, noasync)
-    mutating func replaceEncoding(of digest: ChunkDigest, with encoded: [UInt8], ref: ChunkRef, _ dbs: Databases)
-        throws
-    {
-        try digest.withUnsafeBytes { key in
-            if let old = try withValue(dbs.chunks, key: key, { Array($0) }) {
-                try old.withUnsafeBytes { try unlinkDelta(digest, stored: $0, dbs) }
-            }
-            try hotForget(digest, dbs)  // the new encoding is not the hot tier's
-            var updated = ref
-            updated.storedLength = UInt32(encoded.count - ChunkCodec.headerSize)
-            try addToCounter(dbs, MetaKey.storedBytes, Int64(updated.storedLength) - Int64(ref.storedLength))
-            try encoded.withUnsafeBytes { try put(dbs.chunks, key: key, value: $0) }
-            try updated.encoded().withUnsafeBytes { try put(dbs.refs, key: key, value: $0) }
-        }
-    }
-
     /// Drops every link of a chunk a repair deletes: as a delta, and as a base (its deltas failed to decode
     /// with it, so they are deleted by the same repair).
     @available(*, noasync)
@@ -135,68 +115,4 @@ extension WriteTransaction {
 
     /// The key of a (base, delta) link.
     static func baseKey(_ base: ChunkDigest, _ delta: ChunkDigest) -> [UInt8] { base.bytes + delta.bytes }
-}
-
-extension TransactionReading where Self: ~Copyable {
-    /// Whether chunk `digest` can be a base: stored, and not itself a delta (depth 1).
-    func isPlainChunk(_ digest: ChunkDigest, _ dbs: Databases) throws -> Bool {
-        guard let stored = try digest.withUnsafeBytes({ try unsafeValue(dbs.chunks, key: $0) }) else { return false }
-        return stored.count >= ChunkCodec.headerSize && !ChunkCodec.isDelta(stored)
-    }
-}
-
-/// Decodes a delta and encodes it again, against new bases or plain: the re-encoding of the deltas of a base
-/// that goes. Made only when a base with deltas is deleted, so a store without deltas never pays for its buffers.
-final class Reencoder {
-    private let decompressor = Decompressor()
-    private let compressor = Compressor(level: StoreSettings.standard.compressionLevel)
-    private var raw: [UInt8] = []
-    private var room: BaseRoom?
-
-    /// The chunk stored as `stored`, decoded with its bases from `txn`, then encoded against `newBases` when
-    /// that beats its plain form by the ingest's margin (``DeltaEncoder``), else plain; with the delta's layout.
-    /// - Throws: `corruptData` when it does not decode (a damaged delta or base), which fails the transaction:
-    ///   the store stays as it was and `verify --repair` drops the damage.
-    func reencode<T: TransactionReading & ~Copyable>(
-        _ stored: UnsafeRawBufferPointer, rawCount: Int, digest: ChunkDigest,
-        against newBases: [(digest: ChunkDigest, rawLength: Int)], in txn: borrowing T, _ dbs: Databases
-    ) throws -> (bytes: [UInt8], layout: DeltaLayout?) {
-        if raw.count < rawCount { raw = [UInt8](repeating: 0, count: rawCount) }
-        let oldBases = DeltaLayout(parsing: stored)?.bases.map(\.rawLength) ?? []
-        let largest = (oldBases + newBases.map(\.rawLength)).max() ?? 0
-        let room =
-            self.room.flatMap { $0.chunkSize >= largest ? $0 : nil }
-            ?? BaseRoom(chunkSize: max(largest, 1), keepsDecoded: false)
-        self.room = room
-        return try raw.withUnsafeMutableBytes { rawBuffer in
-            do {
-                let reader = StoredChunkReader(dbs: dbs, decompressor: decompressor, room: room)
-                let bytes = try reader.decode(stored, digest: digest, length: rawCount, into: rawBuffer, in: txn)
-                var plain = [UInt8](repeating: 0, count: ChunkCodec.encodedBound(rawCount: rawCount))
-                let plainLength = try plain.withUnsafeMutableBytes {
-                    try ChunkCodec.encode(bytes, compressor: compressor, into: $0)
-                }
-                plain.removeLast(plain.count - plainLength)
-                guard !newBases.isEmpty else { return (plain, nil) }
-                let layout = DeltaLayout(bases: newBases, plainLength: plainLength - ChunkCodec.headerSize)
-                let prefix = try ChunkCodec.readBases(
-                    of: layout, for: digest, decompressor: decompressor, bases: SnapshotBases(txn, dbs, room: room))
-                var delta = [UInt8](
-                    repeating: 0, count: ChunkCodec.encodedBound(rawCount: rawCount) + layout.headerLength)
-                let budget = DeltaLayout.frameBudget(
-                    rawCount: rawCount, plainLength: layout.plainLength, layout: layout)
-                guard budget > 0,
-                    let frameLength = try delta.withUnsafeMutableBytes({ output in
-                        try compressor.compress(
-                            bytes, against: prefix,
-                            into: UnsafeMutableRawBufferPointer(
-                                rebasing: output[layout.headerLength..<(layout.headerLength + budget)]))
-                    })
-                else { return (plain, nil) }
-                delta.withUnsafeMutableBytes { layout.write(into: $0) }
-                delta.removeLast(delta.count - layout.headerLength - frameLength)
-                return (delta, layout)
-            }
-        }
-    }
 }

@@ -1,6 +1,8 @@
 import Crypto
 import LMDBKit
 
+// The table of manifests, `manifests`: (manifest id, page) → a page of entries.
+
 /// The on-disk form of a manifest page: up to 1024 entries of 33 bytes, `[tag][digest]`, then the page's
 /// ``Seal``, checked once each time a page is loaded.
 package enum ManifestPage {
@@ -118,6 +120,52 @@ package enum ManifestPage {
 }
 
 extension WriteTransaction {
+    /// Deletes a manifest's pages and releases every chunk it references.
+    ///
+    /// A page that fails its seal names chunks that cannot be trusted: releasing them could free another
+    /// item's chunks, so its references are left counted instead (the chunks stay, unused, and take space).
+    @available(*, noasync)
+    mutating func dropManifest(_ manifestID: UInt64, _ dbs: Databases) throws {
+        var pageKeys: [[UInt8]] = []
+        var digests: [ChunkDigest] = []
+        try scan(dbs.manifests, prefix: Keys.manifest(manifestID)) { key, value in
+            pageKeys.append(Array(key))
+            guard let page = ManifestPage.entries(ofStored: value) else { return true }
+            for slot in 0..<(page.count / ManifestPage.entrySize) {
+                if case .stored(let digest) = try ManifestPage.entry(in: page, at: slot) { digests.append(digest) }
+            }
+            return true
+        }
+        for digest in digests { try releaseChunk(digest, dbs) }
+        for key in pageKeys { try delete(dbs.manifests, key: key) }
+        try delete(dbs.pending, key: Keys.manifest(manifestID))
+        try policyForget(manifest: manifestID, dbs)
+        try removeFills(of: manifestID, dbs)
+    }
+
+    /// Takes a fresh manifest id from `meta`'s ``MetaKey/nextManifestID``.
+    @available(*, noasync)
+    mutating func takeManifestID(_ dbs: Databases) throws -> UInt64 {
+        let id = max(1, try counter(dbs, MetaKey.nextManifestID))
+        try setCounter(dbs, MetaKey.nextManifestID, id + 1)
+        return id
+    }
+
+    /// Writes a manifest of `chunkCount` entries, all `absent` with no known hash.
+    @available(*, noasync)
+    mutating func writeAbsentManifest(_ manifestID: UInt64, chunkCount: Int64, _ dbs: Databases) throws {
+        var page: [UInt8] = []
+        var first: Int64 = 0
+        while first < chunkCount {
+            let count = min(ManifestPage.entriesPerPage, chunkCount - first)
+            page.removeAll(keepingCapacity: true)
+            for _ in 0..<count { ManifestPage.append(.absent(nil), to: &page) }
+            try ManifestPage.store(
+                &page, manifest: manifestID, page: first / ManifestPage.entriesPerPage, in: &self, dbs)
+            first += count
+        }
+    }
+
     /// Rewrites manifest entries at `indices` (ascending) of `manifestID`: `transform` gets each one's position
     /// in `indices` and current entry, and returns its replacement or nil to keep it. A missing page is skipped
     /// (the version went); a damaged one is `corruptData`.
@@ -150,5 +198,15 @@ extension WriteTransaction {
             }
             if changed { try ManifestPage.store(&entries, manifest: manifestID, page: pageIndex, in: &self, dbs) }
         }
+    }
+}
+
+extension ManifestPage {
+    /// Replaces the entry in `slot` of a page's unsealed entries.
+    static func replace(slot: Int, with entry: ManifestEntry, in entries: inout [UInt8]) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(entrySize)
+        append(entry, to: &bytes)
+        entries.replaceSubrange((slot * entrySize)..<((slot + 1) * entrySize), with: bytes)
     }
 }
