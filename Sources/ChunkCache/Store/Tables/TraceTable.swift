@@ -4,7 +4,7 @@ import LMDBKit
 // domain's switch under `traceoff/` (<doc:Contract#15-Learned-prefetch>).
 
 /// What a program read in the first seconds after it opened ``leader``: the items it read, in the order it
-/// first read them, and which bytes of each, merged over the runs that taught it (``TraceLearning``).
+/// first read them, and which bytes of each, merged over the runs that taught it (`TraceRun`, `TraceSessions`).
 ///
 /// Stored compactly, since a trace must take far less than the bytes it describes: identifiers share their
 /// prefix with the one before, numbers are LEB128 varints.
