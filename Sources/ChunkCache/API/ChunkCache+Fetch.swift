@@ -97,7 +97,6 @@ extension ChunkCache {
             noteFetched(item, minimalRange)
             return served
         case .missing(let absence):
-            noteColdFetch(item, minimalRange)
             let (streamed, fromDownload) = try downloadServing(job)
             defer { streamed?.close() }
             let cold = try throughOriginWaiting(
@@ -106,6 +105,7 @@ extension ChunkCache {
             ) { plan in
                 try job.serve(plan, engine: engine, cancellation: CancellationFlag())
             }
+            noteColdFetch(item, minimalRange)
             var served = cold.served
             served.record(cold.downloaded)
             return served
@@ -290,7 +290,6 @@ extension ChunkCache {
                 absence = missing
             }
         }
-        noteColdFetch(item, minimalRange ?? ByteRange(location: 0, length: .max))
         let (streamed, fromDownload) = try downloadServing(job)
         defer { streamed?.close() }
         let cold = try await throughOrigin(
@@ -299,6 +298,7 @@ extension ChunkCache {
         ) { plan in
             try await self.fetchFromStore(job, .serving(plan))
         }
+        noteColdFetch(item, minimalRange ?? ByteRange(location: 0, length: .max))
         var served = cold.served
         served.record(cold.downloaded)
         return served
@@ -311,8 +311,8 @@ extension ChunkCache {
         noteRead(item, range: range, by: .fetches(of: item))
     }
 
-    /// Notes a fetch that goes to the origin: the first fetch of an item starts its run, and the prefetch of its
-    /// trace (<doc:Contract#15-Learned-prefetch>).
+    /// Notes a fetch that went to the origin, once it is served: the first fetch of an item starts its run, and
+    /// the prefetch of its trace (<doc:Contract#15-Learned-prefetch>), which so never races the fetch itself.
     private func noteColdFetch(_ item: ItemIdentifier, _ range: ByteRange) {
         let opener = TraceOpener.fetches(of: item)
         noteOpen(item, by: opener)
