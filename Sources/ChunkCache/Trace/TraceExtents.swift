@@ -2,8 +2,8 @@
 /// asks for.
 enum TraceExtents {
     /// Adds `range` to `extents`, kept in first-read order: a read that touches or continues an extent grows it
-    /// (a sequential reader leaves one extent), any other is appended. Past ``TraceRecord/maxExtents`` the two
-    /// extents nearest each other (by offset) are joined, so the list stays bounded and covers every read.
+    /// (a sequential reader leaves one extent), any other is appended. Past ``TraceRecord/maxExtents`` the list
+    /// is compacted (``compact(_:)``), so it stays bounded and covers every read.
     static func note(_ range: TraceExtent, in extents: inout [TraceExtent]) {
         guard range.length > 0 else { return }
         if let index = extents.firstIndex(where: { $0.offset <= range.end && range.offset <= $0.end }) {
@@ -11,19 +11,34 @@ enum TraceExtents {
             return
         }
         extents.append(range)
-        if extents.count > TraceRecord.maxExtents { joinNearest(&extents) }
+        if extents.count > TraceRecord.maxExtents { compact(&extents) }
     }
 
-    /// Joins the two extents with the smallest gap between them, keeping the earlier one's place.
-    private static func joinNearest(_ extents: inout [TraceExtent]) {
-        let byOffset = extents.indices.sorted { extents[$0].offset < extents[$1].offset }
-        var best = (gap: Int64.max, first: 0, second: 0)
-        for (a, b) in zip(byOffset, byOffset.dropFirst()) {
-            let gap = max(0, extents[b].offset - extents[a].end)
-            if gap < best.gap { best = (gap, min(a, b), max(a, b)) }
+    /// Joins the extents nearest each other until half of ``TraceRecord/maxExtents`` are left: in offset order,
+    /// the smallest gaps between neighbours are closed first. The list is then in offset order (a prefetch asks
+    /// in that order anyway); halving keeps the cost of a long run of scattered reads at one sort per half-list
+    /// of reads.
+    private static func compact(_ extents: inout [TraceExtent]) {
+        let sorted = requests(extents, size: .max, gap: 0)
+        let target = TraceRecord.maxExtents / 2
+        guard sorted.count > target else {
+            extents = sorted
+            return
         }
-        extents[best.first] = joined(extents[best.first], extents[best.second])
-        extents.remove(at: best.second)
+        let gaps = sorted.indices.dropLast().map { sorted[$0 + 1].offset - sorted[$0].end }
+        var closes = [Bool](repeating: false, count: gaps.count)
+        for index in gaps.indices.sorted(by: { gaps[$0] < gaps[$1] }).prefix(sorted.count - target) {
+            closes[index] = true
+        }
+        var compacted: [TraceExtent] = [sorted[0]]
+        for index in sorted.indices.dropFirst() {
+            if closes[index - 1] {
+                compacted[compacted.count - 1] = joined(compacted[compacted.count - 1], sorted[index])
+            } else {
+                compacted.append(sorted[index])
+            }
+        }
+        extents = compacted
     }
 
     static func joined(_ a: TraceExtent, _ b: TraceExtent) -> TraceExtent {

@@ -51,6 +51,8 @@ final class TraceSessions: Sendable {
 
     /// Exact reads kept per session for the hit count; past it reads count only toward the trace.
     static let maxExactReads = 100_000
+    /// Sessions open at once: past it a new opener is not traced (a storm of short processes costs no memory).
+    static let maxSessions = 4096
 
     var window: Duration { .milliseconds(windowMilliseconds.load(ordering: .relaxed)) }
 
@@ -86,6 +88,8 @@ final class TraceSessions: Sendable {
                 }
                 ended = state.sessions.removeValue(forKey: opener)
                 state.closing[session.id] = ended
+            } else if state.sessions.count >= Self.maxSessions {
+                return .none
             }
             state.nextID += 1
             var session = Session(

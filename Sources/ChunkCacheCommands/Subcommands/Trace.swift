@@ -67,12 +67,22 @@ struct Trace: AsyncParsableCommand {
         @Option(help: "The domain to take them into (an origin domain).") var domain: String
         @Argument(help: "The file `trace export` wrote.") var file: String
 
+        /// The largest trace file taken in, read whole: far above a real export (a Django start's trace is a
+        /// few KB), far below what would strain memory.
+        static let maxFileBytes = 256 << 20
+
         func run() async throws {
             let bytes: [UInt8]
             do {
                 bytes = try FileSystem.contents(of: file)
             } catch {
                 throw CacheError(.invalidArgument, "cannot read \(file) (\(error)); give the file `trace export` wrote")
+            }
+            guard bytes.count <= Self.maxFileBytes else {
+                throw CacheError(
+                    .invalidArgument,
+                    "\(file) holds \(formatSize(Int64(bytes.count))); a trace file is at most \(formatSize(Int64(Self.maxFileBytes))): give the file `trace export` wrote"
+                )
             }
             let cache = try await global.openCache()
             let count = try await cache.importTraces(Data(bytes), into: domain)

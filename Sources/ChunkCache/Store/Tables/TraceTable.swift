@@ -30,8 +30,9 @@ package struct TraceRecord: StoreRecord, Sendable, Equatable {
 
     /// Items a trace keeps; the later ones go first.
     static let maxMembers = 4096
-    /// Extents an item of a trace keeps: past it, the nearest two are joined.
-    static let maxExtents = 64
+    /// Extents an item of a trace keeps: enough for a database's scattered pages (a few bytes each stored);
+    /// past it the nearest are joined.
+    static let maxExtents = 4096
     /// Runs in a row an item may be prefetched and not read before it leaves its trace.
     static let maxMisses: UInt8 = 2
     /// How long a trace neither learned from nor used is kept.
