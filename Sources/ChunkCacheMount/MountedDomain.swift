@@ -165,9 +165,9 @@ public final class MountedDomain: FuseFilesystem {
             guard status.item.kind == .file else { return request.fail(.isDirectory) }
             let file = OpenFile(
                 item: ItemIdentifier(domain: domain, status.item.identifier), version: status.item.itemVersion,
-                size: status.item.documentSize, opener: opener(of: request))
+                size: status.item.documentSize, opener: learns ? opener(of: request) : nil)
             let handle = files.add(file)
-            if learns { cache.noteOpen(file.item, by: file.opener) }
+            if let opener = file.opener { cache.noteOpen(file.item, by: opener) }
             fill.start(file, cachedBytes: status.cachedBytes)
             // The pages the kernel cached stay valid: a changed file is invalidated when the change is seen.
             request.replyOpen(handle: handle, keepCache: true)
@@ -180,6 +180,9 @@ public final class MountedDomain: FuseFilesystem {
         guard let file = files[handle] else { return request.fail(.badFileDescriptor) }
         let count = Int(max(0, min(Int64(size), file.size - offset)))
         guard count > 0 else { return request.reply(bytes: UnsafeRawBufferPointer(start: nil, count: 0)) }
+        if let opener = file.opener {
+            cache.noteRead(file.item, range: ByteRange(location: offset, length: Int64(count)), by: opener)
+        }
         let buffer = buffers.take(count)
         let target = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
         let miss: ReadMiss
@@ -190,9 +193,6 @@ public final class MountedDomain: FuseFilesystem {
             case .served(let served):
                 request.reply(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<served.bytesRead]))
                 buffers.give(buffer)
-                if learns {
-                    cache.noteRead(file.item, range: ByteRange(location: offset, length: Int64(count)), by: file.opener)
-                }
                 return
             case .missing(let missing):
                 miss = missing
@@ -200,9 +200,6 @@ public final class MountedDomain: FuseFilesystem {
         } catch {
             buffers.give(buffer)
             return request.fail(error.mountErrno)
-        }
-        if learns {
-            cache.noteRead(file.item, range: ByteRange(location: offset, length: Int64(count)), by: file.opener)
         }
         let range = offset..<(offset + Int64(count))
         guard !timedOut.justFailed(handle, range) else {

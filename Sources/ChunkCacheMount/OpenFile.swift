@@ -7,6 +7,7 @@ struct OpenFile: Sendable {
     let item: ItemIdentifier
     let version: ItemVersion
     let size: Int64
-    /// The process that opened it: its reads teach that process's trace (CONTRACT §15).
-    let opener: TraceOpener
+    /// The process that opened it, whose trace its reads teach (CONTRACT §15); nil on a mount that does not
+    /// learn (a local domain).
+    let opener: TraceOpener?
 }

@@ -270,6 +270,21 @@ struct TraceTests {
         }
     }
 
+    @Test("§15 §11: removing a domain removes its traces and its switch: the domain made again starts with neither")
+    func removedWithItsDomain() async throws {
+        try await Self.withStores { first, _, server, _ in
+            try await Self.run(first, as: TraceOpener("one"), Self.program)
+            await first.finishTraceSessions()
+            try await first.setLearnedPrefetch(false, for: "web")
+            #expect(try await first.traces(in: "web").count == 1)
+            try await first.removeDomain("web")
+            _ = try await first.addDomain("web", origin: try Origin(server.baseURL))
+            #expect(try await first.traces(in: "web").isEmpty)
+            #expect(try await first.learnedPrefetch(for: "web"))
+            #expect(try await first.statistics().traces == 0)
+        }
+    }
+
     @Test("§15: a bad trace file is refused with what is wrong, and nothing of it is taken in")
     func badImports() async throws {
         try await Self.withStores { first, second, _, _ in

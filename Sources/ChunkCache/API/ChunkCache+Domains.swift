@@ -174,6 +174,7 @@ extension ChunkCache {
                 try txn.removeDomainRecords(name, dbs)
                 try txn.deleteImportJob(of: name, dbs)
                 _ = try txn.deleteTraces(of: name, dbs)
+                try txn.setTracesEnabled(true, for: name, dbs)
                 return job
             }
         } catch {

@@ -68,12 +68,7 @@ extension ChunkCache {
                     documentSize: 0)
                 return ItemStatus(item: root, cachedBytes: 0)
             }
-            let key = Keys.item(domain: identifier.domain, id: identifier.rawValue)
-            let record = try txn.withValue(store.dbs.items, key: key) {
-                try ItemRecord(decoding: $0, name: RecordNames.item(identifier.rawValue, domain: identifier.domain))
-            }
-            guard let record else { return nil }
-            return try status(of: record, domain: identifier.domain, itemKey: key, in: txn)
+            return try status(of: identifier, in: txn)
         }
     }
 
@@ -122,6 +117,16 @@ extension ChunkCache {
             }
             return (statuses, listed.nextPage)
         }
+    }
+
+    /// Item `identifier` and how much of it is cached, read in `txn`; nil when the catalogue has no such item.
+    func status<T: TransactionReading & ~Copyable>(of identifier: ItemIdentifier, in txn: borrowing T) throws
+        -> ItemStatus?
+    {
+        let key = Keys.item(domain: identifier.domain, id: identifier.rawValue)
+        guard let record = try txn.itemRecord(identifier.rawValue, domain: identifier.domain, key: key, store.dbs)
+        else { return nil }
+        return try status(of: record, domain: identifier.domain, itemKey: key, in: txn)
     }
 
     private func status<T: TransactionReading & ~Copyable>(

@@ -67,31 +67,27 @@ extension ChunkCache {
         predicted: Set<String>, gone: Set<String>, targets: [PrefetchTarget]
     )? {
         let store = self.store
-        let trace: TraceRecord? = try store.environment.read { txn in
+        // One snapshot for the trace and every item it names.
+        return try store.environment.read { txn in
             let domain = try Records.domain(item.domain, in: txn, store.dbs)
             guard domain.origin != nil, try txn.tracesEnabled(item.domain, store.dbs) else { return nil }
-            return try txn.trace(item.domain, leader: item.rawValue, store.dbs)
-                ?? TraceRecord(leader: item.rawValue, members: [], usedAt: 0)
-        }
-        guard let trace else { return nil }
-        var predicted: Set<String> = []
-        var gone: Set<String> = []
-        var targets: [PrefetchTarget] = []
-        for member in trace.members {
-            guard let status = try status(of: ItemIdentifier(domain: item.domain, member.item)),
-                status.item.kind == .file
-            else {
-                gone.insert(member.item)
-                continue
+            var found: (predicted: Set<String>, gone: Set<String>, targets: [PrefetchTarget]) = ([], [], [])
+            for member in try txn.trace(item.domain, leader: item.rawValue, store.dbs)?.members ?? [] {
+                guard let status = try status(of: ItemIdentifier(domain: item.domain, member.item), in: txn),
+                    status.item.kind == .file
+                else {
+                    found.gone.insert(member.item)
+                    continue
+                }
+                found.predicted.insert(member.item)
+                guard status.cachedBytes < status.item.documentSize else { continue }
+                found.targets.append(
+                    PrefetchTarget(
+                        item: member.item, version: status.item.itemVersion, size: status.item.documentSize,
+                        extents: member.extents))
             }
-            predicted.insert(member.item)
-            guard status.cachedBytes < status.item.documentSize else { continue }
-            targets.append(
-                PrefetchTarget(
-                    item: member.item, version: status.item.itemVersion, size: status.item.documentSize,
-                    extents: member.extents))
+            return found
         }
-        return (predicted, gone, targets)
     }
 
     /// Merges `run` into its leader's trace and counts what the session's prefetches downloaded (`prefetched`)

@@ -84,11 +84,7 @@ extension ChunkCache {
         let dbs = store.dbs
         return try await store.writer.write(doing: "removing traces") { txn in
             _ = try Records.domain(domain, in: txn, dbs)
-            guard let leaders else {
-                return try txn.traces(of: domain, dbs).reduce(0) { count, found in
-                    try txn.deleteTrace(of: found.trace.leader, in: domain, dbs) ? count + 1 : count
-                }
-            }
+            guard let leaders else { return try txn.deleteTraces(of: domain, dbs) }
             return try leaders.reduce(0) { try txn.deleteTrace(of: $1, in: domain, dbs) ? $0 + 1 : $0 }
         }
     }

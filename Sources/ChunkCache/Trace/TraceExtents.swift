@@ -6,7 +6,13 @@ enum TraceExtents {
     /// is compacted (``compact(_:)``), so it stays bounded and covers every read.
     static func note(_ range: TraceExtent, in extents: inout [TraceExtent]) {
         guard range.length > 0 else { return }
-        if let index = extents.firstIndex(where: { $0.offset <= range.end && range.offset <= $0.end }) {
+        let touches = { (extent: TraceExtent) in extent.offset <= range.end && range.offset <= extent.end }
+        // A sequential reader continues the last extent: no scan.
+        if let last = extents.last, touches(last) {
+            extents[extents.count - 1] = joined(last, range)
+            return
+        }
+        if let index = extents.firstIndex(where: touches) {
             extents[index] = joined(extents[index], range)
             return
         }

@@ -17,14 +17,24 @@ final class TraceSessions: Sendable {
     private let state = Mutex<State>(State())
     /// Sessions open: a fetch that finds none notes nothing, without the lock.
     private let open = Atomic<Int>(0)
-    /// How long after its first open an opener's reads are its run, in milliseconds.
-    private let windowMilliseconds = Atomic<Int64>(30_000)
 
     private struct State {
         var sessions: [TraceOpener: Session] = [:]
         /// Sessions whose window ended, until their prefetches finish and their run is saved.
         var closing: [UInt64: Session] = [:]
         var nextID: UInt64 = 0
+
+        /// Runs `change` on `opener`'s session `id` (any session of `opener` when nil), open or closing, in
+        /// place: a copy taken out and put back would copy its extent lists on every read.
+        mutating func withSession<R>(
+            _ opener: TraceOpener, id: UInt64? = nil, _ change: (inout Session) -> R
+        ) -> R? {
+            if let index = sessions.index(forKey: opener), id == nil || sessions.values[index].id == id {
+                return change(&sessions.values[index])
+            }
+            guard let id, closing[id] != nil else { return nil }
+            return change(&closing[id]!)
+        }
     }
 
     /// One opener's run under way.
@@ -54,14 +64,8 @@ final class TraceSessions: Sendable {
     /// Sessions open at once: past it a new opener is not traced (a storm of short processes costs no memory).
     static let maxSessions = 4096
 
-    var window: Duration { .milliseconds(windowMilliseconds.load(ordering: .relaxed)) }
-
-    /// Sets ``window`` (tests shorten it).
-    func setWindow(_ window: Duration) {
-        windowMilliseconds.store(
-            window.components.seconds * 1000 + window.components.attoseconds / 1_000_000_000_000_000,
-            ordering: .relaxed)
-    }
+    /// How long after its first open an opener's reads are its run.
+    static let window: Duration = .seconds(30)
 
     /// Whether any session is open: when not, a read has nothing to note.
     var isOpen: Bool { open.load(ordering: .relaxed) > 0 }
@@ -75,19 +79,19 @@ final class TraceSessions: Sendable {
             case none
         }
         let now = ContinuousClock.now
-        let window = self.window
         let start: Start = state.withLock { state in
             var ended: Session?
-            if var session = state.sessions[opener] {
-                if session.domain == item.domain, now - session.startedAt < window {
-                    guard session.looked.insert(item.rawValue).inserted,
-                        !session.predicted.contains(item.rawValue), session.learns
-                    else { return .none }
-                    state.sessions[opener] = session
-                    return .lookup(session.id)
-                }
-                ended = state.sessions.removeValue(forKey: opener)
-                state.closing[session.id] = ended
+            let joined = state.withSession(opener) { session -> Start? in
+                guard session.domain == item.domain, now - session.startedAt < Self.window else { return nil }
+                guard session.looked.insert(item.rawValue).inserted, !session.predicted.contains(item.rawValue),
+                    session.learns
+                else { return Start.none }
+                return .lookup(session.id)
+            }
+            if let joined, let joined { return joined }
+            if let session = state.sessions.removeValue(forKey: opener) {
+                ended = session
+                state.closing[session.id] = session
             } else if state.sessions.count >= Self.maxSessions {
                 return .none
             }
@@ -110,12 +114,12 @@ final class TraceSessions: Sendable {
             }
             startPrefetch(of: item, for: opener, session: id, cache: cache)
             // Weak: a session keeps no store open once its caller let it go (what it learned is then lost).
-            let ender = Task { [window, weak cache] in
-                try? await Task.sleep(for: window)
+            let ender = Task { [weak cache] in
+                try? await Task.sleep(for: Self.window)
                 guard !Task.isCancelled, let cache else { return }
                 await self.end(opener, session: id, cache: cache)
             }
-            state.withLock { if $0.sessions[opener]?.id == id { $0.sessions[opener]?.ender = ender } }
+            update(opener, id) { $0.ender = ender }
         }
     }
 
@@ -124,17 +128,15 @@ final class TraceSessions: Sendable {
         guard isOpen, range.offset >= 0, range.length > 0 else { return }
         let range = TraceExtent(offset: range.offset, length: min(range.length, Int64.max - range.offset))
         let now = ContinuousClock.now
-        let window = self.window
         state.withLock { state in
-            guard var session = state.sessions[opener], session.domain == item.domain,
-                now - session.startedAt < window
-            else { return }
-            session.run.note(item.rawValue, range)
-            if session.exactCount < Self.maxExactReads {
-                Self.append(range, to: &session.exactReads[item.rawValue, default: []])
-                session.exactCount += 1
+            _ = state.withSession(opener) { session in
+                guard session.domain == item.domain, now - session.startedAt < Self.window else { return }
+                session.run.note(item.rawValue, range)
+                if session.exactCount < Self.maxExactReads {
+                    Self.append(range, to: &session.exactReads[item.rawValue, default: []])
+                    session.exactCount += 1
+                }
             }
-            state.sessions[opener] = session
         }
     }
 
@@ -168,7 +170,9 @@ final class TraceSessions: Sendable {
     /// Waits for the session's prefetches, then merges its run into its leader's trace and counts what its
     /// prefetches downloaded and what of it was read. A failure loses only this run's lesson.
     private func save(_ session: Session, cache: ChunkCache) async {
-        for prefetch in session.prefetches { await prefetch.value }
+        // The prefetches started before the session closed, as the closing session lists them.
+        let prefetches = state.withLock { $0.closing[session.id]?.prefetches } ?? session.prefetches
+        for prefetch in prefetches { await prefetch.value }
         // The prefetches' downloads landed in the closing session while they ran: take its latest state.
         let final = state.withLock { $0.closing.removeValue(forKey: session.id) } ?? session
         var prefetched: Int64 = 0
@@ -206,17 +210,9 @@ final class TraceSessions: Sendable {
         update(opener, id) { $0.prefetches.append(task) }
     }
 
-    /// Changes session `id` of `opener`, when it is still open.
+    /// Changes session `id` of `opener`, open or closing.
     private func update(_ opener: TraceOpener, _ id: UInt64, _ change: (inout Session) -> Void) {
-        state.withLock { state in
-            if var session = state.sessions[opener], session.id == id {
-                change(&session)
-                state.sessions[opener] = session
-            } else if var session = state.closing[id] {
-                change(&session)
-                state.closing[id] = session
-            }
-        }
+        state.withLock { _ = $0.withSession(opener, id: id, change) }
     }
 
     /// Appends `range`, joined to the last extent when it continues it (a stream of receives or reads).

@@ -208,12 +208,12 @@ extension WriteTransaction {
         }
     }
 
-    /// Removes every trace of `domain` and its switch (the domain is going); returns how many traces went.
+    /// Removes every trace of `domain`; returns how many went. Its switch stays (a domain being removed drops it
+    /// with ``setTracesEnabled(_:for:_:)``).
     @available(*, noasync)
     mutating func deleteTraces(of domain: String, _ dbs: Databases) throws -> Int {
         let leaders = try traces(of: domain, dbs).map(\.trace.leader)
         for leader in leaders { _ = try deleteTrace(of: leader, in: domain, dbs) }
-        _ = try delete(dbs.meta, key: Keys.tracesOff(domain))
         return leaders.count
     }
 }
