@@ -25,7 +25,7 @@ public final class MountedDomain: FuseFilesystem {
     let evictable: Bool
     /// Whether the mount teaches traces and starts their prefetches: for an origin domain only, where a
     /// prediction saves downloads (CONTRACT §15).
-    let learns: Bool
+    var learns: Bool { evictable }
     /// How long the kernel may trust names and attributes: long, because the mount tells it of every
     /// change (``ChangeFollower``).
     static let timeout: Double = 24 * 3600
@@ -41,7 +41,6 @@ public final class MountedDomain: FuseFilesystem {
         self.cache = cache
         self.domain = domain
         self.evictable = evictable
-        self.learns = evictable
         self.buffers = ReadBuffers(size: Self.maxRead, kept: 16)
         self.fill = BackgroundFill(cache, limit: fillBelow)
     }

@@ -354,6 +354,10 @@ import Testing
                     served || Self.failedAsTheCommit(outcome),
                     "\(name): neither the download's failure nor the right bytes: \(String(describing: outcome))")
             }
+            // At least one of them joined the download before its commit failed (else the test proved nothing).
+            #expect(
+                ["read 1", "read 2", "hand-off"].contains { Self.failedAsTheCommit(outcomes[$0]) },
+                "no fetch joined the download: \(outcomes)")
             await cache.waitForDownloads()
             // Nothing of the failed download is still claimed: the whole range is downloaded again, byte-exact.
             let later = try await WireSpeedTests.within(30) { try await Self.read(cache, item, 0, 8 << 20) }

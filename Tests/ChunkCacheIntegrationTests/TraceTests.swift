@@ -226,6 +226,7 @@ struct TraceTests {
                     for: item, version: nil, minimalRange: ByteRange(location: offset, length: 1000), aligningTo: 4096)
                 try? FileManager.default.removeItem(at: fetched.url)
             }
+            await first.finishTraceSessions()
             await first.waitForDownloads()
             #expect(try await first.traces(in: "web").map(\.leader) == ["data/big.db"])
             _ = try await second.importTraces(try await first.exportTraces(of: "web"), into: "web")
@@ -233,6 +234,7 @@ struct TraceTests {
             let fetched = try await second.fetchPartialContents(
                 for: item, version: nil, minimalRange: ByteRange(location: 0, length: 1000), aligningTo: 4096)
             try? FileManager.default.removeItem(at: fetched.url)
+            await second.finishTraceSessions()
             await second.waitForDownloads()
             let before = try await server.accessLog().count
             // The two later ranges were prefetched with the first: fetching them asks the origin nothing.

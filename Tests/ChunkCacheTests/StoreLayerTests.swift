@@ -9,10 +9,12 @@ import Testing
     static let library = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Sources/ChunkCache").path
 
-    /// The folders above Store/.
-    static let above = [
-        "Origin", "Catalogue", "Put", "Bound", "HotTier", "Integrity", "Settle", "Diagnostics", "Fetch", "API",
-    ]
+    /// The folders above Store/: every folder of the library but Store/ itself and Concurrency/ (the waiting
+    /// types below every room), so a new room is checked as soon as it exists.
+    static let above = ((try? FileManager.default.contentsOfDirectory(atPath: library)) ?? []).filter {
+        !["Store", "Concurrency", "ChunkCache.docc"].contains($0)
+            && (try? FileManager.default.contentsOfDirectory(atPath: library + "/" + $0)) != nil
+    }.sorted()
 
     /// Types of the folders above that Store/ may name, each with why.
     static let allowed: [String: String] = [
@@ -69,9 +71,10 @@ import Testing
     }
 
     @Test(
-        "Store is storage only: no file of Store/ names a type of the folders above it (Origin/, Catalogue/, Put/, Bound/, HotTier/, Integrity/, Settle/, Diagnostics/, Fetch/, API/) beyond the values its records hold"
+        "Store is storage only: no file of Store/ names a type of the folders above it (every folder of the library but Concurrency/) beyond the values its records hold"
     )
     func storeNamesNothingAbove() throws {
+        #expect(Self.above.contains("Origin") && Self.above.contains("Trace"), "the rooms above, found: \(Self.above)")
         var owner: [String: String] = [:]
         for folder in Self.above {
             let types = try Self.declaredTypes(in: folder)

@@ -16,13 +16,7 @@ extension ChunkCache {
             try store.environment.read { txn in
                 _ = try Records.domain(domain, in: txn, store.dbs)
                 guard !ItemNames.isContainer(container) else { return }
-                guard
-                    let record = try txn.withValue(
-                        store.dbs.items, key: Keys.item(domain: domain, id: container),
-                        {
-                            try ItemRecord(decoding: $0, name: RecordNames.item(container, domain: domain))
-                        })
-                else {
+                guard let record = try txn.itemRecord(container, domain: domain, store.dbs) else {
                     throw CacheError(
                         .noSuchItem,
                         "there is no folder \"\(container)\" in domain \"\(domain)\"; enumerate root, workingSet, trash or an existing folder"

@@ -298,7 +298,7 @@ extension ChunkCache {
         ) { plan in
             try await self.fetchFromStore(job, .serving(plan))
         }
-        noteColdFetch(item, minimalRange ?? ByteRange(location: 0, length: .max))
+        noteColdFetch(item, minimalRange ?? cold.served.retrievedRange)
         var served = cold.served
         served.record(cold.downloaded)
         return served

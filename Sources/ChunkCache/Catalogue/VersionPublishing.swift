@@ -96,13 +96,7 @@ extension WriteTransaction {
     private func existingFile(_ id: String, key itemKey: [UInt8], domain: String, _ dbs: Databases) throws
         -> ItemRecord?
     {
-        guard
-            let record = try withValue(
-                dbs.items, key: itemKey,
-                {
-                    try ItemRecord(decoding: $0, name: RecordNames.item(id, domain: domain))
-                })
-        else { return nil }
+        guard let record = try itemRecord(id, domain: domain, key: itemKey, dbs) else { return nil }
         guard record.kind == .file else {
             throw CacheError(
                 .invalidArgument,

@@ -9,9 +9,9 @@ extension ChunkCache {
     /// A fetch of a small cold range returns its bytes as soon as they arrive and stores the chunks behind it
     /// (read-ahead stores behind too): call this before the process exits so what was downloaded is kept
     /// (what is not is downloaded again next time; the store is never damaged).
+    /// It leaves the runs of learned prefetch open (a pin or a settle mid-run must not cut them short): a process
+    /// about to exit calls ``finishTraceSessions()`` first, so what its fetches taught is saved.
     public func waitForDownloads() async {
-        // A trace's prefetches download too: they finish, and the runs are saved, before the wait.
-        await finishTraceSessions()
         await engine.origins.waitUntilStored()
     }
 

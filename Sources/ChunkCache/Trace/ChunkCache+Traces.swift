@@ -19,7 +19,7 @@ extension ChunkCache {
     }
 
     /// Ends every run now and saves what each taught, once its prefetches are done: call it before a mount
-    /// unmounts or a process exits (``waitForDownloads()`` does).
+    /// unmounts or a process exits, then ``waitForDownloads()``.
     public func finishTraceSessions() async {
         await engine.traces.finishAll(self)
     }

@@ -70,7 +70,9 @@ struct Fetch: AsyncParsableCommand {
             await display.finish()
             throw error
         }
-        // Chunks downloaded for this fetch may still be committing behind it: keep them before exiting.
+        // What this fetch taught its item's trace is saved, once the trace's prefetch is done; chunks downloaded
+        // for either may still be committing behind them: keep them before exiting.
+        await cache.finishTraceSessions()
         await cache.waitForDownloads()
         await display.finish()
         try await SettleBehind.afterDownloads(cache)
