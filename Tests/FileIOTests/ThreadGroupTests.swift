@@ -11,9 +11,14 @@ import Glibc
     @Test("§15: a thread of this process belongs to this process; no thread 0 or a gone one belongs to any")
     func processOfThread() {
         let seen = ThreadGroupProbe()
-        let thread = Thread { seen.record(Self.currentThreadID()) }
+        // The thread stays until the checks are done: a thread that has ended has no /proc entry to read.
+        let thread = Thread {
+            seen.record(Self.currentThreadID())
+            seen.holdUntilReleased()
+        }
         thread.start()
         let tid = seen.wait()
+        defer { seen.release() }
         #expect(tid != getpid(), "the spawned thread has its own id")
         #expect(ThreadGroup.process(ofThread: tid) == getpid())
         #expect(ThreadGroup.process(ofThread: getpid()) == getpid())
@@ -28,10 +33,15 @@ import Glibc
     }
 }
 
-/// A thread's id handed to the test, and a wait for it.
+/// A thread's id handed to the test, a wait for it, and the thread kept alive until the test lets it go.
 private final class ThreadGroupProbe: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
+    private let released = DispatchSemaphore(value: 0)
     private var id: Int32 = 0
+
+    func holdUntilReleased() { released.wait() }
+
+    func release() { released.signal() }
 
     func record(_ id: Int32) {
         self.id = id
