@@ -14,6 +14,10 @@ import Synchronization
 ///   first downloads only what was read, so a sparse reader's single random read stays one request; the second
 ///   hydrates the ``firstExtentBytes`` around it, and each one after that twice as much, up to the region.
 ///
+/// - A file a learned trace predicts for the program that opened it is not hydrated whole: the trace's
+///   prefetch brings what the program read last time, and hydrating the rest would download what it does not
+///   read (a database's pages it never touches).
+///
 /// Either way the program's own reads go first: a prefetch holds at most half the domain's pipeline depth, and
 /// a read of a chunk a prefetch is bringing takes its bytes as they arrive.
 final class BackgroundFill: Sendable {
@@ -40,12 +44,13 @@ final class BackgroundFill: Sendable {
         self.limit = limit
     }
 
-    /// Starts hydrating `file` whole unless it is too large, already cached, or being hydrated.
+    /// Starts hydrating `file` whole unless it is too large, already cached, being hydrated, or predicted by
+    /// a trace of its opener.
     func start(_ file: OpenFile, cachedBytes: Int64) {
         guard file.size <= limit, cachedBytes < file.size else { return }
         let key = Self.key(file)
         guard running.withLock({ $0.insert(key).inserted }) else { return }
-        hydrate(file, ByteRange(location: 0, length: file.size)) { [self] in
+        hydrate(file, ByteRange(location: 0, length: file.size), unlessPredicted: true) { [self] in
             _ = running.withLock { $0.remove(key) }
         }
     }
@@ -64,9 +69,13 @@ final class BackgroundFill: Sendable {
 
     /// Prefetches `range` of `file` in a task of its own; a failure (the origin gone, the version replaced)
     /// ends it quietly: the program's reads report their own.
-    private func hydrate(_ file: OpenFile, _ range: ByteRange, then done: @escaping @Sendable () -> Void = {}) {
+    private func hydrate(
+        _ file: OpenFile, _ range: ByteRange, unlessPredicted: Bool = false,
+        then done: @escaping @Sendable () -> Void = {}
+    ) {
         Task.detached(priority: .background) { [cache] in
             defer { done() }
+            if unlessPredicted, let opener = file.opener, await cache.tracePredicts(file.item, by: opener) { return }
             try? await cache.prefetch(file.item, version: file.version, range: range)
         }
     }

@@ -28,6 +28,7 @@ public enum DomainMount {
             throw CacheError(.invalidArgument, error.description)
         }
         raiseReadAhead(of: mountPoint)
+        filesystem.pages.attach(session)
         let follower = ChangeFollower(filesystem, session: session)
         let following = Task { try await follower.run() }
         let syncing = options.syncEvery.map { every in Task { await syncDomain(domain, of: cache, every: every) } }
@@ -39,6 +40,7 @@ public enum DomainMount {
         }
         mounted()
         try await onThreadOfItsOwn(named: "chunkcache-mount") { try session.run(threads: options.threads) }
+        filesystem.pages.detach()
         // What the programs read is saved as traces, once the prefetches running for them finish.
         await cache.finishTraceSessions()
         try? await cache.flushUsage()

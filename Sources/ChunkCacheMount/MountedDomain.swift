@@ -19,6 +19,10 @@ public final class MountedDomain: FuseFilesystem {
     let folders = Handles<OpenFolder>()
     let buffers: ReadBuffers
     let fill: BackgroundFill
+    /// Where the rest of each chunk a read decoded goes: the kernel's page cache.
+    let pages = KernelPageCache()
+    /// The store's chunk size: reads widen to whole chunks.
+    let chunkSize: Int
     let owner = (userID: ThisProcess.userID, groupID: ThisProcess.groupID)
     /// Whether eviction may drop the files' cached bytes (an origin domain): their `st_blocks` can shrink with
     /// no change to the catalogue.
@@ -43,6 +47,7 @@ public final class MountedDomain: FuseFilesystem {
         self.evictable = evictable
         self.buffers = ReadBuffers(size: Self.maxRead, kept: 16)
         self.fill = BackgroundFill(cache, limit: fillBelow)
+        self.chunkSize = cache.layout.chunkSize
     }
 
     public func configure(_ connection: inout FuseConnection) {
@@ -182,16 +187,19 @@ public final class MountedDomain: FuseFilesystem {
         if let opener = file.opener {
             cache.noteRead(file.item, range: ByteRange(location: offset, length: Int64(count)), by: opener)
         }
-        let buffer = buffers.take(count)
-        let target = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
+        // Whole chunks are read: they are decoded whole anyway, and the kernel keeps what was not asked.
+        let span = KernelPageCache.span(
+            offset: offset, count: count, size: file.size, chunkSize: Int64(chunkSize), limit: Self.maxRead)
+        let buffer = buffers.take(Int(span.count))
+        let target = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(span.count)])
+        let asked = offset..<(offset + Int64(count))
         let miss: ReadMiss
         do {
             switch try cache.readCached(
-                file.item, version: file.version, at: offset, into: target, options: .strictVersioning)
+                file.item, version: file.version, at: span.lowerBound, into: target, options: .strictVersioning)
             {
             case .served(let served):
-                request.reply(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<served.bytesRead]))
-                buffers.give(buffer)
+                answer(request, node: node, file: file, asked: asked, span: span, read: served.bytesRead, in: buffer)
                 return
             case .missing(let missing):
                 miss = missing
@@ -200,24 +208,38 @@ public final class MountedDomain: FuseFilesystem {
             buffers.give(buffer)
             return request.fail(error.mountErrno)
         }
-        let range = offset..<(offset + Int64(count))
-        guard !timedOut.justFailed(handle, range) else {
+        guard !timedOut.justFailed(handle, asked) else {
             buffers.give(buffer)
             return request.fail(.timedOut)
         }
-        fill.missed(file, range)
+        fill.missed(file, asked)
         // Not all in the store: the origin's bytes are awaited in a task, which answers; it fills the plan
         // the read above made, without planning again.
-        Task { [cache, buffers, timedOut] in
+        Task { [self] in
             do {
                 let served = try await cache.read(miss)
-                request.reply(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<served.bytesRead]))
+                answer(request, node: node, file: file, asked: asked, span: span, read: served.bytesRead, in: buffer)
             } catch {
-                if error.mountErrno == .timedOut { timedOut.note(handle, range) }
+                if error.mountErrno == .timedOut { timedOut.note(handle, asked) }
                 request.fail(error.mountErrno)
+                buffers.give(buffer)
             }
-            buffers.give(buffer)
         }
+    }
+
+    /// Answers `asked` from `buffer`, which holds `read` bytes of the file from `span`'s start, then gives
+    /// the kernel the rest of the span and the buffer back.
+    private func answer(
+        _ request: FuseRequest, node: UInt64, file: OpenFile, asked: Range<Int64>, span: Range<Int64>, read: Int,
+        in buffer: UnsafeMutableRawBufferPointer
+    ) {
+        let from = Int(asked.lowerBound - span.lowerBound)
+        let to = max(from, min(read, Int(asked.upperBound - span.lowerBound)))
+        request.reply(bytes: UnsafeRawBufferPointer(rebasing: buffer[from..<to]))
+        let given = pages.give(
+            node: node, start: span.lowerBound, buffer: buffer, count: min(read, Int(span.count)), size: file.size,
+            answered: asked, returningTo: buffers)
+        if !given { buffers.give(buffer) }
     }
 
     /// Who opens a file, as traces tell runs apart: the requesting thread's process, so all of a program's

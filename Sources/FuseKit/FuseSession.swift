@@ -125,6 +125,27 @@ public final class FuseSession: @unchecked Sendable {
         return done
     }
 
+    /// Puts `bytes` into the kernel's page cache of `node` at `offset` (`FUSE_NOTIFY_STORE`), so reads of
+    /// them are answered by the kernel without a request. Only for bytes that never change under the node,
+    /// and never at the pages of a read not yet answered: the kernel holds those locked, and the store
+    /// waits for them.
+    /// - Returns: false when the kernel refused (it does not know the node, or the connection is gone).
+    @discardableResult
+    public func store(node: UInt64, offset: Int64, bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return true }
+        var vector = fuse_bufvec()
+        vector.count = 1
+        vector.buf = fuse_buf(
+            size: bytes.count, flags: fuse_buf_flags(0), mem: UnsafeMutableRawPointer(mutating: base), fd: -1, pos: 0)
+        var done = false
+        target.takeUnretainedValue().replies.pass {
+            done =
+                fuse_lowlevel_notify_store(session, fuse_ino_t(node), off_t(offset), &vector, fuse_buf_copy_flags(0))
+                == 0
+        }
+        return done
+    }
+
     /// Calls `body` with a `fuse_args` of `arguments`, valid only during the call.
     private static func withArguments<R>(_ arguments: [String], _ body: (UnsafeMutablePointer<fuse_args>) -> R) -> R {
         var pointers = arguments.map { strdup($0) }

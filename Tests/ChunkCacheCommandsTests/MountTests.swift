@@ -100,6 +100,51 @@ struct MountTests {
         }
     }
 
+    @Test(
+        "§13: a 4 KiB read puts its whole 64 KiB chunk in the kernel's page cache, so the chunk's other pages never reach the mount; the next chunk stays out"
+    )
+    func readGivesTheKernelItsWholeChunk() throws {
+        try Self.withMountedTree { dir, _, _ in
+            let path = dir + "/mnt/big.bin"
+            let fd = open(path, O_RDONLY)
+            try #require(fd >= 0, "open \(path): errno \(errno)")
+            defer { close(fd) }
+            // No read-ahead: whatever else is resident came from the mount, not from the kernel's guess.
+            #expect(posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM) == 0)
+            let page = 4096
+            var buffer = [UInt8](repeating: 0, count: page)
+            let readAt = 18 * page  // the third page of chunk 1 (pages 16…31)
+            #expect(pread(fd, &buffer, page, off_t(readAt)) == page)
+            let source = try TestData.read(dir + "/src/big.bin", count: 64 * page)
+            #expect(buffer == Array(source[readAt..<(readAt + page)]), "the page read is the source's")
+            // The rest of the chunk goes in just after the read is answered.
+            var resident: [Bool] = []
+            for _ in 0..<200 {
+                resident = try Self.residentPages(fd, pages: 64)
+                if resident[16..<32].allSatisfy({ $0 }) { break }
+                usleep(10_000)
+            }
+            #expect(resident[16..<32].allSatisfy { $0 }, "chunk 1's 16 pages are in the page cache: \(resident)")
+            #expect(!resident[32..<64].contains(true), "chunks 2 and 3 are not: \(resident)")
+            #expect(!resident[0..<16].contains(true), "chunk 0 is not: \(resident)")
+            // What the kernel holds is the file's bytes: every page of the chunk, read through the cache.
+            var chunk = [UInt8](repeating: 0, count: 16 * page)
+            #expect(pread(fd, &chunk, chunk.count, off_t(16 * page)) == chunk.count)
+            #expect(chunk == Array(source[(16 * page)..<(32 * page)]), "chunk 1 as the kernel serves it")
+        }
+    }
+
+    /// Which of the first `pages` pages of the open file are in the page cache (`mincore` of a mapping).
+    static func residentPages(_ fd: Int32, pages: Int) throws -> [Bool] {
+        let length = pages * 4096
+        let mapped = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0)
+        try #require(mapped != MAP_FAILED, "mmap: errno \(errno)")
+        defer { munmap(mapped, length) }
+        var vector = [UInt8](repeating: 0, count: pages)
+        try #require(mincore(mapped, length, &vector) == 0, "mincore: errno \(errno)")
+        return vector.map { $0 & 1 == 1 }
+    }
+
     @Test("§13: du counts what the store holds; st_blocks of a local file covers its size")
     func diskUsage() throws {
         try Self.withMountedTree { dir, _, _ in

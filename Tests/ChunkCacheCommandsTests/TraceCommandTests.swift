@@ -29,6 +29,29 @@ struct TraceCommandTests {
         """
     }
 
+    /// Runs ``program(_:)`` once through a mount of `store` (which learns its trace), exports the trace and
+    /// imports it into a second store of the same origin; returns that store.
+    static func learnAndShare(_ dir: String, store: String, server: NginxServer, expected: String) throws -> String {
+        let learning = try MountProcess(
+            store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", "0"])
+        let first = try shell(Self.program(learning.mountPoint))
+        #expect(first.status == 0 && first.output == expected, "\(first)")
+        #expect(try learning.unmount().exitCode == 0)
+        let listed = try runJSON(store, ["trace", "ls", "--domain", "web"]).array("traces")
+        let trace = try #require(listed.first as? [String: Any], "\(listed)")
+        #expect(listed.count == 1 && trace["leader"] as? String == "app/main.py" && trace["items"] as? Int == 4)
+        #expect((trace["bytes"] as? Int ?? .max) * 20 < trace["describedBytes"] as? Int ?? 0, "\(trace)")
+        let exported = try runJSON(store, ["trace", "export", "--domain", "web", "--out", dir + "/web.trace"])
+        #expect(exported["exported"] as? Int == 1)
+
+        let other = dir + "/other"
+        try runJSON(other, ["domain", "add", "web", "--origin", server.baseURL])
+        try runJSON(other, ["domain", "sync", "web"])
+        #expect(
+            try runJSON(other, ["trace", "import", "--domain", "web", dir + "/web.trace"])["imported"] as? Int == 1)
+        return other
+    }
+
     @Test(
         "§15 §13: a program's start through the mount teaches a trace; exported and imported, its next start on another store is prefetched at its first open",
         .requires(NginxServer.self))
@@ -37,23 +60,7 @@ struct TraceCommandTests {
             // The same program over the origin's folder says what it should print.
             let expected = try shell(Self.program(dir + "/origin")).output
             #expect(expected.count == 65)
-            let learning = try MountProcess(
-                store: store, domain: "web", at: dir + "/mnt", arguments: ["--fill-below", "0"])
-            let first = try shell(Self.program(learning.mountPoint))
-            #expect(first.status == 0 && first.output == expected, "\(first)")
-            #expect(try learning.unmount().exitCode == 0)
-            let listed = try runJSON(store, ["trace", "ls", "--domain", "web"]).array("traces")
-            let trace = try #require(listed.first as? [String: Any], "\(listed)")
-            #expect(listed.count == 1 && trace["leader"] as? String == "app/main.py" && trace["items"] as? Int == 4)
-            #expect((trace["bytes"] as? Int ?? .max) * 20 < trace["describedBytes"] as? Int ?? 0, "\(trace)")
-            let exported = try runJSON(store, ["trace", "export", "--domain", "web", "--out", dir + "/web.trace"])
-            #expect(exported["exported"] as? Int == 1)
-
-            let other = dir + "/other"
-            try runJSON(other, ["domain", "add", "web", "--origin", server.baseURL])
-            try runJSON(other, ["domain", "sync", "web"])
-            #expect(
-                try runJSON(other, ["trace", "import", "--domain", "web", dir + "/web.trace"])["imported"] as? Int == 1)
+            let other = try Self.learnAndShare(dir, store: store, server: server, expected: expected)
             let mount = try MountProcess(
                 store: other, domain: "web", at: dir + "/mnt2", arguments: ["--fill-below", "0"])
             try await server.clearAccessLog()
@@ -73,6 +80,44 @@ struct TraceCommandTests {
             let hits = try figures.int("prefetchHitBytes")
             #expect(prefetched >= 9000 + 5000 && hits <= prefetched, "\(figures)")
             #expect(try figures.int("traces") >= 1)
+        }
+    }
+
+    @Test(
+        "§15 §13: a file the opener's trace predicts is not downloaded whole on open: the mount brings what the trace names, where a mount without the trace hydrates all of it",
+        .requires(NginxServer.self))
+    func predictedFileIsNotHydratedWhole() async throws {
+        try await MountTests.withSyncedOrigin(Self.files) { dir, store, server in
+            let expected = try shell(Self.program(dir + "/origin")).output
+            let other = try Self.learnAndShare(dir, store: store, server: server, expected: expected)
+            let fresh = dir + "/fresh"
+            try runJSON(fresh, ["domain", "add", "web", "--origin", server.baseURL])
+            try runJSON(fresh, ["domain", "sync", "web"])
+            // The mounts keep the default --fill-below (256 MiB): the 2 MiB database is small enough to hydrate.
+            var downloaded: [String: Int] = [:]
+            for (name, mounted) in [("without", fresh), ("with", other)] {
+                let mount = try MountProcess(store: mounted, domain: "web", at: dir + "/mnt-" + name)
+                try await server.clearAccessLog()
+                let run = try shell(Self.program(mount.mountPoint))
+                #expect(run.status == 0 && run.output == expected, "\(name) a trace: \(run)")
+                let log = try await Self.settledLog(server)
+                downloaded[name] = log.filter { $0.uri == "/data/big.db" }.map(\.bytesSent).reduce(0, +)
+                #expect(try mount.unmount().exitCode == 0)
+            }
+            #expect(downloaded["without"] ?? 0 >= 2 << 20, "no trace: the database is hydrated whole: \(downloaded)")
+            let with = downloaded["with"] ?? 0
+            #expect(with > 0 && with <= 512 << 10, "with a trace: only around its 4 KiB read: \(downloaded)")
+        }
+    }
+
+    /// The access log once nothing has been added to it for half a second (downloads behind a program end).
+    static func settledLog(_ server: NginxServer) async throws -> [AccessLogEntry] {
+        var log = try await server.accessLog()
+        while true {
+            try await Task.sleep(for: .milliseconds(500))
+            let now = try await server.accessLog()
+            if now.count == log.count { return now }
+            log = now
         }
     }
 

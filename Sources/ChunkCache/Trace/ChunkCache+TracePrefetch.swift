@@ -9,7 +9,8 @@ extension ChunkCache {
     static let traceRequestsStarted = 64
 
     /// An item of a trace, as its prefetch finds it now.
-    private struct PrefetchTarget: Sendable {
+    /// An item a trace predicts and the store lacks some of: what to download, at its current version.
+    struct PrefetchTarget: Sendable {
         let item: String
         let version: ItemVersion
         let size: Int64
@@ -27,21 +28,34 @@ extension ChunkCache {
     ///     any is asked for.
     ///   - disabled: Called when the domain has no origin or learned prefetch is off for it.
     ///   - received: Given each piece downloaded: its item, its length and its offset.
-    func prefetchTrace(
+    /// Reads the trace `item` leads and what the store lacks of each item it names, on the blocking pool;
+    /// tells `predicting` the items predicted and gone, or `disabled` when the domain learns nothing.
+    func traceTargets(
         of item: ItemIdentifier,
         predicting: @escaping @Sendable (_ predicted: Set<String>, _ gone: Set<String>) -> Void,
-        disabled: @escaping @Sendable () -> Void, received: @escaping @Sendable (String, Int, Int64) -> Void
-    ) async {
+        disabled: @escaping @Sendable () -> Void
+    ) async -> [PrefetchTarget] {
         let found: (predicted: Set<String>, gone: Set<String>, targets: [PrefetchTarget])?
         do {
             found = try await runBlocking(doing: "reading the trace of \(item)", store: store.path) {
                 try self.prefetchTargets(of: item)
             }
         } catch {
-            return
+            return []
         }
-        guard let (predicted, gone, targets) = found else { return disabled() }
+        guard let (predicted, gone, targets) = found else {
+            disabled()
+            return []
+        }
         if !predicted.isEmpty || !gone.isEmpty { predicting(predicted, gone) }
+        return targets
+    }
+
+    /// Downloads what `targets` predict, items in the trace's order; `received` hears of every byte.
+    func prefetch(
+        _ targets: [PrefetchTarget], of item: ItemIdentifier,
+        received: @escaping @Sendable (String, Int, Int64) -> Void
+    ) async {
         await withTaskGroup(of: Void.self) { group in
             var started = 0
             for target in targets {
@@ -60,9 +74,6 @@ extension ChunkCache {
         }
     }
 
-    /// The items `item`'s trace predicts (those still files), those it names that are not, and of the first the
-    /// ones the store lacks, at their current versions; all empty when it has no trace, nil when its domain has
-    /// no origin or learned prefetch is off for it. Blocking: LMDB reads.
     private func prefetchTargets(of item: ItemIdentifier) throws -> (
         predicted: Set<String>, gone: Set<String>, targets: [PrefetchTarget]
     )? {

@@ -18,6 +18,16 @@ extension ChunkCache {
         engine.traces.read(item, TraceExtent(offset: range.location, length: range.length), by: opener)
     }
 
+    /// Whether a learned trace predicts what `opener` reads of `item`: a trace its run looked up (for this
+    /// item or one opened before it in the same run) names the item. Waits for those lookups, which read the
+    /// store; false when the opener has no run (``noteOpen(_:by:)`` was not called within the window).
+    ///
+    /// A mount that downloads whole files on open leaves predicted ones to the trace's prefetch, which
+    /// brings what the program read last time and no more (<doc:LearnedPrefetch>).
+    public func tracePredicts(_ item: ItemIdentifier, by opener: TraceOpener) async -> Bool {
+        await engine.traces.predicts(item, by: opener)
+    }
+
     /// Ends every run now and saves what each taught, once its prefetches are done: call it before a mount
     /// unmounts or a process exits, then ``waitForDownloads()``.
     public func finishTraceSessions() async {

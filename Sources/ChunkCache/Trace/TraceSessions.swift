@@ -55,6 +55,8 @@ final class TraceSessions: Sendable {
         var exactCount = 0
         /// Off when the domain has no origin or learned prefetch is off for it: nothing is saved.
         var learns = true
+        /// The trace lookups started for the run's opens: what they find is in `predicted` once they end.
+        var lookups: [Task<Void, Never>] = []
         var prefetches: [Task<Void, Never>] = []
         var ender: Task<Void, Never>?
     }
@@ -190,8 +192,8 @@ final class TraceSessions: Sendable {
     /// Looks up `item`'s trace and prefetches what it predicts, noting what it downloads in session `id`.
     private func startPrefetch(of item: ItemIdentifier, for opener: TraceOpener, session id: UInt64, cache: ChunkCache)
     {
-        let task = Task(priority: .utility) {
-            await cache.prefetchTrace(
+        let lookup = Task(priority: .utility) {
+            await cache.traceTargets(
                 of: item,
                 predicting: { predicted, gone in
                     self.update(opener, id) {
@@ -199,18 +201,35 @@ final class TraceSessions: Sendable {
                         $0.gone.formUnion(gone)
                     }
                 },
-                disabled: { self.update(opener, id) { $0.learns = false } },
-                received: { member, count, offset in
-                    self.update(opener, id) {
-                        Self.append(
-                            TraceExtent(offset: offset, length: Int64(count)), to: &$0.prefetched[member, default: []])
-                    }
-                })
+                disabled: { self.update(opener, id) { $0.learns = false } })
         }
-        update(opener, id) { $0.prefetches.append(task) }
+        let task = Task(priority: .utility) {
+            await cache.prefetch(await lookup.value, of: item) { member, count, offset in
+                self.update(opener, id) {
+                    Self.append(
+                        TraceExtent(offset: offset, length: Int64(count)), to: &$0.prefetched[member, default: []])
+                }
+            }
+        }
+        update(opener, id) {
+            $0.lookups.append(Task { _ = await lookup.value })
+            $0.prefetches.append(task)
+        }
     }
 
-    /// Changes session `id` of `opener`, open or closing.
+    /// Whether a trace the opener's run looked up predicts `item`, once every lookup started so far has
+    /// ended; false when the opener has no run.
+    func predicts(_ item: ItemIdentifier, by opener: TraceOpener) async -> Bool {
+        let lookups = state.withLock { state in
+            state.withSession(opener) { $0.domain == item.domain ? $0.lookups : [] }
+        }
+        guard let lookups, !lookups.isEmpty else { return false }
+        for lookup in lookups { await lookup.value }
+        return state.withLock { state in
+            state.withSession(opener) { $0.predicted.contains(item.rawValue) } ?? false
+        }
+    }
+
     private func update(_ opener: TraceOpener, _ id: UInt64, _ change: (inout Session) -> Void) {
         state.withLock { _ = $0.withSession(opener, id: id, change) }
     }
