@@ -73,7 +73,7 @@ public protocol RemoteOrigin: Sendable {
 }
 
 extension RemoteOrigin {
-    /// False: one range per request (S3 answers only the first range of a list).
+    /// False: one range per request (S3 does not take several ranges in one `GetObject`).
     public var readsManyRanges: Bool { false }
 
     /// The ranges one after another, each with the single-range read, pinned to the version the first told.

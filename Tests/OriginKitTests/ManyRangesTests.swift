@@ -188,6 +188,33 @@ private enum Multipart {
         }
     }
 
+    @Test(
+        "§10: a damaged multipart body is taken whole or refused as malformed, and a part never gives other than its bytes"
+    )
+    func damagedBodies() throws {
+        let body = Multipart.body(parts, of: file)
+        var refused = 0
+        for seed in UInt64(1)...300 {
+            // Three bytes changed where the seed says, the body fed in pieces the seed cuts.
+            let draws = TestData.random(count: 9, seed: seed)
+            var damaged = body
+            for index in 0..<3 {
+                let position = Int(UInt32(draws[3 * index]) << 8 | UInt32(draws[3 * index + 1])) % body.count
+                damaged[position] = draws[3 * index + 2]
+            }
+            do {
+                let parsed = try Multipart.parse(Multipart.pieces(of: damaged, longest: 50, seed: seed))
+                for part in parsed.parts.dropLast() {
+                    #expect(part.bytes.count == part.range.count, "seed \(seed)")
+                }
+                if let last = parsed.parts.last { #expect(last.bytes.count <= last.range.count, "seed \(seed)") }
+            } catch is MultipartByteranges.Malformed {
+                refused += 1
+            }
+        }
+        #expect(refused > 0, "some damage lands in a delimiter or a header")
+    }
+
     @Test("§10: the ranges of a multi-range read must be non-empty, sorted and disjoint; the fault is named")
     func rangeListChecked() async throws {
         let origin = OriginEndpoint(location: .http(base: "http://127.0.0.1:1/")).makeOrigin()
@@ -327,15 +354,27 @@ private enum Multipart {
         return received
     }
 
+    /// Runs `body` with nginx serving `db.bin`, a file of `size` random bytes drawn from `seed`, and an origin
+    /// of it; `maxRanges` as ``NginxServer/start(root:tls:port:servingIndexFiles:maxRanges:)`` takes it.
+    private static func withNginx(
+        serving size: Int, seed: UInt64, maxRanges: Int? = nil,
+        _ body: (_ server: NginxServer, _ origin: any RemoteOrigin, _ file: [UInt8], _ dir: String) async throws -> Void
+    ) async throws {
+        try await withTemporaryDirectory { dir in
+            let file = TestData.random(count: size, seed: seed)
+            try TestData.write(file, to: dir + "/db.bin")
+            let server = try await NginxServer.start(root: URL(fileURLWithPath: dir), maxRanges: maxRanges)
+            defer { Task { await server.stop() } }
+            try await body(server, OriginEndpoint(location: .http(base: server.baseURL)).makeOrigin(), file, dir)
+            await server.stop()
+        }
+    }
+
     @Test(
         "§10: a multi-range read delivers exactly the asked bytes, in order, from nginx's multipart answers, 64 ranges a GET",
         .requires(NginxServer.self))
     func nginxMultipart() async throws {
-        try await withTemporaryDirectory { dir in
-            let file = TestData.random(count: 16 << 20, seed: 2029)
-            try TestData.write(file, to: dir + "/db.bin")
-            let server = try await NginxServer.start(root: URL(fileURLWithPath: dir))
-            let origin = OriginEndpoint(location: .http(base: server.baseURL)).makeOrigin()
+        try await Self.withNginx(serving: 16 << 20, seed: 2029) { server, origin, file, _ in
             #expect(origin.readsManyRanges)
             for (count, gets) in [(1, 1), (2, 1), (100, 2), (200, 4)] {
                 try await server.clearAccessLog()
@@ -352,7 +391,6 @@ private enum Multipart {
                 origin, "db.bin", ranges: [0..<10, Int64(file.count - 5)..<Int64(file.count + 100)], file: file)
             #expect(try await server.accessLog(atLeast: 1).count == 1)
             #expect(origin.readsManyRanges)
-            await server.stop()
         }
     }
 
@@ -360,11 +398,7 @@ private enum Multipart {
         "§10: nginx with max_ranges 1 answers several ranges with the whole file: the asked bytes come from it, then one range a GET",
         .requires(NginxServer.self))
     func nginxWholeFile() async throws {
-        try await withTemporaryDirectory { dir in
-            let file = TestData.random(count: 4 << 20, seed: 7)
-            try TestData.write(file, to: dir + "/db.bin")
-            let server = try await NginxServer.start(root: URL(fileURLWithPath: dir), maxRanges: 1)
-            let origin = OriginEndpoint(location: .http(base: server.baseURL)).makeOrigin()
+        try await Self.withNginx(serving: 4 << 20, seed: 7, maxRanges: 1) { server, origin, file, _ in
             let ranges = Self.scattered(20, in: file.count, seed: 1)
             _ = try await Self.readChecking(origin, "db.bin", ranges: ranges, file: file)
             let first = try await server.accessLog(atLeast: 1)
@@ -374,7 +408,6 @@ private enum Multipart {
             _ = try await Self.readChecking(origin, "db.bin", ranges: again, file: file)
             let log = try await server.accessLog(atLeast: 3)
             #expect(log.map(\.status) == [206, 206, 206] && log.compactMap(\.requestedBytes) == again)
-            await server.stop()
         }
     }
 
@@ -382,11 +415,7 @@ private enum Multipart {
         "§10: a multi-range read is pinned to its version: a file changed on nginx fails with versionChanged",
         .requires(NginxServer.self))
     func nginxVersionPin() async throws {
-        try await withTemporaryDirectory { dir in
-            let file = TestData.random(count: 1 << 20, seed: 11)
-            try TestData.write(file, to: dir + "/db.bin")
-            let server = try await NginxServer.start(root: URL(fileURLWithPath: dir))
-            let origin = OriginEndpoint(location: .http(base: server.baseURL)).makeOrigin()
+        try await Self.withNginx(serving: 1 << 20, seed: 11) { server, origin, file, dir in
             let ranges: [Range<Int64>] = [0..<4096, 65536..<69632]
             let version = try #require(
                 try await Self.readChecking(origin, "db.bin", ranges: ranges, file: file).told.first?.version)
@@ -397,7 +426,6 @@ private enum Multipart {
                     "db.bin", ranges: ranges, version: version, object: { _ in }, deliver: { _, _ in })
             }
             #expect(try await server.accessLog().last?.ifMatch == version)
-            await server.stop()
         }
     }
 
