@@ -27,13 +27,16 @@ struct HTTPDialect: OriginDialect {
     }
 
     func request(_ item: String, range: Range<Int64>?, version: String?) throws -> HTTPClientRequest {
+        request(item, ranges: range.map { [$0] } ?? [], version: version)
+    }
+
+    /// A `GET` of every range of `ranges` in one `Range` header (`bytes=a-b,c-d`), or a `HEAD` without any,
+    /// pinned to `version` with `If-Match`.
+    func request(_ item: String, ranges: [Range<Int64>], version: String?) -> HTTPClientRequest {
         var request = HTTPClientRequest(url: url(item))
-        request.method = range == nil ? .HEAD : .GET
+        request.method = ranges.isEmpty ? .HEAD : .GET
         for (name, value) in headers { request.headers.add(name: name, value: value) }
-        if let range {
-            request.headers.add(
-                name: "Range", value: "bytes=\(range.lowerBound)-\(max(range.lowerBound, range.upperBound - 1))")
-        }
+        if !ranges.isEmpty { request.headers.add(name: "Range", value: RangeList.header(ranges)) }
         if let version { request.headers.add(name: "If-Match", value: version) }
         return request
     }

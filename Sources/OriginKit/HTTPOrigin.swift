@@ -19,6 +19,19 @@ struct HTTPOrigin: ReadingOrigin {
         try await list(folder: "", page: page)
     }
 
+    /// True until the server once answers a request of several ranges with the whole item.
+    var readsManyRanges: Bool { reader.manyRanges.holds }
+
+    func read(
+        _ item: String, ranges: [Range<Int64>], version: String?,
+        object: @Sendable (RemoteObject) async throws -> Void,
+        deliver: @Sendable (_ offset: Int64, _ bytes: RemoteBytes) async throws -> Void
+    ) async throws {
+        try await reader.read(
+            item, ranges: ranges, version: version, request: { dialect.request(item, ranges: $0, version: $1) },
+            object: object, deliver: deliver)
+    }
+
     /// Lists one folder's files as a page, then walks its subfolders.
     private func list(folder: String, page: @Sendable ([RemoteEntry]) async throws -> Void) async throws {
         var request = HTTPClientRequest(url: dialect.url(folder))

@@ -11,15 +11,18 @@ struct RangedReader: Sendable {
     let policy: OriginPolicy
 
     /// A failure worth another try, and what to say if none is left.
-    private struct Retry: Error {
+    struct Retry: Error {
         let detail: String
         var retryAfter: Duration?
     }
 
     /// An error thrown by the caller's `object` or `deliver`: passed through untouched.
-    private struct CallerError: Error {
+    struct CallerError: Error {
         let error: any Error
     }
+
+    /// Whether a multi-range request of this origin was ever answered with the whole item.
+    let manyRanges = ManyRangeSupport()
 
     func read(
         _ item: String, range: Range<Int64>, version: String?,
@@ -37,30 +40,10 @@ struct RangedReader: Sendable {
                 let response = try await execute(
                     dialect.request(item, range: next..<end, version: pin.flatMap { dialect.pins($0) ? $0 : nil }), item
                 )
-                let status = Int(response.status.code)
-                guard status == 200 || status == 206 || status == 416 else {
-                    let body = try await Self.prefix(of: response.body)
-                    if let failure = dialect.failure(status: status, body: body, item: item) { throw failure }
-                    throw Retry(
-                        detail: "\(dialect.host) answered \(status) for \(item)",
-                        retryAfter: Backoff.retryAfter(response.headers.first(name: "retry-after")))
-                }
+                let status = try await Self.status(of: response, dialect: dialect, item: item)
                 let (sent, size) = try Self.extent(of: response, status: status, item: item, host: dialect.host)
-                var current = RemoteObject(size: size, version: dialect.version(of: response.headers, size: size))
-                if status == 416 && !dialect.namesVersion(response.headers) {
-                    // nginx sends no ETag with a 416: a range past the end costs a HEAD to learn the version.
-                    current = try await head(item, version: told?.version ?? version)
-                }
-                if let expected = told?.version ?? version, current.version != expected {
-                    throw OriginFailure.versionChanged(current: current)
-                }
-                if told == nil {
-                    told = current
-                    do { try await object(current) } catch { throw CallerError(error: error) }
-                } else if current.size != told?.size {
-                    throw OriginFailure.invalidResponse(
-                        detail: "\(dialect.host) changed the size of \(item) within one version")
-                }
+                try await settle(
+                    response, status: status, size: size, item: item, version: version, told: &told, object: object)
                 end = min(end, size)
                 guard next < end, let sent else { return }
                 guard status == 200 || sent.lowerBound == next else {
@@ -86,38 +69,85 @@ struct RangedReader: Sendable {
                     throw Retry(detail: "\(dialect.host) ended the body of \(item) at byte \(next) of \(end)")
                 }
                 return
-            } catch let caller as CallerError {
-                throw caller.error
-            } catch let failure as OriginFailure {
-                throw failure
-            } catch let retry as Retry {
-                try await wait(before: attempt + 1, retry)
-            } catch let broken as BrokenBody {
-                if Task.isCancelled { throw CancellationError() }
-                // A body that breaks off is retried from the first byte not delivered; one that goes silent
-                // means the origin is gone.
-                if let timeout = broken.error as? HTTPClientError, timeout == .readTimeout {
-                    throw OriginFailure.unreachable(detail: "\(dialect.host) sent nothing for \(policy.idleTimeout)")
-                }
-                try await wait(
-                    before: attempt + 1,
-                    Retry(detail: "\(dialect.host) broke off \(item) at byte \(next): \(broken.error)"))
             } catch {
-                if Task.isCancelled { throw CancellationError() }
-                let failure = classify(error, item: item)
-                guard case .transient(let detail) = failure else { throw failure }
-                try await wait(before: attempt + 1, Retry(detail: detail))
+                try await recover(from: error, attempt: attempt, item: item, at: next)
             }
         }
     }
 
+    /// A response's status when it brings bytes or the size (200, 206, 416); otherwise the failure it means,
+    /// or a ``Retry`` for a status worth another try.
+    static func status(of response: HTTPClientResponse, dialect: any OriginDialect, item: String) async throws -> Int {
+        let status = Int(response.status.code)
+        guard status == 200 || status == 206 || status == 416 else {
+            let body = try await prefix(of: response.body)
+            if let failure = dialect.failure(status: status, body: body, item: item) { throw failure }
+            throw Retry(
+                detail: "\(dialect.host) answered \(status) for \(item)",
+                retryAfter: Backoff.retryAfter(response.headers.first(name: "retry-after")))
+        }
+        return status
+    }
+
+    /// Checks what a response says the item is against the version asked for and what an earlier response
+    /// told, and tells `object` the first time: the version pin holds across a read's requests.
+    func settle(
+        _ response: HTTPClientResponse, status: Int, size: Int64, item: String, version: String?,
+        told: inout RemoteObject?, object: @Sendable (RemoteObject) async throws -> Void
+    ) async throws {
+        var current = RemoteObject(size: size, version: dialect.version(of: response.headers, size: size))
+        if status == 416 && !dialect.namesVersion(response.headers) {
+            // nginx sends no ETag with a 416: a range past the end costs a HEAD to learn the version.
+            current = try await head(item, version: told?.version ?? version)
+        }
+        if let expected = told?.version ?? version, current.version != expected {
+            throw OriginFailure.versionChanged(current: current)
+        }
+        if told == nil {
+            told = current
+            do { try await object(current) } catch { throw CallerError(error: error) }
+        } else if current.size != told?.size {
+            throw OriginFailure.invalidResponse(
+                detail: "\(dialect.host) changed the size of \(item) within one version")
+        }
+    }
+
+    /// Throws what a failed exchange means, after the wait before another try when it is worth one and tries
+    /// are left (`attempt` was the last): an ``OriginFailure`` or the caller's own error as it is; a 5xx, a
+    /// 429 or a broken body or connection after a backoff. `next` is the first byte not yet delivered.
+    func recover(from error: any Error, attempt: Int, item: String, at next: Int64) async throws {
+        switch error {
+        case let caller as CallerError:
+            throw caller.error
+        case let failure as OriginFailure:
+            throw failure
+        case let retry as Retry:
+            try await wait(before: attempt + 1, retry)
+        case let broken as BrokenBody:
+            if Task.isCancelled { throw CancellationError() }
+            // A body that breaks off is retried from the first byte not delivered; one that goes silent
+            // means the origin is gone.
+            if let timeout = broken.error as? HTTPClientError, timeout == .readTimeout {
+                throw OriginFailure.unreachable(detail: "\(dialect.host) sent nothing for \(policy.idleTimeout)")
+            }
+            try await wait(
+                before: attempt + 1,
+                Retry(detail: "\(dialect.host) broke off \(item) at byte \(next): \(broken.error)"))
+        default:
+            if Task.isCancelled { throw CancellationError() }
+            let failure = classify(error, item: item)
+            guard case .transient(let detail) = failure else { throw failure }
+            try await wait(before: attempt + 1, Retry(detail: detail))
+        }
+    }
+
     /// An error while a response's body streamed.
-    private struct BrokenBody: Error {
+    struct BrokenBody: Error {
         let error: any Error
     }
 
     /// The body's next bytes, its errors marked as breaking the body.
-    private static func next(_ body: inout HTTPClientResponse.Body.AsyncIterator) async throws -> ByteBuffer? {
+    static func next(_ body: inout HTTPClientResponse.Body.AsyncIterator) async throws -> ByteBuffer? {
         do { return try await body.next() } catch { throw BrokenBody(error: error) }
     }
 
@@ -153,15 +183,8 @@ struct RangedReader: Sendable {
                 let object = RemoteObject(size: length, version: dialect.version(of: response.headers, size: length))
                 if let version, object.version != version { throw OriginFailure.versionChanged(current: object) }
                 return object
-            } catch let failure as OriginFailure {
-                throw failure
-            } catch let retry as Retry {
-                try await wait(before: attempt + 1, retry)
             } catch {
-                if Task.isCancelled { throw CancellationError() }
-                let failure = classify(error, item: item)
-                guard case .transient(let detail) = failure else { throw failure }
-                try await wait(before: attempt + 1, Retry(detail: detail))
+                try await recover(from: error, attempt: attempt, item: item, at: 0)
             }
         }
     }

@@ -3,7 +3,8 @@ import Foundation
 /// An HTTP origin that misbehaves on purpose (Python's standard library, on 127.0.0.1): the first path segment
 /// picks a behaviour, the rest names a file under the root.
 ///
-/// - `ok`: ranged GETs and HEADs with a strong ETag, `Last-Modified` and `If-Match`.
+/// - `ok`: ranged GETs and HEADs with a strong ETag, `Last-Modified` and `If-Match`. Of several ranges, only
+///   the first is sent (a 206 of one part), as a server without multi-range support may answer.
 /// - `status-CODE`: every request answers CODE.
 /// - `retry-429-N`, `fail-5xx-N`: the first N requests of a path answer 429 (`Retry-After: 1`) or 503.
 /// - `flaky-P`: P % of requests, at random, answer 503 or send half the body and reset the connection; the
@@ -168,7 +169,7 @@ public final class FaultOrigin: TestServer, @unchecked Sendable {
                 size, status, start, end = len(data), 200, 0, len(data)
                 rng = self.headers.get("Range")
                 if rng and rng.startswith("bytes=") and behaviour != "ignore-range":
-                    a, _, b = rng[6:].partition("-")
+                    a, _, b = rng[6:].split(",")[0].partition("-")  # of several ranges, only the first
                     start = int(a); end = min(size, int(b) + 1) if b else size
                     if start >= size:
                         return self.answer(416, b"", [("Content-Range", "bytes */%d" % size)] + headers)

@@ -26,9 +26,10 @@ public final class NginxServer: TestServer, @unchecked Sendable {
     /// (which no client trusts: the TLS failure tests). `port` picks the port (an origin restarted where it
     /// was); by default a free one. The listing settings are the ones the Origins article asks for; with
     /// `servingIndexFiles`, nginx keeps its stock `index index.html`, so a folder's index.html is served in
-    /// place of its listing.
+    /// place of its listing. `maxRanges` sets nginx's `max_ranges`: a request of more ranges is answered
+    /// 200 with the whole file (0 turns `Range` off).
     public static func start(
-        root: URL, tls: Bool = false, port: Int? = nil, servingIndexFiles: Bool = false
+        root: URL, tls: Bool = false, port: Int? = nil, servingIndexFiles: Bool = false, maxRanges: Int? = nil
     ) async throws -> NginxServer {
         guard let nginx = Capabilities.path(of: "nginx") else { throw ServerError(unavailableReason ?? "no nginx") }
         let directory = NSTemporaryDirectory() + "nginx-" + UUID().uuidString
@@ -69,6 +70,7 @@ public final class NginxServer: TestServer, @unchecked Sendable {
                     autoindex on;
                     autoindex_format json;
                     \(servingIndexFiles ? "" : "index \(Self.noIndexFile);")
+                    \(maxRanges.map { "max_ranges \($0);" } ?? "")
                 }
             }
             """
