@@ -46,9 +46,11 @@ wait_mounted() {
     echo "$BENCH_NAME: $1 not mounted after 30 s" >&2; return 1
 }
 # cc_store STORE NET [OPTION...]: a fresh store with the origin domain "web" synced (the catalogue the mount
-# shows); OPTIONs go to `domain add` (e.g. --pipeline-depth 32).
+# shows); OPTIONs go to `domain add` (e.g. --pipeline-depth 32). $CC_CHUNK_SIZE, when set, is the store's
+# chunk size (`init --chunk-size`).
 cc_store() {
     rm -rf "$1"
+    [[ -z ${CC_CHUNK_SIZE:-} ]] || "$CC" --store "$1" init --chunk-size "$CC_CHUNK_SIZE" >/dev/null
     "$CC" --store "$1" domain add web --origin "${url[$2]}json/" "${@:3}" >/dev/null
     "$CC" --store "$1" domain sync web >/dev/null
 }

@@ -43,6 +43,8 @@
 #   PREFETCH_BENCH_BIG_SIZE     the random file of the 4 KiB reader (1G; --quick 512M), above the mount's
 #                               --fill-below (256 MiB), so opening it downloads only what is read
 #   PREFETCH_BENCH_RUNS         runs per figure (3; --quick 1)
+#   CC_CHUNK_SIZE               the chunk size of chunkcache's stores (default the store's, 64KiB); a store for
+#                               databases takes their page size (4096 for SQLite's default)
 # Needs root (drop_caches, /dev/fuse), nginx, rclone, fuse3, python3 with pip (for `pip download` only; nothing
 # is installed), jq (scripts/install-deps.sh), and PyPI on the network the first time.
 set -euo pipefail
@@ -418,7 +420,7 @@ out="$results_dir/prefetch-$( ((quick)) && echo quick || echo full)-$stamp.md"
     echo "Django: \`PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=DIR/py python3 -c \"$django_code\"\` with" \
         "$(cd "$data/wheels" 2>/dev/null && ls -- *.whl | sed 's/-py3.*//' | paste -sd, | sed 's/,/, /g') (\`pip download '$django_spec'\`, unpacked);" \
         "SQLite: Benchmarks/mount/sqlite-mix.py's mix (300 lookups by id, 100 by an indexed column, 20 range scans, a count over the index) on $sqlite_mb MB."
-    echo "chunkcache: \`domain add web --origin URL/json/ --pipeline-depth 32\`, \`domain sync web\` (on loopback, then \`domain set web --origin\` the 20 ms URL), \`mount --domain web MP --foreground\`;" \
+    echo "chunkcache: $([[ -n ${CC_CHUNK_SIZE:-} ]] && echo "\`init --chunk-size $CC_CHUNK_SIZE\`, ")\`domain add web --origin URL/json/ --pipeline-depth 32\`, \`domain sync web\` (on loopback, then \`domain set web --origin\` the 20 ms URL), \`mount --domain web MP --foreground\`;" \
         "with a trace: the workload once through store A's mount, \`trace export --domain web --out F\`, then \`trace import --domain web F\` into a fresh store B before B's mount." \
         "rclone: \`rclone mount :http: MP --http-url URL --vfs-cache-mode full --cache-dir DIR --read-only\` (fresh cache)."
     ((has_trace)) || echo "This chunkcache has no \`trace\` command: its trace rows are n/a."

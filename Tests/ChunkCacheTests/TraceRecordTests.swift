@@ -72,6 +72,46 @@ struct TraceRecordTests {
         #expect(TraceExtents.bytes(extents) == 710)
     }
 
+    @Test(
+        "§15: a prefetch asks whole chunks; where the origin takes many ranges a request holds the runs themselves, up to 1 MiB or 64 runs; elsewhere runs 256 KiB apart are joined"
+    )
+    func prefetchBatches() {
+        let chunk: Int64 = 4096
+        // Pages 0, 1 (one run), 10, 200, a read crossing pages 300 and 301, and one past the end.
+        let reads = [
+            ByteRange(location: 10 * chunk + 5, length: 10), ByteRange(location: 0, length: 4096),
+            ByteRange(location: 4096, length: 100), ByteRange(location: 200 * chunk, length: 1),
+            ByteRange(location: 301 * chunk - 1, length: 2), ByteRange(location: 400 * chunk, length: 9),
+        ]
+        let size = 302 * chunk - 7
+        let many = ChunkCache.batches(of: reads, size: size, chunkShift: 12, manyRanges: true)
+        #expect(
+            many == [
+                [
+                    ByteRange(location: 0, length: 2 * chunk), ByteRange(location: 10 * chunk, length: chunk),
+                    ByteRange(location: 200 * chunk, length: chunk),
+                    ByteRange(location: 300 * chunk, length: 2 * chunk - 7),
+                ]
+            ])
+        // 100 runs a page apart: 64 in the first request, 36 in the second.
+        let scattered = (0..<100).map { ByteRange(location: Int64($0) * 2 * chunk, length: 1) }
+        let split = ChunkCache.batches(of: scattered, size: 1 << 30, chunkShift: 12, manyRanges: true)
+        #expect(split.map(\.count) == [64, 36])
+        // 1 MiB a request: 300 runs of 16 KiB, 64 to a request would be 1 MiB each, so 64 fit exactly.
+        let wide = (0..<300).map { ByteRange(location: Int64($0) * 8 * chunk, length: 4 * chunk) }
+        let byBytes = ChunkCache.batches(of: wide, size: 1 << 30, chunkShift: 12, manyRanges: true)
+        #expect(byBytes.map(\.count) == [64, 64, 64, 64, 44])
+        #expect(byBytes.allSatisfy { $0.reduce(0) { $0 + $1.length } <= ChunkCache.traceBatchBytes })
+        // One range a request elsewhere: runs 256 KiB apart or closer are one (pages 2…9 come along), those
+        // further apart (200 and 300, 396 KiB) are not.
+        let single = ChunkCache.batches(of: reads, size: size, chunkShift: 12, manyRanges: false)
+        #expect(
+            single == [
+                [ByteRange(location: 0, length: 11 * chunk)], [ByteRange(location: 200 * chunk, length: chunk)],
+                [ByteRange(location: 300 * chunk, length: 2 * chunk - 7)],
+            ])
+    }
+
     @Test("§15: a trace of a thousand small files takes under 1 % of the bytes it describes")
     func compact() {
         var reads: [(String, Int64, Int64)] = []

@@ -27,21 +27,36 @@ extension ChunkCache {
             throw CacheError(
                 .invalidArgument, "a prefetch of \(item) needs a range at or after offset 0, not \(range)")
         }
+        try await prefetch(item, version: version, progress: progress) { record, _ in
+            Self.extents(of: range, size: record.size, chunkSize: Int64(record.layout.chunkSize)).map { [$0] }
+        }
+    }
+
+    /// The prefetch of the requests `batches` makes of the version's record (told whether the origin takes
+    /// many ranges in one request): a batch of one range is filled as a read's range is, one of several as
+    /// one download of their chunks (``ColdFill/fill(_:scattered:)``).
+    func prefetch(
+        _ item: ItemIdentifier, version: ItemVersion, progress: DownloadProgress,
+        batches: @Sendable (_ record: VersionRecord, _ manyRanges: Bool) -> [[ByteRange]]
+    ) async throws {
         let store = self.store
         let (session, record) = try await runBlocking(doing: "starting a prefetch of \(item)", store: store.path) {
             try self.prefetchTarget(item, version: version.contentVersion)
         }
         let fill = ColdFill(engine: engine, session: session, item: item.rawValue, counters: progress)
-        let extents = Self.extents(of: range, size: record.size, chunkSize: Int64(record.layout.chunkSize))
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 var started = 0
-                for extent in extents {
-                    // As many extents under way as the lane lets run: the rest wait here, claiming nothing yet.
+                for batch in batches(record, session.origin.readsManyRanges) {
+                    // As many batches under way as the lane lets run: the rest wait here, claiming nothing yet.
                     if started >= session.prefetches.limit { _ = try await group.next() }
                     group.addTask {
                         try await session.prefetches.withPermit {
-                            _ = try await fill.fill(record, range: extent, ahead: nil)
+                            if batch.count == 1 {
+                                _ = try await fill.fill(record, range: batch[0], ahead: nil)
+                            } else {
+                                try await fill.fill(record, scattered: batch)
+                            }
                         }
                     }
                     started += 1

@@ -311,6 +311,30 @@ struct ColdFill: Sendable {
         return target
     }
 
+    /// Downloads the chunks of `ranges` the store lacks and waits for them, and for those other downloads
+    /// bring. Where the origin takes many ranges in one request, the chunks this claims are one download, a
+    /// request of their runs; elsewhere each run of adjacent chunks is a request of its own.
+    func fill(_ version: VersionRecord, scattered ranges: [ByteRange]) async throws {
+        var mine: [ClaimedChunk] = []
+        var awaited: [(index: Int64, flight: Flight)] = []
+        for range in ranges {
+            let claimed = try claimAbsent(of: version, in: range)
+            mine += claimed.mine
+            awaited += claimed.awaited
+        }
+        let downloads =
+            session.origin.readsManyRanges && !mine.isEmpty
+            ? [mine] : Self.runs(of: mine, chunkShift: version.layout.shift)
+        var started: [Task<Void, Never>] = []
+        for run in downloads { started.append(startDownload(run, of: version)) }
+        do {
+            for (_, flight) in awaited { try await flight.wait() }
+        } catch let error as CancellationError where Task.isCancelled {
+            for task in started { task.cancel() }
+            throw error
+        }
+    }
+
     /// Downloads chunk `index` of `version` again and overwrites the copy that failed its check on read
     /// (<doc:Contract#10-Origins-the-cold-path> "Integrity"): the stored chunk `digest`, or, when nil, the fill. Waits
     /// until it is stored. Nothing is downloaded when the entry changed since the read (a fill settled or evicted
@@ -370,14 +394,24 @@ struct ColdFill: Sendable {
                 do {
                     try await session.requests.withPermit {
                         counters.requested()
-                        try await session.origin.read(
-                            item, range: range, version: expected,
-                            object: { object in
-                                guard object.version == expected, object.size == version.size else {
-                                    throw OriginFailure.versionChanged(current: object)
-                                }
-                            },
-                            deliver: { offset, bytes in try await sink.deliver(offset, bytes) })
+                        let checked: @Sendable (RemoteObject) async throws -> Void = { object in
+                            guard object.version == expected, object.size == version.size else {
+                                throw OriginFailure.versionChanged(current: object)
+                            }
+                        }
+                        let deliver: @Sendable (Int64, RemoteBytes) async throws -> Void = { offset, bytes in
+                            try await sink.deliver(offset, bytes)
+                        }
+                        // Runs apart from each other go in one request where the origin takes many ranges;
+                        // elsewhere the request spans them and the sink skips what lies between.
+                        let runs = session.origin.readsManyRanges ? sink.remainingRuns : []
+                        if runs.count > 1 {
+                            try await session.origin.read(
+                                item, ranges: runs, version: expected, object: checked, deliver: deliver)
+                        } else {
+                            try await session.origin.read(
+                                item, range: range, version: expected, object: checked, deliver: deliver)
+                        }
                     }
                     try await sink.finish()
                 } catch is ChunkMismatch where mismatches == 0 {

@@ -63,6 +63,22 @@ final class ChunkSink: @unchecked Sendable {
         return (first << version.layout.shift)..<min(version.size, (last + 1) << version.layout.shift)
     }
 
+    /// The byte ranges of the runs of chunks still to download, in order: what a request of many ranges asks.
+    var remainingRuns: [Range<Int64>] {
+        let shift = version.layout.shift
+        var runs: [Range<Int64>] = []
+        for index in claimed.keys.sorted() {
+            let start = index << shift
+            let end = min(version.size, (index + 1) << shift)
+            if let last = runs.last, last.upperBound == start {
+                runs[runs.count - 1] = last.lowerBound..<end
+            } else {
+                runs.append(start..<end)
+            }
+        }
+        return runs
+    }
+
     /// Takes the response's next bytes, starting at item offset `offset`.
     func deliver(_ offset: Int64, _ bytes: RemoteBytes) async throws {
         counters.received(bytes.count, at: offset)

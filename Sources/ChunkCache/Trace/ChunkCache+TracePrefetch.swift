@@ -4,11 +4,15 @@ import LMDBKit
 extension ChunkCache {
     /// Extents of a trace closer than this are asked for in one request: the gap costs less than a round trip.
     static let traceRequestGap: Int64 = 256 << 10
-    /// Requests of one trace's prefetch started at once; the origin session's prefetch lane (half its
-    /// pipeline depth) decides how many are in flight.
-    static let traceRequestsStarted = 64
+    /// Items of one trace's prefetch started at once; the origin session's prefetch lane (half its
+    /// pipeline depth) decides how many requests are in flight.
+    static let traceItemsStarted = 64
+    /// The most bytes one request of scattered runs asks for: the 16 of a prefetch's lane at once move 16 MiB
+    /// in a round trip, and a reader waiting on one of them waits for 1 MiB at most.
+    static let traceBatchBytes: Int64 = 1 << 20
+    /// The most runs one request asks for: its `Range` header stays under 2 KB, which every server takes.
+    static let traceBatchRanges = 64
 
-    /// An item of a trace, as its prefetch finds it now.
     /// An item a trace predicts and the store lacks some of: what to download, at its current version.
     struct PrefetchTarget: Sendable {
         let item: String
@@ -60,18 +64,56 @@ extension ChunkCache {
             var started = 0
             for target in targets {
                 let member = ItemIdentifier(domain: item.domain, target.item)
-                for request in TraceExtents.requests(target.extents, size: target.size, gap: Self.traceRequestGap) {
-                    if started >= Self.traceRequestsStarted { _ = await group.next() }
-                    group.addTask(priority: .utility) {
-                        let progress = DownloadProgress { count, offset in received(target.item, count, offset) }
-                        try? await self.prefetch(
-                            member, version: target.version,
-                            range: ByteRange(location: request.offset, length: request.length), progress: progress)
+                let extents = target.extents.map { ByteRange(location: $0.offset, length: $0.length) }
+                if started >= Self.traceItemsStarted { _ = await group.next() }
+                group.addTask(priority: .utility) {
+                    let progress = DownloadProgress { count, offset in received(target.item, count, offset) }
+                    try? await self.prefetch(member, version: target.version, progress: progress) {
+                        record, manyRanges in
+                        Self.batches(
+                            of: extents, size: record.size, chunkShift: record.layout.shift, manyRanges: manyRanges)
                     }
-                    started += 1
                 }
+                started += 1
             }
         }
+    }
+
+    /// `ranges` rounded out to whole chunks and clamped to `size`, as the requests of a prefetch. Where the
+    /// origin takes many ranges in one request (`manyRanges`), each request asks for the runs of chunks
+    /// themselves, up to ``traceBatchBytes`` and ``traceBatchRanges`` of them: a database's scattered pages
+    /// cost a few requests and no byte between them. Elsewhere runs closer than ``traceRequestGap`` are
+    /// joined (a round trip costs more than the bytes between them), in extents of
+    /// ``prefetchExtentBytes``.
+    static func batches(of ranges: [ByteRange], size: Int64, chunkShift: Int, manyRanges: Bool) -> [[ByteRange]] {
+        let chunk = Int64(1) << chunkShift
+        let gap = manyRanges ? 0 : traceRequestGap
+        var runs: [ByteRange] = []
+        for range in ranges.sorted(by: { $0.location < $1.location }) {
+            let end = min(size, range.end)
+            guard range.location >= 0, range.location < end else { continue }
+            let lower = (range.location >> chunkShift) << chunkShift
+            let upper = min(size, ((end + chunk - 1) >> chunkShift) << chunkShift)
+            if let last = runs.last, lower <= last.end + gap {
+                runs[runs.count - 1] = ByteRange(location: last.location, length: max(last.end, upper) - last.location)
+            } else {
+                runs.append(ByteRange(location: lower, length: upper - lower))
+            }
+        }
+        let pieces = runs.flatMap { extents(of: $0, size: size, chunkSize: chunk) }
+        guard manyRanges else { return pieces.map { [$0] } }
+        var batches: [[ByteRange]] = []
+        var bytes: Int64 = 0
+        for piece in pieces {
+            if let last = batches.last, bytes + piece.length <= traceBatchBytes, last.count < traceBatchRanges {
+                batches[batches.count - 1].append(piece)
+                bytes += piece.length
+            } else {
+                batches.append([piece])
+                bytes = piece.length
+            }
+        }
+        return batches
     }
 
     private func prefetchTargets(of item: ItemIdentifier) throws -> (
