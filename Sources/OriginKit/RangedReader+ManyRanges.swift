@@ -42,8 +42,8 @@ extension RangedReader {
                 try await answer.take(into: &missing, told: &told, object: object, deliver: deliver)
                 guard missing.isEmpty || missing.count < before else {
                     throw OriginFailure.invalidResponse(
-                        detail: "\(dialect.host) sent none of the bytes asked of \(item) (\(status) to "
-                            + "\(RangeList.header(batch)))")
+                        detail: "\(dialect.host) sent none of the bytes asked of \(item) (\(status) to \(batch.count) "
+                            + "ranges from byte \(batch[0].lowerBound))")
                 }
                 // Another request for what the answer left out is a new request, with tries of its own.
                 attempt = 0

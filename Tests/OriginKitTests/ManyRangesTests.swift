@@ -177,7 +177,6 @@ private enum Multipart {
                 "--b\r\nContent-Range: bytes 0-1/5\r\n\r\nab\r\n--b\r\nContent-Range: bytes 3-3/6\r\n\r\nc",
                 "both 5 and 6"
             ),
-            ("multipart/byteranges; boundary=b", String(repeating: "no delimiter ", count: 2000), "within 16384 bytes"),
         ])
     func malformed(contentType: String, body: String, fault: String) throws {
         do {
@@ -185,6 +184,17 @@ private enum Multipart {
             Issue.record("\(body.prefix(60)) parsed")
         } catch let error as MultipartByteranges.Malformed {
             #expect(error.detail.contains(fault), "\(error.detail)")
+        }
+    }
+
+    @Test("§10: a preamble or part head that never ends is refused once it passes 16 KiB, not held without bound")
+    func endlessHead() throws {
+        for body in ["", "--\(Multipart.boundary)\r\nContent-Type: x\r\n"] {
+            let endless = Array((body + String(repeating: "no end ", count: 3000)).utf8)
+            let error = #expect(throws: MultipartByteranges.Malformed.self) {
+                try Multipart.parse(Multipart.pieces(of: endless, longest: 1000, seed: 1))
+            }
+            #expect(error?.detail.contains("within 16384 bytes") == true)
         }
     }
 
@@ -303,6 +313,11 @@ private enum Multipart {
         let single = try await answer(
             status: 206, headers: [("Content-Range", "bytes 5-14/2000")], pieces: [file[5..<15]], ranges: asked)
         #expect(single.0.runs == Run.expected([5..<15], of: file) && single.0.told.map(\.size) == [2000])
+        // A multipart body that ends inside a part is a short body, tried again.
+        let cut = Multipart.body([0..<40, 1000..<1010], of: file).dropLast(30)
+        await #expect(throws: RangedReader.Retry.self) {
+            try await answer(status: 206, headers: type, pieces: [cut], ranges: asked)
+        }
         let whole = try await answer(
             status: 200, headers: [("Content-Length", "2000")],
             pieces: Multipart.pieces(of: file, longest: 100, seed: 3),
