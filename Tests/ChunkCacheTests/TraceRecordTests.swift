@@ -73,7 +73,7 @@ struct TraceRecordTests {
     }
 
     @Test(
-        "§15: a prefetch asks whole chunks; where the origin takes many ranges a request holds the runs themselves, up to 1 MiB or 64 runs; elsewhere runs 256 KiB apart are joined"
+        "§15: a prefetch asks whole chunks; where the origin takes many ranges a request holds the runs themselves, in the order first read, up to 1 MiB or 64 runs; elsewhere runs 256 KiB apart are joined"
     )
     func prefetchBatches() {
         let chunk: Int64 = 4096
@@ -97,6 +97,13 @@ struct TraceRecordTests {
         let scattered = (0..<100).map { ByteRange(location: Int64($0) * 2 * chunk, length: 1) }
         let split = ChunkCache.batches(of: scattered, size: 1 << 30, chunkShift: 12, manyRanges: true)
         #expect(split.map(\.count) == [64, 36])
+        // In the order read: 70 pages read from the file's end backwards; the first request holds the 64 read
+        // first, in offset order.
+        let backwards = (0..<70).reversed().map { ByteRange(location: Int64($0) * 2 * chunk, length: 1) }
+        let ordered = ChunkCache.batches(of: backwards, size: 1 << 30, chunkShift: 12, manyRanges: true)
+        #expect(ordered.map(\.count) == [64, 6])
+        #expect(ordered.first?.first == ByteRange(location: 6 * 2 * chunk, length: chunk))
+        #expect(ordered.last?.last == ByteRange(location: 5 * 2 * chunk, length: chunk))
         // 1 MiB a request: 300 runs of 16 KiB, 64 to a request would be 1 MiB each, so 64 fit exactly.
         let wide = (0..<300).map { ByteRange(location: Int64($0) * 8 * chunk, length: 4 * chunk) }
         let byBytes = ChunkCache.batches(of: wide, size: 1 << 30, chunkShift: 12, manyRanges: true)

@@ -80,40 +80,53 @@ extension ChunkCache {
     }
 
     /// `ranges` rounded out to whole chunks and clamped to `size`, as the requests of a prefetch. Where the
-    /// origin takes many ranges in one request (`manyRanges`), each request asks for the runs of chunks
-    /// themselves, up to ``traceBatchBytes`` and ``traceBatchRanges`` of them: a database's scattered pages
-    /// cost a few requests and no byte between them. Elsewhere runs closer than ``traceRequestGap`` are
-    /// joined (a round trip costs more than the bytes between them), in extents of
-    /// ``prefetchExtentBytes``.
+    /// origin takes many ranges in one request (`manyRanges`), the ranges go in the order given (a trace's:
+    /// first read first, so the program's first reads come in the first answers), up to ``traceBatchBytes``
+    /// and ``traceBatchRanges`` a request, each request asking for its runs of chunks in offset order: a
+    /// database's scattered pages cost a few requests and no byte between them. Elsewhere runs closer than
+    /// ``traceRequestGap`` are joined (a round trip costs more than the bytes between them), in extents of
+    /// ``prefetchExtentBytes``, in offset order.
     static func batches(of ranges: [ByteRange], size: Int64, chunkShift: Int, manyRanges: Bool) -> [[ByteRange]] {
         let chunk = Int64(1) << chunkShift
-        let gap = manyRanges ? 0 : traceRequestGap
-        var runs: [ByteRange] = []
-        for range in ranges.sorted(by: { $0.location < $1.location }) {
+        let aligned = ranges.compactMap { range -> ByteRange? in
             let end = min(size, range.end)
-            guard range.location >= 0, range.location < end else { continue }
+            guard range.location >= 0, range.location < end else { return nil }
             let lower = (range.location >> chunkShift) << chunkShift
             let upper = min(size, ((end + chunk - 1) >> chunkShift) << chunkShift)
-            if let last = runs.last, lower <= last.end + gap {
-                runs[runs.count - 1] = ByteRange(location: last.location, length: max(last.end, upper) - last.location)
-            } else {
-                runs.append(ByteRange(location: lower, length: upper - lower))
-            }
+            return ByteRange(location: lower, length: upper - lower)
         }
-        let pieces = runs.flatMap { extents(of: $0, size: size, chunkSize: chunk) }
-        guard manyRanges else { return pieces.map { [$0] } }
+        guard manyRanges else {
+            return joinedRuns(aligned, gap: traceRequestGap).flatMap { extents(of: $0, size: size, chunkSize: chunk) }
+                .map { [$0] }
+        }
         var batches: [[ByteRange]] = []
+        var pieces: [ByteRange] = []
         var bytes: Int64 = 0
-        for piece in pieces {
-            if let last = batches.last, bytes + piece.length <= traceBatchBytes, last.count < traceBatchRanges {
-                batches[batches.count - 1].append(piece)
-                bytes += piece.length
+        for piece in aligned.flatMap({ extents(of: $0, size: size, chunkSize: chunk) }) {
+            if !pieces.isEmpty, bytes + piece.length > traceBatchBytes || pieces.count >= traceBatchRanges {
+                batches.append(joinedRuns(pieces, gap: 0))
+                pieces.removeAll()
+                bytes = 0
+            }
+            pieces.append(piece)
+            bytes += piece.length
+        }
+        if !pieces.isEmpty { batches.append(joinedRuns(pieces, gap: 0)) }
+        return batches
+    }
+
+    /// `ranges` in offset order, those at most `gap` apart (touching or overlapping, at 0) joined.
+    private static func joinedRuns(_ ranges: [ByteRange], gap: Int64) -> [ByteRange] {
+        var runs: [ByteRange] = []
+        for range in ranges.sorted(by: { $0.location < $1.location }) {
+            if let last = runs.last, range.location <= last.end + gap {
+                runs[runs.count - 1] = ByteRange(
+                    location: last.location, length: max(last.end, range.end) - last.location)
             } else {
-                batches.append([piece])
-                bytes = piece.length
+                runs.append(range)
             }
         }
-        return batches
+        return runs
     }
 
     private func prefetchTargets(of item: ItemIdentifier) throws -> (
