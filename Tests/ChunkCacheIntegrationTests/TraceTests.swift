@@ -154,6 +154,27 @@ struct TraceTests {
         }
     }
 
+    @Test(
+        "§15: tracePredicts says which items the opener's trace names, once its lookup is done; no run, no prediction")
+    func predictsWhatTheTraceNames() async throws {
+        try await Self.withStores { first, second, _, _ in
+            try await Self.run(first, as: TraceOpener("one"), Self.program)
+            await first.finishTraceSessions()
+            _ = try await second.importTraces(try await first.exportTraces(of: "web"), into: "web")
+            let opener = TraceOpener("two")
+            let item = { ItemIdentifier(domain: "web", $0) }
+            #expect(await second.tracePredicts(item("app/a.py"), by: opener) == false, "no run yet")
+            second.noteOpen(item("app/main.py"), by: opener)
+            for name in ["app/main.py", "app/a.py", "app/b.py", "data/big.db"] {
+                #expect(await second.tracePredicts(item(name), by: opener), "\(name) is in the trace")
+            }
+            #expect(await second.tracePredicts(item("app/unread.py"), by: opener) == false)
+            #expect(await second.tracePredicts(item("app/a.py"), by: TraceOpener("three")) == false)
+            await second.finishTraceSessions()
+            #expect(await second.tracePredicts(item("app/a.py"), by: opener) == false, "the run ended")
+        }
+    }
+
     @Test("§15: a random 4 KiB reader with no trace costs one request, and its run becomes a trace")
     func noTraceOneRequest() async throws {
         try await Self.withStores { first, _, server, _ in
