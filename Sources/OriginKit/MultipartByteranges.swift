@@ -112,19 +112,20 @@ struct MultipartByteranges {
     /// Reads what follows a delimiter: `--` (the last), or the rest of its line and the part's headers. The
     /// part's `Content-Range` once they are all in; nil while more is needed or after the last.
     private mutating func readHead(_ rest: inout ByteBuffer) throws -> Event? {
-        guard let end = try accumulate(&rest, upTo: Array("\r\n\r\n".utf8), closing: true) else { return nil }
+        guard let end = try accumulate(&rest, upTo: Self.headEnd, closing: true) else { return nil }
         let head = pending[..<end]
-        pending = []
-        var lines = String(decoding: head, as: UTF8.self).components(separatedBy: "\r\n")
+        defer { pending = [] }
+        // Read as bytes: a head comes per part, thousands to an answer of scattered pages.
+        var lines = Self.lines(of: head)
         // The rest of the delimiter's line may hold only blanks (RFC 2046's transport padding).
-        guard lines.removeFirst().allSatisfy({ $0 == " " || $0 == "\t" }) else {
+        guard lines.removeFirst().allSatisfy({ $0 == 0x20 || $0 == 0x09 }) else {
             throw Malformed(detail: "a delimiter is followed by more than blanks on its line")
         }
         let values = lines.compactMap { line -> String? in
-            guard let colon = line.firstIndex(of: ":"),
-                line[..<colon].trimmingCharacters(in: .whitespaces).lowercased() == "content-range"
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")),
+                Self.isContentRange(name: line[..<colon])
             else { return nil }
-            return String(line[line.index(after: colon)...])
+            return String(decoding: line[(colon + 1)...], as: UTF8.self)
         }
         guard let value = values.first else { throw Malformed(detail: "a part has no Content-Range") }
         guard values.count == 1, let parsed = ContentRange(value), let range = parsed.range else {
@@ -136,6 +137,41 @@ struct MultipartByteranges {
         size = parsed.size
         state = .bytes(remaining: Int64(range.count))
         return .part(parsed)
+    }
+
+    /// The end of a part's headers.
+    private static let headEnd = Array("\r\n\r\n".utf8)
+    private static let contentRange = Array("content-range".utf8)
+
+    /// The CRLF-ended lines of `head`, without their CRLF.
+    private static func lines(of head: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
+        var lines: [ArraySlice<UInt8>] = []
+        var start = head.startIndex
+        var index = head.startIndex
+        while index + 1 < head.endIndex {
+            if head[index] == 0x0D && head[index + 1] == 0x0A {
+                lines.append(head[start..<index])
+                index += 2
+                start = index
+            } else {
+                index += 1
+            }
+        }
+        if start < head.endIndex { lines.append(head[start...]) }
+        return lines
+    }
+
+    /// Whether a header's name, blanks around it aside, is `Content-Range` in any case.
+    private static func isContentRange(name: ArraySlice<UInt8>) -> Bool {
+        let isBlank = { (byte: UInt8) in byte == 0x20 || byte == 0x09 }
+        guard let first = name.firstIndex(where: { !isBlank($0) }), let last = name.lastIndex(where: { !isBlank($0) })
+        else { return false }
+        let trimmed = name[first...last]
+        // Capitals lowered; nothing else changes.
+        return trimmed.count == contentRange.count
+            && zip(trimmed, contentRange).allSatisfy { byte, expected in
+                (byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte) == expected
+            }
     }
 
     /// Moves bytes of `rest` into `pending` until it holds `terminator`, and returns where in `pending` the
