@@ -31,6 +31,8 @@ final class Engine: Sendable {
     /// What this process's openers read, learned into traces, and the prefetches traces start
     /// (<doc:Contract#15-Learned-prefetch>).
     let traces = TraceSessions()
+    /// The commits of downloaded chunks, gathered into one transaction while another commits.
+    let downloadCommits = DownloadCommits()
     /// Settles downloaded chunks behind the readers (<doc:Contract#10-Origins-the-cold-path>, ``Settler``).
     let settler = Settler()
     /// How many fetch plans this process made

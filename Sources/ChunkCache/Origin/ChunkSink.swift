@@ -269,10 +269,9 @@ final class ChunkSink: @unchecked Sendable {
             if case .stored(let stored) = $0 { stored } else { nil }
         }
         // Downloads can be made again: a crash may lose the last batch, never damage the store. The writer
-        // makes room for them first (CONTRACT §12), and the policy takes them into its window.
-        _ = try await store.writer.write(
-            durability: .deferMeta, reserving: bytes, doing: "storing downloaded chunks"
-        ) { txn in
+        // makes room for them first (CONTRACT §12), and the policy takes them into its window. Batches that
+        // come while another commits go in one transaction (``DownloadCommits``).
+        try await engine.downloadCommits.commit(on: store.writer, reserving: bytes) { txn in
             var admitted: [(index: Int64, storedBytes: UInt32)] = []
             if !filled.isEmpty {
                 let recorded = try txn.recordFills(filled, manifestID: manifestID, refill: refill, store.dbs)
