@@ -93,9 +93,9 @@ package enum OriginFuzzing {
     /// A `multipart/byteranges` answer: the first line is its `Content-Type`, the next byte draws the sizes of
     /// the pieces the rest (the body) is fed in, as a network would split it. Every part names a range inside
     /// the one size all parts give, gets exactly its range's length of bytes before the next part or the
-    /// close delimiter, and bytes only come inside a part; the body fed whole and in pieces gives the same
-    /// parts, bytes and end (or the same fault); the reader is complete only after a close delimiter, and
-    /// ignores what follows it.
+    /// close delimiter (the bytes the body holds just before a delimiter), and bytes only come inside a part;
+    /// the body fed whole and in pieces gives the same parts, bytes and end (or the same fault); the reader is
+    /// complete only after a close delimiter, and ignores what follows it.
     package static func multipartByteranges(_ bytes: UnsafeRawBufferPointer) -> String? {
         let input = Array(bytes)
         let newline = input.firstIndex(of: 0x0A) ?? input.count
@@ -111,8 +111,15 @@ package enum OriginFuzzing {
             contentType: contentType, pieces: MultipartRead.pieces(of: body, longest: Int(input[newline + 1]) + 1))
         if let problem = whole.problem ?? split.problem { return problem }
         guard whole == split else { return "fed whole, the body reads as \(whole); in pieces, as \(split)" }
+        // A part that was followed by a delimiter got the body's bytes just before one.
+        let delimited = Array("\r\n".utf8) + body
+        let delimiter = Array("\r\n--\(boundary)".utf8)
+        for part in split.parts.dropLast(split.complete ? 0 : 1)
+        where delimited.firstRange(of: part.bytes + delimiter) == nil {
+            return "a part of \(part.range) got \(part.bytes.count) bytes the body does not hold before a delimiter"
+        }
         guard whole.complete, let parser = whole.parser else { return nil }
-        guard (Array("\r\n".utf8) + body).firstRange(of: Array("\r\n--\(boundary)--".utf8)) != nil else {
+        guard delimited.firstRange(of: delimiter + Array("--".utf8)) != nil else {
             return "complete without a close delimiter"
         }
         var after = parser
