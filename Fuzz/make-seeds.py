@@ -179,10 +179,46 @@ def delta_seeds():
         shutil.rmtree(work)
 
 
+def nginx_multipart(item, ranges, boundary="00000000000000000001", content_type="application/octet-stream"):
+    """nginx's answer to a Range of several ranges, byte for byte (checked against nginx 1.22): a CRLF, then per
+    part a delimiter line, Content-Type, Content-Range and a blank line before its bytes; the close delimiter."""
+    body = b""
+    for first, last in ranges:
+        body += (f"\r\n--{boundary}\r\nContent-Type: {content_type}\r\nContent-Range: bytes {first}-{last}/{len(item)}"
+                 "\r\n\r\n").encode() + item[first:last + 1]
+    return body + f"\r\n--{boundary}--\r\n".encode()
+
+
+def multipart_seeds():
+    """multipart/byteranges answers: the first line is the Content-Type, the next byte draws the sizes of the
+    pieces the body is fed in, the rest is the body."""
+    rng = random.Random(29)
+    item = bytes(rng.randrange(256) for _ in range(5000))
+
+    def seed(name, body, boundary="00000000000000000001", pieces=255, content_type=None):
+        content_type = content_type or f"multipart/byteranges; boundary={boundary}"
+        write("multipart-byteranges", name, content_type.encode() + b"\n" + bytes([pieces]) + body)
+
+    three = nginx_multipart(item, [(0, 9), (100, 355), (4990, 4999)])
+    seed("nginx-3", three)
+    seed("nginx-3-bytewise", three, pieces=0)
+    seed("nginx-7", nginx_multipart(item, [(0, 0), (2, 2), (4, 4), (6, 6), (8, 8), (10, 10), (4000, 4095)],
+                                         "00000000000000000002"), "00000000000000000002", pieces=6)
+    seed("nginx-overlap", nginx_multipart(item, [(4998, 4999), (4997, 4999), (10, 19)], "00000000000000000003"),
+         "00000000000000000003", pieces=16)
+    seed("quoted-preamble", b"preamble\r\n--b \t\r\nContent-Range: bytes 1-3/4\r\n\r\nabc\r\n--b--epilogue", "b",
+         content_type='Multipart/ByteRanges; charset=x; boundary="b"', pieces=2)
+    seed("cut-short", three[:-40], pieces=30)
+    seed("runs-on", b"\r\n--b\r\nContent-Range: bytes 0-1/5\r\n\r\nabc\r\n--b--", "b", pieces=3)
+    seed("two-sizes", b"--b\r\nContent-Range: bytes 0-1/5\r\n\r\nab\r\n--b\r\nContent-Range: bytes 3-3/6\r\n\r\nc", "b")
+    seed("no-boundary", b"\r\n--b--", content_type="multipart/byteranges")
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     text_seeds()
+    multipart_seeds()
     delta_seeds()
     store_seeds(sys.argv[1])
     for target in sorted(os.listdir(CORPUS)):

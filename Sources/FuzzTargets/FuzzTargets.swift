@@ -24,6 +24,9 @@ public struct FuzzTarget: Sendable {
             name: "response-headers",
             summary: "ETag, Last-Modified, x-amz-version-id, Content-Range, Retry-After of a response",
             check: OriginFuzzing.responseHeaders),
+        FuzzTarget(
+            name: "multipart-byteranges", summary: "a multipart/byteranges answer, fed whole and in pieces",
+            check: OriginFuzzing.multipartByteranges),
         FuzzTarget(name: "nginx-listing", summary: "nginx autoindex_format json", check: OriginFuzzing.nginxListing),
         FuzzTarget(name: "s3-listing", summary: "S3 ListObjectsV2 and error XML", check: OriginFuzzing.s3Listing),
         FuzzTarget(name: "origin-header", summary: "--header 'Name: value'", check: EngineFuzzing.originHeader),
