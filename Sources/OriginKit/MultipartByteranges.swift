@@ -43,8 +43,10 @@ struct MultipartByteranges {
     /// The item's size, as the first part told it.
     private var size: Int64?
 
-    /// The longest preamble or part head accepted.
+    /// The longest preamble or part head accepted, its terminator included.
     static let longestHead = 16 << 10
+    private static let endless = Malformed(
+        detail: "no delimiter or end of a part's headers within \(longestHead) bytes")
 
     /// A reader for a body of `contentType`; throws when it is `multipart/byteranges` without a usable
     /// boundary.
@@ -193,15 +195,16 @@ struct MultipartByteranges {
             }
             // The terminator cannot end within the bytes searched before.
             let from = max(0, before - terminator.count + 1)
+            // The limit is where the terminator ends, whatever the pieces: a head ending within it is taken
+            // however the body was cut, one ending past it refused.
             if let found = pending[from...].firstRange(of: terminator) {
+                guard found.upperBound <= Self.longestHead else { throw Self.endless }
                 rest.moveReaderIndex(forwardBy: found.upperBound - before)
                 pending.removeSubrange(found.upperBound...)
                 return found.upperBound
             }
             rest.moveReaderIndex(forwardBy: step)
-            guard pending.count <= Self.longestHead else {
-                throw Malformed(detail: "no delimiter or end of a part's headers within \(Self.longestHead) bytes")
-            }
+            guard pending.count < Self.longestHead else { throw Self.endless }
         }
         return nil
     }

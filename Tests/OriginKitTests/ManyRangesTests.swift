@@ -198,6 +198,28 @@ private enum Multipart {
         }
     }
 
+    @Test("§10: a part head ending at 16 KiB is taken and one a byte longer refused, whole or a byte at a time")
+    func headLimitWhateverTheCuts() throws {
+        let file = TestData.random(count: 100, seed: 3)
+        // The first part's head padded with a long header until its blank line ends at byte `end`.
+        func body(headEndingAt end: Int) -> [UInt8] {
+            let start = Array("\r\n--\(Multipart.boundary)\r\nContent-Range: bytes 0-9/100\r\nX: ".utf8)
+            let headerEnd = Array("\r\n\r\n".utf8)
+            // The head counts from after the delimiter (its first 2 + 2 + boundary bytes are the delimiter).
+            let delimiter = 4 + Multipart.boundary.utf8.count
+            let filler = end - (start.count - delimiter) - headerEnd.count
+            return start + [UInt8](repeating: UInt8(ascii: "x"), count: filler) + headerEnd + file[0..<10]
+                + Array("\r\n--\(Multipart.boundary)--\r\n".utf8)
+        }
+        for (end, taken) in [(MultipartByteranges.longestHead, true), (MultipartByteranges.longestHead + 1, false)] {
+            let bytes = body(headEndingAt: end)
+            for pieces in [[bytes[...]], Multipart.pieces(of: bytes, longest: 1, seed: 1)] {
+                let parsed = try? Multipart.parse(pieces)
+                #expect((parsed?.parts.map(\.bytes) == [Array(file[0..<10])]) == taken, "head ending at \(end)")
+            }
+        }
+    }
+
     @Test(
         "§10: a damaged multipart body is taken whole or refused as malformed, and a part never gives other than its bytes"
     )
