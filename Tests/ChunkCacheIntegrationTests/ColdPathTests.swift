@@ -83,6 +83,46 @@ import Testing
     }
 
     @Test(
+        "§10: a small read over a stored chunk and a cold one ends even when the cold chunk arrives before the stored one is read",
+        .requires(NginxServer.self))
+    func storedChunkAfterDownloadArrived() async throws {
+        let bytes = TestData.random(count: 1 << 20, seed: 12)
+        let hold = ArmedProbe()
+        try await Self.withOrigin(
+            ["a.bin": bytes], readAhead: 0, probes: EngineProbes(beforeTakingStored: hold.runWithoutThrowing)
+        ) { cache, server, _ in
+            let item = ItemIdentifier(domain: "web", "a.bin")
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
+            defer { buffer.deallocate() }
+            // Chunk 0 into the store (committed: a read is answered before its download is).
+            _ = try await cache.read(item, version: nil, at: 0, into: buffer)
+            await cache.waitForDownloads()
+            try await server.clearAccessLog()
+            // 200 bytes across chunks 0 and 1; chunk 1's download hands it over before the read looks at the
+            // store for chunk 0.
+            hold.arm { Thread.sleep(forTimeInterval: 0.5) }
+            struct Hung: Error {}
+            let got = try await withThrowingTaskGroup(of: [UInt8].self) { group in
+                group.addTask {
+                    let target = UnsafeMutableRawBufferPointer.allocate(byteCount: 200, alignment: 16)
+                    defer { target.deallocate() }
+                    let result = try await cache.read(item, version: nil, at: 65_536 - 100, into: target)
+                    return Array(target[0..<result.bytesRead])
+                }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(20))
+                    throw Hung()
+                }
+                defer { group.cancelAll() }
+                return try await group.next()!
+            }
+            hold.arm(nil)
+            #expect(got == Array(bytes[(65_536 - 100)..<(65_536 + 100)]))
+            #expect(try await server.accessLog().map(\.range) == ["bytes=65536-131071"], "chunk 1 alone")
+        }
+    }
+
+    @Test(
         "§10 single flight: 32 concurrent fetches of one cold 64 KiB range make exactly one GET",
         .requires(NginxServer.self))
     func singleFlight() async throws {

@@ -20,6 +20,7 @@ import Testing
             #expect(probes.afterEachTransaction == nil)
             #expect(probes.beforeBatchCommit == nil)
             #expect(probes.beforeDownloadCommit == nil)
+            #expect(probes.beforeTakingStored == nil)
             #expect(probes.diagnostics == nil)
             #expect(probes.destination.stagingCreated == nil)
             #expect(!probes.destination.namedStaging)

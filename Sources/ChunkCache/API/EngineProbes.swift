@@ -21,6 +21,9 @@ struct EngineProbes: Sendable {
     /// commits: a throw undoes the transaction and fails the commit, as a full store fails one, and the
     /// download ends with that failure.
     var beforeDownloadCommit: (@Sendable () throws -> Void)?
+    /// Runs in a small cold fetch after its downloads start and before it reads the chunks of its range the
+    /// store holds: a test holds it there until a download has handed a chunk over.
+    var beforeTakingStored: (@Sendable () -> Void)?
     /// Receives the engine's reports of failures it cannot throw (``Diagnostics``) instead of standard error.
     var diagnostics: (@Sendable (String) -> Void)?
     /// The clone strategies a fetch to a destination may use (``ChunkCache/cloneStrategies``, every one, in the

@@ -223,14 +223,15 @@ struct ColdFill: Sendable {
         }
         if let directBytes, directBytes.isUrgent {
             Self.takeArriving(needed.awaited, notIn: needed.mine, into: directBytes)
-            // The store holds the chunks of the range nothing brings (none when every one is on its way).
-            if directBytes.missing.count > needed.awaited.count {
-                do {
-                    try takeStored(
-                        of: version, in: range, except: Set(needed.awaited.map(\.index)), into: directBytes)
-                } catch {
-                    directBytes.fail(error)  // evicted or damaged since: the fetch waits for the store instead
-                }
+            engine.probes.beforeTakingStored?()
+            // The store holds the chunks of the range nothing brings (none when every one is on its way). Which
+            // those are comes from the plan, never from what is still missing: the downloads started above may
+            // have handed over chunks already, and a count of the missing ones then hid a stored chunk, which
+            // nothing would ever bring (the fetch waited forever).
+            do {
+                try takeStored(of: version, in: range, except: Set(needed.awaited.map(\.index)), into: directBytes)
+            } catch {
+                directBytes.fail(error)  // evicted or damaged since: the fetch waits for the store instead
             }
         }
         do {
