@@ -9,8 +9,11 @@ extension FileSystem {
     /// - Throws: ``Errno``: `ENOENT` when `path` is missing (or `/proc` is not mounted), `EACCES` when it may
     ///   not be read, `EISDIR` when it is a folder.
     ///
+    /// - Parameter limit: Reads stop once more than this many bytes are in: a caller that refuses files past a
+    ///   size learns it from a count of `limit + 1` without holding the rest.
+    ///
     /// Uses the `open(2)`, `read(2)` and `close(2)` system calls.
-    public static func contents(of path: String) throws(Errno) -> [UInt8] {
+    public static func contents(of path: String, limit: Int = .max) throws(Errno) -> [UInt8] {
         let file = try FileDescriptor.open(path, .readOnly)
         defer { try? file.close() }
         var bytes: [UInt8] = []
@@ -21,6 +24,7 @@ extension FileSystem {
             }
             guard count > 0 else { return bytes }
             bytes += chunk[0..<count]
+            if bytes.count > limit { return bytes }
         }
     }
 }

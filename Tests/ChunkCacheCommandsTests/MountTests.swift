@@ -101,7 +101,7 @@ struct MountTests {
     }
 
     @Test(
-        "§13: a 4 KiB read puts its whole 64 KiB chunk in the kernel's page cache, so the chunk's other pages never reach the mount; the next chunk stays out"
+        "§13: a 4 KiB read puts its whole 64 KiB chunk in the kernel's page cache (the file's last page too, though part of one), so the chunk's other pages never reach the mount; the next chunk stays out"
     )
     func readGivesTheKernelItsWholeChunk() throws {
         try Self.withMountedTree { dir, _, _ in
@@ -131,6 +131,27 @@ struct MountTests {
             var chunk = [UInt8](repeating: 0, count: 16 * page)
             #expect(pread(fd, &chunk, chunk.count, off_t(16 * page)) == chunk.count)
             #expect(chunk == Array(source[(16 * page)..<(32 * page)]), "chunk 1 as the kernel serves it")
+
+            // At the file's end the last page is given though part of it: docs/deep/odd.txt is 70,001 bytes, its
+            // chunk 1 pages 16 (read) and 17 (4,465 bytes of it).
+            let odd = open(dir + "/mnt/docs/deep/odd.txt", O_RDONLY)
+            try #require(odd >= 0, "open odd.txt: errno \(errno)")
+            defer { close(odd) }
+            #expect(posix_fadvise(odd, 0, 0, POSIX_FADV_RANDOM) == 0)
+            #expect(pread(odd, &buffer, page, off_t(16 * page)) == page)
+            var tail: [Bool] = []
+            for _ in 0..<200 {
+                tail = try Self.residentPages(odd, pages: 18)
+                if tail[17] { break }
+                usleep(10_000)
+            }
+            #expect(tail[16] && tail[17] && !tail[0..<16].contains(true), "the last, part page is in: \(tail)")
+            var last = [UInt8](repeating: 0, count: 70_001 - 17 * page)
+            #expect(pread(odd, &last, last.count, off_t(17 * page)) == last.count)
+            #expect(
+                last
+                    == Array(
+                        try TestData.read(dir + "/src/docs/deep/odd.txt", offset: Int64(17 * page), count: last.count)))
         }
     }
 

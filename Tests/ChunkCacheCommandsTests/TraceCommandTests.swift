@@ -136,6 +136,13 @@ struct TraceCommandTests {
             expectError(
                 try runCLI(["--store", store, "--json", "trace", "import", "--domain", "web", dir + "/missing.trace"]),
                 exit: 1, code: "invalidArgument", mentions: ["missing.trace"])
+            // A file past the bound is refused after reading just past it (sparse: no disk, no memory for the rest).
+            let huge = dir + "/huge.trace"
+            #expect(FileManager.default.createFile(atPath: huge, contents: nil))
+            #expect(truncate(huge, off_t(1) << 32) == 0)
+            expectError(
+                try runCLI(["--store", store, "--json", "trace", "import", "--domain", "web", huge]), exit: 1,
+                code: "invalidArgument", mentions: ["huge.trace", "larger than 256 MiB"])
             expectError(
                 try runCLI(["--store", store, "--json", "trace", "ls", "--domain", "nowhere"]), exit: 1,
                 code: "noSuchItem", mentions: ["nowhere"])

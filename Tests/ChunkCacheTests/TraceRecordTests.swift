@@ -79,9 +79,9 @@ struct TraceRecordTests {
         let chunk: Int64 = 4096
         // Pages 0, 1 (one run), 10, 200, a read crossing pages 300 and 301, and one past the end.
         let reads = [
-            ByteRange(location: 10 * chunk + 5, length: 10), ByteRange(location: 0, length: 4096),
-            ByteRange(location: 4096, length: 100), ByteRange(location: 200 * chunk, length: 1),
-            ByteRange(location: 301 * chunk - 1, length: 2), ByteRange(location: 400 * chunk, length: 9),
+            TraceExtent(offset: 10 * chunk + 5, length: 10), TraceExtent(offset: 0, length: 4096),
+            TraceExtent(offset: 4096, length: 100), TraceExtent(offset: 200 * chunk, length: 1),
+            TraceExtent(offset: 301 * chunk - 1, length: 2), TraceExtent(offset: 400 * chunk, length: 9),
         ]
         let size = 302 * chunk - 7
         let many = ChunkCache.batches(of: reads, size: size, chunkShift: 12, manyRanges: true)
@@ -94,18 +94,18 @@ struct TraceRecordTests {
                 ]
             ])
         // 100 runs a page apart: 64 in the first request, 36 in the second.
-        let scattered = (0..<100).map { ByteRange(location: Int64($0) * 2 * chunk, length: 1) }
+        let scattered = (0..<100).map { TraceExtent(offset: Int64($0) * 2 * chunk, length: 1) }
         let split = ChunkCache.batches(of: scattered, size: 1 << 30, chunkShift: 12, manyRanges: true)
         #expect(split.map(\.count) == [64, 36])
         // In the order read: 70 pages read from the file's end backwards; the first request holds the 64 read
         // first, in offset order.
-        let backwards = (0..<70).reversed().map { ByteRange(location: Int64($0) * 2 * chunk, length: 1) }
+        let backwards = (0..<70).reversed().map { TraceExtent(offset: Int64($0) * 2 * chunk, length: 1) }
         let ordered = ChunkCache.batches(of: backwards, size: 1 << 30, chunkShift: 12, manyRanges: true)
         #expect(ordered.map(\.count) == [64, 6])
         #expect(ordered.first?.first == ByteRange(location: 6 * 2 * chunk, length: chunk))
         #expect(ordered.last?.last == ByteRange(location: 5 * 2 * chunk, length: chunk))
         // 1 MiB a request: 300 runs of 16 KiB, 64 to a request would be 1 MiB each, so 64 fit exactly.
-        let wide = (0..<300).map { ByteRange(location: Int64($0) * 8 * chunk, length: 4 * chunk) }
+        let wide = (0..<300).map { TraceExtent(offset: Int64($0) * 8 * chunk, length: 4 * chunk) }
         let byBytes = ChunkCache.batches(of: wide, size: 1 << 30, chunkShift: 12, manyRanges: true)
         #expect(byBytes.map(\.count) == [64, 64, 64, 64, 44])
         #expect(byBytes.allSatisfy { $0.reduce(0) { $0 + $1.length } <= ChunkCache.traceBatchBytes })

@@ -91,6 +91,9 @@ import Glibc
             let bytes = (0..<40_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
             try withNewFile(dir + "/file") { try $0.write(bytes, at: 0) }
             #expect(try FileSystem.contents(of: dir + "/file") == bytes, "longer than one read's chunk")
+            // With a limit the reads stop once past it: the caller sees more than the limit, not all of it.
+            let limited = try FileSystem.contents(of: dir + "/file", limit: 1000)
+            #expect(limited.count > 1000 && limited.count < bytes.count && limited == Array(bytes[0..<limited.count]))
         }
     }
 

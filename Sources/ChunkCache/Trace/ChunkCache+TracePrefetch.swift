@@ -64,14 +64,14 @@ extension ChunkCache {
             var started = 0
             for target in targets {
                 let member = ItemIdentifier(domain: item.domain, target.item)
-                let extents = target.extents.map { ByteRange(location: $0.offset, length: $0.length) }
                 if started >= Self.traceItemsStarted { _ = await group.next() }
                 group.addTask(priority: .utility) {
                     let progress = DownloadProgress { count, offset in received(target.item, count, offset) }
                     try? await self.prefetch(member, version: target.version, progress: progress) {
                         record, manyRanges in
                         Self.batches(
-                            of: extents, size: record.size, chunkShift: record.layout.shift, manyRanges: manyRanges)
+                            of: target.extents, size: record.size, chunkShift: record.layout.shift,
+                            manyRanges: manyRanges)
                     }
                 }
                 started += 1
@@ -79,54 +79,47 @@ extension ChunkCache {
         }
     }
 
-    /// `ranges` rounded out to whole chunks and clamped to `size`, as the requests of a prefetch. Where the
-    /// origin takes many ranges in one request (`manyRanges`), the ranges go in the order given (a trace's:
-    /// first read first, so the program's first reads come in the first answers), up to ``traceBatchBytes``
-    /// and ``traceBatchRanges`` a request, each request asking for its runs of chunks in offset order: a
-    /// database's scattered pages cost a few requests and no byte between them. Elsewhere runs closer than
-    /// ``traceRequestGap`` are joined (a round trip costs more than the bytes between them), in extents of
-    /// ``prefetchExtentBytes``, in offset order.
-    static func batches(of ranges: [ByteRange], size: Int64, chunkShift: Int, manyRanges: Bool) -> [[ByteRange]] {
+    /// `extents` rounded out to whole chunks and clamped to `size`, as the requests of a prefetch, in pieces
+    /// of at most ``prefetchExtentBytes``. Where the origin takes many ranges in one request (`manyRanges`),
+    /// the extents go in the order given (a trace's: first read first, so the program's first reads come in
+    /// the first answers), up to ``traceBatchBytes`` and ``traceBatchRanges`` a request, each request asking
+    /// for its runs of chunks in offset order: a database's scattered pages cost a few requests and no byte
+    /// between them. Elsewhere runs closer than ``traceRequestGap`` are joined (a round trip costs more than
+    /// the bytes between them), in offset order.
+    static func batches(of extents: [TraceExtent], size: Int64, chunkShift: Int, manyRanges: Bool) -> [[ByteRange]] {
         let chunk = Int64(1) << chunkShift
-        let aligned = ranges.compactMap { range -> ByteRange? in
-            let end = min(size, range.end)
-            guard range.location >= 0, range.location < end else { return nil }
-            let lower = (range.location >> chunkShift) << chunkShift
+        let aligned = extents.compactMap { extent -> TraceExtent? in
+            let end = min(size, extent.end)
+            guard extent.offset >= 0, extent.offset < end else { return nil }
+            let lower = (extent.offset >> chunkShift) << chunkShift
             let upper = min(size, ((end + chunk - 1) >> chunkShift) << chunkShift)
-            return ByteRange(location: lower, length: upper - lower)
+            return TraceExtent(offset: lower, length: upper - lower)
         }
-        guard manyRanges else {
-            return joinedRuns(aligned, gap: traceRequestGap).flatMap { extents(of: $0, size: size, chunkSize: chunk) }
-                .map { [$0] }
+        // In offset order, those `gap` apart joined (``TraceExtents/requests(_:size:gap:)``), in pieces.
+        func runs(_ extents: [TraceExtent], gap: Int64) -> [ByteRange] {
+            TraceExtents.requests(extents, size: size, gap: gap).flatMap {
+                Self.extents(of: ByteRange(location: $0.offset, length: $0.length), size: size, chunkSize: chunk)
+            }
         }
+        guard manyRanges else { return runs(aligned, gap: traceRequestGap).map { [$0] } }
         var batches: [[ByteRange]] = []
-        var pieces: [ByteRange] = []
+        var pieces: [TraceExtent] = []
         var bytes: Int64 = 0
-        for piece in aligned.flatMap({ extents(of: $0, size: size, chunkSize: chunk) }) {
-            if !pieces.isEmpty, bytes + piece.length > traceBatchBytes || pieces.count >= traceBatchRanges {
-                batches.append(joinedRuns(pieces, gap: 0))
-                pieces.removeAll()
-                bytes = 0
+        for extent in aligned {
+            for piece in Self.extents(
+                of: ByteRange(location: extent.offset, length: extent.length), size: size, chunkSize: chunk)
+            {
+                if !pieces.isEmpty, bytes + piece.length > traceBatchBytes || pieces.count >= traceBatchRanges {
+                    batches.append(runs(pieces, gap: 0))
+                    pieces.removeAll()
+                    bytes = 0
+                }
+                pieces.append(TraceExtent(offset: piece.location, length: piece.length))
+                bytes += piece.length
             }
-            pieces.append(piece)
-            bytes += piece.length
         }
-        if !pieces.isEmpty { batches.append(joinedRuns(pieces, gap: 0)) }
+        if !pieces.isEmpty { batches.append(runs(pieces, gap: 0)) }
         return batches
-    }
-
-    /// `ranges` in offset order, those at most `gap` apart (touching or overlapping, at 0) joined.
-    private static func joinedRuns(_ ranges: [ByteRange], gap: Int64) -> [ByteRange] {
-        var runs: [ByteRange] = []
-        for range in ranges.sorted(by: { $0.location < $1.location }) {
-            if let last = runs.last, range.location <= last.end + gap {
-                runs[runs.count - 1] = ByteRange(
-                    location: last.location, length: max(last.end, range.end) - last.location)
-            } else {
-                runs.append(range)
-            }
-        }
-        return runs
     }
 
     private func prefetchTargets(of item: ItemIdentifier) throws -> (

@@ -56,7 +56,7 @@ final class TraceSessions: Sendable {
         /// Off when the domain has no origin or learned prefetch is off for it: nothing is saved.
         var learns = true
         /// The trace lookups started for the run's opens: what they find is in `predicted` once they end.
-        var lookups: [Task<Void, Never>] = []
+        var lookups: [Task<[ChunkCache.PrefetchTarget], Never>] = []
         var prefetches: [Task<Void, Never>] = []
         var ender: Task<Void, Never>?
     }
@@ -212,7 +212,7 @@ final class TraceSessions: Sendable {
             }
         }
         update(opener, id) {
-            $0.lookups.append(Task { _ = await lookup.value })
+            $0.lookups.append(lookup)
             $0.prefetches.append(task)
         }
     }
@@ -224,7 +224,7 @@ final class TraceSessions: Sendable {
             state.withSession(opener) { $0.domain == item.domain ? $0.lookups : [] }
         }
         guard let lookups, !lookups.isEmpty else { return false }
-        for lookup in lookups { await lookup.value }
+        for lookup in lookups { _ = await lookup.value }
         return state.withLock { state in
             state.withSession(opener) { $0.predicted.contains(item.rawValue) } ?? false
         }

@@ -74,14 +74,14 @@ struct Trace: AsyncParsableCommand {
         func run() async throws {
             let bytes: [UInt8]
             do {
-                bytes = try FileSystem.contents(of: file)
+                bytes = try FileSystem.contents(of: file, limit: Self.maxFileBytes)
             } catch {
                 throw CacheError(.invalidArgument, "cannot read \(file) (\(error)); give the file `trace export` wrote")
             }
             guard bytes.count <= Self.maxFileBytes else {
                 throw CacheError(
                     .invalidArgument,
-                    "\(file) holds \(formatSize(Int64(bytes.count))); a trace file is at most \(formatSize(Int64(Self.maxFileBytes))): give the file `trace export` wrote"
+                    "\(file) is larger than \(formatSize(Int64(Self.maxFileBytes))), the most a trace file holds: give the file `trace export` wrote"
                 )
             }
             let cache = try await global.openCache()
