@@ -8,11 +8,17 @@ import Glibc
 
 /// The owning file handle that replaces `defer { close; unlink }` (lifetimes in types).
 @Suite struct OwnedFileTests {
-    /// Whether `descriptor` is still open on the file `identity` (its device and inode): a number another
-    /// test reuses after the close is open on another file.
-    private static func isOpen(_ descriptor: FileDescriptor, on identity: (dev_t, ino_t)) -> Bool {
-        guard let status = try? descriptor.status() else { return false }
-        return status.st_dev == identity.0 && status.st_ino == identity.1
+    /// Whether `descriptor` is still open on the file `identity` (its device and inode) named `path`: a number
+    /// another test reuses after the close is open on another file, and one that also got the freed inode
+    /// (ext4 hands freed inodes out again at once) has another name.
+    private static func isOpen(_ descriptor: FileDescriptor, on identity: (dev_t, ino_t), path: String) -> Bool {
+        guard let status = try? descriptor.status(), status.st_dev == identity.0, status.st_ino == identity.1
+        else { return false }
+        var target = [CChar](repeating: 0, count: 4096)
+        let length = readlink("/proc/self/fd/\(descriptor.rawValue)", &target, target.count - 1)
+        guard length > 0 else { return false }
+        // A removed file's link reads "PATH (deleted)".
+        return String(decoding: target[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self).hasPrefix(path)
     }
 
     private static func identity(_ descriptor: FileDescriptor) throws -> (dev_t, ino_t) {
@@ -31,10 +37,10 @@ import Glibc
                 let file = OwnedFile(try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL), path: path)
                 descriptor = file.descriptor
                 identity = try Self.identity(descriptor)
-                #expect(Self.isOpen(descriptor, on: identity))
+                #expect(Self.isOpen(descriptor, on: identity, path: path))
                 throw Failed()
             }
-            #expect(!Self.isOpen(descriptor, on: identity))
+            #expect(!Self.isOpen(descriptor, on: identity, path: path))
             #expect(throws: Errno.noSuchFile) { _ = try FileSystem.status(path) }
         }
     }
@@ -52,7 +58,7 @@ import Glibc
                 try file.descriptor.resize(to: 4096)
                 file.keep()
             }
-            #expect(!Self.isOpen(descriptor, on: identity))
+            #expect(!Self.isOpen(descriptor, on: identity, path: path))
             #expect(try FileSystem.status(path).st_size == 4096)
         }
     }
